@@ -1,0 +1,16 @@
+// The CPU backend's menu: every kernel it offers, fastest first (the first is the default).
+#include "device/cpu/kernels_cpu.h"
+#include "device/registry.h"
+
+namespace tandem {
+
+void register_cpu_kernels(KernelRegistry& r) {
+    using namespace cpu;
+    constexpr auto kCpu = DeviceKind::cpu;
+    r.add<TensorOpsKernel>(kCpu, "cpu", make_tensor_ops_cpu);
+
+    r.add<ReluKernel>(kCpu, "dnnl", make_relu_dnnl);
+    r.add<ReluKernel>(kCpu, "reference", make_relu_reference);
+}
+
+}  // namespace tandem

@@ -1,0 +1,112 @@
+// TensorOps on the CPU: plain OpenMP loops over storage (the operations are bandwidth-bound,
+// so a vectorised loop is as fast as a library call), and oneDNN reorders for layout copies.
+#include <cmath>
+#include <cstring>
+
+#include "device/cpu/dnnl_context.h"
+#include "device/cpu/kernels_cpu.h"
+
+namespace tandem::cpu {
+namespace {
+
+void check_same(const Tensor& a, const Tensor& b, const char* op) {
+    TANDEM_CHECK_AS(ShapeError, a.shape() == b.shape() && a.layout() == b.layout())
+        << op << ": " << a.description() << " and " << b.description()
+        << " differ in shape or layout";
+}
+
+// Large loops only: an OpenMP team costs more than it saves below this many elements.
+constexpr std::int64_t kParallelMin = 1 << 15;
+
+class TensorOpsCpu final : public TensorOpsKernel {
+public:
+    explicit TensorOpsCpu(Device& device) : device_(as_cpu(device)) {}
+
+    void add(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "add");
+        check_same(a, dst, "add");
+        const float* x = a.data<float>();
+        const float* y = b.data<float>();
+        float* z = dst.data<float>();
+        const std::int64_t n = a.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+    }
+
+    void accumulate(Tensor& dst, const Tensor& src) override {
+        check_same(dst, src, "accumulate");
+        add_into(dst, src);
+    }
+
+    void fill(Tensor& dst, float value) override {
+        float* z = dst.data<float>();
+        const std::int64_t n = dst.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = value;
+    }
+
+    void scale(Tensor& dst, float factor) override {
+        float* z = dst.data<float>();
+        const std::int64_t n = dst.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] *= factor;
+    }
+
+    void copy(const Tensor& src, Tensor& dst) override {
+        TANDEM_CHECK_AS(ShapeError, src.shape() == dst.shape() && src.dtype() == dst.dtype())
+            << "copy: " << src.description() << " into " << dst.description();
+        if (src.layout() == dst.layout() || src.dtype() != DType::f32) {
+            if (src.layout() == dst.layout()) {
+                std::memcpy(dst.raw(), src.raw(), src.nbytes());
+            } else {
+                dst.copy_from(src);
+            }
+            return;
+        }
+        auto& engine = device_.dnnl_engine();
+        auto from = memory_of(src, engine);
+        auto to = memory_of(dst, engine);
+        dnnl_call("reorder", [&] {
+            dnnl::reorder(from, to).execute(device_.dnnl_stream(), from, to);
+            device_.dnnl_stream().wait();
+        });
+    }
+
+    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
+                    const SgdHyper& h, bool first_step) override {
+        check_same(weights, grad, "sgd_update");
+        float* w = weights.data<float>();
+        const float* g = grad.data<float>();
+        float* buf = h.momentum != 0 ? momentum_buffer.data<float>() : nullptr;
+        const std::int64_t n = weights.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) {
+            float d = g[i] + h.weight_decay * w[i];
+            if (buf) {
+                buf[i] = first_step ? d : h.momentum * buf[i] + (1.0f - h.dampening) * d;
+                d = h.nesterov ? d + h.momentum * buf[i] : buf[i];
+            }
+            w[i] -= h.lr * d;
+        }
+    }
+
+    double sum_squares(const Tensor& src) override {
+        const float* x = src.data<float>();
+        const std::int64_t n = src.numel();
+        double total = 0;
+#pragma omp parallel for reduction(+ : total) if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) total += double(x[i]) * double(x[i]);
+        return total;
+    }
+
+private:
+    CpuDevice& device_;
+};
+
+}  // namespace
+
+std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device& device, const TensorOpsConfig&) {
+    return std::make_unique<TensorOpsCpu>(device);
+}
+
+}  // namespace tandem::cpu

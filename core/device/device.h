@@ -1,0 +1,78 @@
+// Device: where tensors live and kernels run.
+//
+// A device has a kind (cpu, cuda), an index, an allocator with a memory cap, and one worker
+// thread that runs its work in order. Several CPU devices on one machine behave like several
+// GPUs: each has its own thread, its own capped memory and its own kernel thread count.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <unordered_map>
+
+#include "device/allocator.h"
+#include "device/worker.h"
+
+namespace tandem {
+
+enum class DeviceKind { cpu, cuda };
+
+std::string_view device_kind_name(DeviceKind kind);
+
+class Device {
+public:
+    virtual ~Device() = default;
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    DeviceKind kind() const { return kind_; }
+    int index() const { return index_; }
+    // "cpu:0", "cuda:1": used in every message about this device.
+    const std::string& name() const { return name_; }
+
+    Allocator& allocator() { return *allocator_; }
+    Worker& worker() { return *worker_; }
+    // Threads this device's kernels use.
+    int threads() const { return threads_; }
+
+    // Whether the host can read this device's memory through a plain pointer.
+    virtual bool host_accessible() const = 0;
+    // Copies raw bytes into this device's memory from host memory, and back.
+    virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+    virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+    // Waits for all work this device has started (CPU kernels are synchronous: nothing to do).
+    virtual void synchronize() {}
+
+    // A per-device singleton of type T owned by code above this layer (the tensor-ops kernel),
+    // built by `make` on first use and destroyed with the device.
+    template <class T>
+    T& attachment(const std::function<std::unique_ptr<T>()>& make) {
+        std::lock_guard lock(attachments_mutex_);
+        auto& slot = attachments_[std::type_index(typeid(T))];
+        if (!slot) slot = std::shared_ptr<T>(make());
+        return *static_cast<T*>(slot.get());
+    }
+
+protected:
+    Device(DeviceKind kind, int index, int threads) : kind_(kind), index_(index), threads_(threads) {
+        // A negative index marks the host device that holds parameters before placement.
+        name_ = index < 0 ? "host" : std::string(device_kind_name(kind)) + ":" + std::to_string(index);
+    }
+    std::unique_ptr<Allocator> allocator_;
+    std::unique_ptr<Worker> worker_;
+    // Cleared by subclasses' destructors before the resources the attachments use go away.
+    std::unordered_map<std::type_index, std::shared_ptr<void>> attachments_;
+
+private:
+    std::mutex attachments_mutex_;
+    DeviceKind kind_;
+    int index_;
+    int threads_;
+    std::string name_;
+};
+
+}  // namespace tandem

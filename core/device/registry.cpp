@@ -1,0 +1,43 @@
+#include "device/registry.h"
+
+#include "base/format.h"
+
+namespace tandem {
+
+KernelRegistry& KernelRegistry::instance() {
+    static KernelRegistry registry;
+    return registry;
+}
+
+KernelRegistry::KernelRegistry() {
+    register_cpu_kernels(*this);
+#if TANDEM_CUDA
+    register_cuda_kernels(*this);
+#endif
+}
+
+std::vector<std::string> KernelRegistry::list(std::type_index type) const {
+    std::vector<std::string> names;
+    if (auto it = entries_.find(type); it != entries_.end())
+        for (const auto& e : it->second)
+            names.push_back(std::string(device_kind_name(e.kind)) + "/" + e.impl);
+    return names;
+}
+
+void KernelRegistry::throw_missing(std::string_view kernel, const Device& device,
+                                   std::string_view impl,
+                                   const std::vector<std::string>& registered) {
+    std::string text = "no ";
+    text += kernel;
+    text += " kernel";
+    if (!impl.empty()) text += " '" + std::string(impl) + "'";
+    text += " for " + device.name() + " (registered: ";
+    text += registered.empty() ? "none" : join(registered, ", ");
+    text += ")";
+#if !TANDEM_CUDA
+    if (device.kind() == DeviceKind::cuda) text += "; this build has TANDEM_CUDA=OFF";
+#endif
+    throw BackendError(text);
+}
+
+}  // namespace tandem

@@ -1,0 +1,41 @@
+// KernelCache: a layer's kernels, one per (device, config), built on first use.
+//
+// A layer sees few distinct input shapes (the training batch, the last partial batch, the
+// evaluation batch), so a short list searched linearly beats a map here.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/registry.h"
+#include "layers/kernels.h"
+
+namespace tandem {
+
+template <class K>
+class KernelCache {
+public:
+    K& get(Device& device, const typename K::Config& config, const std::string& impl = {}) {
+        for (auto& e : entries_)
+            if (e.device == &device && e.config == config && e.impl == impl) return *e.kernel;
+        entries_.push_back(
+            {&device, config, impl, KernelRegistry::instance().make<K>(device, config, impl)});
+        return *entries_.back().kernel;
+    }
+    void clear() { entries_.clear(); }
+
+private:
+    struct Entry {
+        Device* device;
+        typename K::Config config;
+        std::string impl;
+        std::unique_ptr<K> kernel;
+    };
+    std::vector<Entry> entries_;
+};
+
+// The device's element-wise operations (one shared kernel per device).
+TensorOpsKernel& tensor_ops(Device& device);
+
+}  // namespace tandem

@@ -1,0 +1,229 @@
+// One abstract kernel per layer kind: the device-specific half of each layer.
+//
+// A layer builds its kernel through KernelRegistry::make<K>(device, config) when it first sees
+// an input shape (see KernelCache) and calls it with src/dst tensors. A kernel object holds
+// its heavy state (oneDNN primitives, cuDNN descriptors, algorithm choice) and never any
+// per-micro-batch data; workspaces it needs between forward and backward are u8 tensors the
+// layer allocates (workspace_bytes()) and keeps in the pass's tape.
+//
+// Conventions for every kernel:
+//  - src/dst/diff_src/diff_dst name tensors at this level (oneDNN's naming).
+//  - 4-D tensors may be contiguous (NCHW) or channels_last (NHWC); Config::layout says which,
+//    and dst tensors are given in the same layout as src.
+//  - backward_weights / diff_weights / diff_bias / diff_gamma / diff_beta ADD into their
+//    destination; every other dst is overwritten.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace tandem {
+
+struct Conv2dConfig {
+    std::int64_t n, c, h, w;           // input
+    std::int64_t out_channels;
+    std::int64_t kernel_h, kernel_w;
+    std::int64_t stride_h, stride_w;
+    std::int64_t pad_h, pad_w;
+    std::int64_t groups;
+    bool bias;
+    Layout layout;
+    auto operator<=>(const Conv2dConfig&) const = default;
+    std::int64_t out_h() const { return (h + 2 * pad_h - kernel_h) / stride_h + 1; }
+    std::int64_t out_w() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }
+};
+
+// weights: out_channels x (c / groups) x kernel_h x kernel_w, contiguous. bias: out_channels.
+struct Conv2dKernel {
+    static constexpr const char* kName = "Conv2d";
+    using Config = Conv2dConfig;
+    virtual ~Conv2dKernel() = default;
+    // bias is undefined when Config::bias is false.
+    virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                         Tensor& dst) = 0;
+    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights,
+                               Tensor& diff_src) = 0;
+    // Adds into diff_weights and (when defined) diff_bias.
+    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst,
+                                  Tensor& diff_weights, Tensor& diff_bias) = 0;
+};
+
+struct BatchNormConfig {
+    std::int64_t n, c, h, w;
+    float epsilon;
+    bool training;  // batch statistics (training) or given running statistics (evaluation)
+    Layout layout;
+    auto operator<=>(const BatchNormConfig&) const = default;
+};
+
+// gamma, beta, mean, variance: c floats. Variance is the biased (1/n) batch variance.
+struct BatchNormKernel {
+    static constexpr const char* kName = "BatchNorm2d";
+    using Config = BatchNormConfig;
+    virtual ~BatchNormKernel() = default;
+    // training: writes the batch mean and variance into mean/variance, then normalises;
+    // evaluation: normalises with the given mean/variance.
+    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta,
+                         Tensor& mean, Tensor& variance, Tensor& dst) = 0;
+    // Adds into diff_gamma and diff_beta. In evaluation mode the statistics are constants.
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& variance, Tensor& diff_src,
+                          Tensor& diff_gamma, Tensor& diff_beta) = 0;
+};
+
+struct ReluConfig {
+    Shape shape;
+    Layout layout;
+    auto operator<=>(const ReluConfig&) const = default;
+};
+
+struct ReluKernel {
+    static constexpr const char* kName = "ReLU";
+    using Config = ReluConfig;
+    virtual ~ReluKernel() = default;
+    virtual void forward(const Tensor& src, Tensor& dst) = 0;
+    // dst is forward's output (the gradient is diff_dst where dst > 0).
+    virtual void backward(const Tensor& dst, const Tensor& diff_dst, Tensor& diff_src) = 0;
+};
+
+enum class PoolKind { max, average };
+
+struct Pool2dConfig {
+    PoolKind kind;
+    std::int64_t n, c, h, w;
+    std::int64_t kernel_h, kernel_w;
+    std::int64_t stride_h, stride_w;
+    std::int64_t pad_h, pad_w;
+    bool ceil_mode;          // output size rounds up (Caffe) instead of down (PyTorch)
+    bool count_include_pad;  // average: divide by the full window, padding included
+    Layout layout;
+    auto operator<=>(const Pool2dConfig&) const = default;
+    std::int64_t out_h() const;
+    std::int64_t out_w() const;
+};
+
+struct Pool2dKernel {
+    static constexpr const char* kName = "Pool2d";
+    using Config = Pool2dConfig;
+    virtual ~Pool2dKernel() = default;
+    // Bytes of workspace forward fills for backward in training (argmax indices); may be 0.
+    virtual std::size_t workspace_bytes() const = 0;
+    // workspace is undefined in evaluation (inference) mode.
+    virtual void forward(const Tensor& src, Tensor& dst, Tensor& workspace) = 0;
+    virtual void backward(const Tensor& diff_dst, const Tensor& workspace, Tensor& diff_src) = 0;
+};
+
+struct LrnConfig {
+    std::int64_t n, c, h, w;
+    std::int64_t size;  // channels in the window (across channels, as AlexNet)
+    float alpha, beta, k;
+    Layout layout;
+    auto operator<=>(const LrnConfig&) const = default;
+};
+
+// y = x / (k + alpha / size * sum_{window} x^2) ^ beta   (PyTorch's and Caffe's definition)
+struct LrnKernel {
+    static constexpr const char* kName = "LRN";
+    using Config = LrnConfig;
+    virtual ~LrnKernel() = default;
+    virtual std::size_t workspace_bytes() const = 0;
+    virtual void forward(const Tensor& src, Tensor& dst, Tensor& workspace) = 0;
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& workspace,
+                          Tensor& diff_src) = 0;
+};
+
+struct LinearConfig {
+    std::int64_t n, in_features, out_features;
+    bool bias;
+    auto operator<=>(const LinearConfig&) const = default;
+};
+
+// src: n x in, weights: out x in, bias: out, dst: n x out; all contiguous.
+struct LinearKernel {
+    static constexpr const char* kName = "Linear";
+    using Config = LinearConfig;
+    virtual ~LinearKernel() = default;
+    virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                         Tensor& dst) = 0;
+    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights,
+                               Tensor& diff_src) = 0;
+    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst,
+                                  Tensor& diff_weights, Tensor& diff_bias) = 0;
+};
+
+struct DropoutConfig {
+    std::int64_t numel;
+    auto operator<=>(const DropoutConfig&) const = default;
+};
+
+// Element i is kept when rng_uniform(key, i) >= p, then scaled by 1 / (1 - p), so every
+// backend draws the same mask. mask: numel u8 (1 kept, 0 dropped).
+struct DropoutKernel {
+    static constexpr const char* kName = "Dropout";
+    using Config = DropoutConfig;
+    virtual ~DropoutKernel() = default;
+    virtual void forward(const Tensor& src, float p, std::uint64_t key, Tensor& mask,
+                         Tensor& dst) = 0;
+    virtual void backward(const Tensor& diff_dst, const Tensor& mask, float p,
+                          Tensor& diff_src) = 0;
+};
+
+struct SoftmaxCrossEntropyConfig {
+    std::int64_t n, classes;
+    auto operator<=>(const SoftmaxCrossEntropyConfig&) const = default;
+};
+
+struct LossSums {
+    double loss = 0;          // summed over the samples (divide by count for the mean)
+    std::int64_t correct = 0; // samples whose arg-max logit is the label
+    std::int64_t count = 0;
+};
+
+// logits: n x classes f32; labels: n i32 in [0, classes); probabilities: n x classes.
+// With smoothing s the target is (1 - s) one-hot + s / classes.
+struct SoftmaxCrossEntropyKernel {
+    static constexpr const char* kName = "SoftmaxCrossEntropy";
+    using Config = SoftmaxCrossEntropyConfig;
+    virtual ~SoftmaxCrossEntropyKernel() = default;
+    // Throws DataError naming the sample when a label is out of range.
+    virtual LossSums forward(const Tensor& logits, const Tensor& labels, float smoothing,
+                             Tensor& probabilities) = 0;
+    // diff_logits = scale * (probabilities - target).
+    virtual void backward(const Tensor& probabilities, const Tensor& labels, float smoothing,
+                          float scale, Tensor& diff_logits) = 0;
+};
+
+struct SgdHyper {
+    float lr, momentum, dampening, weight_decay;
+    bool nesterov;
+};
+
+struct TensorOpsConfig {
+    auto operator<=>(const TensorOpsConfig&) const = default;
+};
+
+// The small element-wise operations layers, containers and optimizers need on a device.
+struct TensorOpsKernel {
+    static constexpr const char* kName = "TensorOps";
+    using Config = TensorOpsConfig;
+    virtual ~TensorOpsKernel() = default;
+    // dst = a + b; all three the same shape and layout.
+    virtual void add(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
+    // dst += src; same shape and layout.
+    virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
+    virtual void fill(Tensor& dst, float value) = 0;
+    virtual void scale(Tensor& dst, float factor) = 0;
+    // dst = src across layouts (same shape and dtype).
+    virtual void copy(const Tensor& src, Tensor& dst) = 0;
+    // One SGD step on one parameter (PyTorch's definition, momentum buffer updated in place):
+    //   g = grad + wd * w;  buf = momentum * buf + (1 - dampening) * g  (buf = g on first use,
+    //   signalled by first_step);  d = nesterov ? g + momentum * buf : buf;  w -= lr * d.
+    virtual void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
+                            const SgdHyper& hyper, bool first_step) = 0;
+    // sum of squares (double accumulation), for gradient norms and tests.
+    virtual double sum_squares(const Tensor& src) = 0;
+};
+
+}  // namespace tandem

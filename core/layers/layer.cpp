@@ -1,0 +1,90 @@
+#include "layers/layer.h"
+
+#include <functional>
+
+#include "device/cpu/cpu_device.h"
+
+namespace tandem {
+
+std::string Layer::label() const { return "'" + name_ + "' (" + std::string(kind()) + ")"; }
+
+MemoryEstimate Layer::memory_estimate(const Shape& input) const {
+    MemoryEstimate e;
+    e.output_bytes = static_cast<std::size_t>(output_shape(input).numel()) * sizeof(float);
+    auto* self = const_cast<Layer*>(this);
+    for (auto* p : self->parameters()) e.parameter_bytes += p->value.nbytes();
+    for (auto* child : self->children()) e.parameter_bytes += child->memory_estimate(input).parameter_bytes;
+    return e;
+}
+
+void Layer::to(Device& device) {
+    for (auto* p : parameters()) {
+        if (&p->value.device() != &device) p->value = p->value.to(device);
+        if (p->grad.defined() && &p->grad.device() != &device) p->grad = p->grad.to(device);
+    }
+    for (auto* b : buffers())
+        if (&b->value.device() != &device) b->value = b->value.to(device);
+    for (auto* child : children()) child->to(device);
+}
+
+void Layer::bind(Device& device, const Shape& input, Layout layout) {
+    (void)output_shape(input);  // shape errors first, before any kernel is built
+    to(device);
+    on_bind(device, input, layout);
+}
+
+void Layer::on_bind(Device& device, const Shape& input, Layout layout) {
+    (void)device, (void)input, (void)layout;
+}
+
+void Layer::set_kernel_impl(const std::string& impl) {
+    kernel_impl_ = impl;
+    for (auto* child : children()) child->set_kernel_impl(impl);
+}
+
+Parameter Layer::make_parameter(std::string name, const Shape& shape, bool decay) {
+    return Parameter{std::move(name), Tensor::zeros(shape, host_device()),
+                     Tensor::zeros(shape, host_device()), decay};
+}
+
+Parameter Layer::make_buffer(std::string name, const Shape& shape, float value) {
+    Parameter b{std::move(name), Tensor::empty(shape, host_device()), Tensor(), false};
+    b.value.fill(value);
+    return b;
+}
+
+namespace {
+
+void collect(Layer& layer, const std::string& prefix, bool buffers,
+             std::vector<NamedParameter>& out) {
+    for (auto* p : buffers ? layer.buffers() : layer.parameters())
+        out.push_back({prefix + p->name, p});
+    for (auto* child : layer.children()) collect(*child, prefix + child->name() + ".", buffers, out);
+}
+
+}  // namespace
+
+std::vector<NamedParameter> named_parameters(Layer& root) {
+    std::vector<NamedParameter> out;
+    collect(root, "", false, out);
+    return out;
+}
+
+std::vector<NamedParameter> named_buffers(Layer& root) {
+    std::vector<NamedParameter> out;
+    collect(root, "", true, out);
+    return out;
+}
+
+std::int64_t parameter_count(Layer& root) {
+    std::int64_t n = 0;
+    for (auto& p : named_parameters(root)) n += p.parameter->value.numel();
+    return n;
+}
+
+Device& host_device() {
+    static CpuDevice host(-1, CpuDeviceOptions{});
+    return host;
+}
+
+}  // namespace tandem

@@ -1,0 +1,104 @@
+// Layer: the unit a net is made of (Conv2d, BatchNorm2d, ReLU, a residual block, ...).
+//
+// Contract, for every layer:
+//  - output_shape() is pure (no device, no allocation) and throws ShapeError naming the layer,
+//    what it expected and what it got.
+//  - forward(x) returns y in x's layout, allocated on the pass's device. In training mode it
+//    keeps what backward needs in pass.saved, never in the layer: several micro-batches may be
+//    in flight through one layer at once.
+//  - backward(x, dy) returns dx and ADDS dL/dparameter into each parameter's grad (never
+//    overwrites), so gradients accumulate over micro-batches with no extra code.
+//  - Kernels are built once per (device, input shape, layout) and cached; bind() builds them
+//    ahead of time, forward() builds on a miss.
+// A layer does not know which thread calls it; the engine keeps each layer on one worker.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layers/pass.h"
+#include "tensor/tensor.h"
+
+namespace tandem {
+
+// A trainable tensor (or, for buffers such as running statistics, a saved untrained one).
+struct Parameter {
+    std::string name;   // "weight", "bias", "running_mean"
+    Tensor value;
+    Tensor grad;        // same shape as value; undefined for buffers
+    bool decay = true;  // whether weight decay applies (not to biases or batch-norm affine)
+};
+
+// Bytes a layer needs for one input shape: what a partitioner weighs.
+struct MemoryEstimate {
+    std::size_t parameter_bytes = 0;  // weights (gradients and optimizer state scale with it)
+    std::size_t output_bytes = 0;     // the activation it produces
+    std::size_t saved_bytes = 0;      // what it keeps for backward besides its input
+};
+
+class Layer {
+public:
+    Layer() = default;
+    virtual ~Layer() = default;
+    Layer(const Layer&) = delete;
+    Layer& operator=(const Layer&) = delete;
+
+    virtual std::string_view kind() const = 0;          // "Conv2d"
+    const std::string& name() const { return name_; }   // "conv3"; set by the container
+    void set_name(std::string name) { name_ = std::move(name); }
+    // "'conv3' (Conv2d)": how messages refer to the layer.
+    std::string label() const;
+
+    virtual Shape output_shape(const Shape& input) const = 0;
+    virtual MemoryEstimate memory_estimate(const Shape& input) const;
+
+    virtual Tensor forward(const Tensor& x, Pass& pass) = 0;
+    virtual Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) = 0;
+
+    // This layer's own parameters and buffers (not its children's).
+    virtual std::vector<Parameter*> parameters() { return {}; }
+    virtual std::vector<Parameter*> buffers() { return {}; }
+    // Sub-layers, for containers and blocks.
+    virtual std::vector<Layer*> children() { return {}; }
+
+    // Moves parameters, gradients and buffers (and those of children) to `device`.
+    void to(Device& device);
+    // Builds kernels for `input` on `device` ahead of the first forward (and checks shapes).
+    void bind(Device& device, const Shape& input, Layout layout);
+    // Draws parameters afresh from `seed` (the same seed gives the same values everywhere).
+    virtual void initialize(std::uint64_t seed) { (void)seed; }
+    // Picks a kernel implementation by name ("reference", "dnnl"); empty for the default.
+    void set_kernel_impl(const std::string& impl);
+    // One-line description of the options: "3->16, 3x3, stride 1, pad 1".
+    virtual std::string options_text() const { return {}; }
+
+protected:
+    virtual void on_bind(Device& device, const Shape& input, Layout layout);
+    const std::string& kernel_impl() const { return kernel_impl_; }
+    // A parameter of `shape` on the host device, zero gradient.
+    static Parameter make_parameter(std::string name, const Shape& shape, bool decay);
+    static Parameter make_buffer(std::string name, const Shape& shape, float value);
+
+private:
+    std::string name_;
+    std::string kernel_impl_;
+};
+
+using LayerPtr = std::shared_ptr<Layer>;
+
+// Every parameter (or buffer) under `root` with a dotted name: "block2.body.conv1.weight".
+struct NamedParameter {
+    std::string name;
+    Parameter* parameter;
+};
+std::vector<NamedParameter> named_parameters(Layer& root);
+std::vector<NamedParameter> named_buffers(Layer& root);
+std::int64_t parameter_count(Layer& root);
+
+// The device that holds parameters before a layer is moved to its device.
+Device& host_device();
+
+}  // namespace tandem

@@ -1,0 +1,23 @@
+#include "layers/pass.h"
+
+#include "layers/layer.h"
+
+namespace tandem {
+
+const std::vector<Tensor>& Tape::get(const Layer* layer, std::size_t slot) const {
+    auto it = saved_.find(Key{layer, slot});
+    TANDEM_CHECK(it != saved_.end())
+        << "backward of " << layer->kind() << " '" << layer->name()
+        << "' without a forward in training mode for this micro-batch";
+    return it->second;
+}
+
+std::size_t Tape::bytes() const {
+    std::size_t total = 0;
+    for (const auto& [layer, tensors] : saved_)
+        for (const auto& t : tensors)
+            if (t.defined()) total += t.nbytes();
+    return total;
+}
+
+}  // namespace tandem

@@ -1,0 +1,65 @@
+// Pass: what one forward or backward call needs besides its tensors.
+//
+// It is owned by whoever drives the net (the engine's worker), not by the layers: under a
+// pipeline schedule several micro-batches are in flight through the same layer, so what
+// backward needs (inputs, masks, statistics, workspaces) is kept per pass in a Tape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tandem {
+
+class Device;
+class Layer;
+
+enum class Mode { train, eval };
+
+// What each layer saved in forward for its backward, for one micro-batch. Entries are keyed
+// by layer and a slot: a container running several ranges of its layers (pipeline stages)
+// keeps one entry per range, keyed by the range's first index.
+class Tape {
+public:
+    void put(const Layer* layer, std::vector<Tensor> tensors, std::size_t slot = 0) {
+        saved_[Key{layer, slot}] = std::move(tensors);
+    }
+    // Throws when `layer` saved nothing: backward was called without forward.
+    const std::vector<Tensor>& get(const Layer* layer, std::size_t slot = 0) const;
+    bool contains(const Layer* layer, std::size_t slot = 0) const {
+        return saved_.count(Key{layer, slot}) != 0;
+    }
+    void erase(const Layer* layer, std::size_t slot = 0) { saved_.erase(Key{layer, slot}); }
+    void clear() { saved_.clear(); }
+    bool empty() const { return saved_.empty(); }
+    // Bytes held by every saved tensor (shared storage counted once per tensor).
+    std::size_t bytes() const;
+
+private:
+    struct Key {
+        const Layer* layer;
+        std::size_t slot;
+        bool operator==(const Key&) const = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const {
+            return std::hash<const void*>()(k.layer) ^ (k.slot * 0x9e3779b97f4a7c15ULL);
+        }
+    };
+    std::unordered_map<Key, std::vector<Tensor>, KeyHash> saved_;
+};
+
+struct Pass {
+    Device& device;
+    Mode mode = Mode::train;
+    int micro_batch = 0;
+    Tape& saved;
+    // Seeded per (seed, step, micro-batch) so that a replay or a recompute draws the same
+    // numbers; each layer mixes in its own name (see base/rng.h).
+    std::uint64_t rng_key = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,172 @@
+#include "layers/sequential.h"
+
+#include <map>
+
+#include "base/rng.h"
+#include "device/device.h"
+
+namespace tandem {
+
+std::string default_name_prefix(std::string_view kind) {
+    static const std::map<std::string_view, std::string> kPrefixes = {
+        {"Conv2d", "conv"},     {"BatchNorm2d", "bn"},     {"ReLU", "relu"},
+        {"MaxPool2d", "pool"},  {"AvgPool2d", "pool"},     {"GlobalAvgPool2d", "gap"},
+        {"LRN", "lrn"},         {"Linear", "fc"},          {"Dropout", "drop"},
+        {"Flatten", "flatten"}, {"Residual", "block"},     {"Sequential", "seq"},
+    };
+    auto it = kPrefixes.find(kind);
+    if (it != kPrefixes.end()) return it->second;
+    std::string prefix;
+    for (char c : kind) prefix += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return prefix;
+}
+
+Sequential::Sequential(std::vector<LayerPtr> layers) {
+    for (auto& layer : layers) add(std::move(layer));
+}
+
+void Sequential::add(LayerPtr layer) {
+    TANDEM_CHECK_AS(ConfigError, layer != nullptr) << "Sequential: cannot add a null layer";
+    TANDEM_CHECK_AS(ConfigError, layer.get() != this) << "Sequential: cannot contain itself";
+    for (const auto& existing : layers_)
+        TANDEM_CHECK_AS(ConfigError, existing != layer)
+            << "Sequential: layer " << layer->label()
+            << " is already in this container (a layer can appear once; build another)";
+    if (layer->name().empty()) {
+        const std::string prefix = default_name_prefix(layer->kind());
+        int count = 1;
+        for (const auto& existing : layers_)
+            if (default_name_prefix(existing->kind()) == prefix) ++count;
+        std::string candidate = prefix + std::to_string(count);
+        auto taken = [&](const std::string& n) {
+            for (const auto& e : layers_)
+                if (e->name() == n) return true;
+            return false;
+        };
+        while (taken(candidate)) candidate = prefix + std::to_string(++count);
+        layer->set_name(candidate);
+    } else {
+        for (const auto& existing : layers_)
+            TANDEM_CHECK_AS(ConfigError, existing->name() != layer->name())
+                << "Sequential: two layers are named '" << layer->name() << "'";
+    }
+    layers_.push_back(std::move(layer));
+}
+
+Layer& Sequential::at(std::size_t i) const {
+    TANDEM_CHECK(i < layers_.size()) << "layer index " << i << " out of range (" << layers_.size()
+                                     << " layers)";
+    return *layers_[i];
+}
+
+std::string Sequential::context(std::size_t i, const Pass& pass, const char* direction) const {
+    return "in layer " + std::to_string(i + 1) + " " + layers_[i]->label() + " on " +
+           pass.device.name() + ", micro-batch " + std::to_string(pass.micro_batch) + ", " +
+           direction;
+}
+
+std::vector<Shape> Sequential::output_shapes(const Shape& input) const {
+    std::vector<Shape> shapes;
+    Shape shape = input;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        try {
+            shape = layers_[i]->output_shape(shape);
+        } catch (Error& e) {
+            e.add_context("in layer " + std::to_string(i + 1) + " " + layers_[i]->label() +
+                          ", input " + shape.to_string());
+            throw;
+        }
+        shapes.push_back(shape);
+    }
+    return shapes;
+}
+
+Shape Sequential::output_shape(const Shape& input) const {
+    auto shapes = output_shapes(input);
+    return shapes.empty() ? input : shapes.back();
+}
+
+MemoryEstimate Sequential::memory_estimate(const Shape& input) const {
+    MemoryEstimate total;
+    Shape shape = input;
+    for (const auto& layer : layers_) {
+        auto e = layer->memory_estimate(shape);
+        total.parameter_bytes += e.parameter_bytes;
+        total.saved_bytes += e.saved_bytes + e.output_bytes;  // each output is the next input
+        shape = layer->output_shape(shape);
+    }
+    total.output_bytes = static_cast<std::size_t>(shape.numel()) * sizeof(float);
+    return total;
+}
+
+Tensor Sequential::forward(const Tensor& x, Pass& pass) {
+    return forward_range(x, pass, 0, layers_.size());
+}
+
+Tensor Sequential::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
+    (void)x;  // each layer's input was kept by forward
+    return backward_range(dy, pass, 0, layers_.size());
+}
+
+Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin, std::size_t end) {
+    TANDEM_CHECK(begin <= end && end <= layers_.size())
+        << "layer range [" << begin << ", " << end << ") outside " << layers_.size() << " layers";
+    // inputs[i] is layer (begin + i)'s input, kept for backward in training mode.
+    std::vector<Tensor> inputs;
+    Tensor h = x;
+    for (std::size_t i = begin; i < end; ++i) {
+        if (pass.mode == Mode::train) inputs.push_back(h);
+        try {
+            h = layers_[i]->forward(h, pass);
+        } catch (Error& e) {
+            e.add_context(context(i, pass, "forward"));
+            throw;
+        }
+    }
+    if (pass.mode == Mode::train) pass.saved.put(this, std::move(inputs), begin);
+    return h;
+}
+
+Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end) {
+    const std::vector<Tensor> inputs = pass.saved.get(this, begin);
+    TANDEM_CHECK(inputs.size() == end - begin)
+        << "backward over layers [" << begin << ", " << end << ") after a forward over "
+        << inputs.size() << " layers";
+    Tensor g = dy;
+    for (std::size_t i = end; i-- > begin;) {
+        const Tensor& x = inputs[i - begin];
+        try {
+            const Shape expected = layers_[i]->output_shape(x.shape());
+            TANDEM_CHECK_AS(ShapeError, g.shape() == expected)
+                << "gradient " << g.shape().to_string() << " does not match the output "
+                << expected.to_string();
+            g = layers_[i]->backward(x, g, pass);
+        } catch (Error& e) {
+            e.add_context(context(i, pass, "backward"));
+            throw;
+        }
+    }
+    pass.saved.erase(this, begin);
+    return g;
+}
+
+std::vector<Layer*> Sequential::children() {
+    std::vector<Layer*> out;
+    for (auto& layer : layers_) out.push_back(layer.get());
+    return out;
+}
+
+void Sequential::initialize(std::uint64_t seed) {
+    for (auto& layer : layers_) layer->initialize(rng_key(seed, layer->name()));
+}
+
+void Sequential::on_bind(Device& device, const Shape& input, Layout layout) {
+    Shape shape = input;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        // Only images have a channels_last layout; flattened activations are contiguous.
+        layers_[i]->bind(device, shape, shape.rank() == 4 ? layout : Layout::contiguous);
+        shape = layers_[i]->output_shape(shape);
+    }
+}
+
+}  // namespace tandem

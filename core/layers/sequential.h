@@ -1,0 +1,53 @@
+// Sequential: layers applied one after another. The top-level net is a Sequential, and its
+// top-level entries are where a net may be cut into pipeline stages.
+//
+// Unnamed layers are named by kind and position ("conv1", "bn2", "fc1"); names are unique
+// within a container, and every error passing through gets a line naming the layer, its
+// position, the device, the micro-batch and the direction.
+#pragma once
+
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace tandem {
+
+class Sequential : public Layer {
+public:
+    Sequential() = default;
+    explicit Sequential(std::vector<LayerPtr> layers);
+
+    std::string_view kind() const override { return "Sequential"; }
+    // Appends `layer`, naming it when it has no name; throws ConfigError on a duplicate name.
+    void add(LayerPtr layer);
+    std::size_t size() const { return layers_.size(); }
+    Layer& at(std::size_t i) const;
+    const std::vector<LayerPtr>& layers() const { return layers_; }
+
+    Shape output_shape(const Shape& input) const override;
+    // Shapes after each layer: entry i is the output of layer i.
+    std::vector<Shape> output_shapes(const Shape& input) const;
+    MemoryEstimate memory_estimate(const Shape& input) const override;
+    Tensor forward(const Tensor& x, Pass& pass) override;
+    Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
+
+    // Layers [begin, end) only: how a pipeline stage runs its slice of the net.
+    Tensor forward_range(const Tensor& x, Pass& pass, std::size_t begin, std::size_t end);
+    Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end);
+
+    std::vector<Layer*> children() override;
+    void initialize(std::uint64_t seed) override;
+
+protected:
+    void on_bind(Device& device, const Shape& input, Layout layout) override;
+
+private:
+    std::string context(std::size_t i, const Pass& pass, const char* direction) const;
+
+    std::vector<LayerPtr> layers_;
+};
+
+// The short prefix automatic names use for a layer kind ("Conv2d" -> "conv").
+std::string default_name_prefix(std::string_view kind);
+
+}  // namespace tandem
