@@ -1,14 +1,12 @@
 #include "layers/pass.h"
 
-#include "layers/layer.h"
 
 namespace tandem {
 
-const std::vector<Tensor>& Tape::get(const Layer* layer, std::size_t slot) const {
-    auto it = saved_.find(Key{layer, slot});
+const std::vector<Tensor>& Tape::get(const void* owner, std::size_t slot) const {
+    auto it = saved_.find(Key{owner, slot});
     TANDEM_CHECK(it != saved_.end())
-        << "backward of " << layer->kind() << " '" << layer->name()
-        << "' without a forward in training mode for this micro-batch";
+        << "backward without a forward in training mode for this micro-batch";
     return it->second;
 }
 

@@ -20,19 +20,20 @@ class Layer;
 enum class Mode { train, eval };
 
 // What each layer saved in forward for its backward, for one micro-batch. Entries are keyed
-// by layer and a slot: a container running several ranges of its layers (pipeline stages)
+// by owner (a layer, or the loss) and a slot: a container running several ranges of its layers (pipeline stages)
 // keeps one entry per range, keyed by the range's first index.
 class Tape {
 public:
-    void put(const Layer* layer, std::vector<Tensor> tensors, std::size_t slot = 0) {
-        saved_[Key{layer, slot}] = std::move(tensors);
+    void put(const void* owner, std::vector<Tensor> tensors, std::size_t slot = 0) {
+        saved_[Key{owner, slot}] = std::move(tensors);
     }
-    // Throws when `layer` saved nothing: backward was called without forward.
-    const std::vector<Tensor>& get(const Layer* layer, std::size_t slot = 0) const;
-    bool contains(const Layer* layer, std::size_t slot = 0) const {
-        return saved_.count(Key{layer, slot}) != 0;
+    // Throws when `owner` saved nothing: backward was called without a training forward
+    // (callers add which layer on the way up).
+    const std::vector<Tensor>& get(const void* owner, std::size_t slot = 0) const;
+    bool contains(const void* owner, std::size_t slot = 0) const {
+        return saved_.count(Key{owner, slot}) != 0;
     }
-    void erase(const Layer* layer, std::size_t slot = 0) { saved_.erase(Key{layer, slot}); }
+    void erase(const void* owner, std::size_t slot = 0) { saved_.erase(Key{owner, slot}); }
     void clear() { saved_.clear(); }
     bool empty() const { return saved_.empty(); }
     // Bytes held by every saved tensor (shared storage counted once per tensor).
@@ -40,13 +41,13 @@ public:
 
 private:
     struct Key {
-        const Layer* layer;
+        const void* owner;
         std::size_t slot;
         bool operator==(const Key&) const = default;
     };
     struct KeyHash {
         std::size_t operator()(const Key& k) const {
-            return std::hash<const void*>()(k.layer) ^ (k.slot * 0x9e3779b97f4a7c15ULL);
+            return std::hash<const void*>()(k.owner) ^ (k.slot * 0x9e3779b97f4a7c15ULL);
         }
     };
     std::unordered_map<Key, std::vector<Tensor>, KeyHash> saved_;
