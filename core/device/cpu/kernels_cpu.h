@@ -15,4 +15,13 @@ std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device&, const TensorOpsCon
 std::unique_ptr<ReluKernel> make_relu_dnnl(Device&, const ReluConfig&);
 std::unique_ptr<ReluKernel> make_relu_reference(Device&, const ReluConfig&);
 
+std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);
+std::unique_ptr<BatchNormKernel> make_batch_norm_reference(Device&, const BatchNormConfig&);
+
+std::unique_ptr<Pool2dKernel> make_pool2d_dnnl(Device&, const Pool2dConfig&);
+std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&);
+
+std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
+std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
+
 }  // namespace tandem::cpu

@@ -11,6 +11,15 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<ReluKernel>(kCpu, "dnnl", make_relu_dnnl);
     r.add<ReluKernel>(kCpu, "reference", make_relu_reference);
+
+    r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
+    r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);
+
+    r.add<Pool2dKernel>(kCpu, "dnnl", make_pool2d_dnnl);
+    r.add<Pool2dKernel>(kCpu, "reference", make_pool2d_reference);
+
+    r.add<LrnKernel>(kCpu, "dnnl", make_lrn_dnnl);
+    r.add<LrnKernel>(kCpu, "reference", make_lrn_reference);
 }
 
 }  // namespace tandem
