@@ -15,4 +15,10 @@ std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device&, const TensorOpsCon
 std::unique_ptr<ReluKernel> make_relu_dnnl(Device&, const ReluConfig&);
 std::unique_ptr<ReluKernel> make_relu_reference(Device&, const ReluConfig&);
 
+std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);
+
+std::unique_ptr<LinearKernel> make_linear_dnnl(Device&, const LinearConfig&);
+std::unique_ptr<LinearKernel> make_linear_reference(Device&, const LinearConfig&);
+
 }  // namespace tandem::cpu

@@ -11,6 +11,12 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<ReluKernel>(kCpu, "dnnl", make_relu_dnnl);
     r.add<ReluKernel>(kCpu, "reference", make_relu_reference);
+
+    r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
+    r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
+
+    r.add<LinearKernel>(kCpu, "dnnl", make_linear_dnnl);
+    r.add<LinearKernel>(kCpu, "reference", make_linear_reference);
 }
 
 }  // namespace tandem
