@@ -28,4 +28,10 @@ std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&
 std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
 std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
 
+std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);
+
+std::unique_ptr<LinearKernel> make_linear_dnnl(Device&, const LinearConfig&);
+std::unique_ptr<LinearKernel> make_linear_reference(Device&, const LinearConfig&);
+
 }  // namespace tandem::cpu

@@ -27,6 +27,12 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<LrnKernel>(kCpu, "dnnl", make_lrn_dnnl);
     r.add<LrnKernel>(kCpu, "reference", make_lrn_reference);
+
+    r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
+    r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
+
+    r.add<LinearKernel>(kCpu, "dnnl", make_linear_dnnl);
+    r.add<LinearKernel>(kCpu, "reference", make_linear_reference);
 }
 
 }  // namespace tandem
