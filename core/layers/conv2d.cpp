@@ -74,6 +74,14 @@ Shape Conv2d::output_shape(const Shape& input) const {
     return Shape{input[0], o.out_channels, oh, ow};
 }
 
+double Conv2d::forward_flops(const Shape& input) const {
+    // Two flops per multiply-add: each output element sums (in / groups) * kh * kw products.
+    const Shape out = output_shape(input);
+    const auto& o = options_;
+    return 2.0 * static_cast<double>(out.numel()) *
+           static_cast<double>(o.in_channels / o.groups * o.kernel_h * o.kernel_w);
+}
+
 MemoryEstimate Conv2d::memory_estimate(const Shape& input) const {
     MemoryEstimate e;
     e.parameter_bytes = weight_.value.nbytes() + (options_.bias ? bias_.value.nbytes() : 0);

@@ -45,6 +45,11 @@ Shape Linear::output_shape(const Shape& input) const {
     return Shape{input[0], options_.out_features};
 }
 
+double Linear::forward_flops(const Shape& input) const {
+    const Shape out = output_shape(input);
+    return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(options_.in_features);
+}
+
 MemoryEstimate Linear::memory_estimate(const Shape& input) const {
     MemoryEstimate e;
     e.parameter_bytes = weight_.value.nbytes() + (options_.bias ? bias_.value.nbytes() : 0);
