@@ -1,6 +1,6 @@
 #include "io/json.h"
 
-#include <limits>
+#include <charconv>
 #include <unordered_set>
 
 namespace tandem {
@@ -60,10 +60,16 @@ private:
             v.kind = JsonValue::Kind::string;
             v.string = parse_string();
         } else if (peek('-') || (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9')) {
-            v.kind = JsonValue::Kind::integer;
-            v.integer = parse_integer();
+            parse_number(v);
+        } else if (literal("true")) {
+            v.kind = JsonValue::Kind::boolean;
+            v.boolean = true;
+        } else if (literal("false")) {
+            v.kind = JsonValue::Kind::boolean;
+        } else if (literal("null")) {
+            v.kind = JsonValue::Kind::null;
         } else {
-            fail_at_char("an object, array, string or integer");
+            fail_at_char("a JSON value");
         }
         return v;
     }
@@ -125,30 +131,57 @@ private:
         }
     }
 
-    std::int64_t parse_integer() {
-        const bool negative = peek('-');
-        if (negative) ++pos_;
-        if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') fail_at_char("a digit");
-        if (text_[pos_] == '0' && pos_ + 1 < text_.size() && text_[pos_ + 1] >= '0' &&
+    bool literal(std::string_view word) {
+        if (text_.substr(pos_, word.size()) != word) return false;
+        pos_ += word.size();
+        return true;
+    }
+
+    bool digit_here() const { return pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; }
+
+    void digits() {
+        if (!digit_here()) fail_at_char("a digit");
+        while (digit_here()) ++pos_;
+    }
+
+    // JSON's number grammar; integers (no fraction, no exponent) stay exact in int64.
+    void parse_number(JsonValue& v) {
+        const std::size_t start = pos_;
+        if (peek('-')) ++pos_;
+        if (peek('0') && pos_ + 1 < text_.size() && text_[pos_ + 1] >= '0' &&
             text_[pos_ + 1] <= '9')
             fail("a number with a leading zero");
-        // Accumulate the magnitude as unsigned so INT64_MIN parses too.
-        std::uint64_t magnitude = 0;
-        const std::uint64_t limit =
-            negative ? std::uint64_t(std::numeric_limits<std::int64_t>::max()) + 1
-                     : std::uint64_t(std::numeric_limits<std::int64_t>::max());
-        const std::size_t start = pos_;
-        while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
-            const auto digit = std::uint64_t(text_[pos_] - '0');
-            if (magnitude > (limit - digit) / 10) {
+        digits();
+        bool integral = true;
+        if (peek('.')) {
+            ++pos_;
+            digits();
+            integral = false;
+        }
+        if (peek('e') || peek('E')) {
+            ++pos_;
+            if (peek('+') || peek('-')) ++pos_;
+            digits();
+            integral = false;
+        }
+        const char* first = text_.data() + start;
+        const char* last = text_.data() + pos_;
+        if (integral) {
+            v.kind = JsonValue::Kind::integer;
+            const auto r = std::from_chars(first, last, v.integer);
+            if (r.ec != std::errc() || r.ptr != last) {
                 pos_ = start;
                 fail("an integer out of the 64-bit range");
             }
-            magnitude = magnitude * 10 + digit;
-            ++pos_;
+            v.number = double(v.integer);
+        } else {
+            v.kind = JsonValue::Kind::number;
+            const auto r = std::from_chars(first, last, v.number);
+            if (r.ec != std::errc() || r.ptr != last) {
+                pos_ = start;
+                fail("a number out of the double range");
+            }
         }
-        if (peek('.') || peek('e') || peek('E')) fail("a number that is not an integer");
-        return negative ? std::int64_t(0 - magnitude) : std::int64_t(magnitude);
     }
 
     unsigned hex4() {
@@ -253,6 +286,9 @@ std::string_view JsonValue::kind_name() const {
         case Kind::array: return "array";
         case Kind::string: return "string";
         case Kind::integer: return "integer";
+        case Kind::number: return "number";
+        case Kind::boolean: return "boolean";
+        case Kind::null: return "null";
     }
     return "?";
 }

@@ -1,10 +1,12 @@
 // A small, strict JSON reader and the string quoting our writers share.
 //
-// The reader covers what safetensors headers and our own files hold: objects, arrays, strings
-// (all escapes, \u with surrogate pairs, to UTF-8) and integers. Anything else (fractions,
-// exponents, true/false/null, duplicate keys, trailing text other than whitespace) is an
-// error. Errors are JsonError with the byte offset; callers turn them into their own DataError
-// naming the file.
+// The reader covers what safetensors headers and our own files (metrics logs) hold: objects,
+// arrays, strings (all escapes, \u with surrogate pairs, to UTF-8), integers kept exact as
+// int64, other numbers as double, true, false and null. It is strict: duplicate keys, leading
+// zeros, integers beyond 64 bits, raw control characters in strings and trailing text other
+// than whitespace are errors. Errors are JsonError with the byte offset; callers turn them into
+// their own DataError naming the file. Callers check kinds themselves (a safetensors offset
+// must be an integer, not a number).
 #pragma once
 
 #include <cstddef>
@@ -18,15 +20,17 @@
 namespace tandem {
 
 struct JsonValue {
-    enum class Kind { object, array, string, integer };
+    enum class Kind { object, array, string, integer, number, boolean, null };
     Kind kind = Kind::object;
     std::size_t offset = 0;  // where the value starts in the text, for messages
     std::string string;
-    std::int64_t integer = 0;
+    std::int64_t integer = 0;  // Kind::integer
+    double number = 0;         // Kind::number (and Kind::integer, converted)
+    bool boolean = false;
     std::vector<JsonValue> array;
     std::vector<std::pair<std::string, JsonValue>> object;  // in the order of the text
 
-    // "object", "array", "string", "integer".
+    // "object", "array", "string", "integer", "number", "boolean", "null".
     std::string_view kind_name() const;
 };
 
