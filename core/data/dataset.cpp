@@ -22,10 +22,14 @@ InMemoryDataset::InMemoryDataset(Tensor images, Tensor labels)
     TANDEM_CHECK_AS(ShapeError, labels_.shape().rank() == 1 && labels_.dtype() == DType::i32)
         << "dataset labels must be i32 N, got " << labels_.description();
     TANDEM_CHECK_AS(ShapeError, labels_.shape()[0] == images_.shape()[0])
-        << "dataset with " << images_.shape()[0] << " images (" << images_.description()
-        << ") but " << labels_.shape()[0] << " labels";
+        << "dataset with " << images_.shape()[0] << " images (" << images_.description() << ") but "
+        << labels_.shape()[0] << " labels";
+    // gather() copies straight out of host memory.
+    TANDEM_CHECK_AS(ShapeError,
+                    images_.device().host_accessible() && labels_.device().host_accessible())
+        << "dataset tensors must live in host memory, got " << images_.description() << " and "
+        << labels_.description();
     const int* l = labels_.data<int>();
-    images_.data<float>();  // host-readable: gather() copies from it directly
     for (std::int64_t i = 0; i < labels_.numel(); ++i) {
         TANDEM_CHECK_AS(DataError, l[i] >= 0) << "dataset label " << i << " is " << l[i];
         classes_ = std::max<std::int64_t>(classes_, std::int64_t(l[i]) + 1);
@@ -35,8 +39,8 @@ InMemoryDataset::InMemoryDataset(Tensor images, Tensor labels)
 InMemoryDataset InMemoryDataset::from_idx(const std::string& images_path,
                                           const std::string& labels_path, float mean, float std) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(mean) && std::isfinite(std) && std > 0)
-        << "dataset normalisation needs a finite mean and std > 0, got mean " << mean
-        << ", std " << std;
+        << "dataset normalisation needs a finite mean and std > 0, got mean " << mean << ", std "
+        << std;
     const IdxArray images = read_idx(images_path);
     const IdxArray labels = read_idx(labels_path);
     TANDEM_CHECK_AS(DataError, images.dims.size() == 3 || images.dims.size() == 4)
@@ -46,8 +50,8 @@ InMemoryDataset InMemoryDataset::from_idx(const std::string& images_path,
         << labels_path << " holds a " << labels.dims.size()
         << "-dimensional array; labels are one-dimensional";
     TANDEM_CHECK_AS(DataError, images.dims[0] == labels.dims[0])
-        << images_path << " holds " << images.dims[0] << " images but " << labels_path
-        << " holds " << labels.dims[0] << " labels";
+        << images_path << " holds " << images.dims[0] << " images but " << labels_path << " holds "
+        << labels.dims[0] << " labels";
 
     std::vector<std::int64_t> dims = images.dims;
     if (dims.size() == 3) dims.insert(dims.begin() + 1, 1);
@@ -71,24 +75,33 @@ std::pair<Tensor, Tensor> InMemoryDataset::gather(std::span<const std::int64_t> 
                                                   Device& device, Layout layout) const {
     const auto batch = static_cast<std::int64_t>(indices.size());
     const std::int64_t per_sample = images_.shape().sample_numel();
-    std::vector<float> x(static_cast<std::size_t>(batch * per_sample));
-    std::vector<int> y(indices.size());
+    for (std::int64_t i : indices)
+        TANDEM_CHECK_AS(DataError, i >= 0 && i < size())
+            << "sample index " << i << " is out of range for a dataset of " << size() << " samples";
+    Tensor images = Tensor::empty(images_.shape().with_batch(batch), device, DType::f32, layout);
+    Tensor labels = Tensor::empty({batch}, device, DType::i32);
+    // Straight into the batch where the device's memory is the host's and the layout is the
+    // dataset's; through a host buffer (and a layout permutation) otherwise.
+    const bool direct = device.host_accessible() && layout == Layout::contiguous;
+    std::vector<float> staged(direct ? 0 : static_cast<std::size_t>(batch * per_sample));
+    std::vector<int> staged_labels(direct ? 0 : indices.size());
+    float* x = direct ? images.data<float>() : staged.data();
+    int* y = direct ? labels.data<int>() : staged_labels.data();
     const float* src = images_.data<float>();
-    const int* labels = labels_.data<int>();
+    const int* src_labels = labels_.data<int>();
     for (std::int64_t b = 0; b < batch; ++b) {
         const std::int64_t i = indices[static_cast<std::size_t>(b)];
-        TANDEM_CHECK_AS(DataError, i >= 0 && i < size())
-            << "sample index " << i << " is out of range for a dataset of " << size()
-            << " samples";
-        std::memcpy(x.data() + b * per_sample, src + i * per_sample,
+        std::memcpy(x + b * per_sample, src + i * per_sample,
                     static_cast<std::size_t>(per_sample) * sizeof(float));
-        y[static_cast<std::size_t>(b)] = labels[i];
+        y[b] = src_labels[i];
     }
-    Tensor images = Tensor::empty(images_.shape().with_batch(batch), device, DType::f32, layout);
-    images.copy_from(x);
-    Tensor out_labels = Tensor::empty({batch}, device, DType::i32);
-    if (batch > 0) device.copy_from_host(out_labels.raw(), y.data(), y.size() * sizeof(int));
-    return {std::move(images), std::move(out_labels)};
+    if (!direct) {
+        images.copy_from(staged);
+        if (batch > 0)
+            device.copy_from_host(labels.raw(), staged_labels.data(),
+                                  staged_labels.size() * sizeof(int));
+    }
+    return {std::move(images), std::move(labels)};
 }
 
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch,

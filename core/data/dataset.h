@@ -24,8 +24,8 @@ public:
     // An idx image file (N x H x W, or N x C x H x W) and an idx label file (N), each maybe
     // gzipped: pixels become (p / 255 - mean) / std. DataError naming both files when the counts
     // differ; ConfigError for std <= 0.
-    static InMemoryDataset from_idx(const std::string& images_path,
-                                    const std::string& labels_path, float mean, float std);
+    static InMemoryDataset from_idx(const std::string& images_path, const std::string& labels_path,
+                                    float mean, float std);
 
     std::int64_t size() const { return images_.shape()[0]; }
     // max label + 1 (0 for an empty set).

@@ -77,7 +77,8 @@ IdxArray read_idx(const std::string& path) {
         << path << " is too short for an idx file (" << got << " bytes)";
     TANDEM_CHECK_AS(DataError, magic[0] == 0 && magic[1] == 0 && magic[3] > 0)
         << path << " is not an idx file: bad magic 0x" << hex_byte(magic[0]) << hex_byte(magic[1])
-        << hex_byte(magic[2]) << hex_byte(magic[3]) << " (expected two zero bytes, a type code and a dimension count)";
+        << hex_byte(magic[2]) << hex_byte(magic[3])
+        << " (expected two zero bytes, a type code and a dimension count)";
     TANDEM_CHECK_AS(DataError, magic[2] == 0x08)
         << path << " holds " << type_name(magic[2]) << " elements (type 0x" << hex_byte(magic[2])
         << "); Tandem reads only unsigned bytes (type 0x08)";

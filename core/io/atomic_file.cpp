@@ -64,8 +64,8 @@ int open_temporary(const std::string& path, std::string& temp_path) {
         const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) return fd;
         TANDEM_CHECK_AS(DataError, errno == EEXIST && attempt < 100)
-            << "cannot write " << path << ": cannot create a temporary file " << temp_path
-            << ": " << reason(errno);
+            << "cannot write " << path << ": cannot create a temporary file " << temp_path << ": "
+            << reason(errno);
     }
 }
 
@@ -82,8 +82,8 @@ void write_file_atomic(const std::string& path, std::span<const char> bytes) {
         TANDEM_CHECK_AS(DataError, ::close(fd.release()) == 0)
             << "cannot write " << path << ": close failed: " << reason(errno);
         TANDEM_CHECK_AS(DataError, ::rename(temp_path.c_str(), path.c_str()) == 0)
-            << "cannot write " << path << ": cannot rename the temporary over it: "
-            << reason(errno);
+            << "cannot write " << path
+            << ": cannot rename the temporary over it: " << reason(errno);
     } catch (...) {
         ::unlink(temp_path.c_str());
         throw;

@@ -29,7 +29,7 @@ private:
         if (pos_ >= text_.size()) fail("unexpected end of text, expected " + expected);
         const unsigned char c = static_cast<unsigned char>(text_[pos_]);
         std::string shown = c >= 0x20 && c < 0x7f ? std::string("'") + char(c) + "'"
-                                                   : "byte " + std::to_string(int(c));
+                                                  : "byte " + std::to_string(int(c));
         fail("unexpected " + shown + ", expected " + expected);
     }
 
@@ -137,7 +137,9 @@ private:
         return true;
     }
 
-    bool digit_here() const { return pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; }
+    bool digit_here() const {
+        return pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9';
+    }
 
     void digits() {
         if (!digit_here()) fail_at_char("a digit");
@@ -190,10 +192,14 @@ private:
         for (int i = 0; i < 4; ++i, ++pos_) {
             const char c = text_[pos_];
             code <<= 4;
-            if (c >= '0' && c <= '9') code |= unsigned(c - '0');
-            else if (c >= 'a' && c <= 'f') code |= unsigned(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') code |= unsigned(c - 'A' + 10);
-            else fail_at_char("a hexadecimal digit");
+            if (c >= '0' && c <= '9')
+                code |= unsigned(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                code |= unsigned(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                code |= unsigned(c - 'A' + 10);
+            else
+                fail_at_char("a hexadecimal digit");
         }
         return code;
     }
@@ -267,9 +273,7 @@ private:
                     append_utf8(out, code);
                     break;
                 }
-                default:
-                    pos_ -= 2;
-                    fail(std::string("an unknown escape \\") + e);
+                default: pos_ -= 2; fail(std::string("an unknown escape \\") + e);
             }
         }
     }

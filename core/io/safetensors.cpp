@@ -52,13 +52,17 @@ Entry parse_entry(const std::string& path, const std::string& name, const JsonVa
         << where << " is described by a JSON " << v.kind_name() << ", not an object";
     const JsonValue *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
     for (const auto& [key, value] : v.object) {
-        if (key == "dtype") dtype = &value;
-        else if (key == "shape") shape = &value;
-        else if (key == "data_offsets") offsets = &value;
-        else TANDEM_THROW(DataError) << where << " has an unknown field '" << key << "'";
+        if (key == "dtype")
+            dtype = &value;
+        else if (key == "shape")
+            shape = &value;
+        else if (key == "data_offsets")
+            offsets = &value;
+        else
+            TANDEM_THROW(DataError) << where << " has an unknown field '" << key << "'";
     }
-    TANDEM_CHECK_AS(DataError, dtype && shape && offsets)
-        << where << " lacks '" << (!dtype ? "dtype" : !shape ? "shape" : "data_offsets") << "'";
+    const char* missing = !dtype ? "dtype" : !shape ? "shape" : !offsets ? "data_offsets" : nullptr;
+    TANDEM_CHECK_AS(DataError, missing == nullptr) << where << " lacks '" << missing << "'";
 
     Entry e{name, DType::f32, {}, 0, 0};
     TANDEM_CHECK_AS(DataError, dtype->kind == JsonValue::Kind::string)
@@ -132,12 +136,10 @@ void check_coverage(const std::string& path, std::vector<const Entry*> order,
         at = e->end;
         previous = e;
     }
-    TANDEM_CHECK_AS(DataError, at <= data_bytes)
-        << path << " is truncated: header promises " << at << " data bytes, file has "
-        << data_bytes;
+    TANDEM_CHECK_AS(DataError, at <= data_bytes) << path << " is truncated: header promises " << at
+                                                 << " data bytes, file has " << data_bytes;
     TANDEM_CHECK_AS(DataError, at == data_bytes)
-        << path << " has " << data_bytes << " data bytes, but its header accounts for only "
-        << at;
+        << path << " has " << data_bytes << " data bytes, but its header accounts for only " << at;
 }
 
 }  // namespace
@@ -229,8 +231,10 @@ SafetensorsContents load_safetensors(const std::string& path, Device& device) {
     SafetensorsContents contents;
     std::vector<Entry> entries;
     for (const auto& [name, value] : header.object) {
-        if (name == kMetadataKey) contents.metadata = parse_metadata(path, value);
-        else entries.push_back(parse_entry(path, name, value));
+        if (name == kMetadataKey)
+            contents.metadata = parse_metadata(path, value);
+        else
+            entries.push_back(parse_entry(path, name, value));
     }
     std::vector<const Entry*> order;
     for (const auto& e : entries) order.push_back(&e);

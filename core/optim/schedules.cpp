@@ -26,9 +26,8 @@ void check_gamma(const char* schedule, float gamma) {
 }
 
 void check_step(std::int64_t step, const Schedule& s) {
-    TANDEM_CHECK_AS(ConfigError, step >= 0)
-        << "learning rate asked for step " << step << " of " << s.describe()
-        << "; steps count from 0";
+    TANDEM_CHECK_AS(ConfigError, step >= 0) << "learning rate asked for step " << step << " of "
+                                            << s.describe() << "; steps count from 0";
 }
 
 // Six significant digits, as a person writes a rate: "0.1", not "0.100000001".
@@ -80,8 +79,8 @@ MultiStepSchedule::MultiStepSchedule(float lr, std::vector<std::int64_t> milesto
 
 float MultiStepSchedule::lr(std::int64_t step) const {
     check_step(step, *this);
-    const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), step) -
-                        milestones_.begin();
+    const auto passed =
+        std::upper_bound(milestones_.begin(), milestones_.end(), step) - milestones_.begin();
     return static_cast<float>(lr_ * std::pow(double(gamma_), double(passed)));
 }
 
@@ -118,8 +117,8 @@ WarmupSchedule::WarmupSchedule(std::shared_ptr<Schedule> after, std::int64_t war
     : after_(std::move(after)), warmup_steps_(warmup_steps), start_factor_(start_factor) {
     TANDEM_CHECK_AS(ConfigError, after_ != nullptr) << "warmup schedule: no schedule to warm up";
     check_steps("warmup", "warmup_steps", warmup_steps, 0);
-    TANDEM_CHECK_AS(ConfigError, std::isfinite(start_factor) && start_factor >= 0 &&
-                                     start_factor <= 1)
+    TANDEM_CHECK_AS(ConfigError,
+                    std::isfinite(start_factor) && start_factor >= 0 && start_factor <= 1)
         << "warmup schedule: start_factor must be in [0, 1], got " << start_factor;
 }
 
@@ -131,8 +130,8 @@ float WarmupSchedule::lr(std::int64_t step) const {
 }
 
 std::string WarmupSchedule::describe() const {
-    return "warmup(steps=" + std::to_string(warmup_steps_) + ", start_factor=" +
-           text(start_factor_) + ", then " + after_->describe() + ")";
+    return "warmup(steps=" + std::to_string(warmup_steps_) +
+           ", start_factor=" + text(start_factor_) + ", then " + after_->describe() + ")";
 }
 
 HybridCosineLinearSchedule::HybridCosineLinearSchedule(float lr, std::int64_t total_steps,
@@ -141,8 +140,8 @@ HybridCosineLinearSchedule::HybridCosineLinearSchedule(float lr, std::int64_t to
     check_rate("hybrid cosine-linear", "lr", lr);
     check_rate("hybrid cosine-linear", "min_lr", min_lr);
     check_steps("hybrid cosine-linear", "total_steps", total_steps, 1);
-    TANDEM_CHECK_AS(ConfigError, std::isfinite(switch_fraction) && switch_fraction > 0 &&
-                                     switch_fraction <= 1)
+    TANDEM_CHECK_AS(ConfigError,
+                    std::isfinite(switch_fraction) && switch_fraction > 0 && switch_fraction <= 1)
         << "hybrid cosine-linear schedule: switch_fraction must be in (0, 1], got "
         << switch_fraction;
 }
@@ -165,9 +164,9 @@ float HybridCosineLinearSchedule::lr(std::int64_t step) const {
 }
 
 std::string HybridCosineLinearSchedule::describe() const {
-    return "hybrid_cosine_linear(lr=" + text(lr_) + ", total_steps=" +
-           std::to_string(total_steps_) + ", switch_fraction=" + text(switch_fraction_) +
-           ", min_lr=" + text(min_lr_) + ")";
+    return "hybrid_cosine_linear(lr=" + text(lr_) +
+           ", total_steps=" + std::to_string(total_steps_) +
+           ", switch_fraction=" + text(switch_fraction_) + ", min_lr=" + text(min_lr_) + ")";
 }
 
 }  // namespace tandem

@@ -32,8 +32,8 @@ Sgd::Sgd(const SgdOptions& o) : options_(o) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.weight_decay) && o.weight_decay >= 0)
         << "SGD: invalid weight_decay " << o.weight_decay << " (must be >= 0)";
     TANDEM_CHECK_AS(ConfigError, !o.nesterov || (o.momentum > 0 && o.dampening == 0))
-        << "SGD: Nesterov momentum needs momentum > 0 and zero dampening (momentum "
-        << o.momentum << ", dampening " << o.dampening << ")";
+        << "SGD: Nesterov momentum needs momentum > 0 and zero dampening (momentum " << o.momentum
+        << ", dampening " << o.dampening << ")";
 }
 
 void Sgd::step(const std::vector<NamedParameter>& params, float lr) {
@@ -45,30 +45,33 @@ void Sgd::step(const std::vector<NamedParameter>& params, float lr) {
         const SgdHyper hyper{lr, options_.momentum, options_.dampening,
                              param.decay ? options_.weight_decay : 0.f, options_.nesterov};
         Tensor no_buffer;
-        Tensor* buffer = &no_buffer;
         bool first_step = false;
-        if (options_.momentum != 0) {
-            auto [it, inserted] = momentum_.try_emplace(p.name);
-            if (inserted) {
-                it->second = Tensor::empty(param.value.shape(), param.value.device(), DType::f32,
-                                           param.value.layout());
-                first_step = true;
-            } else {
-                TANDEM_CHECK_AS(ShapeError, it->second.shape() == param.value.shape())
-                    << "SGD: parameter '" << p.name << "' is " << param.value.description()
-                    << " but its momentum buffer is " << it->second.description();
-                it->second = placed_like(it->second, param.value);
-            }
-            buffer = &it->second;
-        }
+        Tensor& buffer =
+            options_.momentum != 0 ? momentum_buffer(p.name, param.value, first_step) : no_buffer;
         try {
-            tensor_ops(param.value.device()).sgd_update(param.value, param.grad, *buffer, hyper,
-                                                         first_step);
+            tensor_ops(param.value.device())
+                .sgd_update(param.value, param.grad, buffer, hyper, first_step);
         } catch (Error& e) {
             e.add_context("in the SGD step of parameter '" + p.name + "'");
             throw;
         }
     }
+}
+
+Tensor& Sgd::momentum_buffer(const std::string& name, const Tensor& value, bool& created) {
+    std::lock_guard lock(mutex_);
+    auto it = momentum_.find(name);
+    created = it == momentum_.end();
+    if (created) {
+        // Allocated before it enters the map, so a refused allocation leaves no empty entry.
+        Tensor buffer = Tensor::empty(value.shape(), value.device(), DType::f32, value.layout());
+        return momentum_.emplace(name, std::move(buffer)).first->second;
+    }
+    TANDEM_CHECK_AS(ShapeError, it->second.shape() == value.shape())
+        << "SGD: parameter '" << name << "' is " << value.description()
+        << " but its momentum buffer is " << it->second.description();
+    it->second = placed_like(it->second, value);
+    return it->second;
 }
 
 void Sgd::zero_grad(const std::vector<NamedParameter>& params) {
@@ -77,6 +80,7 @@ void Sgd::zero_grad(const std::vector<NamedParameter>& params) {
 }
 
 std::vector<std::pair<std::string, Tensor>> Sgd::state() const {
+    std::lock_guard lock(mutex_);
     std::vector<std::pair<std::string, Tensor>> out;
     for (const auto& [name, buffer] : momentum_) out.emplace_back(kMomentumPrefix + name, buffer);
     return out;
@@ -86,7 +90,8 @@ void Sgd::load_state(const std::vector<std::pair<std::string, Tensor>>& state,
                      const std::vector<NamedParameter>& params) {
     std::map<std::string, Tensor> loaded;
     if (state.empty()) {
-        momentum_ = std::move(loaded);
+        std::lock_guard lock(mutex_);
+        momentum_.clear();
         return;
     }
     std::map<std::string, const Tensor*> entries;
@@ -107,7 +112,8 @@ void Sgd::load_state(const std::vector<std::pair<std::string, Tensor>>& state,
             TANDEM_CHECK_AS(DataError, t.shape() == value.shape() && t.dtype() == DType::f32)
                 << "SGD state: entry '" << key << "' is " << t.description() << ", parameter "
                 << p.name << " is " << value.description();
-            Tensor buffer = Tensor::empty(value.shape(), value.device(), DType::f32, value.layout());
+            Tensor buffer =
+                Tensor::empty(value.shape(), value.device(), DType::f32, value.layout());
             buffer.copy_from(t);
             loaded.emplace(p.name, std::move(buffer));
             used.insert(key);
@@ -119,6 +125,7 @@ void Sgd::load_state(const std::vector<std::pair<std::string, Tensor>>& state,
             << ") matches no trainable parameter"
             << (options_.momentum == 0 ? " (this optimizer has no momentum)" : "");
     }
+    std::lock_guard lock(mutex_);
     momentum_ = std::move(loaded);
 }
 

@@ -10,9 +10,12 @@
 // schedule and a resumed run agree on every step's rate. Momentum buffers are the only state;
 // they are kept by parameter name, so the optimizer works on any set of parameters (a whole
 // net, or the slice a pipeline stage holds) and its state survives a checkpoint round trip.
+// Workers may call step() at once on disjoint parameter sets (each stage steps its own slice);
+// the buffer map is locked, the updates run unlocked on each parameter's device.
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,7 +59,12 @@ public:
     static constexpr const char* kMomentumPrefix = "momentum.";
 
 private:
+    // The buffer for `name`, created (and `created` set) on first use; it is placed on
+    // `value`'s device and layout. Locks the map only: std::map nodes never move.
+    Tensor& momentum_buffer(const std::string& name, const Tensor& value, bool& created);
+
     SgdOptions options_;
+    mutable std::mutex mutex_;
     std::map<std::string, Tensor> momentum_;
 };
 

@@ -17,9 +17,9 @@ class TempDir {
 public:
     TempDir() {
         static std::atomic<int> counter{0};
-        path_ = std::filesystem::temp_directory_path() /
-                ("tandem_test_" + std::to_string(::getpid()) + "_" +
-                 std::to_string(counter.fetch_add(1)));
+        path_ =
+            std::filesystem::temp_directory_path() / ("tandem_test_" + std::to_string(::getpid()) +
+                                                      "_" + std::to_string(counter.fetch_add(1)));
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }

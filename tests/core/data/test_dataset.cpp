@@ -15,7 +15,8 @@
 namespace tandem::test {
 namespace {
 
-std::string idx_bytes(const std::vector<std::uint32_t>& dims, const std::vector<unsigned char>& data) {
+std::string idx_bytes(const std::vector<std::uint32_t>& dims,
+                      const std::vector<unsigned char>& data) {
     std::string out = {'\0', '\0', char(0x08), char(dims.size())};
     for (auto d : dims)
         for (int shift = 24; shift >= 0; shift -= 8) out += char((d >> shift) & 0xFF);
@@ -128,7 +129,8 @@ TEST(Dataset, EpochOrderIsADeterministicPermutation) {
     }
     for (int i = 0; i < 4; ++i)
         for (int v = 0; v < 4; ++v)
-            EXPECT_NEAR(counts[i][v], epochs / 4, epochs / 20) << "position " << i << " value " << v;
+            EXPECT_NEAR(counts[i][v], epochs / 4, epochs / 20)
+                << "position " << i << " value " << v;
 }
 
 // The real Fashion-MNIST test split, when the machine has it.

@@ -7,8 +7,9 @@ namespace {
 
 TEST(Json, ParsesValues) {
     const JsonValue v = parse_json(
-        R"( {"a": [1, -2, 9223372036854775807, -9223372036854775808], "s": "x\"\\\/\n\u00e9\ud83d\ude00",
-             "f": 0.25, "e": -1.5e3, "t": true, "n": null, "o": {}} )");
+        R"( {"a": [1, -2, 9223372036854775807, -9223372036854775808],)"
+        R"( "s": "x\"\\\/\n\u00e9\ud83d\ude00",)"
+        R"( "f": 0.25, "e": -1.5e3, "t": true, "n": null, "o": {}} )");
     ASSERT_EQ(v.kind, JsonValue::Kind::object);
     ASSERT_EQ(v.object.size(), 7u);
     const auto& a = v.object[0].second.array;
@@ -32,10 +33,10 @@ TEST(Json, RejectsMalformedTextWithTheOffset) {
         std::size_t offset;
     };
     const Case cases[] = {
-        {R"({"a": 1,})", 8},          {R"({"a" 1})", 5},           {R"([1, 2)", 5},
-        {R"({"a": 01})", 6},          {R"({"a": 1} x)", 9},        {R"({"a": 1, "a": 2})", 9},
-        {R"(["\q"])", 2},             {"[\"a\nb\"]", 3},           {R"([99999999999999999999])", 1},
-        {R"([tru])", 1},              {R"({"a": "\ud800"})", 7},   {"", 0},
+        {R"({"a": 1,})", 8}, {R"({"a" 1})", 5},         {R"([1, 2)", 5},
+        {R"({"a": 01})", 6}, {R"({"a": 1} x)", 9},      {R"({"a": 1, "a": 2})", 9},
+        {R"(["\q"])", 2},    {"[\"a\nb\"]", 3},         {R"([99999999999999999999])", 1},
+        {R"([tru])", 1},     {R"({"a": "\ud800"})", 7}, {"", 0},
     };
     for (const auto& c : cases) {
         try {

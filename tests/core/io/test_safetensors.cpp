@@ -59,8 +59,8 @@ TEST(Safetensors, RoundTripsTypesLayoutsAndMetadata) {
     const std::string path = dir.file("model.safetensors");
     std::vector<float> image(2 * 3 * 4 * 5);
     for (std::size_t i = 0; i < image.size(); ++i) image[i] = float(i) * 0.5f - 7.f;
-    const Tensor nhwc = Tensor::from_vector({2, 3, 4, 5}, test_device(), image,
-                                            Layout::channels_last);
+    const Tensor nhwc =
+        Tensor::from_vector({2, 3, 4, 5}, test_device(), image, Layout::channels_last);
     const NamedTensors tensors = {
         {"conv.weight", nhwc},
         {"fc.bias", Tensor::from_vector({3}, test_device(), std::vector<float>{1.5f, -2.f, 3.f})},
@@ -92,8 +92,9 @@ TEST(Safetensors, RoundTripsTypesLayoutsAndMetadata) {
     EXPECT_EQ(find(back, "step").data<int>()[0], 1234567);
     const Tensor& mask = find(back, "mask");
     ASSERT_EQ(mask.dtype(), DType::u8);
-    EXPECT_EQ(std::vector<unsigned char>(mask.data<unsigned char>(), mask.data<unsigned char>() + 5),
-              (std::vector<unsigned char>{0, 1, 2, 254, 255}));
+    EXPECT_EQ(
+        std::vector<unsigned char>(mask.data<unsigned char>(), mask.data<unsigned char>() + 5),
+        (std::vector<unsigned char>{0, 1, 2, 254, 255}));
     EXPECT_EQ(find(back, "empty").shape(), (Shape{0, 4}));
     EXPECT_EQ(find(back, "scalar").shape(), Shape{});
     EXPECT_EQ(find(back, "scalar").to_vector(), std::vector<float>{42.f});
@@ -161,13 +162,15 @@ TEST(Safetensors, DefectiveFilesAreDataErrorsNamingTheFile) {
     expect_load_error(write("not_json", make_file("\x01\x02 binary", data)), "malformed JSON");
     expect_load_error(write("array", make_file("[1, 2]", data)), "not an object");
     expect_load_error(
-        write("dtype", make_file(R"({"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", data)),
+        write("dtype",
+              make_file(R"({"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", data)),
         "dtype 'F16'");
     expect_load_error(
         write("size", make_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data)),
         "needs 12 bytes");
     expect_load_error(
-        write("order", make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data)),
+        write("order",
+              make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data)),
         "out of order");
     expect_load_error(
         write("gap", make_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data)),
@@ -178,14 +181,13 @@ TEST(Safetensors, DefectiveFilesAreDataErrorsNamingTheFile) {
                                    data)),
         "overlap");
     expect_load_error(
-        write("beyond",
-              make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                        R"("v":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                        data)),
+        write("beyond", make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                  R"("v":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                  data)),
         "header promises 12 data bytes, file has 8");
     expect_load_error(
-        write("negative", make_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
-                                    data)),
+        write("negative",
+              make_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data)),
         "shape entries");
     expect_load_error(write("field", make_file(R"({"w":{"dtype":"F32","shape":[2]}})", data)),
                       "lacks 'data_offsets'");

@@ -63,7 +63,7 @@ TEST(Schedules, WarmupThenCosine) {
     EXPECT_NEAR(s.lr(0), 0.01f, kTol);   // start_factor * after.lr(0)
     EXPECT_NEAR(s.lr(5), 0.055f, kTol);  // halfway: (0.1 + 1) / 2 * 0.1
     EXPECT_NEAR(s.lr(9), 0.091f, kTol);
-    EXPECT_NEAR(s.lr(10), 0.1f, kTol);   // after.lr(0)
+    EXPECT_NEAR(s.lr(10), 0.1f, kTol);  // after.lr(0)
     for (int i = 10; i < 130; i += 7) EXPECT_EQ(s.lr(i), cosine->lr(i - 10)) << "step " << i;
     EXPECT_EQ(s.describe(),
               "warmup(steps=10, start_factor=0.1, then cosine(lr=0.1, total_steps=100, min_lr=0))");

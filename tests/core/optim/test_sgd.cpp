@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "io/safetensors.h"
 #include "optim/sgd.h"
@@ -43,9 +44,7 @@ void run_case(const SgdOptions& options, const std::vector<std::vector<float>>& 
     }
 }
 
-TEST(Sgd, Plain) {
-    run_case({.lr = 0.1f}, {{0.99f, -2.02f, 0.53f}, {0.98f, -2.04f, 0.56f}});
-}
+TEST(Sgd, Plain) { run_case({.lr = 0.1f}, {{0.99f, -2.02f, 0.53f}, {0.98f, -2.04f, 0.56f}}); }
 
 TEST(Sgd, Momentum) {
     // buf: g, 1.9 g, 2.71 g.
@@ -158,6 +157,47 @@ TEST(Sgd, StateRoundTripResumesExactly) {
     EXPECT_EQ(a.weight.value.to_vector(), b.weight.value.to_vector());
     EXPECT_EQ(a.bias.value.to_vector(), b.bias.value.to_vector());
     EXPECT_NE(a.weight.value.to_vector(), fresh.weight.value.to_vector());
+}
+
+// Stages step their own slices of the net from their own workers at the same time.
+TEST(Sgd, ConcurrentStepsOnDisjointParametersMatchSequentialSteps) {
+    constexpr int kParams = 16;
+    auto make = [] {
+        std::vector<std::unique_ptr<Parameter>> ps;
+        for (int i = 0; i < kParams; ++i) {
+            std::vector<float> w(64), g(64);
+            for (int j = 0; j < 64; ++j) w[j] = float(i - j) * 0.01f, g[j] = float(i + j) * 0.001f;
+            ps.push_back(std::make_unique<Parameter>(
+                Parameter{"w", Tensor::from_vector({64}, test_device(), w),
+                          Tensor::from_vector({64}, test_device(), g), true}));
+        }
+        return ps;
+    };
+    auto slice = [](std::vector<std::unique_ptr<Parameter>>& ps, int part) {
+        std::vector<NamedParameter> out;
+        for (int i = part; i < kParams; i += 2)
+            out.push_back({"layer" + std::to_string(i) + ".weight", ps[std::size_t(i)].get()});
+        return out;
+    };
+    const SgdOptions options{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-3f};
+    auto sequential = make();
+    Sgd a(options);
+    for (int step = 0; step < 3; ++step) {
+        a.step(slice(sequential, 0), 0.1f);
+        a.step(slice(sequential, 1), 0.1f);
+    }
+    auto concurrent = make();
+    Sgd b(options);
+    for (int step = 0; step < 3; ++step) {
+        std::thread other([&] { b.step(slice(concurrent, 1), 0.1f); });
+        b.step(slice(concurrent, 0), 0.1f);
+        other.join();
+    }
+    for (int i = 0; i < kParams; ++i)
+        EXPECT_EQ(sequential[std::size_t(i)]->value.to_vector(),
+                  concurrent[std::size_t(i)]->value.to_vector())
+            << "parameter " << i;
+    EXPECT_EQ(b.state().size(), std::size_t(kParams));
 }
 
 TEST(Sgd, LoadStateRejectsMissingMisshapedAndUnknownEntries) {
