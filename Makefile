@@ -2,10 +2,15 @@
 # configures and builds with CMake + Ninja, then trains (run) or runs every test (test).
 BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON
+SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 RECIPE ?= recipes/fashion_mnist.lua
+NET ?= recipes/nets/smallbn.lua
 ARGS ?=
+# Tests that start threads, run again under ThreadSanitizer.
+THREADED_TESTS ?= Worker*:Engine*:Allocator*
+TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run test sanitize bench bench-peers clean
 
 all: build
 
@@ -19,11 +24,25 @@ build: deps
 run: build
 	$(BUILD)/tandem run $(RECIPE) $(ARGS)
 
-test: build
+# Sanitizer runs first, so ctest's summary closes the output.
+test: build sanitize
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2
 
+# Every C++ test under AddressSanitizer (+ UBSan), the threaded ones under ThreadSanitizer.
+sanitize: deps
+	@cmake -S . -B build-asan -G Ninja $(SANITIZE_FLAGS) -DTANDEM_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan --target tandem_tests
+	UBSAN_OPTIONS=halt_on_error=1 build-asan/tandem_tests --gtest_brief=1
+	@cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTANDEM_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan --target tandem_tests
+	TSAN_OPTIONS="$(TSAN_OPTIONS)" build-tsan/tandem_tests --gtest_brief=1 --gtest_filter='$(THREADED_TESTS)'
+
 bench: build
-	$(BUILD)/tandem bench $(RECIPE) $(ARGS)
+	$(BUILD)/tandem bench $(NET) $(ARGS)
+
+# Tandem against Debian's PyTorch on the reference nets, in one run (needs python3-torch).
+bench-peers: build
+	bench/peers.py $(ARGS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan
