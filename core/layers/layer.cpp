@@ -17,6 +17,12 @@ MemoryEstimate Layer::memory_estimate(const Shape& input) const {
     return e;
 }
 
+double Layer::forward_flops(const Shape& input) const {
+    double total = 0;
+    for (auto* child : const_cast<Layer*>(this)->children()) total += child->forward_flops(input);
+    return total;
+}
+
 void Layer::to(Device& device) {
     for (auto* p : parameters()) {
         if (&p->value.device() != &device) p->value = p->value.to(device);

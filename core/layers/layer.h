@@ -54,6 +54,9 @@ public:
 
     virtual Shape output_shape(const Shape& input) const = 0;
     virtual MemoryEstimate memory_estimate(const Shape& input) const;
+    // Floating-point operations of one forward over `input` (multiply-adds count two);
+    // layers whose cost is negligible next to convolutions and products return 0.
+    virtual double forward_flops(const Shape& input) const;
 
     virtual Tensor forward(const Tensor& x, Pass& pass) = 0;
     virtual Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) = 0;

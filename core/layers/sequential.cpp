@@ -99,6 +99,16 @@ MemoryEstimate Sequential::memory_estimate(const Shape& input) const {
     return total;
 }
 
+double Sequential::forward_flops(const Shape& input) const {
+    double total = 0;
+    Shape shape = input;
+    for (const auto& layer : layers_) {
+        total += layer->forward_flops(shape);
+        shape = layer->output_shape(shape);
+    }
+    return total;
+}
+
 Tensor Sequential::forward(const Tensor& x, Pass& pass) {
     return forward_range(x, pass, 0, layers_.size());
 }

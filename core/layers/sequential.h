@@ -28,6 +28,7 @@ public:
     // Shapes after each layer: entry i is the output of layer i.
     std::vector<Shape> output_shapes(const Shape& input) const;
     MemoryEstimate memory_estimate(const Shape& input) const override;
+    double forward_flops(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
 

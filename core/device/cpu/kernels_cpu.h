@@ -15,4 +15,9 @@ std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device&, const TensorOpsCon
 std::unique_ptr<ReluKernel> make_relu_dnnl(Device&, const ReluConfig&);
 std::unique_ptr<ReluKernel> make_relu_reference(Device&, const ReluConfig&);
 
+std::unique_ptr<DropoutKernel> make_dropout_cpu(Device&, const DropoutConfig&);
+
+std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
+    Device&, const SoftmaxCrossEntropyConfig&);
+
 }  // namespace tandem::cpu

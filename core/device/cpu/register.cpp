@@ -11,6 +11,13 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<ReluKernel>(kCpu, "dnnl", make_relu_dnnl);
     r.add<ReluKernel>(kCpu, "reference", make_relu_reference);
+
+    // Plain loops are both the fast kernel and the oracle; the second name lets a whole net
+    // run with set_kernel_impl("reference").
+    r.add<DropoutKernel>(kCpu, "cpu", make_dropout_cpu);
+    r.add<DropoutKernel>(kCpu, "reference", make_dropout_cpu);
+
+    r.add<SoftmaxCrossEntropyKernel>(kCpu, "cpu", make_softmax_cross_entropy_cpu);
 }
 
 }  // namespace tandem

@@ -1,0 +1,113 @@
+#include "layers/residual.h"
+
+#include "base/rng.h"
+#include "device/device.h"
+#include "layers/kernel_cache.h"
+
+namespace tandem {
+namespace {
+
+// `t` in `layout` on `device`: itself when it already is (branches keep their input's layout,
+// so this copies only when a branch changed it).
+Tensor in_layout(const Tensor& t, Layout layout, Device& device) {
+    if (t.layout() == layout) return t;
+    Tensor out = Tensor::empty(t.shape(), device, t.dtype(), layout);
+    tensor_ops(device).copy(t, out);
+    return out;
+}
+
+}  // namespace
+
+Residual::Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential> shortcut)
+    : body_(std::move(body)), shortcut_(std::move(shortcut)) {
+    TANDEM_CHECK_AS(ConfigError, body_ != nullptr) << "Residual: the body cannot be null";
+    TANDEM_CHECK_AS(ConfigError, body_ != shortcut_)
+        << "Residual: the shortcut cannot be the body itself (build another Sequential)";
+    body_->set_name("body");
+    if (shortcut_) shortcut_->set_name("shortcut");
+}
+
+template <class F>
+auto Residual::in_branch(const char* branch, F&& f) const -> decltype(f()) {
+    try {
+        return f();
+    } catch (Error& e) {
+        e.add_context(std::string("in ") + branch + " of " + label());
+        throw;
+    }
+}
+
+void Residual::check_same(const Shape& body, const Shape& shortcut) const {
+    TANDEM_CHECK_AS(ShapeError, body == shortcut)
+        << label() << ": the body's output " << body.to_string() << " and the "
+        << (shortcut_ ? "shortcut's output " : "identity shortcut ") << shortcut.to_string()
+        << " differ; they must have the same shape to be added";
+}
+
+Shape Residual::output_shape(const Shape& input) const {
+    const Shape body = in_branch("body", [&] { return body_->output_shape(input); });
+    const Shape shortcut =
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->output_shape(input); }) : input;
+    check_same(body, shortcut);
+    return body;
+}
+
+MemoryEstimate Residual::memory_estimate(const Shape& input) const {
+    // The branch outputs are temporaries freed after the add; what stays for backward is what
+    // each branch keeps (its layers' inputs and saved state).
+    MemoryEstimate e;
+    const MemoryEstimate body = body_->memory_estimate(input);
+    e.parameter_bytes = body.parameter_bytes;
+    e.saved_bytes = body.saved_bytes;
+    if (shortcut_) {
+        const MemoryEstimate shortcut = shortcut_->memory_estimate(input);
+        e.parameter_bytes += shortcut.parameter_bytes;
+        e.saved_bytes += shortcut.saved_bytes;
+    }
+    e.output_bytes = static_cast<std::size_t>(output_shape(input).numel()) * sizeof(float);
+    return e;
+}
+
+Tensor Residual::forward(const Tensor& x, Pass& pass) {
+    const Tensor body = in_branch("body", [&] { return body_->forward(x, pass); });
+    Tensor shortcut =
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->forward(x, pass); }) : x;
+    check_same(body.shape(), shortcut.shape());
+    shortcut = in_layout(shortcut, body.layout(), pass.device);
+    Tensor y = Tensor::empty(body.shape(), pass.device, DType::f32, body.layout());
+    tensor_ops(pass.device).add(body, shortcut, y);
+    return y;
+}
+
+Tensor Residual::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
+    const Tensor from_body = in_branch("body", [&] { return body_->backward(x, dy, pass); });
+    const Tensor from_shortcut =
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->backward(x, dy, pass); }) : dy;
+    // A fresh dx: either term may be dy itself (an identity layer returns its gradient as is).
+    Tensor dx = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());
+    tensor_ops(pass.device)
+        .add(in_layout(from_body, x.layout(), pass.device),
+             in_layout(from_shortcut, x.layout(), pass.device), dx);
+    return dx;
+}
+
+std::vector<Layer*> Residual::children() {
+    std::vector<Layer*> out{body_.get()};
+    if (shortcut_) out.push_back(shortcut_.get());
+    return out;
+}
+
+void Residual::initialize(std::uint64_t seed) {
+    for (Layer* child : children()) child->initialize(rng_key(seed, child->name()));
+}
+
+std::string Residual::options_text() const {
+    return shortcut_ ? "projection shortcut" : "identity shortcut";
+}
+
+void Residual::on_bind(Device& device, const Shape& input, Layout layout) {
+    in_branch("body", [&] { body_->bind(device, input, layout); });
+    if (shortcut_) in_branch("shortcut", [&] { shortcut_->bind(device, input, layout); });
+}
+
+}  // namespace tandem

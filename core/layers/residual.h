@@ -1,0 +1,51 @@
+// Residual: y = body(x) + shortcut(x), the building block of ResNets.
+//
+// The shortcut is the identity (null) or a projection (a Sequential, typically a strided 1x1
+// convolution and batch norm) when the body changes the shape. The children are named "body"
+// and "shortcut", so parameters read "block1.body.conv1.weight". Backward runs both branches
+// on dy and sums their input gradients: dx = body'(dy) + (shortcut ? shortcut'(dy) : dy).
+// Errors from inside a branch gain a line "in body of 'block3' (Residual)".
+#pragma once
+
+#include <memory>
+
+#include "layers/sequential.h"
+
+namespace tandem {
+
+class Residual final : public Layer {
+public:
+    // Throws ConfigError when body is null or the shortcut is the body itself.
+    Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential> shortcut);
+
+    Sequential& body() { return *body_; }
+    // Null for the identity shortcut.
+    Sequential* shortcut() { return shortcut_.get(); }
+
+    std::string_view kind() const override { return "Residual"; }
+    // Throws ShapeError naming the block and both shapes when the branches disagree.
+    Shape output_shape(const Shape& input) const override;
+    MemoryEstimate memory_estimate(const Shape& input) const override;
+    Tensor forward(const Tensor& x, Pass& pass) override;
+    Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
+
+    std::vector<Layer*> children() override;
+    // Each child from rng_key(seed, its name), as Sequential does.
+    void initialize(std::uint64_t seed) override;
+    // "identity shortcut" or "projection shortcut".
+    std::string options_text() const override;
+
+protected:
+    void on_bind(Device& device, const Shape& input, Layout layout) override;
+
+private:
+    // Runs f() and adds "in <branch> of <label>" to any Error passing through.
+    template <class F>
+    auto in_branch(const char* branch, F&& f) const -> decltype(f());
+    void check_same(const Shape& body, const Shape& shortcut) const;
+
+    std::shared_ptr<Sequential> body_;
+    std::shared_ptr<Sequential> shortcut_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,88 @@
+-- The default recipe: a small batch-norm CNN on Fashion-MNIST (Debian's dataset-fashion-mnist),
+-- on one CPU device. `make run` runs it; options come from the command line:
+--   tandem run recipes/fashion_mnist.lua --epochs=3 --batch=256 --threads=2
+-- Each epoch: a progress bar (loss, accuracy, images/s), test accuracy, a metrics line in
+-- the log (JSON lines) and a checkpoint; --resume=PATH continues a run exactly.
+local T = require 'tandem'
+
+local opt = T.options(..., {
+  data = '/usr/share/datasets/fashion-mnist',
+  epochs = 10,
+  batch = 128,
+  lr = 0.1,
+  momentum = 0.9,
+  weight_decay = 5e-4,
+  label_smoothing = 0.0,
+  warmup_steps = 200,
+  flip = true,            -- random horizontal flips
+  crop_pad = 2,           -- random crops from images padded by this many pixels
+  seed = 1,
+  threads = 0,            -- kernel threads of the device; 0: all cores
+  layout = 'channels_last',
+  max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
+  eval_batch = 1000,
+  checkpoints = 'checkpoints/fashion_mnist',
+  log = 'logs/fashion_mnist.jsonl',
+  resume = '',
+})
+
+local mean, std = 0.2860, 0.3530   -- Fashion-MNIST's pixel statistics
+local train = T.data.mnist(opt.data .. '/train-images-idx3-ubyte.gz',
+                           opt.data .. '/train-labels-idx1-ubyte.gz', {mean = mean, std = std})
+local test = T.data.mnist(opt.data .. '/t10k-images-idx3-ubyte.gz',
+                          opt.data .. '/t10k-labels-idx1-ubyte.gz', {mean = mean, std = std})
+
+local build = dofile(T.recipe_dir .. '/nets/smallbn.lua')
+local net = build{classes = train:classes()}
+local steps_per_epoch = math.floor(train:size() / opt.batch)
+local total_steps = steps_per_epoch * opt.epochs
+
+local engine = T.Engine{
+  net = net,
+  loss = T.nn.CrossEntropy{label_smoothing = opt.label_smoothing},
+  devices = T.devices('cpu', 1, {threads = opt.threads}),
+  optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
+                      weight_decay = opt.weight_decay},
+  schedule = T.schedule.Warmup{steps = opt.warmup_steps, start_factor = 0.1,
+                               after = T.schedule.Cosine{lr = opt.lr, total_steps = total_steps}},
+  seed = opt.seed,
+  layout = opt.layout,
+}
+print(net:summary(train:sample_shape()))
+
+local first_epoch = 1
+if opt.resume ~= '' then
+  local meta = assert(engine:load(opt.resume))
+  first_epoch = tonumber(meta.epoch) + 1
+  print(('resumed from %s: epoch %d done, step %d'):format(opt.resume, meta.epoch, engine:steps()))
+end
+
+local log = T.MetricsLog(opt.log)
+local augment = {flip = opt.flip, crop_pad = opt.crop_pad}
+for epoch = first_epoch, opt.epochs do
+  local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs)}
+  local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
+  local sums = {loss = 0, correct = 0, seen = 0}
+  for b = 1, steps_per_epoch do
+    local images, labels = train:batch(order, (b - 1) * opt.batch + 1, opt.batch,
+                                       augment, opt.seed, epoch)
+    local r = engine:step(images, labels)
+    sums.loss = sums.loss + r.loss * r.samples
+    sums.correct = sums.correct + r.accuracy * r.samples
+    sums.seen = sums.seen + r.samples
+    bar:update(b, {loss = sums.loss / sums.seen, acc = sums.correct / sums.seen, lr = r.lr},
+               r.samples)
+    if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
+  end
+  bar:finish()
+  local result = engine:evaluate(test, {batch = opt.eval_batch})
+  print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s')
+        :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
+                result.accuracy, bar:rate()))
+  log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
+            train_accuracy = sums.correct / sums.seen, test_loss = result.loss,
+            test_accuracy = result.accuracy, images_per_s = bar:rate(),
+            data_wait_s = bar:data_wait(), seconds = bar:elapsed()}
+  engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
+  if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
+end
