@@ -3,6 +3,7 @@
 // One userdata type covers every layer kind (a Layer is a Layer, whatever its kind); the
 // Sequential methods check the kind and name it when it is another one. The constructors are
 // in bind_nn.cpp; the Lua side (lua/tandem/nn.lua) parses their options.
+#include <optional>
 #include <string>
 
 #include "binding.h"
@@ -172,8 +173,8 @@ int sequential_get(lua_State* L) {
     return 1;
 }
 
-// One summary row: {name, kind, options, output_shape, parameters, depth}.
-void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape& output,
+// One summary row: {name, kind, options, output_shape (when known), parameters, depth}.
+void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* output,
               int depth) {
     lua_createtable(L, 0, 6);
     lua_pushstring(L, name.c_str());
@@ -182,46 +183,58 @@ void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape& 
     lua_setfield(L, -2, "kind");
     lua_pushstring(L, layer.options_text().c_str());
     lua_setfield(L, -2, "options");
-    push_shape(L, output);
-    lua_setfield(L, -2, "output_shape");
+    if (output != nullptr) {
+        push_shape(L, *output);
+        lua_setfield(L, -2, "output_shape");
+    }
     lua_pushnumber(L, static_cast<lua_Number>(parameter_count(layer)));
     lua_setfield(L, -2, "parameters");
     lua_pushnumber(L, depth);
     lua_setfield(L, -2, "depth");
 }
 
-// Appends to the list on the top of the stack the rows for what `layer` contains given its
-// input: one row per layer of a Sequential, then (one level deeper, with dotted names) the
-// contents of each block. A block feeds its own input to each of its parts (Residual's body
-// and shortcut), which is what the recursion assumes.
-void add_rows(lua_State* L, Layer& layer, const Shape& input, int depth, const std::string& prefix,
+// Appends to the list on the top of the stack the rows for what `layer` contains, with
+// output shapes when `input` is given: one row per layer of a Sequential, each followed (one
+// level deeper, with dotted names) by the contents of its parts when it is a block. A block
+// feeds its own input to each part (Residual's body and shortcut): the recursion assumes so.
+void add_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix,
               int& count) {
     auto* seq = dynamic_cast<Sequential*>(&layer);
     if (seq == nullptr) {
-        push_row(L, layer, prefix + layer.name(), layer.output_shape(input), depth);
+        const std::optional<Shape> out =
+            input ? std::optional<Shape>(layer.output_shape(*input)) : std::nullopt;
+        push_row(L, layer, prefix + layer.name(), out ? &*out : nullptr, depth);
         lua_rawseti(L, -2, ++count);
+        const std::string inner = prefix + (layer.name().empty() ? "" : layer.name() + ".");
+        for (Layer* part : layer.children())
+            add_rows(L, *part, input, depth + 1, inner + part->name() + ".", count);
         return;
     }
-    const std::vector<Shape> outputs = seq->output_shapes(input);
-    Shape in = input;
+    const std::vector<Shape> outputs = input ? seq->output_shapes(*input) : std::vector<Shape>();
     for (std::size_t i = 0; i < seq->size(); ++i) {
         Layer& child = seq->at(i);
-        push_row(L, child, prefix + child.name(), outputs[i], depth);
+        const Shape* in = input == nullptr ? nullptr : i == 0 ? input : &outputs[i - 1];
+        push_row(L, child, prefix + child.name(), input ? &outputs[i] : nullptr, depth);
         lua_rawseti(L, -2, ++count);
+        if (dynamic_cast<Sequential*>(&child) != nullptr) {  // a nested sequence: its layers
+            add_rows(L, child, in, depth + 1, prefix + child.name() + ".", count);
+            continue;
+        }
         for (Layer* part : child.children())
             add_rows(L, *part, in, depth + 1, prefix + child.name() + "." + part->name() + ".",
                      count);
-        in = outputs[i];
     }
 }
 
-// layer:summary_rows(input_shape): the rows lua/tandem/summary.lua prints.
+// layer:summary_rows([input_shape]): the rows lua/tandem/summary.lua prints; output shapes
+// only when an input shape (with its batch dimension) is given.
 int layer_summary_rows(lua_State* L) {
     LayerPtr layer = check_layer(L, 1);
-    const Shape input = check_shape(L, 2);
+    const std::optional<Shape> input =
+        lua_isnoneornil(L, 2) ? std::nullopt : std::optional<Shape>(check_shape(L, 2));
     lua_newtable(L);
     int count = 0;
-    add_rows(L, *layer, input, 0, "", count);
+    add_rows(L, *layer, input ? &*input : nullptr, 0, "", count);
     return 1;
 }
 

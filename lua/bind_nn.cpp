@@ -2,7 +2,10 @@
 // turns `nn.Conv2d(1, 32, 3, {pad = 1})` into these calls after checking every option, so the
 // checks here only guard against a direct call with wrong values.
 #include "binding.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
 #include "layers/relu.h"
+#include "layers/residual.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -28,9 +31,39 @@ int nn_relu(lua_State* L) {
     return 1;
 }
 
+// core.nn_dropout(p, [name])
+int nn_dropout(lua_State* L) {
+    const auto p = static_cast<float>(check_number(L, 1));
+    push_named_layer(L, std::make_shared<Dropout>(p), 2);
+    return 1;
+}
+
+// core.nn_flatten([name])
+int nn_flatten(lua_State* L) {
+    push_named_layer(L, std::make_shared<Flatten>(), 1);
+    return 1;
+}
+
+// The Sequential at `index` as a shared_ptr<Sequential> (the layer box holds a LayerPtr).
+std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index) {
+    check_sequential(L, index);
+    return std::static_pointer_cast<Sequential>(check_layer(L, index));
+}
+
+// core.nn_residual(body, shortcut or nil, [name]): body and shortcut are Sequentials.
+int nn_residual(lua_State* L) {
+    auto body = check_sequential_ptr(L, 1);
+    auto shortcut = lua_isnil(L, 2) ? nullptr : check_sequential_ptr(L, 2);
+    push_named_layer(L, std::make_shared<Residual>(std::move(body), std::move(shortcut)), 3);
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_relu", wrap<nn_relu>},
+    {"nn_dropout", wrap<nn_dropout>},
+    {"nn_flatten", wrap<nn_flatten>},
+    {"nn_residual", wrap<nn_residual>},
     {nullptr, nullptr},
 };
 

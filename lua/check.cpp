@@ -172,11 +172,13 @@ void check_options(lua_State* L, int index, const char* function,
     lua_pushnil(L);
     while (lua_next(L, index) != 0) {
         lua_pop(L, 1);
-        std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        // [key]: lua_tostring only on string keys, so lua_next is not confused.
+        const bool is_string = lua_type(L, -1) == LUA_TSTRING;
+        std::string key = is_string ? lua_tostring(L, -1) : got(L, -1);
         bool found = false;
-        for (const auto& name : names) found = found || name == key;
+        for (const auto& name : names) found = found || (is_string && name == key);
         if (!found) {
-            if (lua_type(L, -2) != LUA_TSTRING) key = "[" + got(L, -2) + "]";
+            if (!is_string) key = "[" + key + "]";
             lua_pop(L, 1);
             TANDEM_THROW(ConfigError) << function << ": unknown option '" << key
                                       << "' (known: " << join(names, ", ") << ")";

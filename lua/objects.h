@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "device/device.h"
+#include "layers/cross_entropy.h"
 #include "layers/layer.h"
 #include "layers/sequential.h"
 #include "tensor/tensor.h"
@@ -29,5 +30,8 @@ LayerPtr& check_layer(lua_State* L, int index);
 // The layer at `index` as a Sequential; ArgError naming its kind when it is another layer.
 Sequential& check_sequential(lua_State* L, int index);
 void push_layer(lua_State* L, LayerPtr layer);
+
+// bind_loss.cpp. The loss is not a Layer (it takes labels and returns sums).
+std::shared_ptr<CrossEntropy>& check_loss(lua_State* L, int index);
 
 }  // namespace tandem::lua

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "binding.h"
 #include "version.h"

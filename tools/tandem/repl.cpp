@@ -72,7 +72,9 @@ enum class Parse { ok, incomplete, error };
 // Compiles `chunk` (as an expression first) and leaves the function, or the error, on the stack.
 Parse compile(lua_State* L, std::string chunk) {
     if (!chunk.empty() && chunk[0] == '=') chunk = "return " + chunk.substr(1);  // Lua 5.1 habit
-    const std::string expression = "return " + chunk;
+    // Not "return <chunk>": that makes a call in it a tail call, whose frame (and with it the
+    // error position and the function's name in messages) is gone when it fails.
+    const std::string expression = "return (function(...) return ... end)(" + chunk + "\n)";
     if (luaL_loadbuffer(L, expression.data(), expression.size(), "=stdin") == 0) return Parse::ok;
     lua_pop(L, 1);
     if (luaL_loadbuffer(L, chunk.data(), chunk.size(), "=stdin") == 0) return Parse::ok;

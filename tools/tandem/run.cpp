@@ -53,6 +53,21 @@ bool push_options(lua_State* L, const Args& args) {
     return true;
 }
 
+// require('tandem.host').recipe and .recipe_dir: T.recipe_dir lets a recipe load files
+// next to it (dofile(T.recipe_dir .. '/nets/lenet5.lua')).
+void set_recipe(lua_State* L, const std::string& recipe) {
+    const auto slash = recipe.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : recipe.substr(0, slash == 0 ? 1 : slash);
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "loaded");
+    lua_getfield(L, -1, "tandem.host");
+    lua_pushstring(L, recipe.c_str());
+    lua_setfield(L, -2, "recipe");
+    lua_pushstring(L, dir.c_str());
+    lua_setfield(L, -2, "recipe_dir");
+    lua_pop(L, 3);
+}
+
 }  // namespace
 
 int command_run(const Args& args) {
@@ -63,6 +78,7 @@ int command_run(const Args& args) {
     const std::string& recipe = args[0];
     LuaState state("run");
     lua_State* L = state.get();
+    set_recipe(L, recipe);
     if (luaL_loadfile(L, recipe.c_str()) != 0) {
         std::fprintf(stderr, "error: %s\n", lua_tostring(L, -1));
         return 1;
