@@ -82,7 +82,7 @@ for epoch = first_epoch, opt.epochs do
   log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
             train_accuracy = sums.correct / sums.seen, test_loss = result.loss,
             test_accuracy = result.accuracy, images_per_s = bar:rate(),
-            data_wait_s = bar:data_wait(), seconds = bar:elapsed()}
+            seconds = bar:elapsed()}
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end

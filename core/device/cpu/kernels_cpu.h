@@ -19,5 +19,19 @@ std::unique_ptr<DropoutKernel> make_dropout_cpu(Device&, const DropoutConfig&);
 
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
     Device&, const SoftmaxCrossEntropyConfig&);
+std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);
+std::unique_ptr<BatchNormKernel> make_batch_norm_reference(Device&, const BatchNormConfig&);
+
+std::unique_ptr<Pool2dKernel> make_pool2d_dnnl(Device&, const Pool2dConfig&);
+std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&);
+
+std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
+std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
+
+std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);
+
+std::unique_ptr<LinearKernel> make_linear_dnnl(Device&, const LinearConfig&);
+std::unique_ptr<LinearKernel> make_linear_reference(Device&, const LinearConfig&);
 
 }  // namespace tandem::cpu

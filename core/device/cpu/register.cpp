@@ -18,6 +18,21 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<DropoutKernel>(kCpu, "reference", make_dropout_cpu);
 
     r.add<SoftmaxCrossEntropyKernel>(kCpu, "cpu", make_softmax_cross_entropy_cpu);
+
+    r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
+    r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);
+
+    r.add<Pool2dKernel>(kCpu, "dnnl", make_pool2d_dnnl);
+    r.add<Pool2dKernel>(kCpu, "reference", make_pool2d_reference);
+
+    r.add<LrnKernel>(kCpu, "dnnl", make_lrn_dnnl);
+    r.add<LrnKernel>(kCpu, "reference", make_lrn_reference);
+
+    r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
+    r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
+
+    r.add<LinearKernel>(kCpu, "dnnl", make_linear_dnnl);
+    r.add<LinearKernel>(kCpu, "reference", make_linear_reference);
 }
 
 }  // namespace tandem

@@ -1,0 +1,187 @@
+// Conv2d on oneDNN's convolution primitives.
+//
+// src/dst stay in the plain layout the net uses (nchw, or nhwc for channels_last, which the
+// avx512 jit and brgemm convolutions read directly), so no activation is ever reordered; that
+// reordering is where PyTorch's CPU convolutions lose time. Weights are the only reordered
+// tensor: each primitive picks its weights format (format_tag::any), and our plain oihw
+// (goihw with groups) weights are reordered into a buffer the kernel allocates once from the
+// device's allocator. oneDNN's backward_weights overwrites its destination while our contract
+// adds, so it writes into a scratch buffer that is added back into the plain gradient: by a
+// reorder with a sum post-op when the primitive chose a blocked format (one pass), by a
+// vector loop when it chose the plain one.
+#include "device/cpu/dnnl_context.h"
+#include "device/cpu/kernels_cpu.h"
+
+namespace tandem::cpu {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+using algo = dnnl::algorithm;
+
+// Our weights as oneDNN sees them: oihw, or goihw (the same bytes) when grouped.
+dnnl::memory::desc weights_desc(const Conv2dConfig& c, tag format) {
+    if (c.groups == 1) return {{c.out_channels, c.c, c.kernel_h, c.kernel_w}, dt::f32, format};
+    return {{c.groups, c.out_channels / c.groups, c.c / c.groups, c.kernel_h, c.kernel_w},
+            dt::f32,
+            format == tag::any ? tag::any : tag::goihw};
+}
+
+// A buffer in a primitive's chosen weights format: a tensor from the device's allocator,
+// so the kernel's memory counts against the device's cap like any other.
+struct WeightsBuffer {
+    Tensor storage;
+    dnnl::memory memory;
+};
+
+WeightsBuffer make_buffer(Device& device, const dnnl::memory::desc& desc,
+                          const dnnl::engine& engine) {
+    WeightsBuffer b;
+    // f32 elements, so that a buffer in the plain format can be added as a tensor.
+    const auto floats = static_cast<std::int64_t>(desc.get_size() / sizeof(float));
+    b.storage = Tensor::empty({floats}, device);
+    b.memory = dnnl::memory(desc, engine, b.storage.raw());
+    return b;
+}
+
+class Conv2dDnnl final : public Conv2dKernel {
+public:
+    Conv2dDnnl(Device& device, const Conv2dConfig& c) : device_(as_cpu(device)), config_(c) {
+        dnnl_call("convolution (build)", [&] { build(device); });
+    }
+
+    void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                 Tensor& dst) override {
+        src_.set_data_handle(src.raw());
+        dst_.set_data_handle(dst.raw());
+        dnnl_args args{{DNNL_ARG_SRC, src_},
+                       {DNNL_ARG_WEIGHTS, weights_for(weights, forward_weights_, to_forward_)},
+                       {DNNL_ARG_DST, dst_}};
+        if (config_.bias) {
+            bias_.set_data_handle(bias.raw());
+            args.emplace(DNNL_ARG_BIAS, bias_);
+        }
+        execute(device_, forward_, args, "convolution_forward");
+    }
+
+    void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
+        dst_.set_data_handle(diff_dst.raw());
+        src_.set_data_handle(diff_src.raw());
+        execute(device_, backward_data_,
+                {{DNNL_ARG_DIFF_DST, dst_},
+                 {DNNL_ARG_WEIGHTS, weights_for(weights, data_weights_, to_data_)},
+                 {DNNL_ARG_DIFF_SRC, src_}},
+                "convolution_backward_data");
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        src_.set_data_handle(src.raw());
+        dst_.set_data_handle(diff_dst.raw());
+        dnnl_args args{{DNNL_ARG_SRC, src_},
+                       {DNNL_ARG_DIFF_DST, dst_},
+                       {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.memory}};
+        if (config_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, diff_bias_.memory);
+        execute(device_, backward_weights_, args, "convolution_backward_weights");
+        if (add_back_) {
+            plain_weights_.set_data_handle(diff_weights.raw());
+            execute(device_, add_back_,
+                    {{DNNL_ARG_FROM, diff_weights_.memory}, {DNNL_ARG_TO, plain_weights_}},
+                    "reorder (add diff_weights)");
+        } else {
+            add_into(diff_weights, diff_weights_.storage);
+        }
+        if (config_.bias) add_into(diff_bias, diff_bias_.storage);
+    }
+
+private:
+    void build(Device& device) {
+        const auto& c = config_;
+        auto& engine = device_.dnnl_engine();
+        const auto src_md = plain_desc({c.n, c.c, c.h, c.w}, c.layout);
+        const auto dst_md = plain_desc({c.n, c.out_channels, c.out_h(), c.out_w()}, c.layout);
+        const auto bias_md =
+            c.bias ? dnnl::memory::desc({c.out_channels}, dt::f32, tag::x) : dnnl::memory::desc();
+        const auto any_md = weights_desc(c, tag::any);
+        const auto plain_md = weights_desc(c, tag::oihw);
+        const dnnl::memory::dims strides{c.stride_h, c.stride_w};
+        // Symmetric padding: oneDNN checks the output size with the same floor division.
+        const dnnl::memory::dims pad{c.pad_h, c.pad_w};
+
+        const dnnl::convolution_forward::primitive_desc fwd_pd(
+            {dnnl::prop_kind::forward_training, algo::convolution_direct, src_md, any_md, bias_md,
+             dst_md, strides, pad, pad},
+            engine);
+        const dnnl::convolution_backward_data::primitive_desc data_pd(
+            {algo::convolution_direct, src_md, any_md, dst_md, strides, pad, pad}, engine, fwd_pd);
+        const dnnl::convolution_backward_weights::primitive_desc weights_pd(
+            {algo::convolution_direct, src_md, any_md, bias_md, dst_md, strides, pad, pad}, engine,
+            fwd_pd);
+        forward_ = dnnl::convolution_forward(fwd_pd);
+        backward_data_ = dnnl::convolution_backward_data(data_pd);
+        backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
+
+        // Handles are set per call: these describe the caller's tensors, not ours.
+        src_ = dnnl::memory(src_md, engine, DNNL_MEMORY_NONE);
+        dst_ = dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE);
+        plain_weights_ = dnnl::memory(plain_md, engine, DNNL_MEMORY_NONE);
+        if (c.bias) bias_ = dnnl::memory(bias_md, engine, DNNL_MEMORY_NONE);
+
+        if (fwd_pd.weights_desc() != plain_md) {
+            forward_weights_ = make_buffer(device, fwd_pd.weights_desc(), engine);
+            to_forward_ = dnnl::reorder(plain_weights_, forward_weights_.memory);
+        }
+        if (data_pd.weights_desc() == fwd_pd.weights_desc()) {
+            // Same format (the usual case): one buffer, filled again by each call.
+            data_weights_ = forward_weights_;
+            to_data_ = to_forward_;
+        } else if (data_pd.weights_desc() != plain_md) {
+            data_weights_ = make_buffer(device, data_pd.weights_desc(), engine);
+            to_data_ = dnnl::reorder(plain_weights_, data_weights_.memory);
+        }
+        diff_weights_ = make_buffer(device, weights_pd.diff_weights_desc(), engine);
+        // A plain scratch is added with a vector loop; oneDNN's only reorder with a sum
+        // post-op between two plain formats is its generic, slower one.
+        if (weights_pd.diff_weights_desc() != plain_md) {
+            dnnl::post_ops add;
+            add.append_sum(1.f);
+            dnnl::primitive_attr attr;
+            attr.set_post_ops(add);
+            add_back_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+                engine, weights_pd.diff_weights_desc(), engine, plain_md, attr));
+        }
+        if (c.bias) {
+            diff_bias_.storage = Tensor::empty({c.out_channels}, device);
+            diff_bias_.memory = dnnl::memory(bias_md, engine, diff_bias_.storage.raw());
+        }
+    }
+
+    // The weights in `buffer`'s format: reordered from the plain tensor on every call (the
+    // optimizer changes them between steps), or the plain tensor itself when the primitive
+    // reads that format.
+    dnnl::memory& weights_for(const Tensor& weights, WeightsBuffer& buffer,
+                              dnnl::reorder& reorder) {
+        plain_weights_.set_data_handle(weights.raw());
+        if (!buffer.storage.defined()) return plain_weights_;
+        execute(device_, reorder, {{DNNL_ARG_FROM, plain_weights_}, {DNNL_ARG_TO, buffer.memory}},
+                "reorder (weights)");
+        return buffer.memory;
+    }
+
+    CpuDevice& device_;
+    Conv2dConfig config_;
+    dnnl::convolution_forward forward_;
+    dnnl::convolution_backward_data backward_data_;
+    dnnl::convolution_backward_weights backward_weights_;
+    dnnl::memory src_, dst_, bias_, plain_weights_;
+    WeightsBuffer forward_weights_, data_weights_, diff_weights_, diff_bias_;
+    dnnl::reorder to_forward_, to_data_, add_back_;
+};
+
+}  // namespace
+
+std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device& device, const Conv2dConfig& config) {
+    return std::make_unique<Conv2dDnnl>(device, config);
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,114 @@
+#include "layers/batch_norm2d.h"
+
+#include <sstream>
+
+namespace tandem {
+
+BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) {
+    TANDEM_CHECK_AS(ConfigError, options.channels > 0)
+        << "BatchNorm2d: channels must be positive, got " << options.channels;
+    TANDEM_CHECK_AS(ConfigError, options.epsilon > 0)
+        << "BatchNorm2d: epsilon must be positive, got " << options.epsilon;
+    TANDEM_CHECK_AS(ConfigError, options.momentum >= 0 && options.momentum <= 1)
+        << "BatchNorm2d: momentum must lie in [0, 1], got " << options.momentum;
+    const Shape c{options.channels};
+    weight_ = make_parameter("weight", c, false);
+    bias_ = make_parameter("bias", c, false);
+    running_mean_ = make_buffer("running_mean", c, 0.f);
+    running_var_ = make_buffer("running_var", c, 1.f);
+    weight_.value.fill(1.f);
+}
+
+void BatchNorm2d::initialize(std::uint64_t) {
+    weight_.value.fill(1.f);
+    bias_.value.fill(0.f);
+    running_mean_.value.fill(0.f);
+    running_var_.value.fill(1.f);
+}
+
+std::string BatchNorm2d::options_text() const {
+    std::ostringstream out;
+    out << options_.channels << ", eps " << options_.epsilon << ", momentum " << options_.momentum;
+    return out.str();
+}
+
+Shape BatchNorm2d::output_shape(const Shape& input) const {
+    TANDEM_CHECK_AS(ShapeError, input.rank() == 4 && input[1] == options_.channels)
+        << label() << ": expected an input of N x " << options_.channels << " x H x W, got "
+        << input.to_string();
+    return input;
+}
+
+MemoryEstimate BatchNorm2d::memory_estimate(const Shape& input) const {
+    MemoryEstimate e = Layer::memory_estimate(input);
+    e.saved_bytes = 2 * static_cast<std::size_t>(options_.channels) * sizeof(float);
+    return e;
+}
+
+BatchNormKernel& BatchNorm2d::kernel(Device& device, const Shape& s, Layout layout, bool training) {
+    return kernels_.get(device,
+                        BatchNormConfig{s[0], s[1], s[2], s[3], options_.epsilon, training, layout},
+                        kernel_impl());
+}
+
+void BatchNorm2d::on_bind(Device& device, const Shape& input, Layout layout) {
+    kernel(device, input, layout, true);
+    kernel(device, input, layout, false);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x, Pass& pass) {
+    const Shape s = output_shape(x.shape());
+    Tensor y = Tensor::empty(s, pass.device, DType::f32, x.layout());
+    if (pass.mode == Mode::eval) {
+        kernel(pass.device, s, x.layout(), false)
+            .forward(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, y);
+        return y;
+    }
+    const std::int64_t count = s[0] * s[2] * s[3];
+    TANDEM_CHECK_AS(ShapeError, count > 1)
+        << label() << ": expected more than 1 value per channel when training, got input "
+        << s.to_string();
+    Tensor mean = Tensor::empty({s[1]}, pass.device);
+    Tensor var = Tensor::empty({s[1]}, pass.device);
+    kernel(pass.device, s, x.layout(), true).forward(x, weight_.value, bias_.value, mean, var, y);
+    update_running_stats(mean, var, count);
+    pass.saved.put(this, {mean, var});
+    return y;
+}
+
+Tensor BatchNorm2d::backward(const Tensor& x, const Tensor& dy_in, Pass& pass) {
+    const Shape s = output_shape(x.shape());
+    const bool training = pass.mode == Mode::train;
+    // Evaluation keeps nothing: its statistics are the running ones, constant in eval mode.
+    const Tensor& mean = training ? pass.saved.get(this)[0] : running_mean_.value;
+    const Tensor& var = training ? pass.saved.get(this)[1] : running_var_.value;
+    const Tensor dy = dy_in.to_layout(x.layout());
+    Tensor dx = Tensor::empty(s, pass.device, DType::f32, x.layout());
+    kernel(pass.device, s, x.layout(), training)
+        .backward(x, dy, weight_.value, mean, var, dx, weight_.grad, bias_.grad);
+    return dx;
+}
+
+void BatchNorm2d::update_running_stats(const Tensor& mean, const Tensor& var, std::int64_t count) {
+    const Shape c{options_.channels};
+    TANDEM_CHECK_AS(ShapeError, mean.shape() == c && var.shape() == c)
+        << label() << ": running statistics need " << c.to_string() << " mean and variance, got "
+        << mean.shape().to_string() << " and " << var.shape().to_string();
+    TANDEM_CHECK_AS(ShapeError, count > 1)
+        << label() << ": the unbiased variance needs more than 1 value per channel, got " << count;
+    Device& device = running_mean_.value.device();
+    auto& ops = tensor_ops(device);
+    const float m = options_.momentum;
+    // Batch variance is biased (1/n); the running estimate is unbiased (1/(n-1)), as PyTorch's.
+    const float unbias = float(double(count) / double(count - 1));
+    Tensor step_mean = mean.to(device);
+    Tensor step_var = var.to(device);
+    ops.scale(step_mean, m);
+    ops.scale(step_var, m * unbias);
+    ops.scale(running_mean_.value, 1.f - m);
+    ops.scale(running_var_.value, 1.f - m);
+    ops.accumulate(running_mean_.value, step_mean);
+    ops.accumulate(running_var_.value, step_var);
+}
+
+}  // namespace tandem

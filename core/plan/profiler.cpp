@@ -1,0 +1,107 @@
+#include "plan/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/rng.h"
+#include "device/device.h"
+#include "optim/sgd.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t mid = v.size() / 2;
+    return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+}  // namespace
+
+NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, const Shape& input,
+                       std::int64_t batch, const ProfileOptions& o) {
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), input.dims().begin(), input.dims().end());
+    const Shape x_shape(dims);
+    const auto out_shapes = net.output_shapes(x_shape);
+    const std::int64_t classes = o.classes > 0 ? o.classes : out_shapes.back()[1];
+
+    NetProfile profile;
+    profile.batch = batch;
+    const std::size_t n = net.size();
+    std::vector<std::vector<double>> fwd(n), bwd(n);
+    std::vector<double> step_times, update_times;
+
+    device.worker().run([&] {
+        net.to(device);
+        std::vector<float> xv(static_cast<std::size_t>(x_shape.numel()));
+        for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = rng_normal(o.seed, i);
+        const Layout layout = x_shape.rank() == 4 ? o.layout : Layout::contiguous;
+        const Tensor x = Tensor::from_vector(x_shape, device, xv, layout);
+        Tensor labels = Tensor::empty({batch}, device, DType::i32);
+        for (std::int64_t i = 0; i < batch; ++i)
+            labels.data<int>()[i] = static_cast<int>(rng_bits(o.seed + 1, static_cast<std::uint64_t>(i)) %
+                                                     static_cast<std::uint64_t>(classes));
+        Sgd sgd(SgdOptions{0.01f, 0.9f, 0.f, 0.f, false});
+        const auto params = named_parameters(net);
+
+        device.allocator().reset_peak();
+        for (int it = 0; it < o.warmup + o.iterations; ++it) {
+            const bool timed = it >= o.warmup;
+            Tape tape;
+            Pass pass{device, Mode::train, 0, tape, rng_key(o.seed, static_cast<std::uint64_t>(it))};
+            Sgd::zero_grad(params);
+            const auto step_start = Clock::now();
+            std::vector<Tensor> acts{x};
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto t0 = Clock::now();
+                acts.push_back(net.forward_range(acts.back(), pass, i, i + 1));
+                if (timed) fwd[i].push_back(ms_since(t0));
+            }
+            loss.forward(acts.back(), labels, pass);
+            Tensor g = loss.backward(acts.back(), labels, 1.0f / static_cast<float>(batch), pass);
+            for (std::size_t i = n; i-- > 0;) {
+                const auto t0 = Clock::now();
+                g = net.backward_range(g, pass, i, i + 1);
+                if (timed) bwd[i].push_back(ms_since(t0));
+            }
+            const auto u0 = Clock::now();
+            sgd.step(params, 0.01f);
+            if (timed) {
+                update_times.push_back(ms_since(u0));
+                step_times.push_back(ms_since(step_start));
+            }
+        }
+        profile.peak_bytes = device.allocator().stats().peak;
+    });
+
+    Shape shape = x_shape;
+    for (std::size_t i = 0; i < n; ++i) {
+        Layer& layer = net.at(i);
+        LayerProfile lp;
+        lp.name = layer.name();
+        lp.kind = std::string(layer.kind());
+        lp.options = layer.options_text();
+        lp.output = out_shapes[i];
+        lp.parameters = parameter_count(layer);
+        lp.forward_ms = median(fwd[i]);
+        lp.backward_ms = median(bwd[i]);
+        lp.flops = layer.forward_flops(shape);
+        lp.memory = layer.memory_estimate(shape);
+        profile.train_flops += 3 * lp.flops;
+        profile.layers.push_back(lp);
+        shape = out_shapes[i];
+    }
+    profile.step_ms = median(step_times);
+    profile.update_ms = median(update_times);
+    return profile;
+}
+
+}  // namespace tandem

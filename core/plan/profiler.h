@@ -1,0 +1,47 @@
+// Profiler: measured forward and backward time of each top-level layer of a net on a device,
+// and of the whole training step. `tandem bench` prints it; the partitioner and the planner
+// weigh layers with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/cross_entropy.h"
+#include "layers/sequential.h"
+
+namespace tandem {
+
+struct LayerProfile {
+    std::string name, kind, options;
+    Shape output;
+    std::int64_t parameters = 0;
+    double forward_ms = 0;   // median over the timed iterations
+    double backward_ms = 0;
+    double flops = 0;        // forward floating-point operations for the whole batch
+    MemoryEstimate memory;
+};
+
+struct NetProfile {
+    std::vector<LayerProfile> layers;
+    std::int64_t batch = 0;
+    double step_ms = 0;        // median whole step: forward, loss, backward, SGD update
+    double update_ms = 0;      // median SGD update alone
+    double train_flops = 0;    // per step: 3 x forward flops (forward, backward data, weights)
+    std::size_t peak_bytes = 0;  // device memory peak during a step
+};
+
+struct ProfileOptions {
+    int warmup = 3;
+    int iterations = 10;
+    Layout layout = Layout::contiguous;
+    std::uint64_t seed = 1;
+    std::int64_t classes = 0;  // labels drawn in [0, classes); 0: the net's output width
+};
+
+// `input` is one sample's shape (C x H x W); the batch is `batch` samples of random data.
+// Runs on the device's worker thread.
+NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, const Shape& input,
+                       std::int64_t batch, const ProfileOptions& options = {});
+
+}  // namespace tandem

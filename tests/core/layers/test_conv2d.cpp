@@ -1,0 +1,266 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "layers/conv2d.h"
+#include "support/grad_check.h"
+
+namespace tandem::test {
+namespace {
+
+Conv2dOptions conv_options(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride,
+                           std::int64_t pad, std::int64_t groups = 1, bool bias = true) {
+    Conv2dOptions o;
+    o.in_channels = in, o.out_channels = out;
+    o.kernel_h = o.kernel_w = k;
+    o.stride_h = o.stride_w = stride;
+    o.pad_h = o.pad_w = pad;
+    o.groups = groups;
+    o.bias = bias;
+    return o;
+}
+
+// Bias drawn too, so that the gradient check sees a non-zero bias.
+void randomise(Conv2d& conv, std::uint64_t seed) {
+    conv.initialize(seed);
+    for (auto* p : conv.parameters())
+        if (p->name == "bias")
+            p->value.copy_from(random_tensor(p->value.shape(), host_device(), seed));
+}
+
+void grad_check(const Conv2dOptions& options, const Shape& input, Layout layout) {
+    Conv2d conv(options);
+    conv.set_name("conv1");
+    randomise(conv, 3);
+    GradCheckOptions o;
+    o.layout = layout;
+    check_gradients(conv, random_tensor(input, test_device(), 11, -1.f, 1.f, layout), test_device(),
+                    o);
+}
+
+TEST(Conv2d, GradientContiguous) {
+    grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::contiguous);
+}
+
+TEST(Conv2d, GradientChannelsLast) {
+    grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::channels_last);
+}
+
+TEST(Conv2d, GradientStride2Padding) {
+    grad_check(conv_options(2, 3, 3, 2, 2), {2, 2, 7, 6}, Layout::contiguous);
+    grad_check(conv_options(2, 3, 3, 2, 2), {2, 2, 7, 6}, Layout::channels_last);
+}
+
+TEST(Conv2d, GradientGroupsNoBias) {
+    grad_check(conv_options(4, 6, 3, 1, 1, 2, false), {2, 4, 5, 5}, Layout::contiguous);
+    grad_check(conv_options(4, 6, 3, 1, 1, 2, false), {2, 4, 5, 5}, Layout::channels_last);
+}
+
+TEST(Conv2d, GradientRectangularKernel) {
+    Conv2dOptions o = conv_options(2, 3, 1, 1, 0);
+    o.kernel_h = 2, o.kernel_w = 3, o.stride_w = 2, o.pad_w = 1;
+    grad_check(o, {1, 2, 4, 7}, Layout::contiguous);
+}
+
+// |a - b| within 1e-4 of the larger of 1 and the largest |b|: the scale of the sums involved.
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what) {
+    const auto a = actual.to_vector(), b = expected.to_vector();
+    ASSERT_EQ(a.size(), b.size()) << what;
+    double scale = 1;
+    for (float v : b) scale = std::max(scale, std::fabs(double(v)));
+    for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_NEAR(a[i], b[i], 1e-4 * scale)
+            << what << " [" << i << "] of " << expected.description();
+}
+
+struct Case {
+    Conv2dOptions options;
+    Shape input;
+    Layout layout;
+    std::string text() const {
+        std::ostringstream s;
+        s << input.to_string() << " " << (layout == Layout::channels_last ? "nhwc" : "nchw") << " "
+          << options.in_channels << "->" << options.out_channels << " k" << options.kernel_h << " s"
+          << options.stride_h << " p" << options.pad_h << " g" << options.groups
+          << (options.bias ? "" : " no-bias");
+        return s.str();
+    }
+};
+
+// Runs forward and backward on both kernels from the same weights and the same non-zero
+// starting gradients (so the ADD contract is compared too); then changes the weights and
+// runs forward again, which catches a kernel that reorders its weights only once.
+void compare_with_reference(const Case& c) {
+    SCOPED_TRACE(c.text());
+    Conv2d fast(c.options), ref(c.options);
+    ref.set_kernel_impl("reference");
+    for (Conv2d* conv : {&fast, &ref}) {
+        randomise(*conv, 5);
+        for (auto* p : conv->parameters())
+            p->grad.copy_from(random_tensor(p->grad.shape(), host_device(), 6));
+    }
+    Tensor x = random_tensor(c.input, test_device(), 7, -1.f, 1.f, c.layout);
+    const Shape out = fast.output_shape(c.input);
+    Tensor dy = random_tensor(out, test_device(), 8, -1.f, 1.f, c.layout);
+
+    Tape t1, t2;
+    Pass p1{test_device(), Mode::train, 0, t1, 0}, p2{test_device(), Mode::train, 0, t2, 0};
+    Tensor y_fast = fast.forward(x, p1), y_ref = ref.forward(x, p2);
+    EXPECT_EQ(y_fast.layout(), c.layout);
+    expect_close(y_fast, y_ref, "y");
+    expect_close(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
+    for (std::size_t i = 0; i < fast.parameters().size(); ++i)
+        expect_close(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
+                     "d" + fast.parameters()[i]->name);
+
+    fast.initialize(9), ref.initialize(9);
+    expect_close(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
+}
+
+TEST(Conv2d, DnnlMatchesReference) {
+    const Case cases[] = {
+        {conv_options(3, 8, 3, 1, 1), {2, 3, 9, 9}, Layout::contiguous},
+        {conv_options(3, 8, 3, 1, 1), {2, 3, 9, 9}, Layout::channels_last},
+        {conv_options(16, 32, 3, 1, 1), {2, 16, 8, 8}, Layout::channels_last},
+        {conv_options(16, 32, 3, 1, 1), {2, 16, 8, 8}, Layout::contiguous},
+        {conv_options(16, 16, 3, 2, 1, 1, false), {3, 16, 9, 7}, Layout::channels_last},
+        {conv_options(8, 12, 3, 1, 1, 2), {2, 8, 6, 6}, Layout::contiguous},
+        {conv_options(32, 32, 3, 1, 1, 2), {2, 32, 6, 6}, Layout::channels_last},
+        {conv_options(16, 16, 3, 1, 1, 16), {2, 16, 7, 7}, Layout::channels_last},  // depthwise
+        {conv_options(24, 40, 1, 1, 0), {4, 24, 5, 5}, Layout::channels_last},
+        {conv_options(3, 16, 5, 2, 2), {2, 3, 11, 11}, Layout::channels_last},
+    };
+    for (const auto& c : cases) compare_with_reference(c);
+}
+
+std::string shape_error(Conv2d& conv, const Shape& input) {
+    try {
+        conv.output_shape(input);
+    } catch (const ShapeError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no ShapeError for input " << input.to_string();
+    return {};
+}
+
+TEST(Conv2d, ShapeErrorsNameLayerAndShapes) {
+    Conv2d conv(conv_options(64, 64, 3, 1, 1));
+    conv.set_name("conv3");
+    EXPECT_EQ(shape_error(conv, {8, 3, 32, 32}),
+              "Conv2d 'conv3': input has 3 channels, weight expects 64 (input 8x3x32x32, weight "
+              "64x64x3x3)");
+    const std::string rank = shape_error(conv, {8, 64, 32});
+    EXPECT_NE(rank.find("conv3"), std::string::npos) << rank;
+    EXPECT_NE(rank.find("8x64x32"), std::string::npos) << rank;
+
+    Conv2d big(conv_options(2, 2, 5, 1, 0));
+    big.set_name("conv9");
+    const std::string small = shape_error(big, {1, 2, 3, 8});
+    EXPECT_NE(small.find("conv9"), std::string::npos) << small;
+    EXPECT_NE(small.find("1x2x3x8"), std::string::npos) << small;
+    EXPECT_NE(small.find("5x5"), std::string::npos) << small;
+    EXPECT_EQ(big.output_shape({1, 2, 5, 8}), (Shape{1, 2, 1, 4}));
+}
+
+TEST(Conv2d, ForwardAndBackwardCheckShapes) {
+    Conv2d conv(conv_options(3, 4, 3, 1, 1));
+    conv.set_name("conv1");
+    Tape tape;
+    Pass pass{test_device(), Mode::train, 0, tape, 0};
+    EXPECT_THROW(conv.forward(random_tensor({1, 2, 5, 5}, test_device(), 1), pass), ShapeError);
+    Tensor x = random_tensor({1, 3, 5, 5}, test_device(), 1);
+    conv.forward(x, pass);
+    try {
+        conv.backward(x, random_tensor({1, 4, 4, 4}, test_device(), 2), pass);
+        FAIL() << "expected ShapeError";
+    } catch (const ShapeError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("conv1"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("1x4x4x4"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("1x4x5x5"), std::string::npos) << msg;
+    }
+}
+
+void expect_config_error(const Conv2dOptions& o, const std::string& words) {
+    try {
+        Conv2d conv(o);
+        ADD_FAILURE() << "expected ConfigError mentioning " << words;
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+}
+
+TEST(Conv2d, BadOptionsAreConfigErrors) {
+    auto with = [](auto change) {
+        Conv2dOptions o = conv_options(4, 8, 3, 1, 1);
+        change(o);
+        return o;
+    };
+    expect_config_error(with([](auto& o) { o.in_channels = 0; }), "in_channels");
+    expect_config_error(with([](auto& o) { o.out_channels = -1; }), "out_channels");
+    expect_config_error(with([](auto& o) { o.kernel_w = 0; }), "kernel_w");
+    expect_config_error(with([](auto& o) { o.stride_h = 0; }), "stride_h");
+    expect_config_error(with([](auto& o) { o.pad_w = -1; }), "pad_w");
+    expect_config_error(with([](auto& o) { o.groups = 0; }), "groups");
+    expect_config_error(with([](auto& o) { o.groups = 3; }), "groups (3) must divide");
+    expect_config_error(with([](auto& o) { o.init = "he"; }), "known: kaiming");
+}
+
+TEST(Conv2d, ParametersAndInitialisation) {
+    Conv2d conv(conv_options(64, 32, 3, 1, 1, 2));
+    auto params = conv.parameters();
+    ASSERT_EQ(params.size(), 2u);
+    EXPECT_EQ(params[0]->name, "weight");
+    EXPECT_EQ(params[0]->value.shape(), (Shape{32, 32, 3, 3}));
+    EXPECT_TRUE(params[0]->decay);
+    EXPECT_EQ(params[1]->name, "bias");
+    EXPECT_EQ(params[1]->value.shape(), (Shape{32}));
+    EXPECT_FALSE(params[1]->decay);
+
+    // kaiming: std sqrt(2 / fan_in), fan_in = 64 / 2 * 9.
+    const auto w = params[0]->value.to_vector();
+    double sum_sq = 0;
+    for (float v : w) sum_sq += double(v) * v;
+    EXPECT_NEAR(std::sqrt(sum_sq / double(w.size())), std::sqrt(2.0 / 288),
+                0.05 * std::sqrt(2.0 / 288));
+    for (float v : params[1]->value.to_vector()) EXPECT_EQ(v, 0.f);
+
+    Conv2d same(conv_options(64, 32, 3, 1, 1, 2));
+    EXPECT_EQ(same.parameters()[0]->value.to_vector(), w);  // the constructor draws from seed 0
+    same.initialize(1);
+    EXPECT_NE(same.parameters()[0]->value.to_vector(), w);
+
+    Conv2d no_bias(conv_options(3, 4, 3, 1, 1, 1, false));
+    ASSERT_EQ(no_bias.parameters().size(), 1u);
+    EXPECT_EQ(no_bias.parameters()[0]->name, "weight");
+}
+
+TEST(Conv2d, OptionsTextAndMemoryEstimate) {
+    EXPECT_EQ(Conv2d(conv_options(1, 32, 3, 1, 1)).options_text(), "1->32, 3x3, stride 1, pad 1");
+    EXPECT_EQ(Conv2d(conv_options(32, 64, 3, 2, 1, 2, false)).options_text(),
+              "32->64, 3x3, stride 2, pad 1, groups 2, no bias");
+    Conv2dOptions o = conv_options(3, 8, 1, 1, 0);
+    o.kernel_h = 1, o.kernel_w = 7, o.pad_w = 3, o.init = "xavier";
+    EXPECT_EQ(Conv2d(o).options_text(), "3->8, 1x7, stride 1, pad 0x3, init xavier");
+
+    Conv2d conv(conv_options(3, 8, 3, 2, 1));
+    const MemoryEstimate e = conv.memory_estimate({4, 3, 16, 16});
+    EXPECT_EQ(e.parameter_bytes, (8 * 3 * 9 + 8) * sizeof(float));
+    EXPECT_EQ(e.output_bytes, 4 * 8 * 8 * 8 * sizeof(float));
+}
+
+TEST(Conv2d, EvalForwardKeepsNothing) {
+    Conv2d conv(conv_options(3, 4, 3, 1, 1));
+    Tape tape;
+    Pass pass{test_device(), Mode::eval, 0, tape, 0};
+    Tensor y = conv.forward(
+        random_tensor({2, 3, 4, 4}, test_device(), 1, -1.f, 1.f, Layout::channels_last), pass);
+    EXPECT_EQ(y.shape(), (Shape{2, 4, 4, 4}));
+    EXPECT_EQ(y.layout(), Layout::channels_last);
+    EXPECT_TRUE(tape.empty());
+}
+
+}  // namespace
+}  // namespace tandem::test
