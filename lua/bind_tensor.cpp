@@ -3,6 +3,7 @@
 // Tensors made here live on the host device (the one that holds parameters before placement);
 // t:to(device) copies one to a device from T.devices. Values cross to and from Lua in logical
 // (row-major) order whatever the tensor's layout.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ public:
                 if (leaf_ < 0) leaf_ = depth;
                 if (leaf_ != depth || static_cast<int>(dims_.size()) != depth + 1)
                     fail("ragged nested table: entry " + at + " is a number, expected a table");
-                values_.push_back(static_cast<float>(lua_tonumber(L_, -1)));
+                values_.push_back(lua_tonumber(L_, -1));
             } else if (lua_istable(L_, -1)) {
                 if (leaf_ >= 0 && leaf_ <= depth)
                     fail("ragged nested table: entry " + at + " is a table, expected a number");
@@ -55,7 +56,7 @@ public:
     }
 
     Shape shape() const { return Shape(dims_); }
-    const std::vector<float>& values() const { return values_; }
+    const std::vector<double>& values() const { return values_; }
 
 private:
     static constexpr int kMaxDepth = 16;
@@ -68,13 +69,35 @@ private:
     int arg_;
     int leaf_ = -1;  // depth of the tables that hold numbers, once seen
     std::vector<std::int64_t> dims_;
-    std::vector<float> values_;
+    std::vector<double> values_;
 };
 
-// T.tensor(values [, shape]): from a nested table, or a flat list given a shape.
+// Values for an integer tensor: each must be a whole number in [low, high].
+template <class T>
+Tensor integer_tensor(const Shape& shape, const std::vector<double>& values, DType dtype,
+                      double low, double high) {
+    Tensor t = Tensor::empty(shape, host_device(), dtype);
+    T* p = t.data<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double v = values[i];
+        if (v != std::floor(v) || v < low || v > high)
+            throw ArgError(1, "value " + std::to_string(v) + " at flat index " +
+                                  std::to_string(i + 1) + " does not fit " +
+                                  std::string(dtype_name(dtype)));
+        p[i] = static_cast<T>(v);
+    }
+    return t;
+}
+
+// T.tensor(values [, shape] [, {dtype = 'f32' | 'i32' | 'u8'}]): from a nested table, or a
+// flat list given a shape. Integer dtypes hold labels (i32) and bytes (u8).
 int tensor_new(lua_State* L) {
     if (!lua_istable(L, 1))
         throw ArgError(1, "table of numbers expected, got " + type_name(L, 1));
+    check_options(L, 3, "T.tensor", {"dtype"});
+    const std::string dtype = option_string(L, 3, "dtype", "f32");
+    if (dtype != "f32" && dtype != "i32" && dtype != "u8")
+        throw ArgError(3, "option 'dtype' must be 'f32', 'i32' or 'u8', got '" + dtype + "'");
     NestedReader reader(L, 1);
     lua_pushvalue(L, 1);
     reader.read(0, "");
@@ -88,7 +111,15 @@ int tensor_new(lua_State* L) {
                                   std::to_string(shape.numel()));
         shape = wanted;
     }
-    push_tensor(L, Tensor::from_vector(shape, host_device(), reader.values()));
+    if (dtype == "i32")
+        push_tensor(L, integer_tensor<int>(shape, reader.values(), DType::i32, -2147483648.0,
+                                           2147483647.0));
+    else if (dtype == "u8")
+        push_tensor(L, integer_tensor<unsigned char>(shape, reader.values(), DType::u8, 0, 255));
+    else
+        push_tensor(L, Tensor::from_vector(shape, host_device(), std::vector<float>(
+                                                                     reader.values().begin(),
+                                                                     reader.values().end())));
     return 1;
 }
 

@@ -141,6 +141,10 @@ Shape check_shape(lua_State* L, int index) {
         dims.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
         lua_pop(L, 1);
     }
+    double elements = 1;
+    for (auto d : dims) elements *= static_cast<double>(d);
+    if (elements > 1e15)  // the core's element counts would overflow well before memory runs out
+        throw ArgError(index, "shape " + Shape(dims).to_string() + " has too many elements");
     // Keys beyond the list ({8, 3, n = 2}) would be ignored silently: refuse them.
     lua_pushnil(L);
     while (lua_next(L, index) != 0) {

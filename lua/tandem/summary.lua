@@ -16,6 +16,13 @@ local function thousands(n)
 end
 M.thousands = thousands
 
+-- 1536 -> "1.5 KiB"
+function M.bytes(n)
+  local units, i = {'B', 'KiB', 'MiB', 'GiB', 'TiB'}, 1
+  while n >= 1024 and i < #units do n, i = n / 1024, i + 1 end
+  return i == 1 and ('%d B'):format(n) or ('%.1f %s'):format(n, units[i])
+end
+
 -- {1, 32, 28, 28} from index 2 -> "32x28x28"
 local function shape_text(shape, first)
   local parts = {}
@@ -43,8 +50,18 @@ local function layout(headers, rows, right)
   return table.concat(lines, '\n')
 end
 
-local function short_name(row)
-  return (' '):rep(2 * row.depth) .. (row.name:match('([^.]*)$') or row.name)
+-- Names as displayed: indented by depth, relative to the enclosing row ("body.conv1" under
+-- "block4"), so the two branches of a block stay apart.
+local function display_names(rows)
+  local names, parents = {}, {}
+  for i, row in ipairs(rows) do
+    local parent = parents[row.depth - 1]
+    local name = row.name
+    if parent and name:sub(1, #parent + 1) == parent .. '.' then name = name:sub(#parent + 2) end
+    names[i] = (' '):rep(2 * row.depth) .. name
+    parents[row.depth] = row.name
+  end
+  return names
 end
 
 local function title(layer)
@@ -60,9 +77,10 @@ local function layer_text(layer)
     return ('%s%s, %s parameters'):format(title(layer),
                                            options ~= '' and (' (' .. options .. ')') or '', total)
   end
-  local cells = {}
-  for i, row in ipairs(layer:summary_rows()) do
-    cells[i] = {short_name(row), row.kind, row.options, thousands(row.parameters)}
+  local cells, rows = {}, layer:summary_rows()
+  local names = display_names(rows)
+  for i, row in ipairs(rows) do
+    cells[i] = {names[i], row.kind, row.options, thousands(row.parameters)}
   end
   local top = #layer:children()
   return ('%s: %d %s, %s parameters\n'):format(title(layer), top, top == 1 and 'entry' or 'entries', total) ..
@@ -78,15 +96,15 @@ local Summary = {}
 Summary.__index = Summary
 
 function Summary.__tostring(s)
-  local cells = {}
+  local cells, names = {}, display_names(s.rows)
   for i, row in ipairs(s.rows) do
-    cells[i] = {short_name(row), row.kind, row.options, shape_text(row.output_shape, 2),
+    cells[i] = {names[i], row.kind, row.options, shape_text(row.output_shape, 2),
                 thousands(row.parameters)}
   end
   return ('%s, input %s\n'):format(s.title, shape_text(s.input_shape)) ..
          layout({'name', 'kind', 'options', 'output', 'parameters'}, cells, {[5] = true}) ..
-         ('\n  total: %s parameters (%s floats), output %s'):format(
-           thousands(s.parameters), thousands(s.parameters), shape_text(s.output_shape))
+         ('\n  total: %s parameters (%s as f32), output %s'):format(
+           thousands(s.parameters), M.bytes(4 * s.parameters), shape_text(s.output_shape))
 end
 
 -- net:summary(sample_shape): each layer's output shape for one sample of `sample_shape`
