@@ -269,6 +269,40 @@ int tensor_clone(lua_State* L) {
     return 1;
 }
 
+// t:copy(src): overwrites t's values from a tensor of the same shape and dtype, or from a
+// flat list of numbers in logical order (f32 tensors). Returns t.
+int tensor_copy(lua_State* L) {
+    Tensor& t = check_tensor(L, 1);
+    if (lua_istable(L, 2)) {
+        const auto n = static_cast<std::int64_t>(lua_objlen(L, 2));
+        if (n != t.numel())
+            throw ArgError(2, "the list has " + std::to_string(n) + " values, " +
+                                  t.description() + " holds " + std::to_string(t.numel()));
+        std::vector<float> values(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+            lua_rawgeti(L, 2, static_cast<int>(i + 1));
+            const bool ok = lua_type(L, -1) == LUA_TNUMBER;
+            values[static_cast<std::size_t>(i)] = static_cast<float>(lua_tonumber(L, -1));
+            lua_pop(L, 1);
+            if (!ok) throw ArgError(2, "entry " + std::to_string(i + 1) + " is not a number");
+        }
+        t.copy_from(values);
+    } else {
+        const Tensor& src = check_tensor(L, 2);
+        t.copy_from(src);
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+// t:fill(value): every element set to `value` (f32 tensors). Returns t.
+int tensor_fill(lua_State* L) {
+    Tensor& t = check_tensor(L, 1);
+    t.fill(static_cast<float>(check_number(L, 2)));
+    lua_settop(L, 1);
+    return 1;
+}
+
 int tensor_tostring(lua_State* L) {
     auto* box = static_cast<Box<Tensor>*>(luaL_testudata(L, 1, kTensorType));
     if (box == nullptr) throw ArgError(1, "tandem.Tensor expected, got " + type_name(L, 1));
@@ -288,6 +322,8 @@ const luaL_Reg kMethods[] = {
     {"reshape", wrap<tensor_reshape>},
     {"to", wrap<tensor_to>},
     {"clone", wrap<tensor_clone>},
+    {"copy", wrap<tensor_copy>},
+    {"fill", wrap<tensor_fill>},
     {"free", wrap<release_box<Tensor, kTensorType>>},
     {nullptr, nullptr},
 };

@@ -22,6 +22,14 @@ std::string got(lua_State* L, int index) {
     return type_name(L, index);
 }
 
+// 'text', built by appending (GCC 12 warns falsely on "'" + std::string + "'").
+std::string quoted(const char* text) {
+    std::string out(1, '\'');
+    out.append(text);
+    out.push_back('\'');
+    return out;
+}
+
 bool is_integral(double value) {
     return std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9.0e15;
 }
@@ -46,8 +54,11 @@ T read_option(lua_State* L, int index, const char* key, T fallback, const char* 
     }
     std::optional<T> value = read(L);
     if (!value) {
+        // The value itself when it is text: "option 'mode' must be a string, got 'fast'".
+        const std::string value =
+            lua_type(L, -1) == LUA_TSTRING ? quoted(lua_tostring(L, -1)) : got(L, -1);
         std::string message = std::string("option '") + key + "' must be " + expected +
-                              ", got " + got(L, -1);
+                              ", got " + value;
         lua_pop(L, 1);
         throw ArgError(index, message);
     }
