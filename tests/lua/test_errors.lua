@@ -166,3 +166,62 @@ t.test('io and data argument errors', function()
   t.raises(function() T.data.epoch_order(-1, 1, 1) end, 'n must be in')
   t.raises(function() T.data.dataset(T.zeros{2, 3}, T.zeros{2}) end, 'dataset images must be')
 end)
+
+-- Every bound function and method, called with every kind of wrong value, either works or
+-- raises an error with a message: a crash would end this test run.
+t.test('no wrong argument crashes anything', function()
+  local freed = T.zeros{2}
+  freed:free()
+  local ds = T.data.dataset(T.zeros{2, 1, 2, 2}, T.tensor({0, 1}, nil, {dtype = 'i32'}))
+  local values = {
+    false, 0, -1, 2.5, 1e300, 0 / 0, 'x', '', {}, {1, 2}, {-1}, {{}}, {n = 1}, true, print,
+    freed, T.zeros{2, 3}, T.tensor({1}, nil, {dtype = 'i32'}), nn.ReLU(), nn.Sequential{},
+    T.devices('cpu', 1, {memory = '4MB'})[1], ds, nn.CrossEntropy(), coroutine.create(print),
+  }
+  local function subjects()
+    return {
+      Tensor = T.tensor{{1, 2}, {3, 4}}, Layer = nn.Conv2d(1, 1, 1),
+      Device = T.devices('cpu', 1, {memory = '4MB'})[1], Dataset = ds,
+      CrossEntropy = nn.CrossEntropy(),
+    }
+  end
+  local calls, raised = 0, 0
+  local function try(f, ...)
+    calls = calls + 1
+    local ok, err = pcall(f, ...)
+    if not ok then
+      raised = raised + 1
+      t.ok(type(err) == 'string' and #err > 0, 'an error message')
+    end
+  end
+  for name, f in pairs(core) do
+    -- save would write files named after the values; the others only read or compute.
+    if type(f) == 'function' and name ~= 'save' then
+      for _, v in ipairs(values) do
+        try(f)
+        try(f, v)
+        try(f, v, v)
+        try(f, v, v, v)
+      end
+    end
+  end
+  for name, f in pairs(core.data) do
+    for _, v in ipairs(values) do
+      try(f, v)
+      try(f, v, v)
+    end
+  end
+  for type_name, mt in pairs(core.metatables) do
+    for method, f in pairs(mt.__index) do
+      for _, v in ipairs(values) do
+        local self = subjects()[type_name]
+        try(f, self, v)
+        try(f, self, v, v)
+        try(f, v)
+      end
+    end
+    for _, v in ipairs(values) do try(mt.__tostring, v) end
+  end
+  t.ok(calls > 1000 and raised > 500, calls .. ' calls, ' .. raised .. ' errors')
+  collectgarbage()
+end)
