@@ -23,7 +23,9 @@ enum class DeviceKind { cpu, cuda };
 
 std::string_view device_kind_name(DeviceKind kind);
 
-class Device {
+// Devices are normally owned through shared_ptr (T.devices, the engine): tensors then keep
+// their device alive, so a net's kernels and tensors may outlive the handle that made them.
+class Device : public std::enable_shared_from_this<Device> {
 public:
     virtual ~Device() = default;
     Device(const Device&) = delete;

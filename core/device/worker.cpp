@@ -3,26 +3,31 @@
 namespace tandem {
 
 Worker::Worker(std::string name, std::function<void()> on_start) : name_(std::move(name)) {
-    thread_ = std::thread([this, on_start = std::move(on_start)]() mutable { loop(std::move(on_start)); });
+    thread_ = std::thread(&Worker::loop, state_, std::move(on_start));
 }
 
 Worker::~Worker() {
     {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
+        std::lock_guard lock(state_->mutex);
+        state_->stopping = true;
     }
-    wake_.notify_one();
-    thread_.join();
+    state_->wake.notify_one();
+    // The last reference to a device may go away inside one of its own tasks; a thread cannot
+    // join itself, so it finishes the queue and ends on its own (it shares the queue's state).
+    if (on_worker_thread())
+        thread_.detach();
+    else
+        thread_.join();
 }
 
 std::future<void> Worker::submit(std::function<void()> task) {
     std::packaged_task<void()> packaged(std::move(task));
     auto future = packaged.get_future();
     {
-        std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(packaged));
+        std::lock_guard lock(state_->mutex);
+        state_->queue.push_back(std::move(packaged));
     }
-    wake_.notify_one();
+    state_->wake.notify_one();
     return future;
 }
 
@@ -35,16 +40,16 @@ void Worker::run(std::function<void()> task) {
     submit(std::move(task)).get();
 }
 
-void Worker::loop(std::function<void()> on_start) {
+void Worker::loop(std::shared_ptr<State> state, std::function<void()> on_start) {
     if (on_start) on_start();
     for (;;) {
         std::packaged_task<void()> task;
         {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return;  // stopping, and nothing left to run
-            task = std::move(queue_.front());
-            queue_.pop_front();
+            std::unique_lock lock(state->mutex);
+            state->wake.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+            if (state->queue.empty()) return;  // stopping, and nothing left to run
+            task = std::move(state->queue.front());
+            state->queue.pop_front();
         }
         task();  // packaged_task stores any exception in the future
     }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -33,13 +34,18 @@ public:
     bool on_worker_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
 private:
-    void loop(std::function<void()> on_start);
+    // Shared with the thread, so a thread detached from its own task (see ~Worker) still has
+    // its queue after the Worker object is gone.
+    struct State {
+        std::mutex mutex;
+        std::condition_variable wake;
+        std::deque<std::packaged_task<void()>> queue;
+        bool stopping = false;
+    };
+    static void loop(std::shared_ptr<State> state, std::function<void()> on_start);
 
     std::string name_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<std::packaged_task<void()>> queue_;
-    bool stopping_ = false;
+    std::shared_ptr<State> state_ = std::make_shared<State>();
     std::thread thread_;
 };
 

@@ -5,7 +5,10 @@
 namespace tandem {
 
 Storage::Storage(Device& device, std::size_t bytes)
-    : device_(&device), bytes_(bytes), data_(device.allocator().allocate(bytes)) {}
+    : owner_(device.weak_from_this().lock()),
+      device_(&device),
+      bytes_(bytes),
+      data_(device.allocator().allocate(bytes)) {}
 
 Storage::~Storage() { device_->allocator().deallocate(data_, bytes_); }
 

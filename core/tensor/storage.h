@@ -21,6 +21,9 @@ public:
     Device& device() const { return *device_; }
 
 private:
+    // Keeps a shared-owned device (and so its allocator) alive while this block exists; null
+    // for devices that are not shared-owned (statics, stack objects in tests).
+    std::shared_ptr<Device> owner_;
     Device* device_;
     std::size_t bytes_;
     void* data_;

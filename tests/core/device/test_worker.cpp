@@ -40,5 +40,15 @@ TEST(Worker, DestructorRunsQueuedTasks) {
     EXPECT_EQ(ran.load(), 10);
 }
 
+TEST(Worker, MayBeReleasedFromItsOwnThread) {
+    // The last reference to a worker (as to a device) can drop inside its own queue.
+    auto worker = std::make_shared<Worker>("w");
+    std::promise<void> ran;
+    auto done = ran.get_future();
+    worker->submit([keep = worker, &ran] { ran.set_value(); });
+    worker.reset();  // now only the queued task holds it
+    done.wait();
+}
+
 }  // namespace
 }  // namespace tandem

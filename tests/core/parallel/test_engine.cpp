@@ -1,0 +1,175 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "base/rng.h"
+#include "device/cpu/cpu_device.h"
+#include "layers/batch_norm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/pool2d.h"
+#include "layers/relu.h"
+#include "io/safetensors.h"
+#include "parallel/engine.h"
+#include "support/temp_dir.h"
+
+namespace tandem::test {
+namespace {
+
+std::shared_ptr<Sequential> small_net() {
+    Conv2dOptions c;
+    c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
+    c.bias = false;
+    Pool2dOptions p;
+    p.kernel_h = p.kernel_w = 2;
+    return std::make_shared<Sequential>(std::vector<LayerPtr>{
+        std::make_shared<Conv2d>(c), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Dropout>(0.25f),
+        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
+}
+
+struct Batch {
+    Tensor images, labels;
+};
+
+// Class k images are noise around brightness k - 1, so the task is learnable.
+Batch make_batch(int step, std::int64_t n = 12) {
+    std::vector<float> x(static_cast<std::size_t>(n * 64));
+    Tensor labels = Tensor::empty({n}, host_device(), DType::i32);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const int k = static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
+        labels.data<int>()[i] = k;
+        for (int j = 0; j < 64; ++j)
+            x[static_cast<std::size_t>(i * 64 + j)] =
+                float(k - 1) + 0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
+    }
+    return {Tensor::from_vector({n, 1, 8, 8}, host_device(), x), labels};
+}
+
+EngineOptions options_for(std::shared_ptr<Device> device, std::uint64_t seed) {
+    EngineOptions o;
+    o.net = small_net();
+    o.devices = {std::move(device)};
+    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.schedule = std::make_shared<CosineSchedule>(0.05f, 20, 0.f);
+    o.seed = seed;
+    o.layout = Layout::channels_last;
+    return o;
+}
+
+std::shared_ptr<Device> cpu(int index, std::size_t memory = std::size_t(1) << 30) {
+    return std::make_shared<CpuDevice>(index, CpuDeviceOptions{memory, 1});
+}
+
+std::map<std::string, std::vector<float>> weights(Engine& e) {
+    std::map<std::string, std::vector<float>> w;
+    for (auto& p : named_parameters(e.net())) w[p.name] = p.parameter->value.to_vector();
+    for (auto& b : named_buffers(e.net())) w[b.name] = b.parameter->value.to_vector();
+    return w;
+}
+
+TEST(Engine, LossFalls) {
+    Engine engine(options_for(cpu(0), 3));
+    double first = 0, last = 0;
+    for (int s = 0; s < 20; ++s) {
+        const Batch b = make_batch(s, 24);
+        const StepResult r = engine.step(b.images, b.labels);
+        if (s < 3) first += r.loss;
+        if (s >= 17) last += r.loss;
+    }
+    EXPECT_LT(last, 0.7 * first) << "mean loss of the first 3 steps " << first / 3
+                                 << ", of the last 3 " << last / 3;
+}
+
+TEST(Engine, ResumeContinuesBitForBit) {
+    TempDir dir;
+    const std::string path = (dir.path() / "step3.safetensors").string();
+    Engine straight(options_for(cpu(0), 5));
+    for (int s = 0; s < 6; ++s) straight.step(make_batch(s).images, make_batch(s).labels);
+
+    {
+        Engine first_half(options_for(cpu(1), 5));
+        for (int s = 0; s < 3; ++s) first_half.step(make_batch(s).images, make_batch(s).labels);
+        first_half.save(path, {{"epoch", "1"}});
+    }
+    Engine resumed(options_for(cpu(2), 77));  // another seed: everything must come from the file
+    const auto meta = resumed.load(path);
+    EXPECT_EQ(meta.at("epoch"), "1");
+    EXPECT_EQ(resumed.steps(), 3);
+    for (int s = 3; s < 6; ++s) resumed.step(make_batch(s).images, make_batch(s).labels);
+
+    const auto a = weights(straight), b = weights(resumed);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, values] : a) EXPECT_EQ(values, b.at(name)) << name;
+}
+
+TEST(Engine, ShapeMismatchNamesTheLayerAndTheEngineGoesOn) {
+    Engine engine(options_for(cpu(0), 1));
+    Tensor wrong = Tensor::zeros({2, 3, 8, 8}, host_device());
+    Tensor labels = Tensor::zeros({2}, host_device(), DType::i32);
+    try {
+        engine.step(wrong, labels);
+        FAIL() << "expected ShapeError";
+    } catch (const ShapeError& e) {
+        const std::string msg = e.full_message();
+        EXPECT_NE(msg.find("'conv1' (Conv2d)"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("3 channels"), std::string::npos) << msg;
+    }
+    const Batch b = make_batch(0);
+    EXPECT_NO_THROW(engine.step(b.images, b.labels));
+}
+
+TEST(Engine, OutOfMemoryNamesDeviceRequestAndCap) {
+    Engine engine(options_for(cpu(4, 256 << 10), 1));  // 256 KiB: the weights fit, a big batch does not
+    const Batch b = make_batch(0, 2000);
+    try {
+        engine.step(b.images, b.labels);
+        FAIL() << "expected DeviceMemoryError";
+    } catch (const DeviceMemoryError& e) {
+        const std::string msg = e.full_message();
+        EXPECT_NE(msg.find("cpu:4 out of memory"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("cap 256.0 KiB"), std::string::npos) << msg;
+    }
+    const Batch small = make_batch(0, 4);
+    EXPECT_NO_THROW(engine.step(small.images, small.labels));
+}
+
+TEST(Engine, TruncatedCheckpointIsRefusedAndChangesNothing) {
+    TempDir dir;
+    const std::string good = (dir.path() / "good.safetensors").string();
+    const std::string bad = (dir.path() / "bad.safetensors").string();
+    Engine engine(options_for(cpu(0), 1));
+    engine.step(make_batch(0).images, make_batch(0).labels);
+    engine.save(good);
+    {
+        std::ifstream in(good, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        std::ofstream(bad, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() - 100));
+    }
+    const auto before = weights(engine);
+    try {
+        engine.load(bad);
+        FAIL() << "expected DataError";
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(weights(engine), before);
+    EXPECT_EQ(engine.steps(), 1);
+    EXPECT_NO_THROW(engine.load(good));
+}
+
+TEST(Engine, LoadRefusesACheckpointOfAnotherNet) {
+    TempDir dir;
+    const std::string path = (dir.path() / "other.safetensors").string();
+    save_safetensors(path, {{"model.conv1.weight", Tensor::zeros({2, 2}, host_device())}},
+                     {{"format", "tandem-checkpoint-1"}, {"step", "0"}});
+    Engine engine(options_for(cpu(0), 1));
+    EXPECT_THROW(engine.load(path), DataError);
+}
+
+}  // namespace
+}  // namespace tandem::test
