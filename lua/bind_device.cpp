@@ -1,12 +1,12 @@
 // tandem.Device: T.devices(kind, n, {memory =, threads =}) and the device methods.
 //
-// Lifetime. Below the binding, devices are referred to by plain reference: a tensor's storage,
-// a layer's kernel cache and the kernels in it (which hold a CpuDevice&). None of those keeps
-// a device alive, and any of them may outlive the last Lua value naming the device (a layer
-// moved there, a tensor kept in a table). So the last shared_ptr does not destroy a device:
-// it retires it (its cached blocks go back to the system, its memory in use stays valid), and
-// destroy_retired_devices() ends them once the Lua state is closed and nothing can refer to
-// them any more. The `tandem` command calls it after lua_close.
+// Lifetime. A device userdata holds a shared_ptr, and so does every tensor's storage on it
+// (core/tensor/storage.h). Kernels do not: a layer's kernel cache keys its kernels by Device*
+// and the kernels hold a CpuDevice&, and a layer moved back to the host keeps the kernels it
+// built for a device. So the last shared_ptr does not destroy a device: it retires it (its
+// cached blocks go back to the system) and destroy_retired_devices() ends it once the Lua state
+// is closed and no layer can refer to it. The `tandem` command calls it after lua_close.
+// Retiring is safe from any thread (the last reference may go on a worker).
 #include <mutex>
 #include <vector>
 

@@ -24,6 +24,11 @@ Sequential& check_sequential(lua_State* L, int index) {
     return *seq;
 }
 
+std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index) {
+    check_sequential(L, index);
+    return std::static_pointer_cast<Sequential>(check_layer(L, index));
+}
+
 void push_layer(lua_State* L, LayerPtr layer) { push_box(L, kLayerType, std::move(layer)); }
 
 namespace {

@@ -147,12 +147,6 @@ int nn_flatten(lua_State* L) {
     return 1;
 }
 
-// The Sequential at `index` as a shared_ptr<Sequential> (the layer box holds a LayerPtr).
-std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index) {
-    check_sequential(L, index);
-    return std::static_pointer_cast<Sequential>(check_layer(L, index));
-}
-
 // core.nn_residual(body, shortcut or nil, [name]): body and shortcut are Sequentials.
 int nn_residual(lua_State* L) {
     auto body = check_sequential_ptr(L, 1);

@@ -29,6 +29,8 @@ void push_device(lua_State* L, std::shared_ptr<Device> device);
 LayerPtr& check_layer(lua_State* L, int index);
 // The layer at `index` as a Sequential; ArgError naming its kind when it is another layer.
 Sequential& check_sequential(lua_State* L, int index);
+// The same, sharing ownership (what Residual and the engine keep).
+std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index);
 void push_layer(lua_State* L, LayerPtr layer);
 
 // bind_loss.cpp. The loss is not a Layer (it takes labels and returns sums).
