@@ -52,8 +52,9 @@ int data_mnist(lua_State* L) {
     const auto mean = static_cast<float>(option_number(L, 3, "mean", 0.0));
     const auto std = static_cast<float>(option_number(L, 3, "std", 1.0));
     if (push_missing(L, images) || push_missing(L, labels)) return 2;
-    push_box(L, kDatasetType,
-             std::make_shared<InMemoryDataset>(InMemoryDataset::from_idx(images, labels, mean, std)));
+    push_box(
+        L, kDatasetType,
+        std::make_shared<InMemoryDataset>(InMemoryDataset::from_idx(images, labels, mean, std)));
     return 1;
 }
 
@@ -117,7 +118,8 @@ int dataset_batch(lua_State* L) {
     if (!lua_istable(L, 2))
         throw ArgError(2, "list of sample indices expected, got " + type_name(L, 2));
     const auto length = static_cast<std::int64_t>(lua_objlen(L, 2));
-    const std::int64_t first = lua_isnoneornil(L, 3) ? 1 : check_int_in(L, 3, 1, length + 1, "first");
+    const std::int64_t first =
+        lua_isnoneornil(L, 3) ? 1 : check_int_in(L, 3, 1, length + 1, "first");
     const std::int64_t count = lua_isnoneornil(L, 4)
                                    ? length - first + 1
                                    : check_int_in(L, 4, 0, length - first + 1, "count");
@@ -177,8 +179,9 @@ const luaL_Reg kFunctions[] = {
 }  // namespace
 
 void register_data(lua_State* L, int module) {
-    define_type(L, module, {kDatasetType, wrap<release_box<DatasetPtr, kDatasetType>>, kMethods,
-                            wrap<dataset_tostring>});
+    define_type(L, module,
+                {kDatasetType, wrap<release_box<DatasetPtr, kDatasetType>>, kMethods,
+                 wrap<dataset_tostring>});
     add_functions(L, module, kFunctions, "data");
 }
 

@@ -77,8 +77,10 @@ int devices_new(lua_State* L) {
         } else {
             const std::string got = type_name(L, -1);
             lua_pop(L, 1);
-            throw ArgError(3, "option 'memory' must be a size such as '512MB' or a byte count, "
-                              "got " + got);
+            throw ArgError(3,
+                           "option 'memory' must be a size such as '512MB' or a byte count, "
+                           "got " +
+                               got);
         }
         lua_pop(L, 1);
     }
@@ -172,8 +174,9 @@ const luaL_Reg kFunctions[] = {
 
 void register_device(lua_State* L, int module) {
     using Ptr = std::shared_ptr<Device>;
-    define_type(L, module, {kDeviceType, wrap<release_box<Ptr, kDeviceType>>, kMethods,
-                            wrap<device_tostring>});
+    define_type(
+        L, module,
+        {kDeviceType, wrap<release_box<Ptr, kDeviceType>>, kMethods, wrap<device_tostring>});
     add_functions(L, module, kFunctions);
 }
 

@@ -156,8 +156,9 @@ int sequential_add(lua_State* L) {
     LayerPtr layer = check_layer(L, 2);
     // A cycle would make every later walk over the net recurse without end.
     if (contains(*layer, &seq))
-        throw ArgError(2, "layer " + layer->label() + " contains this Sequential (a net cannot "
-                          "contain itself)");
+        throw ArgError(2, "layer " + layer->label() +
+                              " contains this Sequential (a net cannot "
+                              "contain itself)");
     seq.add(std::move(layer));
     lua_settop(L, 1);
     return 1;
@@ -179,8 +180,7 @@ int sequential_get(lua_State* L) {
 }
 
 // One summary row: {name, kind, options, output_shape (when known), parameters, depth}.
-void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* output,
-              int depth) {
+void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* output, int depth) {
     lua_createtable(L, 0, 6);
     lua_pushstring(L, name.c_str());
     lua_setfield(L, -2, "name");
@@ -278,8 +278,9 @@ const luaL_Reg kMethods[] = {
 }  // namespace
 
 void register_layer(lua_State* L, int module) {
-    define_type(L, module, {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kMethods,
-                            wrap<layer_tostring>});
+    define_type(
+        L, module,
+        {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kMethods, wrap<layer_tostring>});
 }
 
 }  // namespace tandem::lua

@@ -75,8 +75,8 @@ const luaL_Reg kFunctions[] = {
 
 void register_loss(lua_State* L, int module) {
     using Ptr = std::shared_ptr<CrossEntropy>;
-    define_type(L, module, {kLossType, wrap<release_box<Ptr, kLossType>>, kMethods,
-                            wrap<loss_tostring>});
+    define_type(L, module,
+                {kLossType, wrap<release_box<Ptr, kLossType>>, kMethods, wrap<loss_tostring>});
     add_functions(L, module, kFunctions);
 }
 

@@ -92,8 +92,7 @@ Tensor integer_tensor(const Shape& shape, const std::vector<double>& values, DTy
 // T.tensor(values [, shape] [, {dtype = 'f32' | 'i32' | 'u8'}]): from a nested table, or a
 // flat list given a shape. Integer dtypes hold labels (i32) and bytes (u8).
 int tensor_new(lua_State* L) {
-    if (!lua_istable(L, 1))
-        throw ArgError(1, "table of numbers expected, got " + type_name(L, 1));
+    if (!lua_istable(L, 1)) throw ArgError(1, "table of numbers expected, got " + type_name(L, 1));
     check_options(L, 3, "T.tensor", {"dtype"});
     const std::string dtype = option_string(L, 3, "dtype", "f32");
     if (dtype != "f32" && dtype != "i32" && dtype != "u8")
@@ -117,9 +116,9 @@ int tensor_new(lua_State* L) {
     else if (dtype == "u8")
         push_tensor(L, integer_tensor<unsigned char>(shape, reader.values(), DType::u8, 0, 255));
     else
-        push_tensor(L, Tensor::from_vector(shape, host_device(), std::vector<float>(
-                                                                     reader.values().begin(),
-                                                                     reader.values().end())));
+        push_tensor(L, Tensor::from_vector(
+                           shape, host_device(),
+                           std::vector<float>(reader.values().begin(), reader.values().end())));
     return 1;
 }
 
@@ -276,8 +275,8 @@ int tensor_copy(lua_State* L) {
     if (lua_istable(L, 2)) {
         const auto n = static_cast<std::int64_t>(lua_objlen(L, 2));
         if (n != t.numel())
-            throw ArgError(2, "the list has " + std::to_string(n) + " values, " +
-                                  t.description() + " holds " + std::to_string(t.numel()));
+            throw ArgError(2, "the list has " + std::to_string(n) + " values, " + t.description() +
+                                  " holds " + std::to_string(t.numel()));
         std::vector<float> values(static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
             lua_rawgeti(L, 2, static_cast<int>(i + 1));
@@ -329,17 +328,17 @@ const luaL_Reg kMethods[] = {
 };
 
 const luaL_Reg kFunctions[] = {
-    {"tensor", wrap<tensor_new>},
-    {"zeros", wrap<tensor_zeros>},
-    {"ones", wrap<tensor_ones>},
-    {"randn", wrap<tensor_randn>},
+    {"tensor", wrap<tensor_new>}, {"zeros", wrap<tensor_zeros>},
+    {"ones", wrap<tensor_ones>},  {"randn", wrap<tensor_randn>},
     {nullptr, nullptr},
 };
 
 }  // namespace
 
 void register_tensor(lua_State* L, int module) {
-    define_type(L, module, {kTensorType, wrap<release_box<Tensor, kTensorType>>, kMethods, wrap<tensor_tostring>});
+    define_type(
+        L, module,
+        {kTensorType, wrap<release_box<Tensor, kTensorType>>, kMethods, wrap<tensor_tostring>});
     add_functions(L, module, kFunctions);
 }
 

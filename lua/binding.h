@@ -12,10 +12,10 @@
 namespace tandem::lua {
 
 struct TypeSpec {
-    const char* name;          // metatable name, e.g. kTensorType
-    lua_CFunction gc;          // wrap<release_box<T, name>> (check.h)
-    const luaL_Reg* methods;   // the __index table, {nullptr, nullptr}-terminated
-    lua_CFunction tostring;    // __tostring
+    const char* name;         // metatable name, e.g. kTensorType
+    lua_CFunction gc;         // wrap<release_box<T, name>> (check.h)
+    const luaL_Reg* methods;  // the __index table, {nullptr, nullptr}-terminated
+    lua_CFunction tostring;   // __tostring
 };
 
 // Creates the metatable `spec.name` and records it in module.metatables[short name], so the

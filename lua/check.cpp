@@ -57,8 +57,8 @@ T read_option(lua_State* L, int index, const char* key, T fallback, const char* 
         // The value itself when it is text: "option 'mode' must be a string, got 'fast'".
         const std::string value =
             lua_type(L, -1) == LUA_TSTRING ? quoted(lua_tostring(L, -1)) : got(L, -1);
-        std::string message = std::string("option '") + key + "' must be " + expected +
-                              ", got " + value;
+        std::string message =
+            std::string("option '") + key + "' must be " + expected + ", got " + value;
         lua_pop(L, 1);
         throw ArgError(index, message);
     }

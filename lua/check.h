@@ -10,12 +10,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <lua.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include <lua.hpp>
 
 #include "tensor/shape.h"
 

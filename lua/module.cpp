@@ -84,9 +84,6 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_io(L, module);
     register_data(L, module);
 
-
-
-
     lua_settop(L, module);
     return 1;
 }

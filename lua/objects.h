@@ -3,9 +3,8 @@
 // tensors, devices and layers.
 #pragma once
 
-#include <memory>
-
 #include <lua.hpp>
+#include <memory>
 
 #include "check.h"
 #include "device/device.h"

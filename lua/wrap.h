@@ -14,10 +14,9 @@
 // lines); anything else is "internal error: ..." and means a bug in Tandem.
 #pragma once
 
+#include <lua.hpp>
 #include <new>
 #include <string>
-
-#include <lua.hpp>
 
 #include "base/error.h"
 #include "check.h"

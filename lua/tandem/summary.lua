@@ -83,7 +83,8 @@ local function layer_text(layer)
     cells[i] = {names[i], row.kind, row.options, thousands(row.parameters)}
   end
   local top = #layer:children()
-  return ('%s: %d %s, %s parameters\n'):format(title(layer), top, top == 1 and 'entry' or 'entries', total) ..
+  local entries = top == 1 and 'entry' or 'entries'
+  return ('%s: %d %s, %s parameters\n'):format(title(layer), top, entries, total) ..
          layout({'name', 'kind', 'options', 'parameters'}, cells, {[4] = true})
 end
 

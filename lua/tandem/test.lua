@@ -82,7 +82,9 @@ end
 function M.near(a, b, tol, msg)
   tol = tol or 1e-5
   local d, where = max_difference(a, b, '')
-  if d == nil then fail(('values differ in structure: %s%s'):format(where, msg and (': ' .. msg) or '')) end
+  if d == nil then
+    fail(('values differ in structure: %s%s'):format(where, msg and (': ' .. msg) or ''))
+  end
   if d > tol then
     fail(('values differ by %g (tolerance %g)%s%s'):format(d, tol,
          where ~= '' and (' at ' .. where) or '', msg and (': ' .. msg) or ''))

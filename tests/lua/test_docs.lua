@@ -42,7 +42,9 @@ for _, block in ipairs(blocks) do
     end
     setfenv(chunk, setmetatable({T = T, print = quiet_print}, {__index = _G}))
     local ok, err = xpcall(chunk, debug.traceback)
-    if not ok then error('the example at ' .. path .. ':' .. block.line .. ' failed: ' .. err, 0) end
+    if not ok then
+      error('the example at ' .. path .. ':' .. block.line .. ' failed: ' .. err, 0)
+    end
   end)
 end
 
@@ -50,7 +52,8 @@ end
 t.test('every bound function and method is documented', function()
   local missing = {}
   local function need(pattern, what, alternative)
-    if not text:find(pattern, 1, true) and not (alternative and text:find(alternative, 1, true)) then
+    local found = text:find(pattern, 1, true) or (alternative and text:find(alternative, 1, true))
+    if not found then
       missing[#missing + 1] = what
     end
   end

@@ -17,7 +17,8 @@ t.test('bad argument messages follow Lua', function()
   local x = T.zeros{2, 3}
   t.raises(function() x:reshape('3x2') end, "bad argument #1 to 'reshape' (shape expected")
   t.raises(function() x:size(3) end, 'dimension 3 out of range')
-  t.raises(function() x:to('cpu:0') end, "bad argument #1 to 'to' (tandem.Device expected, got string)")
+  t.raises(function() x:to('cpu:0') end,
+           "bad argument #1 to 'to' (tandem.Device expected, got string)")
   t.raises(function() x.shape(nil) end, 'tandem.Tensor expected, got nil')
   t.raises(function() x.shape({}) end, 'tandem.Tensor expected, got table')
   t.raises(function() x.shape(nn.ReLU()) end, 'tandem.Tensor expected, got tandem.Layer')
@@ -31,11 +32,13 @@ t.test('errors carry the caller position', function()
 end)
 
 t.test('ragged and mistyped nested tables', function()
-  t.raises(function() T.tensor{{1, 2}, {3}} end, 'ragged nested table: entry [2] has 1 entries, expected 2')
+  t.raises(function() T.tensor{{1, 2}, {3}} end,
+           'ragged nested table: entry [2] has 1 entries, expected 2')
   t.raises(function() T.tensor{{1, 2}, 3} end, 'ragged nested table: entry [2] is a number')
   t.raises(function() T.tensor{1, {2}} end, 'ragged nested table: entry [2] is a table')
   t.raises(function() T.tensor{{1, 'a'}} end, 'entry [1][2] is a string, expected a number')
-  t.raises(function() T.tensor({1, 2, 3}, {2, 2}) end, 'shape 2x2 holds 4 elements, the table has 3')
+  t.raises(function() T.tensor({1, 2, 3}, {2, 2}) end,
+           'shape 2x2 holds 4 elements, the table has 3')
   local loop = {}
   loop[1] = loop
   t.raises(function() T.tensor(loop) end, 'nested deeper than 16 levels')
@@ -50,25 +53,30 @@ t.test('layer constructors check their arguments', function()
   t.raises(function() nn.Conv2d(1, 32, {3}) end, 'or a pair {h, w} of them')
   t.raises(function() nn.Conv2d(1, 32, 3, {stride = 0}) end,
            "nn.Conv2d: option 'stride' must be a positive integer or a pair")
-  t.raises(function() nn.Conv2d(1, 32, 3, {bias = 1}) end, "option 'bias' must be true or false, got 1")
+  t.raises(function() nn.Conv2d(1, 32, 3, {bias = 1}) end,
+           "option 'bias' must be true or false, got 1")
   t.raises(function() nn.Conv2d(3, 32, 3, {groups = 2}) end,
            'option groups (2) must divide in_channels (3)')
-  t.raises(function() nn.Conv2d(1, 2, 3, {init = 'lecun'}) end, "unknown option init 'lecun' (known:")
+  t.raises(function() nn.Conv2d(1, 2, 3, {init = 'lecun'}) end,
+           "unknown option init 'lecun' (known:")
   t.raises(function() nn.Conv2d(1, 2, 3, 'pad') end, 'nn.Conv2d: options table expected, got')
   t.raises(function() nn.Linear(10) end, "bad argument #2 to 'nn.Linear' (out_features must be")
   t.raises(function() nn.Linear(2^40, 2^40) end, 'too many')
   t.raises(function() nn.BatchNorm2d(0) end, 'channels must be a positive integer, got 0')
   t.raises(function() nn.BatchNorm2d(4, {eps = -1}) end, "option 'eps' must be a positive number")
-  t.raises(function() nn.BatchNorm2d(4, {momentum = 2}) end, "option 'momentum' must be a number in [0, 1)")
+  t.raises(function() nn.BatchNorm2d(4, {momentum = 2}) end,
+           "option 'momentum' must be a number in [0, 1)")
   t.raises(function() nn.MaxPool2d() end, "bad argument #1 to 'nn.MaxPool2d' (kernel size must be")
   t.raises(function() nn.MaxPool2d(2, {pad = 3}) end, 'MaxPool2d')
-  t.raises(function() nn.AvgPool2d(2, {count_include_pad = 'yes'}) end, "option 'count_include_pad'")
+  t.raises(function() nn.AvgPool2d(2, {count_include_pad = 'yes'}) end,
+           "option 'count_include_pad'")
   t.raises(function() nn.MaxPool2d(2, {count_include_pad = true}) end,
            "nn.MaxPool2d: unknown option 'count_include_pad' (known: ceil, name, pad, stride)")
   t.raises(function() nn.LRN{size = 4} end, 'LRN')
   t.raises(function() nn.LRN(5) end, 'nn.LRN: options table expected, got 5')
   t.raises(function() nn.Dropout(1) end, 'p must be a number in [0, 1), got 1')
-  t.raises(function() nn.ReLU{name = 'a.b'} end, "option 'name' must be a non-empty string without dots")
+  t.raises(function() nn.ReLU{name = 'a.b'} end,
+           "option 'name' must be a non-empty string without dots")
   t.raises(function() nn.Flatten{nam = 'x'} end, "nn.Flatten: unknown option 'nam' (known: name)")
   t.raises(function() nn.CrossEntropy{label_smoothing = 1} end, "option 'label_smoothing'")
   t.raises(function() nn.CrossEntropy{smoothing = 0.1} end,
@@ -109,14 +117,16 @@ t.test('layer methods check their arguments', function()
   local conv = nn.Conv2d(3, 4, 3)
   t.raises(function() conv:forward(T.zeros{1, 2, 5, 5}) end,
            {'input has 2 channels, weight expects 3', 'input 1x2x5x5'})
-  t.raises(function() conv:forward({}) end, "bad argument #1 to 'forward' (tandem.Tensor expected, got table)")
+  t.raises(function() conv:forward({}) end,
+           "bad argument #1 to 'forward' (tandem.Tensor expected, got table)")
   t.raises(function() conv:forward() end, 'tandem.Tensor expected, got no value')
   t.raises(function() conv:forward(T.zeros{1, 3, 5, 5}, {mode = 'training'}) end,
            "option 'mode' must be 'train' or 'eval', got 'training'")
   t.raises(function() conv:forward(T.zeros{1, 3, 5, 5}, {mdoe = 'train'}) end,
            "forward: unknown option 'mdoe' (known: mode, seed)")
   t.raises(function() conv:output_shape{1, 3} end, 'Conv2d')
-  t.raises(function() conv:output_shape('x') end, "bad argument #1 to 'output_shape' (shape expected")
+  t.raises(function() conv:output_shape('x') end,
+           "bad argument #1 to 'output_shape' (shape expected")
   t.raises(function() conv:add(nn.ReLU()) end, 'Sequential expected, got a Conv2d layer')
   t.raises(function() conv:size() end, 'Sequential expected, got a Conv2d layer')
   t.raises(function() conv.kind(T.zeros{1}) end, 'tandem.Layer expected, got tandem.Tensor')
@@ -125,7 +135,8 @@ t.test('layer methods check their arguments', function()
   t.raises(function() net:get(2) end, 'layer index must be in [1, 1], got 2')
   t.raises(function() net:get(0) end, 'layer index must be in [1, 1], got 0')
   t.raises(function() nn.Sequential{}:get(1) end, 'the Sequential is empty')
-  t.raises(function() net:add('relu') end, "bad argument #1 to 'add' (tandem.Layer expected, got string)")
+  t.raises(function() net:add('relu') end,
+           "bad argument #1 to 'add' (tandem.Layer expected, got string)")
   t.raises(function() net:summary() end, 'sample shape expected')
   t.raises(function() nn.Sequential{nn.Conv2d(3, 4, 3)}:summary{1, 28, 28} end,
            {'input has 1 channels, weight expects 3', "in layer 1 'conv1' (Conv2d)"})
@@ -151,14 +162,18 @@ t.test('the loss checks its inputs', function()
   t.raises(function() loss:forward(logits, T.tensor({0, 1, 2}, nil, {dtype = 'i32'})) end,
            'disagree on the number of samples')
   t.raises(function() loss:forward(logits, T.tensor({0, 5}, nil, {dtype = 'i32'})) end, 'label')
-  t.raises(function() loss:forward(logits) end, "bad argument #2 to 'forward' (tandem.Tensor expected")
+  t.raises(function() loss:forward(logits) end,
+           "bad argument #2 to 'forward' (tandem.Tensor expected")
 end)
 
 t.test('io and data argument errors', function()
   t.raises(function() T.save() end, "bad argument #1 to 'save' (string expected, got no value)")
-  t.raises(function() T.save('/tmp/x.safetensors', {w = 3}) end, "entry 'w' is a number, expected a tensor")
-  t.raises(function() T.save('/tmp/x.safetensors', {T.zeros{1}}) end, 'tensor names must be strings')
-  t.raises(function() T.save('/tmp/x.safetensors', {}, {a = {}}) end, 'metadata must map strings')
+  t.raises(function() T.save('/nonexistent/x.safetensors', {w = 3}) end,
+           "entry 'w' is a number, expected a tensor")
+  t.raises(function() T.save('/nonexistent/x.safetensors', {T.zeros{1}}) end,
+           'tensor names must be strings')
+  t.raises(function() T.save('/nonexistent/x.safetensors', {}, {a = {}}) end,
+           'metadata must map strings')
   t.raises(function() T.load(3) end, "bad argument #1 to 'load' (string expected, got number)")
   t.raises(function() T.data.idx() end, "bad argument #1 to 'idx'")
   t.raises(function() T.data.mnist('a', 'b', {mean = 0, stdev = 1}) end,

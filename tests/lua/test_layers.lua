@@ -165,7 +165,8 @@ t.test('memory estimate', function()
 end)
 
 t.test('printing a layer and a net', function()
-  t.eq(tostring(nn.Conv2d(1, 2, 3, {name = 'c'})), "Conv2d 'c' (1->2, 3x3, stride 1, pad 0), 20 parameters")
+  t.eq(tostring(nn.Conv2d(1, 2, 3, {name = 'c'})),
+       "Conv2d 'c' (1->2, 3x3, stride 1, pad 0), 20 parameters")
   local net = nn.Sequential{nn.Conv2d(1, 4, 3, {pad = 1}), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                             nn.Linear(4 * 14 * 14, 10)}
   local text = tostring(net)

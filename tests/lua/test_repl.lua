@@ -41,7 +41,8 @@ t.test('incomplete chunks continue on the next line', function()
 end)
 
 t.test('errors are printed and the session goes on', function()
-  local out, rc = session('error("boom")\nT.zeros("x")\n5 * 5\nT.nn.Conv2d(1, 2, 3, {padd = 1})\n' ..
+  local out, rc = session('error("boom")\nT.zeros("x")\n5 * 5\n' ..
+                          'T.nn.Conv2d(1, 2, 3, {padd = 1})\n' ..
                           'x = = 1\n6 * 7\n')
   t.eq(rc, 0)
   t.ok(out:find('error: stdin:1: boom', 1, true), out)

@@ -83,7 +83,8 @@ void stop_hook(lua_State* L, lua_Debug*) {
 
 void on_interrupt(int) {
     std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the program
-    if (g_running != nullptr) lua_sethook(g_running, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    if (g_running != nullptr)
+        lua_sethook(g_running, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 }  // namespace

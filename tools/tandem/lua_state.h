@@ -3,9 +3,8 @@
 // preloaded as 'tandem.core', and protected calls with a Lua traceback.
 #pragma once
 
-#include <string>
-
 #include <lua.hpp>
+#include <string>
 
 namespace tandem::tool {
 

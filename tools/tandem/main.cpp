@@ -33,8 +33,10 @@ const Command* find_command(const std::string& name) {
 }  // namespace
 
 int command_help(const Args&) {
-    std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n", TANDEM_VERSION);
-    std::printf("usage:\n  tandem                      open the interactive session (T is loaded)\n");
+    std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n",
+                TANDEM_VERSION);
+    std::printf(
+        "usage:\n  tandem                      open the interactive session (T is loaded)\n");
     for (const auto& c : kCommands) {
         const std::string left = std::string(c.name) + (*c.usage ? " " : "") + c.usage;
         std::printf("  tandem %-35s %s\n", left.c_str(), c.summary);

@@ -6,6 +6,8 @@
 // session goes on. On a terminal, readline gives line editing and a history kept in
 // ~/.tandem_history; from a pipe, lines are read plainly (only a plain prompt is written), so
 // the session can be scripted and tested.
+#include <readline/history.h>
+#include <readline/readline.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,9 +15,6 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
-
-#include <readline/history.h>
-#include <readline/readline.h>
 
 #include "commands.h"
 #include "lua_state.h"
@@ -30,7 +29,8 @@ class LineReader {
 public:
     LineReader() : terminal_(isatty(STDIN_FILENO) != 0) {
         if (!terminal_) return;
-        if (const char* home = std::getenv("HOME")) history_file_ = std::string(home) + "/.tandem_history";
+        if (const char* home = std::getenv("HOME"))
+            history_file_ = std::string(home) + "/.tandem_history";
         if (!history_file_.empty()) read_history(history_file_.c_str());
     }
     ~LineReader() {

@@ -32,8 +32,8 @@ bool push_options(lua_State* L, const Args& args) {
     for (const auto& arg : args) {
         if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
             const auto equals = arg.find('=');
-            std::string key = arg.substr(2, equals == std::string::npos ? std::string::npos
-                                                                        : equals - 2);
+            std::string key =
+                arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
             if (key.empty()) {
                 std::fprintf(stderr, "tandem run: option '%s' has no name\n", arg.c_str());
                 return false;
@@ -57,7 +57,8 @@ bool push_options(lua_State* L, const Args& args) {
 // next to it (dofile(T.recipe_dir .. '/nets/lenet5.lua')).
 void set_recipe(lua_State* L, const std::string& recipe) {
     const auto slash = recipe.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : recipe.substr(0, slash == 0 ? 1 : slash);
+    const std::string dir =
+        slash == std::string::npos ? "." : recipe.substr(0, slash == 0 ? 1 : slash);
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "loaded");
     lua_getfield(L, -1, "tandem.host");
