@@ -47,6 +47,9 @@ public:
             if (line == nullptr) return std::nullopt;
             std::string text(line);
             std::free(line);
+            // Line by line: the history file keeps one entry per line, so a chunk spanning
+            // lines would come back in pieces anyway.
+            if (!text.empty()) add_history(text.c_str());
             return text;
         }
         std::fputs(prompt, stdout);
@@ -54,10 +57,6 @@ public:
         std::string text;
         if (!std::getline(std::cin, text)) return std::nullopt;
         return text;
-    }
-
-    void remember(const std::string& chunk) {
-        if (terminal_ && !chunk.empty()) add_history(chunk.c_str());
     }
 
     bool terminal() const { return terminal_; }
@@ -144,7 +143,6 @@ int command_repl(const Args& args) {
         const int base = lua_gettop(L);
         const Parse parse = compile(L, chunk);
         if (parse == Parse::incomplete) continue;
-        reader.remember(chunk);
         chunk.clear();
         if (parse == Parse::error) {
             report_error(L);
