@@ -17,13 +17,14 @@
 #include "wrap.h"
 
 namespace tandem::lua {
+
+std::shared_ptr<InMemoryDataset>& check_dataset(lua_State* L, int index) {
+    return check_box<std::shared_ptr<InMemoryDataset>>(L, index, kDatasetType, "dataset");
+}
+
 namespace {
 
 using DatasetPtr = std::shared_ptr<InMemoryDataset>;
-
-DatasetPtr& check_dataset(lua_State* L, int index) {
-    return check_box<DatasetPtr>(L, index, kDatasetType, "dataset");
-}
 
 // Pushes nil, "<path>: no such file" and returns true when `path` does not exist.
 bool push_missing(lua_State* L, const std::string& path) {

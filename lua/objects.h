@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "check.h"
+#include "data/dataset.h"
 #include "device/device.h"
 #include "layers/cross_entropy.h"
 #include "layers/layer.h"
@@ -34,5 +35,8 @@ void push_layer(lua_State* L, LayerPtr layer);
 
 // bind_loss.cpp. The loss is not a Layer (it takes labels and returns sums).
 std::shared_ptr<CrossEntropy>& check_loss(lua_State* L, int index);
+
+// bind_data.cpp. An in-memory data set (T.data.mnist, T.data.dataset).
+std::shared_ptr<InMemoryDataset>& check_dataset(lua_State* L, int index);
 
 }  // namespace tandem::lua
