@@ -1,0 +1,183 @@
+// tandem.Device: T.devices(kind, n, {memory =, threads =}) and the device methods.
+//
+// Lifetime. A device userdata holds a shared_ptr, and so does every tensor's storage on it
+// (core/tensor/storage.h). Kernels do not: a layer's kernel cache keys its kernels by Device*
+// and the kernels hold a CpuDevice&, and a layer moved back to the host keeps the kernels it
+// built for a device. So the last shared_ptr does not destroy a device: it retires it (its
+// cached blocks go back to the system) and destroy_retired_devices() ends it once the Lua state
+// is closed and no layer can refer to it. The `tandem` command calls it after lua_close.
+// Retiring is safe from any thread (the last reference may go on a worker).
+#include <mutex>
+#include <vector>
+
+#include "base/format.h"
+#include "binding.h"
+#include "device/cpu/cpu_device.h"
+#include "objects.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+namespace {
+
+std::mutex& retired_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+// Deliberately never destroyed by a static destructor: destroying a CpuDevice joins its
+// thread and releases oneDNN state, which is not safe once the program's statics are going.
+std::vector<Device*>& retired() {
+    static auto* devices = new std::vector<Device*>();
+    return *devices;
+}
+
+void retire(Device* device) {
+    device->allocator().release_cache();
+    std::lock_guard lock(retired_mutex());
+    retired().push_back(device);
+}
+
+}  // namespace
+
+void destroy_retired_devices() {
+    std::vector<Device*> devices;
+    {
+        std::lock_guard lock(retired_mutex());
+        devices.swap(retired());
+    }
+    for (auto* device : devices) delete device;
+}
+
+std::shared_ptr<Device>& check_device(lua_State* L, int index) {
+    return check_box<std::shared_ptr<Device>>(L, index, kDeviceType, "device");
+}
+
+void push_device(lua_State* L, std::shared_ptr<Device> device) {
+    push_box(L, kDeviceType, std::move(device));
+}
+
+namespace {
+
+// T.devices(kind, n [, {memory = '512MB' | bytes, threads = k}]): a list of n new devices.
+int devices_new(lua_State* L) {
+    const std::string kind = check_string(L, 1);
+    const auto count = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
+    check_options(L, 3, "T.devices", {"memory", "threads"});
+    if (kind == "cuda" && !TANDEM_CUDA)
+        TANDEM_THROW(ConfigError) << "T.devices: cuda is not compiled into this build "
+                                     "(TANDEM_CUDA=OFF; compiled backends: cpu)";
+    if (kind != "cpu") throw ArgError(1, "unknown device kind '" + kind + "' (known: cpu, cuda)");
+    CpuDeviceOptions options;
+    if (has_option(L, 3, "memory")) {
+        lua_getfield(L, 3, "memory");
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            options.memory = parse_bytes(lua_tostring(L, -1));
+        } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) > 0) {
+            options.memory = static_cast<std::size_t>(lua_tonumber(L, -1));
+        } else {
+            const std::string got = type_name(L, -1);
+            lua_pop(L, 1);
+            throw ArgError(3,
+                           "option 'memory' must be a size such as '512MB' or a byte count, "
+                           "got " +
+                               got);
+        }
+        lua_pop(L, 1);
+    }
+    options.threads = static_cast<int>(option_int(L, 3, "threads", 0));
+    if (options.threads < 0) throw ArgError(3, "option 'threads' must be positive");
+
+    std::vector<std::shared_ptr<Device>> devices;
+    for (int i = 0; i < count; ++i)
+        devices.push_back(std::shared_ptr<Device>(new CpuDevice(i, options), retire));
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; ++i) {
+        push_device(L, devices[static_cast<std::size_t>(i)]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+int device_name(lua_State* L) {
+    lua_pushstring(L, check_device(L, 1)->name().c_str());
+    return 1;
+}
+
+int device_kind(lua_State* L) {
+    lua_pushstring(L, std::string(device_kind_name(check_device(L, 1)->kind())).c_str());
+    return 1;
+}
+
+int device_index(lua_State* L) {
+    lua_pushnumber(L, check_device(L, 1)->index());
+    return 1;
+}
+
+int device_threads(lua_State* L) {
+    lua_pushnumber(L, check_device(L, 1)->threads());
+    return 1;
+}
+
+void set_number(lua_State* L, const char* key, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+}
+
+// d:memory(): {in_use, peak, cached, cap, allocations}, in bytes.
+int device_memory(lua_State* L) {
+    const MemoryStats s = check_device(L, 1)->allocator().stats();
+    lua_createtable(L, 0, 5);
+    set_number(L, "in_use", static_cast<double>(s.in_use));
+    set_number(L, "peak", static_cast<double>(s.peak));
+    set_number(L, "cached", static_cast<double>(s.cached));
+    set_number(L, "cap", static_cast<double>(s.cap));
+    set_number(L, "allocations", static_cast<double>(s.allocations));
+    return 1;
+}
+
+int device_reset_peak(lua_State* L) {
+    check_device(L, 1)->allocator().reset_peak();
+    return 0;
+}
+
+int device_tostring(lua_State* L) {
+    auto* box = static_cast<Box<std::shared_ptr<Device>>*>(luaL_testudata(L, 1, kDeviceType));
+    if (box == nullptr) throw ArgError(1, "tandem.Device expected, got " + type_name(L, 1));
+    if (!box->value) {
+        lua_pushstring(L, "Device(freed)");
+        return 1;
+    }
+    Device& d = **box->value;
+    const std::string text = "Device(" + d.name() + ", " +
+                             format_bytes(static_cast<double>(d.allocator().stats().cap)) +
+                             " cap, " + std::to_string(d.threads()) + " threads)";
+    lua_pushstring(L, text.c_str());
+    return 1;
+}
+
+const luaL_Reg kMethods[] = {
+    {"name", wrap<device_name>},
+    {"kind", wrap<device_kind>},
+    {"index", wrap<device_index>},
+    {"threads", wrap<device_threads>},
+    {"memory", wrap<device_memory>},
+    {"reset_peak", wrap<device_reset_peak>},
+    {nullptr, nullptr},
+};
+
+const luaL_Reg kFunctions[] = {
+    {"devices", wrap<devices_new>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_device(lua_State* L, int module) {
+    using Ptr = std::shared_ptr<Device>;
+    define_type(
+        L, module,
+        {kDeviceType, wrap<release_box<Ptr, kDeviceType>>, kMethods, wrap<device_tostring>});
+    add_functions(L, module, kFunctions);
+}
+
+}  // namespace tandem::lua

@@ -1,0 +1,286 @@
+// tandem.Layer: the methods every layer has, and those of Sequential.
+//
+// One userdata type covers every layer kind (a Layer is a Layer, whatever its kind); the
+// Sequential methods check the kind and name it when it is another one. The constructors are
+// in bind_nn.cpp; the Lua side (lua/tandem/nn.lua) parses their options.
+#include <optional>
+#include <string>
+
+#include "binding.h"
+#include "objects.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+
+LayerPtr& check_layer(lua_State* L, int index) {
+    return check_box<LayerPtr>(L, index, kLayerType, "layer");
+}
+
+Sequential& check_sequential(lua_State* L, int index) {
+    Layer& layer = *check_layer(L, index);
+    auto* seq = dynamic_cast<Sequential*>(&layer);
+    if (seq == nullptr)
+        throw ArgError(index, "Sequential expected, got a " + std::string(layer.kind()) + " layer");
+    return *seq;
+}
+
+std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index) {
+    check_sequential(L, index);
+    return std::static_pointer_cast<Sequential>(check_layer(L, index));
+}
+
+void push_layer(lua_State* L, LayerPtr layer) { push_box(L, kLayerType, std::move(layer)); }
+
+namespace {
+
+int layer_kind(lua_State* L) {
+    lua_pushstring(L, std::string(check_layer(L, 1)->kind()).c_str());
+    return 1;
+}
+
+int layer_name(lua_State* L) {
+    lua_pushstring(L, check_layer(L, 1)->name().c_str());
+    return 1;
+}
+
+int layer_options_text(lua_State* L) {
+    lua_pushstring(L, check_layer(L, 1)->options_text().c_str());
+    return 1;
+}
+
+// layer:output_shape(shape): the output shape for an input shape (pure: no device, no memory).
+int layer_output_shape(lua_State* L) {
+    const Layer& layer = *check_layer(L, 1);
+    const Shape input = check_shape(L, 2);
+    push_shape(L, layer.output_shape(input));
+    return 1;
+}
+
+void push_named(lua_State* L, const std::vector<NamedParameter>& named) {
+    lua_createtable(L, 0, static_cast<int>(named.size()));
+    for (const auto& p : named) {
+        push_tensor(L, p.parameter->value);
+        lua_setfield(L, -2, p.name.c_str());
+    }
+}
+
+// layer:parameters(): {["conv1.weight"] = tensor, ...}; the tensors share the layer's memory.
+int layer_parameters(lua_State* L) {
+    push_named(L, named_parameters(*check_layer(L, 1)));
+    return 1;
+}
+
+int layer_buffers(lua_State* L) {
+    push_named(L, named_buffers(*check_layer(L, 1)));
+    return 1;
+}
+
+int layer_parameter_count(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(parameter_count(*check_layer(L, 1))));
+    return 1;
+}
+
+// layer:memory_estimate(shape): {parameter_bytes, output_bytes, saved_bytes}.
+int layer_memory_estimate(lua_State* L) {
+    const Layer& layer = *check_layer(L, 1);
+    const MemoryEstimate e = layer.memory_estimate(check_shape(L, 2));
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, static_cast<lua_Number>(e.parameter_bytes));
+    lua_setfield(L, -2, "parameter_bytes");
+    lua_pushnumber(L, static_cast<lua_Number>(e.output_bytes));
+    lua_setfield(L, -2, "output_bytes");
+    lua_pushnumber(L, static_cast<lua_Number>(e.saved_bytes));
+    lua_setfield(L, -2, "saved_bytes");
+    return 1;
+}
+
+// layer:initialize(seed): draws the parameters afresh; the same seed gives the same values.
+int layer_initialize(lua_State* L) {
+    Layer& layer = *check_layer(L, 1);
+    const auto seed = static_cast<std::uint64_t>(check_int(L, 2));
+    layer.initialize(seed);
+    return 0;
+}
+
+// layer:set_kernel_impl(name): picks kernels by implementation ("reference", "dnnl").
+int layer_set_kernel_impl(lua_State* L) {
+    Layer& layer = *check_layer(L, 1);
+    layer.set_kernel_impl(opt_string(L, 2, ""));
+    return 0;
+}
+
+// layer:forward(x [, {mode = 'eval' | 'train', seed = 0}]): y on x's device. The layer's
+// parameters move to that device first. What a training forward keeps for backward is
+// dropped afterwards: this is for looking at a net, not for training it (see T.Engine).
+int layer_forward(lua_State* L) {
+    LayerPtr layer = check_layer(L, 1);
+    const Tensor& x = check_tensor(L, 2);
+    check_options(L, 3, "forward", {"mode", "seed"});
+    const std::string mode = option_string(L, 3, "mode", "eval");
+    if (mode != "train" && mode != "eval")
+        throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
+    const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
+
+    Device& device = x.device();
+    layer->bind(device, x.shape(), x.layout());
+    Tape tape;
+    Pass pass{device, mode == "train" ? Mode::train : Mode::eval, 0, tape, seed};
+    push_tensor(L, layer->forward(x, pass));
+    return 1;
+}
+
+// layer:children(): the sub-layers of a container or block, in order.
+int layer_children(lua_State* L) {
+    LayerPtr layer = check_layer(L, 1);
+    const auto children = layer->children();
+    lua_createtable(L, static_cast<int>(children.size()), 0);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+        // Shares ownership with the parent, which owns the child.
+        push_layer(L, LayerPtr(layer, children[i]));
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    return 1;
+}
+
+// Whether `target` is `root` or somewhere under it.
+bool contains(Layer& root, const Layer* target) {
+    if (&root == target) return true;
+    for (Layer* child : root.children())
+        if (contains(*child, target)) return true;
+    return false;
+}
+
+// seq:add(layer): appends `layer` (named by kind and position when unnamed); returns seq.
+int sequential_add(lua_State* L) {
+    Sequential& seq = check_sequential(L, 1);
+    LayerPtr layer = check_layer(L, 2);
+    // A cycle would make every later walk over the net recurse without end.
+    if (contains(*layer, &seq))
+        throw ArgError(2, "layer " + layer->label() +
+                              " contains this Sequential (a net cannot "
+                              "contain itself)");
+    seq.add(std::move(layer));
+    lua_settop(L, 1);
+    return 1;
+}
+
+int sequential_size(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_sequential(L, 1).size()));
+    return 1;
+}
+
+// seq:get(i): the i-th layer (1-based).
+int sequential_get(lua_State* L) {
+    const Sequential& seq = check_sequential(L, 1);
+    const auto size = static_cast<std::int64_t>(seq.size());
+    if (size == 0) throw ArgError(2, "the Sequential is empty");
+    const std::int64_t i = check_int_in(L, 2, 1, size, "layer index");
+    push_layer(L, seq.layers()[static_cast<std::size_t>(i - 1)]);
+    return 1;
+}
+
+// One summary row: {name, kind, options, output_shape (when known), parameters, depth}.
+void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* output, int depth) {
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, name.c_str());
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, std::string(layer.kind()).c_str());
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, layer.options_text().c_str());
+    lua_setfield(L, -2, "options");
+    if (output != nullptr) {
+        push_shape(L, *output);
+        lua_setfield(L, -2, "output_shape");
+    }
+    lua_pushnumber(L, static_cast<lua_Number>(parameter_count(layer)));
+    lua_setfield(L, -2, "parameters");
+    lua_pushnumber(L, depth);
+    lua_setfield(L, -2, "depth");
+}
+
+// Appends to the list on the top of the stack the rows for what `layer` contains, with
+// output shapes when `input` is given: one row per layer of a Sequential, each followed (one
+// level deeper, with dotted names) by the contents of its parts when it is a block. A block
+// feeds its own input to each part (Residual's body and shortcut): the recursion assumes so.
+void add_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix,
+              int& count) {
+    auto* seq = dynamic_cast<Sequential*>(&layer);
+    if (seq == nullptr) {
+        const std::optional<Shape> out =
+            input ? std::optional<Shape>(layer.output_shape(*input)) : std::nullopt;
+        push_row(L, layer, prefix + layer.name(), out ? &*out : nullptr, depth);
+        lua_rawseti(L, -2, ++count);
+        const std::string inner = prefix + (layer.name().empty() ? "" : layer.name() + ".");
+        for (Layer* part : layer.children())
+            add_rows(L, *part, input, depth + 1, inner + part->name() + ".", count);
+        return;
+    }
+    const std::vector<Shape> outputs = input ? seq->output_shapes(*input) : std::vector<Shape>();
+    for (std::size_t i = 0; i < seq->size(); ++i) {
+        Layer& child = seq->at(i);
+        const Shape* in = input == nullptr ? nullptr : i == 0 ? input : &outputs[i - 1];
+        push_row(L, child, prefix + child.name(), input ? &outputs[i] : nullptr, depth);
+        lua_rawseti(L, -2, ++count);
+        if (dynamic_cast<Sequential*>(&child) != nullptr) {  // a nested sequence: its layers
+            add_rows(L, child, in, depth + 1, prefix + child.name() + ".", count);
+            continue;
+        }
+        for (Layer* part : child.children())
+            add_rows(L, *part, in, depth + 1, prefix + child.name() + "." + part->name() + ".",
+                     count);
+    }
+}
+
+// layer:summary_rows([input_shape]): the rows lua/tandem/summary.lua prints; output shapes
+// only when an input shape (with its batch dimension) is given.
+int layer_summary_rows(lua_State* L) {
+    LayerPtr layer = check_layer(L, 1);
+    const std::optional<Shape> input =
+        lua_isnoneornil(L, 2) ? std::nullopt : std::optional<Shape>(check_shape(L, 2));
+    lua_newtable(L);
+    int count = 0;
+    add_rows(L, *layer, input ? &*input : nullptr, 0, "", count);
+    return 1;
+}
+
+int layer_tostring(lua_State* L) {
+    auto* box = static_cast<Box<LayerPtr>*>(luaL_testudata(L, 1, kLayerType));
+    if (box == nullptr) throw ArgError(1, "tandem.Layer expected, got " + type_name(L, 1));
+    std::string text = "Layer(freed)";
+    if (box->value) {
+        const Layer& layer = **box->value;
+        text = std::string(layer.kind()) + " '" + layer.name() + "' (" + layer.options_text() + ")";
+    }
+    lua_pushstring(L, text.c_str());
+    return 1;
+}
+
+const luaL_Reg kMethods[] = {
+    {"kind", wrap<layer_kind>},
+    {"name", wrap<layer_name>},
+    {"options_text", wrap<layer_options_text>},
+    {"output_shape", wrap<layer_output_shape>},
+    {"parameters", wrap<layer_parameters>},
+    {"buffers", wrap<layer_buffers>},
+    {"parameter_count", wrap<layer_parameter_count>},
+    {"memory_estimate", wrap<layer_memory_estimate>},
+    {"initialize", wrap<layer_initialize>},
+    {"set_kernel_impl", wrap<layer_set_kernel_impl>},
+    {"forward", wrap<layer_forward>},
+    {"children", wrap<layer_children>},
+    {"add", wrap<sequential_add>},
+    {"size", wrap<sequential_size>},
+    {"get", wrap<sequential_get>},
+    {"summary_rows", wrap<layer_summary_rows>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_layer(lua_State* L, int module) {
+    define_type(
+        L, module,
+        {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kMethods, wrap<layer_tostring>});
+}
+
+}  // namespace tandem::lua

@@ -1,0 +1,178 @@
+// Layer constructors: core.nn_<kind>(plain values..., name). The Lua side (lua/tandem/nn.lua)
+// turns `nn.Conv2d(1, 32, 3, {pad = 1})` into these calls after checking every option, so the
+// checks here only guard against a direct call with wrong values.
+#include "binding.h"
+#include "layers/batch_norm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/lrn.h"
+#include "layers/pool2d.h"
+#include "layers/relu.h"
+#include "layers/residual.h"
+#include "objects.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+namespace {
+
+// Names the new layer when a name is given (the last argument of every constructor).
+void push_named_layer(lua_State* L, LayerPtr layer, int name_index) {
+    const std::string name = opt_string(L, name_index, "");
+    if (!name.empty()) layer->set_name(name);
+    push_layer(L, std::move(layer));
+}
+
+// Sizes the core multiplies into a tensor's element count: refuse those whose product would
+// overflow it (the core checks ranges, not products).
+constexpr double kMaxElements = 1e15;
+
+void check_elements(const char* layer, double elements) {
+    TANDEM_CHECK_AS(ConfigError, elements <= kMaxElements)
+        << layer << ": the parameters would hold " << elements << " elements, too many";
+}
+
+// core.nn_conv2d(in, out, kh, kw, sh, sw, ph, pw, groups, bias, init, [name])
+int nn_conv2d(lua_State* L) {
+    Conv2dOptions o;
+    o.in_channels = check_int(L, 1);
+    o.out_channels = check_int(L, 2);
+    o.kernel_h = check_int(L, 3);
+    o.kernel_w = check_int(L, 4);
+    o.stride_h = check_int(L, 5);
+    o.stride_w = check_int(L, 6);
+    o.pad_h = check_int(L, 7);
+    o.pad_w = check_int(L, 8);
+    o.groups = check_int(L, 9);
+    o.bias = check_bool(L, 10);
+    o.init = check_string(L, 11);
+    if (o.groups > 0)
+        check_elements("Conv2d", static_cast<double>(o.out_channels) * (o.in_channels / o.groups) *
+                                     o.kernel_h * o.kernel_w);
+    push_named_layer(L, std::make_shared<Conv2d>(o), 12);
+    return 1;
+}
+
+// core.nn_linear(in, out, bias, init, [name])
+int nn_linear(lua_State* L) {
+    LinearOptions o;
+    o.in_features = check_int(L, 1);
+    o.out_features = check_int(L, 2);
+    o.bias = check_bool(L, 3);
+    o.init = check_string(L, 4);
+    check_elements("Linear", static_cast<double>(o.in_features) * o.out_features);
+    push_named_layer(L, std::make_shared<Linear>(o), 5);
+    return 1;
+}
+
+// core.nn_batch_norm2d(channels, eps, momentum, [name])
+int nn_batch_norm2d(lua_State* L) {
+    BatchNorm2dOptions o;
+    o.channels = check_int(L, 1);
+    o.epsilon = static_cast<float>(check_number(L, 2));
+    o.momentum = static_cast<float>(check_number(L, 3));
+    check_elements("BatchNorm2d", static_cast<double>(o.channels));
+    push_named_layer(L, std::make_shared<BatchNorm2d>(o), 4);
+    return 1;
+}
+
+// The window arguments shared by the poolings: kh, kw, sh, sw, ph, pw, ceil from `first`.
+Pool2dOptions check_pool(lua_State* L, int first) {
+    Pool2dOptions o;
+    o.kernel_h = check_int(L, first);
+    o.kernel_w = check_int(L, first + 1);
+    o.stride_h = check_int(L, first + 2);
+    o.stride_w = check_int(L, first + 3);
+    o.pad_h = check_int(L, first + 4);
+    o.pad_w = check_int(L, first + 5);
+    o.ceil_mode = check_bool(L, first + 6);
+    return o;
+}
+
+// core.nn_max_pool2d(kh, kw, sh, sw, ph, pw, ceil, [name]); a stride of 0 means the kernel's.
+int nn_max_pool2d(lua_State* L) {
+    const Pool2dOptions o = check_pool(L, 1);
+    push_named_layer(L, std::make_shared<MaxPool2d>(o), 8);
+    return 1;
+}
+
+// core.nn_avg_pool2d(kh, kw, sh, sw, ph, pw, ceil, count_include_pad, [name])
+int nn_avg_pool2d(lua_State* L) {
+    Pool2dOptions o = check_pool(L, 1);
+    o.count_include_pad = check_bool(L, 8);
+    push_named_layer(L, std::make_shared<AvgPool2d>(o), 9);
+    return 1;
+}
+
+// core.nn_global_avg_pool2d([name])
+int nn_global_avg_pool2d(lua_State* L) {
+    push_named_layer(L, std::make_shared<GlobalAvgPool2d>(), 1);
+    return 1;
+}
+
+// core.nn_lrn(size, alpha, beta, k, [name])
+int nn_lrn(lua_State* L) {
+    LrnOptions o;
+    o.size = check_int(L, 1);
+    o.alpha = static_cast<float>(check_number(L, 2));
+    o.beta = static_cast<float>(check_number(L, 3));
+    o.k = static_cast<float>(check_number(L, 4));
+    push_named_layer(L, std::make_shared<LRN>(o), 5);
+    return 1;
+}
+
+// core.nn_sequential([name])
+int nn_sequential(lua_State* L) {
+    push_named_layer(L, std::make_shared<Sequential>(), 1);
+    return 1;
+}
+
+// core.nn_relu([name])
+int nn_relu(lua_State* L) {
+    push_named_layer(L, std::make_shared<ReLU>(), 1);
+    return 1;
+}
+
+// core.nn_dropout(p, [name])
+int nn_dropout(lua_State* L) {
+    const auto p = static_cast<float>(check_number(L, 1));
+    push_named_layer(L, std::make_shared<Dropout>(p), 2);
+    return 1;
+}
+
+// core.nn_flatten([name])
+int nn_flatten(lua_State* L) {
+    push_named_layer(L, std::make_shared<Flatten>(), 1);
+    return 1;
+}
+
+// core.nn_residual(body, shortcut or nil, [name]): body and shortcut are Sequentials.
+int nn_residual(lua_State* L) {
+    auto body = check_sequential_ptr(L, 1);
+    auto shortcut = lua_isnil(L, 2) ? nullptr : check_sequential_ptr(L, 2);
+    push_named_layer(L, std::make_shared<Residual>(std::move(body), std::move(shortcut)), 3);
+    return 1;
+}
+
+const luaL_Reg kFunctions[] = {
+    {"nn_sequential", wrap<nn_sequential>},
+    {"nn_relu", wrap<nn_relu>},
+    {"nn_conv2d", wrap<nn_conv2d>},
+    {"nn_linear", wrap<nn_linear>},
+    {"nn_batch_norm2d", wrap<nn_batch_norm2d>},
+    {"nn_max_pool2d", wrap<nn_max_pool2d>},
+    {"nn_avg_pool2d", wrap<nn_avg_pool2d>},
+    {"nn_global_avg_pool2d", wrap<nn_global_avg_pool2d>},
+    {"nn_lrn", wrap<nn_lrn>},
+    {"nn_dropout", wrap<nn_dropout>},
+    {"nn_flatten", wrap<nn_flatten>},
+    {"nn_residual", wrap<nn_residual>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_nn(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+
+}  // namespace tandem::lua

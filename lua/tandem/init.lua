@@ -1,0 +1,46 @@
+-- The `tandem` module: local T = require 'tandem'.
+--
+-- The C half is 'tandem.core' (lua/module.cpp and lua/bind_*.cpp): tensors, devices, layers,
+-- files and data sets. This file gathers it under T, adds the nn constructors (tandem.nn,
+-- which check options before any C++ object is built) and the Lua methods that print nets.
+-- Conventions (see docs/lua-api.md): wrong arguments raise an error; outcomes a recipe may
+-- branch on (a file that is not there) return nil and a message.
+local core = require 'tandem.core'
+
+local T = {}
+
+T.version = core.version
+T.backends = core.backends
+
+-- Tensors (lua/bind_tensor.cpp) and devices (lua/bind_device.cpp).
+T.tensor = core.tensor
+T.zeros = core.zeros
+T.ones = core.ones
+T.randn = core.randn
+T.devices = core.devices
+
+-- Layers and the loss (lua/tandem/nn.lua over lua/bind_nn.cpp and lua/bind_loss.cpp).
+T.nn = require 'tandem.nn'
+
+-- Files and data sets (lua/bind_io.cpp, lua/bind_data.cpp).
+T.save = core.save
+T.load = core.load
+T.data = core.data
+
+-- Options of a recipe merged over its defaults (lua/tandem/options.lua).
+T.options = require('tandem.options').recipe_options
+
+-- Where the running recipe is (set by `tandem run`; nil elsewhere).
+local ok, host = pcall(require, 'tandem.host')
+if ok and type(host) == 'table' then T.recipe_dir = host.recipe_dir end
+
+-- True when `value` is a tensor, a layer, a device.
+local mt = core.metatables
+function T.is_tensor(value) return getmetatable(value) == mt.Tensor end
+function T.is_layer(value) return getmetatable(value) == mt.Layer end
+function T.is_device(value) return getmetatable(value) == mt.Device end
+
+-- Layer printing and net:summary (lua/tandem/summary.lua).
+require('tandem.summary').install(mt.Layer)
+
+return T

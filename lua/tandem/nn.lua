@@ -1,0 +1,203 @@
+-- T.nn: the layer constructors. Each checks its arguments and options here, then calls one
+-- C++ constructor (core.nn_*, lua/bind_nn.cpp) with plain values.
+--   nn.Conv2d(1, 32, 3, {pad = 1})            nn.Sequential{nn.Conv2d(...), nn.ReLU(), ...}
+-- Every layer constructor takes `name` among its options; an unnamed layer is named by kind
+-- and position when it is added to a Sequential ("conv1", "relu2").
+local core = require 'tandem.core'
+local o = require 'tandem.options'
+
+local nn = {}
+local layer_mt = core.metatables.Layer
+
+local function is_layer(v) return getmetatable(v) == layer_mt end
+
+-- Calls a C++ constructor; its errors (a ConfigError such as groups not dividing the channels)
+-- are raised again at `level` (the recipe line calling the nn constructor), not here.
+local function make(level, ctor, ...)
+  local ok, result = pcall(ctor, ...)
+  if not ok then error(result, level + 1) end
+  return result
+end
+
+function nn.Conv2d(in_channels, out_channels, kernel, opts)
+  local fn = 'nn.Conv2d'
+  o.arg(fn, 1, 'in_channels', in_channels, o.positive_int)
+  o.arg(fn, 2, 'out_channels', out_channels, o.positive_int)
+  local k = o.arg(fn, 3, 'kernel size', kernel, o.pair(o.positive_int))
+  opts = o.check(fn, opts, {
+    stride = o.pair(o.positive_int), pad = o.pair(o.nonneg_int), groups = o.positive_int,
+    bias = o.boolean, init = o.string, name = o.name,
+  })
+  local stride, pad = opts.stride or {1, 1}, opts.pad or {0, 0}
+  local bias = opts.bias == nil or opts.bias
+  local layer = make(2, core.nn_conv2d, in_channels, out_channels, k[1], k[2], stride[1],
+                     stride[2], pad[1], pad[2], opts.groups or 1, bias, opts.init or 'kaiming',
+                     opts.name)
+  return layer
+end
+
+function nn.BatchNorm2d(channels, opts)
+  local fn = 'nn.BatchNorm2d'
+  o.arg(fn, 1, 'channels', channels, o.positive_int)
+  opts = o.check(fn, opts, {eps = o.positive_number, momentum = o.fraction(0, 1), name = o.name})
+  local layer = make(2, core.nn_batch_norm2d, channels, opts.eps or 1e-5, opts.momentum or 0.1,
+                     opts.name)
+  return layer
+end
+
+function nn.ReLU(opts)
+  opts = o.check('nn.ReLU', opts, {name = o.name})
+  local layer = make(2, core.nn_relu, opts.name)
+  return layer
+end
+
+-- Options shared by the two windowed poolings.
+local function pool_options(fn, kernel, opts, extra)
+  local k = o.arg(fn, 1, 'kernel size', kernel, o.pair(o.positive_int))
+  local spec = {stride = o.pair(o.positive_int), pad = o.pair(o.nonneg_int), ceil = o.boolean,
+                name = o.name}
+  for key, check in pairs(extra or {}) do spec[key] = check end
+  local checked = o.check(fn, opts, spec)
+  -- Stride 0 tells the C++ side "the kernel size" (non-overlapping windows).
+  checked.stride = checked.stride or {0, 0}
+  checked.pad = checked.pad or {0, 0}
+  return k, checked
+end
+
+function nn.MaxPool2d(kernel, opts)
+  local k, p = pool_options('nn.MaxPool2d', kernel, opts)
+  local layer = make(2, core.nn_max_pool2d, k[1], k[2], p.stride[1], p.stride[2], p.pad[1],
+                     p.pad[2], p.ceil or false, p.name)
+  return layer
+end
+
+function nn.AvgPool2d(kernel, opts)
+  local k, p = pool_options('nn.AvgPool2d', kernel, opts, {count_include_pad = o.boolean})
+  local include_pad = p.count_include_pad == nil or p.count_include_pad
+  local layer = make(2, core.nn_avg_pool2d, k[1], k[2], p.stride[1], p.stride[2], p.pad[1],
+                     p.pad[2], p.ceil or false, include_pad, p.name)
+  return layer
+end
+
+function nn.GlobalAvgPool2d(opts)
+  opts = o.check('nn.GlobalAvgPool2d', opts, {name = o.name})
+  local layer = make(2, core.nn_global_avg_pool2d, opts.name)
+  return layer
+end
+
+function nn.LRN(opts)
+  opts = o.check('nn.LRN', opts, {size = o.positive_int, alpha = o.number, beta = o.number,
+                                  k = o.number, name = o.name})
+  local layer = make(2, core.nn_lrn, opts.size or 5, opts.alpha or 1e-4, opts.beta or 0.75,
+                     opts.k or 1, opts.name)
+  return layer
+end
+
+function nn.Linear(in_features, out_features, opts)
+  local fn = 'nn.Linear'
+  o.arg(fn, 1, 'in_features', in_features, o.positive_int)
+  o.arg(fn, 2, 'out_features', out_features, o.positive_int)
+  opts = o.check(fn, opts, {bias = o.boolean, init = o.string, name = o.name})
+  local bias = opts.bias == nil or opts.bias
+  local layer = make(2, core.nn_linear, in_features, out_features, bias, opts.init or 'kaiming',
+                     opts.name)
+  return layer
+end
+
+function nn.Dropout(p, opts)
+  if p == nil then p = 0.5 end
+  o.arg('nn.Dropout', 1, 'p', p, o.fraction(0, 1))
+  opts = o.check('nn.Dropout', opts, {name = o.name})
+  local layer = make(2, core.nn_dropout, p, opts.name)
+  return layer
+end
+
+function nn.Flatten(opts)
+  opts = o.check('nn.Flatten', opts, {name = o.name})
+  local layer = make(2, core.nn_flatten, opts.name)
+  return layer
+end
+
+-- Adds the list part of `spec` (layers) to `seq`; `fn` names the caller in messages.
+local function add_layers(fn, seq, spec, level)
+  local n = 0
+  for k in pairs(spec) do
+    if type(k) == 'number' then n = math.max(n, k) end
+  end
+  for i = 1, n do
+    local layer = spec[i]
+    if not is_layer(layer) then
+      local hint = type(layer) == 'function' and ' (a constructor: call it, e.g. nn.ReLU())' or ''
+      error(('%s: entry %d is %s, expected a layer%s')
+            :format(fn, i, o.describe(layer), hint), level)
+    end
+    local ok, err = pcall(seq.add, seq, layer)
+    if not ok then error(err, level) end
+  end
+  return seq
+end
+
+-- nn.Sequential{layer, layer, ..., name = 'net'}: the layers applied in order.
+function nn.Sequential(spec)
+  spec = spec or {}
+  if type(spec) ~= 'table' or getmetatable(spec) ~= nil then
+    error(("bad argument #1 to 'nn.Sequential' (list of layers expected, got %s)")
+          :format(o.describe(spec)), 2)
+  end
+  local name
+  for k, v in pairs(spec) do
+    if k == 'name' then
+      name = o.arg('nn.Sequential', 1, 'name', v, o.name)
+    elseif type(k) ~= 'number' then
+      error(("nn.Sequential: unknown option '%s' (known: name; layers go in the list part)")
+            :format(tostring(k)), 2)
+    end
+  end
+  return add_layers('nn.Sequential', core.nn_sequential(name), spec, 3)
+end
+
+-- A branch of a Residual: a Sequential, or a list of layers to make one of.
+local function branch(fn, what, value)
+  if is_layer(value) then
+    if value:kind() ~= 'Sequential' then
+      error(('%s: %s must be a Sequential or a list of layers, got a %s layer')
+            :format(fn, what, value:kind()), 3)
+    end
+    return value
+  end
+  if type(value) ~= 'table' or getmetatable(value) ~= nil then
+    error(('%s: %s must be a Sequential or a list of layers, got %s')
+          :format(fn, what, o.describe(value)), 3)
+  end
+  return add_layers(fn .. ' ' .. what, core.nn_sequential(), value, 4)
+end
+
+-- nn.Residual{body = {layers} or Sequential, shortcut = {layers} or Sequential or nil}:
+-- y = body(x) + shortcut(x), the shortcut being the identity when absent.
+function nn.Residual(spec)
+  local fn = 'nn.Residual'
+  if type(spec) ~= 'table' or getmetatable(spec) ~= nil then
+    error(("bad argument #1 to 'nn.Residual' (table {body = ..., shortcut = ...} expected, got %s)")
+          :format(o.describe(spec)), 2)
+  end
+  for k in pairs(spec) do
+    if k ~= 'body' and k ~= 'shortcut' and k ~= 'name' then
+      error(("%s: unknown option '%s' (known: body, name, shortcut)"):format(fn, tostring(k)), 2)
+    end
+  end
+  if spec.body == nil then error(fn .. ': the body is missing (body = {layers...})', 2) end
+  if spec.name ~= nil then o.arg(fn, 1, 'name', spec.name, o.name) end
+  local body = branch(fn, 'body', spec.body)
+  local shortcut = spec.shortcut ~= nil and branch(fn, 'shortcut', spec.shortcut) or nil
+  local layer = make(2, core.nn_residual, body, shortcut, spec.name)
+  return layer
+end
+
+-- nn.CrossEntropy{label_smoothing = 0.1}: softmax cross-entropy, the loss of a classifier.
+function nn.CrossEntropy(opts)
+  opts = o.check('nn.CrossEntropy', opts, {label_smoothing = o.fraction(0, 1)})
+  local loss = make(2, core.nn_cross_entropy, opts.label_smoothing or 0)
+  return loss
+end
+
+return nn

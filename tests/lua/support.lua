@@ -1,0 +1,57 @@
+-- Helpers shared by the Lua tests (loaded with dofile; the tests run from the source root).
+local host = require 'tandem.host'
+
+local S = {}
+
+-- A fresh temporary file name, removed by S.cleanup().
+local temporaries = {}
+function S.tmpname(suffix)
+  local name = os.tmpname() .. (suffix or '')
+  temporaries[#temporaries + 1] = name
+  return name
+end
+
+function S.write(path, text)
+  local f = assert(io.open(path, 'wb'))
+  f:write(text)
+  f:close()
+end
+
+function S.read(path)
+  local f = assert(io.open(path, 'rb'))
+  local text = f:read('*a')
+  f:close()
+  return text
+end
+
+function S.cleanup()
+  for _, name in ipairs(temporaries) do os.remove(name) end
+  temporaries = {}
+end
+
+local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+S.quote = quote
+
+-- Runs this `tandem` executable with `args` (a list), feeding `input` on stdin; returns the
+-- output (stdout and stderr together) and the exit status.
+function S.tandem(args, input)
+  local parts = {quote(host.executable)}
+  for _, a in ipairs(args or {}) do parts[#parts + 1] = quote(a) end
+  local stdin = S.tmpname()
+  S.write(stdin, input or '')
+  local cmd = table.concat(parts, ' ') .. ' < ' .. quote(stdin) .. ' 2>&1; echo "[rc=$?]"'
+  local pipe = assert(io.popen(cmd, 'r'))
+  local out = pipe:read('*a')
+  pipe:close()
+  local rc = tonumber(out:match('%[rc=(%d+)%]%s*$'))
+  return out:gsub('%[rc=%d+%]%s*$', ''), rc
+end
+
+-- The positions of the lines of `text` that contain `needle`, in order.
+function S.lines(text)
+  local lines = {}
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do lines[#lines + 1] = line end
+  return lines
+end
+
+return S

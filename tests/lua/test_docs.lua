@@ -1,0 +1,74 @@
+-- Every ```lua block of docs/lua-api.md runs, each on its own with T loaded; a failure names
+-- the block's line. And every function and method the binding registers is documented there.
+local T = require 'tandem'
+local core = require 'tandem.core'
+local t = require 'tandem.test'
+
+local path = 'docs/lua-api.md'
+local file = assert(io.open(path, 'r'))
+local text = file:read('*a')
+file:close()
+
+-- {line = first line of the code, code = text}
+local blocks = {}
+do
+  local n, current = 0, nil
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+    n = n + 1
+    if current then
+      if line:match('^```%s*$') then
+        blocks[#blocks + 1] = current
+        current = nil
+      else
+        current.code[#current.code + 1] = line
+      end
+    elseif line:match('^```lua%s*$') then
+      current = {line = n + 1, code = {}}
+    end
+  end
+  assert(current == nil, path .. ': a ```lua block is not closed')
+end
+
+t.test(path .. ' has examples', function() t.ok(#blocks > 20, #blocks .. ' blocks') end)
+
+for _, block in ipairs(blocks) do
+  t.test(path .. ':' .. block.line, function()
+    -- Blank lines in front keep the error positions equal to the lines of the page.
+    local source = ('\n'):rep(block.line - 1) .. table.concat(block.code, '\n')
+    local chunk = assert(loadstring(source, '@' .. path))
+    -- print still turns every value into text (so __tostring runs), but quietly.
+    local function quiet_print(...)
+      for i = 1, select('#', ...) do tostring((select(i, ...))) end
+    end
+    setfenv(chunk, setmetatable({T = T, print = quiet_print}, {__index = _G}))
+    local ok, err = xpcall(chunk, debug.traceback)
+    if not ok then
+      error('the example at ' .. path .. ':' .. block.line .. ' failed: ' .. err, 0)
+    end
+  end)
+end
+
+-- The types and functions this binding defines; the engine's are documented by their author.
+t.test('every bound function and method is documented', function()
+  local missing = {}
+  local function need(pattern, what, alternative)
+    local found = text:find(pattern, 1, true) or (alternative and text:find(alternative, 1, true))
+    if not found then
+      missing[#missing + 1] = what
+    end
+  end
+  for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'CrossEntropy'} do
+    for method in pairs(core.metatables[type_name].__index) do
+      need(':' .. method .. '(', type_name .. ':' .. method)
+    end
+  end
+  for _, name in ipairs{'tensor', 'zeros', 'ones', 'randn', 'devices', 'save', 'load', 'options',
+                        'is_tensor', 'is_layer', 'is_device', 'version', 'backends',
+                        'recipe_dir'} do
+    need('T.' .. name, 'T.' .. name)
+  end
+  for name in pairs(core.data) do need('T.data.' .. name, 'T.data.' .. name) end
+  for name in pairs(T.nn) do need('nn.' .. name .. '(', 'nn.' .. name, 'nn.' .. name .. '{') end
+  table.sort(missing)
+  t.eq(missing, {}, 'undocumented')
+end)

@@ -1,0 +1,245 @@
+-- Every bound function given wrong types, nil, freed objects, wrong shapes or unknown options
+-- raises a Lua error naming the problem; none crashes the process.
+local T = require 'tandem'
+local core = require 'tandem.core'
+local t = require 'tandem.test'
+local nn = T.nn
+
+t.test('bad argument messages follow Lua', function()
+  t.raises(function() T.tensor('x') end,
+           "bad argument #1 to 'tensor' (table of numbers expected, got string)")
+  t.raises(function() T.zeros() end, "bad argument #1 to 'zeros' (shape expected")
+  t.raises(function() T.zeros{2, -1} end, 'shape entry 2 must be a non-negative integer, got -1')
+  t.raises(function() T.zeros{2.5} end, 'shape entry 1 must be a non-negative integer, got 2.5')
+  t.raises(function() T.zeros{2, n = 1} end, 'shape must be a plain list')
+  t.raises(function() T.zeros{1e9, 1e9} end, 'has too many elements')
+  t.raises(function() T.randn({2}, 'seed') end, "bad argument #2 to 'randn' (integer expected")
+  local x = T.zeros{2, 3}
+  t.raises(function() x:reshape('3x2') end, "bad argument #1 to 'reshape' (shape expected")
+  t.raises(function() x:size(3) end, 'dimension 3 out of range')
+  t.raises(function() x:to('cpu:0') end,
+           "bad argument #1 to 'to' (tandem.Device expected, got string)")
+  t.raises(function() x.shape(nil) end, 'tandem.Tensor expected, got nil')
+  t.raises(function() x.shape({}) end, 'tandem.Tensor expected, got table')
+  t.raises(function() x.shape(nn.ReLU()) end, 'tandem.Tensor expected, got tandem.Layer')
+end)
+
+t.test('errors carry the caller position', function()
+  local message = t.raises(function() T.zeros('x') end, 'bad argument')
+  t.ok(message:find('test_errors.lua:%d+:') ~= nil, message)
+  message = t.raises(function() nn.Conv2d(1, 2, 3, {padd = 1}) end, 'unknown option')
+  t.ok(message:find('test_errors.lua:%d+:') ~= nil, message)
+end)
+
+t.test('ragged and mistyped nested tables', function()
+  t.raises(function() T.tensor{{1, 2}, {3}} end,
+           'ragged nested table: entry [2] has 1 entries, expected 2')
+  t.raises(function() T.tensor{{1, 2}, 3} end, 'ragged nested table: entry [2] is a number')
+  t.raises(function() T.tensor{1, {2}} end, 'ragged nested table: entry [2] is a table')
+  t.raises(function() T.tensor{{1, 'a'}} end, 'entry [1][2] is a string, expected a number')
+  t.raises(function() T.tensor({1, 2, 3}, {2, 2}) end,
+           'shape 2x2 holds 4 elements, the table has 3')
+  local loop = {}
+  loop[1] = loop
+  t.raises(function() T.tensor(loop) end, 'nested deeper than 16 levels')
+end)
+
+t.test('layer constructors check their arguments', function()
+  t.raises(function() nn.Conv2d(1, 32, 3, {padd = 1}) end,
+           "nn.Conv2d: unknown option 'padd' (known: bias, groups, init, name, pad, stride)")
+  t.raises(function() nn.Conv2d('1', 32, 3) end,
+           "bad argument #1 to 'nn.Conv2d' (in_channels must be a positive integer, got '1')")
+  t.raises(function() nn.Conv2d(1, 32) end, "bad argument #3 to 'nn.Conv2d' (kernel size must be")
+  t.raises(function() nn.Conv2d(1, 32, {3}) end, 'or a pair {h, w} of them')
+  t.raises(function() nn.Conv2d(1, 32, 3, {stride = 0}) end,
+           "nn.Conv2d: option 'stride' must be a positive integer or a pair")
+  t.raises(function() nn.Conv2d(1, 32, 3, {bias = 1}) end,
+           "option 'bias' must be true or false, got 1")
+  t.raises(function() nn.Conv2d(3, 32, 3, {groups = 2}) end,
+           'option groups (2) must divide in_channels (3)')
+  t.raises(function() nn.Conv2d(1, 2, 3, {init = 'lecun'}) end,
+           "unknown option init 'lecun' (known:")
+  t.raises(function() nn.Conv2d(1, 2, 3, 'pad') end, 'nn.Conv2d: options table expected, got')
+  t.raises(function() nn.Linear(10) end, "bad argument #2 to 'nn.Linear' (out_features must be")
+  t.raises(function() nn.Linear(2^40, 2^40) end, 'too many')
+  t.raises(function() nn.BatchNorm2d(0) end, 'channels must be a positive integer, got 0')
+  t.raises(function() nn.BatchNorm2d(4, {eps = -1}) end, "option 'eps' must be a positive number")
+  t.raises(function() nn.BatchNorm2d(4, {momentum = 2}) end,
+           "option 'momentum' must be a number in [0, 1)")
+  t.raises(function() nn.MaxPool2d() end, "bad argument #1 to 'nn.MaxPool2d' (kernel size must be")
+  t.raises(function() nn.MaxPool2d(2, {pad = 3}) end, 'MaxPool2d')
+  t.raises(function() nn.AvgPool2d(2, {count_include_pad = 'yes'}) end,
+           "option 'count_include_pad'")
+  t.raises(function() nn.MaxPool2d(2, {count_include_pad = true}) end,
+           "nn.MaxPool2d: unknown option 'count_include_pad' (known: ceil, name, pad, stride)")
+  t.raises(function() nn.LRN{size = 4} end, 'LRN')
+  t.raises(function() nn.LRN(5) end, 'nn.LRN: options table expected, got 5')
+  t.raises(function() nn.Dropout(1) end, 'p must be a number in [0, 1), got 1')
+  t.raises(function() nn.ReLU{name = 'a.b'} end,
+           "option 'name' must be a non-empty string without dots")
+  t.raises(function() nn.Flatten{nam = 'x'} end, "nn.Flatten: unknown option 'nam' (known: name)")
+  t.raises(function() nn.CrossEntropy{label_smoothing = 1} end, "option 'label_smoothing'")
+  t.raises(function() nn.CrossEntropy{smoothing = 0.1} end,
+           "nn.CrossEntropy: unknown option 'smoothing' (known: label_smoothing)")
+end)
+
+t.test('containers check their entries', function()
+  t.raises(function() nn.Sequential{nn.ReLU(), nn.ReLU} end,
+           'nn.Sequential: entry 2 is function, expected a layer (a constructor: call it')
+  t.raises(function() nn.Sequential{nn.ReLU(), 3} end, 'entry 2 is 3, expected a layer')
+  t.raises(function() nn.Sequential{nn.ReLU(), nil, nn.ReLU()} end, 'entry 2 is nil')
+  t.raises(function() nn.Sequential{layers = {}} end, "nn.Sequential: unknown option 'layers'")
+  t.raises(function() nn.Sequential('x') end, "bad argument #1 to 'nn.Sequential'")
+  t.raises(function() nn.Sequential{nn.ReLU{name = 'a'}, nn.ReLU{name = 'a'}} end,
+           "two layers are named 'a'")
+  local r = nn.ReLU()
+  t.raises(function() nn.Sequential{r, r} end, 'is already in this container')
+  t.raises(function() nn.Residual{} end, 'nn.Residual: the body is missing')
+  t.raises(function() nn.Residual{body = nn.ReLU()} end,
+           'nn.Residual: body must be a Sequential or a list of layers, got a ReLU layer')
+  t.raises(function() nn.Residual{body = {nn.ReLU()}, shortcut = 3} end, 'shortcut must be')
+  t.raises(function() nn.Residual{body = {nn.ReLU()}, short = {}} end,
+           "nn.Residual: unknown option 'short' (known: body, name, shortcut)")
+  t.raises(function() nn.Residual{body = {nn.Linear}} end, 'nn.Residual body: entry 1 is function')
+end)
+
+t.test('a net cannot contain itself', function()
+  local a = nn.Sequential{nn.ReLU()}
+  local b = nn.Sequential{a}
+  t.raises(function() a:add(b) end, 'contains this Sequential')
+  t.raises(function() a:add(a) end, 'contains this Sequential')
+  local body = nn.Sequential{nn.ReLU()}
+  local block = nn.Residual{body = body}
+  t.raises(function() body:add(block) end, 'contains this Sequential')
+end)
+
+t.test('layer methods check their arguments', function()
+  local conv = nn.Conv2d(3, 4, 3)
+  t.raises(function() conv:forward(T.zeros{1, 2, 5, 5}) end,
+           {'input has 2 channels, weight expects 3', 'input 1x2x5x5'})
+  t.raises(function() conv:forward({}) end,
+           "bad argument #1 to 'forward' (tandem.Tensor expected, got table)")
+  t.raises(function() conv:forward() end, 'tandem.Tensor expected, got no value')
+  t.raises(function() conv:forward(T.zeros{1, 3, 5, 5}, {mode = 'training'}) end,
+           "option 'mode' must be 'train' or 'eval', got 'training'")
+  t.raises(function() conv:forward(T.zeros{1, 3, 5, 5}, {mdoe = 'train'}) end,
+           "forward: unknown option 'mdoe' (known: mode, seed)")
+  t.raises(function() conv:output_shape{1, 3} end, 'Conv2d')
+  t.raises(function() conv:output_shape('x') end,
+           "bad argument #1 to 'output_shape' (shape expected")
+  t.raises(function() conv:add(nn.ReLU()) end, 'Sequential expected, got a Conv2d layer')
+  t.raises(function() conv:size() end, 'Sequential expected, got a Conv2d layer')
+  t.raises(function() conv.kind(T.zeros{1}) end, 'tandem.Layer expected, got tandem.Tensor')
+  t.raises(function() conv:initialize('x') end, "bad argument #1 to 'initialize' (integer expected")
+  local net = nn.Sequential{nn.ReLU()}
+  t.raises(function() net:get(2) end, 'layer index must be in [1, 1], got 2')
+  t.raises(function() net:get(0) end, 'layer index must be in [1, 1], got 0')
+  t.raises(function() nn.Sequential{}:get(1) end, 'the Sequential is empty')
+  t.raises(function() net:add('relu') end,
+           "bad argument #1 to 'add' (tandem.Layer expected, got string)")
+  t.raises(function() net:summary() end, 'sample shape expected')
+  t.raises(function() nn.Sequential{nn.Conv2d(3, 4, 3)}:summary{1, 28, 28} end,
+           {'input has 1 channels, weight expects 3', "in layer 1 'conv1' (Conv2d)"})
+end)
+
+t.test('freed layers and losses are refused', function()
+  local layer = nn.ReLU()
+  core.metatables.Layer.__gc(layer)  -- what a user could do by hand
+  t.raises(function() layer:kind() end, 'layer was freed')
+  t.raises(function() nn.Sequential{}:add(layer) end, 'layer was freed')
+  t.eq(tostring(layer):match('^Layer%('), 'Layer(')
+  local loss = nn.CrossEntropy()
+  core.metatables.CrossEntropy.__gc(loss)
+  t.raises(function() loss:forward(T.zeros{1, 2}, T.tensor({0}, nil, {dtype = 'i32'})) end,
+           'loss was freed')
+  t.raises(function() core.metatables.Tensor.__gc(nn.ReLU()) end, 'tandem.Tensor expected')
+end)
+
+t.test('the loss checks its inputs', function()
+  local loss = nn.CrossEntropy()
+  local logits = T.zeros{2, 3}
+  t.raises(function() loss:forward(logits, T.tensor({0, 1})) end, 'labels I32')
+  t.raises(function() loss:forward(logits, T.tensor({0, 1, 2}, nil, {dtype = 'i32'})) end,
+           'disagree on the number of samples')
+  t.raises(function() loss:forward(logits, T.tensor({0, 5}, nil, {dtype = 'i32'})) end, 'label')
+  t.raises(function() loss:forward(logits) end,
+           "bad argument #2 to 'forward' (tandem.Tensor expected")
+end)
+
+t.test('io and data argument errors', function()
+  t.raises(function() T.save() end, "bad argument #1 to 'save' (string expected, got no value)")
+  t.raises(function() T.save('/nonexistent/x.safetensors', {w = 3}) end,
+           "entry 'w' is a number, expected a tensor")
+  t.raises(function() T.save('/nonexistent/x.safetensors', {T.zeros{1}}) end,
+           'tensor names must be strings')
+  t.raises(function() T.save('/nonexistent/x.safetensors', {}, {a = {}}) end,
+           'metadata must map strings')
+  t.raises(function() T.load(3) end, "bad argument #1 to 'load' (string expected, got number)")
+  t.raises(function() T.data.idx() end, "bad argument #1 to 'idx'")
+  t.raises(function() T.data.mnist('a', 'b', {mean = 0, stdev = 1}) end,
+           "T.data.mnist: unknown option 'stdev' (known: mean, std)")
+  t.raises(function() T.data.epoch_order(-1, 1, 1) end, 'n must be in')
+  t.raises(function() T.data.dataset(T.zeros{2, 3}, T.zeros{2}) end, 'dataset images must be')
+end)
+
+-- Every bound function and method, called with every kind of wrong value, either works or
+-- raises an error with a message: a crash would end this test run.
+t.test('no wrong argument crashes anything', function()
+  local freed = T.zeros{2}
+  freed:free()
+  local ds = T.data.dataset(T.zeros{2, 1, 2, 2}, T.tensor({0, 1}, nil, {dtype = 'i32'}))
+  local values = {
+    false, 0, -1, 2.5, 1e300, 0 / 0, 'x', '', {}, {1, 2}, {-1}, {{}}, {n = 1}, true, print,
+    freed, T.zeros{2, 3}, T.tensor({1}, nil, {dtype = 'i32'}), nn.ReLU(), nn.Sequential{},
+    T.devices('cpu', 1, {memory = '4MB'})[1], ds, nn.CrossEntropy(), coroutine.create(print),
+  }
+  -- A fresh object of each type, since a call may free the one before (devices are made
+  -- once per method: each holds a thread until the program ends).
+  local function subjects(device)
+    return {
+      Tensor = T.tensor{{1, 2}, {3, 4}}, Layer = nn.Conv2d(1, 1, 1), Device = device,
+      Dataset = T.data.dataset(T.zeros{2, 1, 2, 2}, T.tensor({0, 1}, nil, {dtype = 'i32'})),
+      CrossEntropy = nn.CrossEntropy(),
+    }
+  end
+  local calls, raised = 0, 0
+  local function try(f, ...)
+    calls = calls + 1
+    local ok, err = pcall(f, ...)
+    if not ok then
+      raised = raised + 1
+      t.ok(type(err) == 'string' and #err > 0, 'an error message')
+    end
+  end
+  for name, f in pairs(core) do
+    -- save would write files named after the values; the others only read or compute.
+    if type(f) == 'function' and name ~= 'save' then
+      for _, v in ipairs(values) do
+        try(f)
+        try(f, v)
+        try(f, v, v)
+        try(f, v, v, v)
+      end
+    end
+  end
+  for _, f in pairs(core.data) do
+    for _, v in ipairs(values) do
+      try(f, v)
+      try(f, v, v)
+    end
+  end
+  for type_name, mt in pairs(core.metatables) do
+    for _, f in pairs(mt.__index) do
+      local device = T.devices('cpu', 1, {memory = '4MB'})[1]
+      for _, v in ipairs(values) do
+        local self = subjects(device)[type_name]
+        try(f, self, v)
+        try(f, self, v, v)
+        try(f, v)
+      end
+    end
+    for _, v in ipairs(values) do try(mt.__tostring, v) end
+  end
+  t.ok(calls > 1000 and raised > 500, calls .. ' calls, ' .. raised .. ' errors')
+  collectgarbage()
+end)

@@ -1,0 +1,71 @@
+// `tandem`: the command line. Sub-commands are looked up in one table; `tandem` alone opens
+// the interactive session.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "commands.h"
+#include "version.h"
+
+namespace tandem::tool {
+namespace {
+
+struct Command {
+    const char* name;
+    const char* usage;    // the arguments, for the help text
+    const char* summary;  // one line
+    int (*run)(const Args&);
+};
+
+// Every sub-command. bench, plan and mkdb join this list when they exist.
+const Command kCommands[] = {
+    {"run", "RECIPE [--key=value ...] [--flag]", "run a Lua recipe with options", command_run},
+    {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
+    {"help", "", "show this text", command_help},
+};
+
+const Command* find_command(const std::string& name) {
+    for (const auto& c : kCommands)
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+}  // namespace
+
+int command_help(const Args&) {
+    std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n",
+                TANDEM_VERSION);
+    std::printf(
+        "usage:\n  tandem                      open the interactive session (T is loaded)\n");
+    for (const auto& c : kCommands) {
+        const std::string left = std::string(c.name) + (*c.usage ? " " : "") + c.usage;
+        std::printf("  tandem %-35s %s\n", left.c_str(), c.summary);
+    }
+    std::printf(
+        "\nRecipe options reach the recipe as a table (`local opt = ...`, also the global opt):\n"
+        "--epochs=3 gives opt.epochs = 3, --micro-batches=4 gives opt.micro_batches = 4,\n"
+        "--fast alone gives opt.fast = true.\n");
+    return 0;
+}
+
+}  // namespace tandem::tool
+
+int main(int argc, char** argv) {
+    using namespace tandem::tool;
+    try {
+        if (argc < 2) return command_repl({});
+        const std::string name = argv[1];
+        const Args args(argv + 2, argv + argc);
+        if (name == "--help" || name == "-h") return command_help(args);
+        if (const Command* command = find_command(name)) return command->run(args);
+        std::string known;
+        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.name;
+        std::fprintf(stderr, "tandem: unknown command '%s' (known: %s; `tandem help` for usage)\n",
+                     name.c_str(), known.c_str());
+        return 2;
+    } catch (const std::exception& e) {
+        // Errors inside Lua are reported by each command; this is the tool's own failure.
+        std::fprintf(stderr, "tandem: %s\n", e.what());
+        return 1;
+    }
+}
