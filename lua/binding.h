@@ -32,6 +32,8 @@ void register_nn(lua_State* L, int module);
 void register_loss(lua_State* L, int module);
 void register_io(lua_State* L, int module);
 void register_data(lua_State* L, int module);
+void register_engine(lua_State* L, int module);
+void register_profile(lua_State* L, int module);
 
 // Ends the devices whose last reference went away (bind_device.cpp explains why they wait).
 // Call only after lua_close, when no tensor, layer or kernel can refer to them.

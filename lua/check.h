@@ -34,6 +34,10 @@ inline constexpr const char* kDeviceType = "tandem.Device";
 inline constexpr const char* kLayerType = "tandem.Layer";
 inline constexpr const char* kDatasetType = "tandem.Dataset";
 inline constexpr const char* kLossType = "tandem.CrossEntropy";
+inline constexpr const char* kEngineType = "tandem.Engine";
+inline constexpr const char* kSgdType = "tandem.SGD";
+inline constexpr const char* kScheduleType = "tandem.Schedule";
+inline constexpr const char* kMetricsLogType = "tandem.MetricsLog";
 
 // What a userdata holds. Empty once freed; the box itself is never destroyed, so a second
 // free (or __gc after :free()) finds it empty and does nothing.

@@ -83,6 +83,8 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_loss(L, module);
     register_io(L, module);
     register_data(L, module);
+    register_engine(L, module);
+    register_profile(L, module);
 
     lua_settop(L, module);
     return 1;

@@ -75,14 +75,14 @@ for epoch = first_epoch, opt.epochs do
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
   bar:finish()
+  local rate, seconds = bar:rate(), bar:elapsed()
   local result = engine:evaluate(test, {batch = opt.eval_batch})
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s')
         :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
-                result.accuracy, bar:rate()))
+                result.accuracy, rate))
   log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
             train_accuracy = sums.correct / sums.seen, test_loss = result.loss,
-            test_accuracy = result.accuracy, images_per_s = bar:rate(),
-            seconds = bar:elapsed()}
+            test_accuracy = result.accuracy, images_per_s = rate, seconds = seconds}
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end

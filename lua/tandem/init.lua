@@ -40,6 +40,19 @@ function T.is_tensor(value) return getmetatable(value) == mt.Tensor end
 function T.is_layer(value) return getmetatable(value) == mt.Layer end
 function T.is_device(value) return getmetatable(value) == mt.Device end
 
+-- Training (lua/tandem/engine.lua over lua/bind_engine.cpp).
+local engine = require 'tandem.engine'
+T.Engine = engine.Engine
+T.optim = engine.optim
+T.schedule = engine.schedule
+engine.install(mt)
+
+-- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
+T.profile = core.profile
+T.now = core.now
+T.MetricsLog = core.metrics_log
+T.Progress = require 'tandem.progress'
+
 -- Layer printing and net:summary (lua/tandem/summary.lua).
 require('tandem.summary').install(mt.Layer)
 

@@ -2,6 +2,7 @@
 // status; main.cpp dispatches through its table of commands.
 #pragma once
 
+#include <lua.hpp>
 #include <string>
 #include <vector>
 
@@ -13,5 +14,12 @@ int command_run(const Args& args);   // run.cpp
 int command_repl(const Args& args);  // repl.cpp
 int command_test(const Args& args);  // test_runner.cpp
 int command_help(const Args& args);  // main.cpp
+int command_bench(const Args& args); // bench.cpp
+
+// Pushes a table of command-line options: "--micro-batches=4" is opt.micro_batches = 4 (dashes
+// in keys become underscores; "true"/"false" booleans; numeric text numbers); "--flag" alone
+// is true; other arguments go to opt[1], opt[2], ... Returns false (after a message) on a
+// malformed option. (run.cpp)
+bool push_options(lua_State* L, const Args& args);
 
 }  // namespace tandem::tool

@@ -17,10 +17,12 @@ struct Command {
     int (*run)(const Args&);
 };
 
-// Every sub-command. bench, plan and mkdb join this list when they exist.
+// Every sub-command. plan and mkdb join this list when they exist.
 const Command kCommands[] = {
     {"run", "RECIPE [--key=value ...] [--flag]", "run a Lua recipe with options", command_run},
     {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
+    {"bench", "NET [--batch=N] [--threads=T] [--json]",
+     "time each layer and the whole training step of a net", command_bench},
     {"help", "", "show this text", command_help},
 };
 

@@ -25,7 +25,8 @@ void push_value(lua_State* L, const std::string& text) {
     }
 }
 
-// Pushes the options table; returns false (after a message) on a malformed option.
+}  // namespace
+
 bool push_options(lua_State* L, const Args& args) {
     lua_newtable(L);
     int positional = 0;
@@ -35,7 +36,7 @@ bool push_options(lua_State* L, const Args& args) {
             std::string key =
                 arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
             if (key.empty()) {
-                std::fprintf(stderr, "tandem run: option '%s' has no name\n", arg.c_str());
+                std::fprintf(stderr, "tandem: option '%s' has no name\n", arg.c_str());
                 return false;
             }
             for (auto& c : key)
@@ -52,6 +53,8 @@ bool push_options(lua_State* L, const Args& args) {
     }
     return true;
 }
+
+namespace {
 
 // require('tandem.host').recipe and .recipe_dir: T.recipe_dir lets a recipe load files
 // next to it (dofile(T.recipe_dir .. '/nets/lenet5.lua')).

@@ -1,0 +1,293 @@
+// tandem.Engine, tandem.SGD and tandem.Schedule: training from a recipe.
+//
+//   T.Engine{net =, loss =, devices =, optim =, schedule =, seed =, layout =}   (engine.lua
+//   checks the options and calls core.engine_new with plain values)
+//   engine:step(images, labels) -> {loss =, accuracy =, samples =, lr =}
+//   engine:evaluate_batch(images, labels) -> {loss =, correct =, count =}   (sums)
+//   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
+//   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =}
+//   T.schedule.Constant/Step/MultiStep/Cosine/Warmup/Hybrid{...}, schedule:lr(step)
+#include <cstdio>
+#include <filesystem>
+
+#include "binding.h"
+#include "objects.h"
+#include "parallel/engine.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+namespace {
+
+
+using EnginePtr = std::shared_ptr<Engine>;
+using SchedulePtr = std::shared_ptr<Schedule>;
+
+EnginePtr& check_engine(lua_State* L, int index) {
+    return check_box<EnginePtr>(L, index, kEngineType, "engine");
+}
+
+SchedulePtr& check_schedule(lua_State* L, int index) {
+    return check_box<SchedulePtr>(L, index, kScheduleType, "schedule");
+}
+
+// --- optimizers and schedules ---
+
+// core.optim_sgd{lr =, momentum =, dampening =, weight_decay =, nesterov =}
+int optim_sgd(lua_State* L) {
+    check_options(L, 1, "T.optim.SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov"});
+    SgdOptions o;
+    o.lr = static_cast<float>(option_number(L, 1, "lr", o.lr));
+    o.momentum = static_cast<float>(option_number(L, 1, "momentum", o.momentum));
+    o.dampening = static_cast<float>(option_number(L, 1, "dampening", o.dampening));
+    o.weight_decay = static_cast<float>(option_number(L, 1, "weight_decay", o.weight_decay));
+    o.nesterov = option_bool(L, 1, "nesterov", o.nesterov);
+    Sgd check(o);  // validates now, so the error points at the constructor
+    push_box(L, kSgdType, o);
+    return 1;
+}
+
+int sgd_tostring(lua_State* L) {
+    const SgdOptions& o = check_box<SgdOptions>(L, 1, kSgdType, "optimizer");
+    char text[128];
+    std::snprintf(text, sizeof text, "SGD(lr %g, momentum %g, weight_decay %g%s)", double(o.lr),
+                  double(o.momentum), double(o.weight_decay), o.nesterov ? ", nesterov" : "");
+    lua_pushstring(L, text);
+    return 1;
+}
+
+void push_schedule(lua_State* L, SchedulePtr schedule) {
+    push_box(L, kScheduleType, std::move(schedule));
+}
+
+// core.schedule_constant(lr), schedule_step(lr, step_size, gamma),
+// schedule_multistep(lr, {milestones}, gamma), schedule_cosine(lr, total_steps, min_lr),
+// schedule_warmup(after, steps, start_factor), schedule_hybrid(lr, total, switch, min_lr):
+// engine.lua names the arguments.
+int schedule_constant(lua_State* L) {
+    push_schedule(L, std::make_shared<ConstantSchedule>(static_cast<float>(check_number(L, 1))));
+    return 1;
+}
+
+int schedule_step(lua_State* L) {
+    push_schedule(L, std::make_shared<StepSchedule>(static_cast<float>(check_number(L, 1)),
+                                                    check_int(L, 2),
+                                                    static_cast<float>(check_number(L, 3))));
+    return 1;
+}
+
+int schedule_multistep(lua_State* L) {
+    const float lr = static_cast<float>(check_number(L, 1));
+    if (!lua_istable(L, 2)) throw ArgError(2, "milestones must be a list of step numbers");
+    std::vector<std::int64_t> milestones;
+    for (int i = 1; i <= static_cast<int>(lua_objlen(L, 2)); ++i) {
+        lua_rawgeti(L, 2, i);
+        if (!lua_isnumber(L, -1)) throw ArgError(2, "milestones must be step numbers");
+        milestones.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
+        lua_pop(L, 1);
+    }
+    push_schedule(L, std::make_shared<MultiStepSchedule>(lr, milestones,
+                                                         static_cast<float>(check_number(L, 3))));
+    return 1;
+}
+
+int schedule_cosine(lua_State* L) {
+    push_schedule(L, std::make_shared<CosineSchedule>(static_cast<float>(check_number(L, 1)),
+                                                      check_int(L, 2),
+                                                      static_cast<float>(opt_number(L, 3, 0))));
+    return 1;
+}
+
+int schedule_warmup(lua_State* L) {
+    SchedulePtr after = check_schedule(L, 1);
+    push_schedule(L, std::make_shared<WarmupSchedule>(after, check_int(L, 2),
+                                                      static_cast<float>(opt_number(L, 3, 0))));
+    return 1;
+}
+
+int schedule_hybrid(lua_State* L) {
+    push_schedule(L, std::make_shared<HybridCosineLinearSchedule>(
+                         static_cast<float>(check_number(L, 1)), check_int(L, 2),
+                         static_cast<float>(opt_number(L, 3, 0.5)),
+                         static_cast<float>(opt_number(L, 4, 0))));
+    return 1;
+}
+
+// schedule:lr(step): the learning rate at `step` (counted from 0).
+int schedule_lr(lua_State* L) {
+    lua_pushnumber(L, check_schedule(L, 1)->lr(check_int(L, 2)));
+    return 1;
+}
+
+int schedule_tostring(lua_State* L) {
+    lua_pushstring(L, check_schedule(L, 1)->describe().c_str());
+    return 1;
+}
+
+// --- the engine ---
+
+Layout parse_layout(int index, const std::string& text) {
+    if (text == "contiguous" || text == "nchw") return Layout::contiguous;
+    if (text == "channels_last" || text == "nhwc") return Layout::channels_last;
+    throw ArgError(index, "layout must be 'contiguous' or 'channels_last', got '" + text + "'");
+}
+
+// core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout)
+int engine_new(lua_State* L) {
+    EngineOptions o;
+    o.net = check_sequential_ptr(L, 1);
+    if (!lua_isnoneornil(L, 2)) o.loss = check_loss(L, 2);
+    if (!lua_istable(L, 3)) throw ArgError(3, "devices must be a list from T.devices");
+    for (int i = 1; i <= static_cast<int>(lua_objlen(L, 3)); ++i) {
+        lua_rawgeti(L, 3, i);
+        o.devices.push_back(check_device(L, lua_gettop(L)));
+        lua_pop(L, 1);
+    }
+    o.sgd = check_box<SgdOptions>(L, 4, kSgdType, "optimizer");
+    if (!lua_isnoneornil(L, 5)) o.schedule = check_schedule(L, 5);
+    o.seed = static_cast<std::uint64_t>(check_int(L, 6));
+    o.layout = parse_layout(7, check_string(L, 7));
+    push_box(L, kEngineType, std::make_shared<Engine>(std::move(o)));
+    return 1;
+}
+
+// engine:step(images, labels) -> {loss, accuracy, samples, lr}
+int engine_step(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const StepResult r = engine->step(check_tensor(L, 2), check_tensor(L, 3));
+    lua_createtable(L, 0, 4);
+    lua_pushnumber(L, r.loss);
+    lua_setfield(L, -2, "loss");
+    lua_pushnumber(L, r.accuracy);
+    lua_setfield(L, -2, "accuracy");
+    lua_pushnumber(L, static_cast<lua_Number>(r.samples));
+    lua_setfield(L, -2, "samples");
+    lua_pushnumber(L, r.lr);
+    lua_setfield(L, -2, "lr");
+    return 1;
+}
+
+// engine:evaluate_batch(images, labels) -> {loss, correct, count}: sums over the batch.
+int engine_evaluate_batch(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const LossSums s = engine->evaluate_batch(check_tensor(L, 2), check_tensor(L, 3));
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, s.loss);
+    lua_setfield(L, -2, "loss");
+    lua_pushnumber(L, static_cast<lua_Number>(s.correct));
+    lua_setfield(L, -2, "correct");
+    lua_pushnumber(L, static_cast<lua_Number>(s.count));
+    lua_setfield(L, -2, "count");
+    return 1;
+}
+
+// engine:save(path [, metadata table of strings/numbers]); raises on failure (the previous
+// file at `path` stays intact). Creates the directory.
+int engine_save(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const std::string path = check_string(L, 2);
+    std::map<std::string, std::string> meta;
+    if (!lua_isnoneornil(L, 3)) {
+        if (!lua_istable(L, 3)) throw ArgError(3, "metadata must be a table");
+        lua_pushnil(L);
+        while (lua_next(L, 3) != 0) {
+            if (lua_type(L, -2) != LUA_TSTRING || !lua_isstring(L, -1))
+                throw ArgError(3, "metadata must map names to strings or numbers");
+            meta[lua_tostring(L, -2)] = lua_tostring(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    const auto dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+    engine->save(path, meta);
+    return 0;
+}
+
+// engine:load(path) -> metadata table; nil, message when the file does not exist (a recipe
+// may branch on that); raises when the file is there but unusable.
+int engine_load(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const std::string path = check_string(L, 2);
+    if (!std::filesystem::exists(path)) {
+        lua_pushnil(L);
+        lua_pushstring(L, ("no checkpoint at " + path).c_str());
+        return 2;
+    }
+    const auto meta = engine->load(path);
+    lua_createtable(L, 0, static_cast<int>(meta.size()));
+    for (const auto& [key, value] : meta) {
+        lua_pushstring(L, value.c_str());
+        lua_setfield(L, -2, key.c_str());
+    }
+    return 1;
+}
+
+int engine_steps(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_engine(L, 1)->steps()));
+    return 1;
+}
+
+int engine_lr(lua_State* L) {
+    lua_pushnumber(L, check_engine(L, 1)->current_lr());
+    return 1;
+}
+
+int engine_net(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    push_layer(L, engine->options().net);
+    return 1;
+}
+
+int engine_device(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    push_device(L, engine->options().devices.front());
+    return 1;
+}
+
+int engine_tostring(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    lua_pushfstring(L, "Engine(%d layers on %s, step %d)",
+                    static_cast<int>(engine->net().size()), engine->device().name().c_str(),
+                    static_cast<int>(engine->steps()));
+    return 1;
+}
+
+const luaL_Reg kEngineMethods[] = {
+    {"step", wrap<engine_step>},     {"evaluate_batch", wrap<engine_evaluate_batch>},
+    {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
+    {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
+    {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
+    {nullptr, nullptr},
+};
+
+const luaL_Reg kSgdMethods[] = {{nullptr, nullptr}};
+
+const luaL_Reg kScheduleMethods[] = {
+    {"lr", wrap<schedule_lr>},
+    {nullptr, nullptr},
+};
+
+const luaL_Reg kFunctions[] = {
+    {"engine_new", wrap<engine_new>},
+    {"optim_sgd", wrap<optim_sgd>},
+    {"schedule_constant", wrap<schedule_constant>},
+    {"schedule_step", wrap<schedule_step>},
+    {"schedule_multistep", wrap<schedule_multistep>},
+    {"schedule_cosine", wrap<schedule_cosine>},
+    {"schedule_warmup", wrap<schedule_warmup>},
+    {"schedule_hybrid", wrap<schedule_hybrid>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_engine(lua_State* L, int module) {
+    define_type(L, module, {kEngineType, wrap<release_box<EnginePtr, kEngineType>>,
+                            kEngineMethods, wrap<engine_tostring>});
+    define_type(L, module, {kSgdType, wrap<release_box<SgdOptions, kSgdType>>, kSgdMethods,
+                            wrap<sgd_tostring>});
+    define_type(L, module, {kScheduleType, wrap<release_box<SchedulePtr, kScheduleType>>,
+                            kScheduleMethods, wrap<schedule_tostring>});
+    add_functions(L, module, kFunctions);
+}
+
+}  // namespace tandem::lua

@@ -1,0 +1,97 @@
+-- T.Engine, T.optim and T.schedule: the Lua side of lua/bind_engine.cpp.
+--   local engine = T.Engine{net = net, loss = T.nn.CrossEntropy(), devices = T.devices('cpu', 1),
+--                           optim = T.optim.SGD{lr = 0.1, momentum = 0.9},
+--                           schedule = T.schedule.Cosine{lr = 0.1, total_steps = 1000},
+--                           seed = 1, layout = 'channels_last'}
+-- Options are checked here (unknown keys list the known ones) and reach C++ as plain values.
+local core = require 'tandem.core'
+local check = require 'tandem.options'
+
+local M = {optim = {}, schedule = {}}
+
+-- Userdata and tables are checked by the C++ side, which names the argument.
+local function any(v) return v end
+
+local function options(given, name, known)
+  local spec = {}
+  for _, key in ipairs(known) do spec[key] = any end
+  return check.check(name, given, spec)
+end
+
+function M.Engine(o)
+  o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout'})
+  if o.net == nil then error('T.Engine: option net is required', 2) end
+  if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
+  local devices = o.devices or core.devices('cpu', 1)
+  if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
+  return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
+                         o.layout or 'channels_last')
+end
+
+function M.optim.SGD(o)
+  return core.optim_sgd(o or {})
+end
+
+local function required(o, name, key)
+  if o[key] == nil then error(('%s: option %s is required'):format(name, key), 3) end
+  return o[key]
+end
+
+function M.schedule.Constant(o)
+  o = options(o, 'T.schedule.Constant', {'lr'})
+  return core.schedule_constant(required(o, 'T.schedule.Constant', 'lr'))
+end
+
+function M.schedule.Step(o)
+  o = options(o, 'T.schedule.Step', {'lr', 'step_size', 'gamma'})
+  return core.schedule_step(required(o, 'T.schedule.Step', 'lr'),
+                            required(o, 'T.schedule.Step', 'step_size'), o.gamma or 0.1)
+end
+
+function M.schedule.MultiStep(o)
+  o = options(o, 'T.schedule.MultiStep', {'lr', 'milestones', 'gamma'})
+  return core.schedule_multistep(required(o, 'T.schedule.MultiStep', 'lr'),
+                                 required(o, 'T.schedule.MultiStep', 'milestones'), o.gamma or 0.1)
+end
+
+function M.schedule.Cosine(o)
+  o = options(o, 'T.schedule.Cosine', {'lr', 'total_steps', 'min_lr'})
+  return core.schedule_cosine(required(o, 'T.schedule.Cosine', 'lr'),
+                              required(o, 'T.schedule.Cosine', 'total_steps'), o.min_lr or 0)
+end
+
+function M.schedule.Warmup(o)
+  o = options(o, 'T.schedule.Warmup', {'after', 'steps', 'start_factor'})
+  return core.schedule_warmup(required(o, 'T.schedule.Warmup', 'after'),
+                              required(o, 'T.schedule.Warmup', 'steps'), o.start_factor or 0)
+end
+
+function M.schedule.Hybrid(o)
+  o = options(o, 'T.schedule.Hybrid', {'lr', 'total_steps', 'switch', 'min_lr'})
+  return core.schedule_hybrid(required(o, 'T.schedule.Hybrid', 'lr'),
+                              required(o, 'T.schedule.Hybrid', 'total_steps'), o.switch or 0.5,
+                              o.min_lr or 0)
+end
+
+-- engine:evaluate(dataset [, {batch = 1000}]) -> {loss =, accuracy =, samples =}: the mean loss
+-- and accuracy over the whole data set, in evaluation mode (batch norm's running statistics,
+-- no dropout).
+local function evaluate(engine, dataset, o)
+  o = options(o, 'evaluate', {'batch'})
+  local batch = o.batch or 1000
+  local n = dataset:size()
+  local order = core.data.epoch_order(n, 0, 0, false)
+  local loss, correct, count = 0, 0, 0
+  for first = 1, n, batch do
+    local images, labels = dataset:batch(order, first, math.min(batch, n - first + 1))
+    local s = engine:evaluate_batch(images, labels)
+    loss, correct, count = loss + s.loss, correct + s.correct, count + s.count
+  end
+  return {loss = loss / count, accuracy = correct / count, samples = count}
+end
+
+function M.install(metatables)
+  metatables.Engine.__index.evaluate = evaluate
+end
+
+return M
