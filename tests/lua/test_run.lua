@@ -103,7 +103,7 @@ t.test('missing recipes and bad command lines', function()
   t.ok(out:find("option '--=3' has no name", 1, true), out)
   out, rc = S.tandem({'bogus'})
   t.eq(rc, 2)
-  t.ok(out:find("unknown command 'bogus' (known: run, test, help", 1, true), out)
+  t.ok(out:find("unknown command 'bogus' (known: run, test, bench, help", 1, true), out)
 end)
 
 t.test('help lists the commands', function()
