@@ -256,6 +256,7 @@ const luaL_Reg kEngineMethods[] = {
     {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
     {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
     {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
+    {"free", wrap<release_box<EnginePtr, kEngineType>>},
     {nullptr, nullptr},
 };
 

@@ -1,0 +1,37 @@
+-- `tandem bench` on the reference nets: each builds with the parameter count PyTorch gives the
+-- same net in ../shared/peers/nets.py, runs a step and reports its timings.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local S = dofile('tests/lua/support.lua')
+
+
+t.test('the reference nets build with the documented shapes and sizes', function()
+  local expect = {
+    lenet5 = {input = {1, 28, 28}, parameters = 431080},
+    smallbn = {input = {1, 28, 28}, parameters = 870826},
+    resnet20 = {input = {3, 32, 32}, parameters = 272474},
+    alexnet64 = {input = {3, 64, 64}, parameters = 5871434},
+  }
+  for name, want in pairs(expect) do
+    local net, input = dofile('recipes/nets/' .. name .. '.lua')()
+    t.eq(input, want.input, name)
+    local batch = {2, input[1], input[2], input[3]}
+    t.eq(net:output_shape(batch), {2, 10}, name)
+    t.eq(net:parameter_count(), want.parameters, name)
+  end
+end)
+
+t.test('tandem bench prints per-layer times and a JSON line', function()
+  local out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--batch=4', '--iters=1',
+                            '--warmup=0', '--threads=1'})
+  t.eq(rc, 0, out)
+  t.ok(out:find('conv1', 1, true) and out:find('images/s', 1, true), out)
+  out, rc = S.tandem({'bench', 'recipes/nets/resnet20.lua', '--batch=2', '--iters=1',
+                      '--warmup=0', '--threads=1', '--json'})
+  t.eq(rc, 0, out)
+  local ips = tonumber(out:match('"images_per_s": ([%d.]+)'))
+  t.ok(ips and ips > 0, out)
+  out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--batches=4'})
+  t.eq(rc, 1)
+  t.ok(out:find("unknown option '--batches'", 1, true), out)
+end)

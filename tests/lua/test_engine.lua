@@ -1,0 +1,150 @@
+-- T.Engine, T.optim, T.schedule, T.profile, T.MetricsLog and T.Progress from Lua.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local S = dofile('tests/lua/support.lua')
+local nn = T.nn
+
+local function tiny_net()
+  return nn.Sequential{
+    nn.Conv2d(1, 4, 3, {pad = 1, bias = false}), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(4 * 4 * 4, 3),
+  }
+end
+
+-- 3 classes told apart by brightness; n samples of 1x8x8.
+local function toy_data(n)
+  local values, labels = {}, {}
+  for i = 1, n do
+    local k = (i * 7) % 3
+    labels[i] = k
+    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7) end
+  end
+  return T.data.dataset(T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'}))
+end
+
+local function engine_for(net, seed)
+  return T.Engine{net = net, loss = nn.CrossEntropy(), devices = T.devices('cpu', 1, {threads = 1}),
+                  optim = T.optim.SGD{lr = 0.1, momentum = 0.9},
+                  schedule = T.schedule.Cosine{lr = 0.1, total_steps = 40}, seed = seed}
+end
+
+t.test('an engine trains: the loss falls and evaluation sees it', function()
+  local data = toy_data(96)
+  local engine = engine_for(tiny_net(), 1)
+  local order = T.data.epoch_order(data:size(), 1, 1, true)
+  local first, last
+  for step = 1, 24 do
+    local start = ((step - 1) * 16) % 96 + 1
+    local images, labels = data:batch(order, start, 16)
+    local r = engine:step(images, labels)
+    t.eq(r.samples, 16)
+    t.ok(r.lr > 0 and r.lr <= 0.1 + 1e-6, 'lr ' .. r.lr)
+    if step == 1 then first = r.loss end
+    last = r.loss
+  end
+  t.ok(last < 0.5 * first, ('loss %g -> %g'):format(first, last))
+  local result = engine:evaluate(data, {batch = 40})
+  t.eq(result.samples, 96)
+  t.ok(result.accuracy > 0.8, 'accuracy ' .. result.accuracy)
+  t.eq(engine:steps(), 24)
+end)
+
+t.test('save and load resume exactly', function()
+  local data = toy_data(32)
+  local order = T.data.epoch_order(32, 1, 1, false)
+  local path = S.tmpname('.safetensors')
+  local straight = engine_for(tiny_net(), 3)
+  local half = engine_for(tiny_net(), 3)
+  for step = 1, 4 do
+    local images, labels = data:batch(order, (step - 1) % 2 * 16 + 1, 16)
+    straight:step(images, labels)
+    if step <= 2 then half:step(images, labels) end
+  end
+  half:save(path, {epoch = 7})
+  local resumed = engine_for(tiny_net(), 99)
+  local meta = assert(resumed:load(path))
+  t.eq(meta.epoch, '7')
+  t.eq(resumed:steps(), 2)
+  for step = 3, 4 do
+    resumed:step(data:batch(order, (step - 1) % 2 * 16 + 1, 16))
+  end
+  local a, b = straight:net():parameters(), resumed:net():parameters()
+  for name, tensor in pairs(a) do t.eq(tensor:to_flat(), b[name]:to_flat(), name) end
+  S.cleanup()
+end)
+
+t.test('load returns nil and a message for a missing file, raises for a broken one', function()
+  local engine = engine_for(tiny_net(), 1)
+  local ok, msg = engine:load('/nonexistent/ck.safetensors')
+  t.eq(ok, nil)
+  t.ok(msg:find('no checkpoint at /nonexistent/ck.safetensors', 1, true), msg)
+  local broken = S.tmpname('.safetensors')
+  S.write(broken, 'not a checkpoint')
+  t.raises(function() engine:load(broken) end, broken)
+  S.cleanup()
+end)
+
+t.test('bad arguments raise errors that name them', function()
+  local engine = engine_for(tiny_net(), 1)
+  t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{lr = 0.1}, bogus = 1} end,
+           "unknown option 'bogus'")
+  t.raises(function() T.Engine{optim = T.optim.SGD{lr = 0.1}} end, 'option net is required')
+  t.raises(function() T.Engine{net = tiny_net()} end, 'option optim is required')
+  t.raises(function() T.Engine{net = 5, optim = T.optim.SGD{lr = 0.1}} end, 'tandem.Layer expected')
+  t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, 'tandem.SGD expected')
+  t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{}, layout = 'nchw16c'} end,
+           "layout must be 'contiguous' or 'channels_last'")
+  t.raises(function() T.optim.SGD{lr = -1} end, 'invalid learning rate -1')
+  t.raises(function() T.optim.SGD{learning_rate = 1} end, "unknown option 'learning_rate'")
+  t.raises(function() T.schedule.Cosine{lr = 0.1} end, 'option total_steps is required')
+  t.raises(function() engine:step(T.zeros{2, 3, 8, 8}, T.tensor({0, 1}, {2}, {dtype = 'i32'})) end,
+           '3 channels')
+  t.raises(function() engine:step(T.zeros{2, 1, 8, 8}, T.tensor({0, 7}, {2}, {dtype = 'i32'})) end,
+           'label 7 of sample 1 is outside [0, 3)')
+  t.raises(function() engine:step(T.zeros{2, 1, 8, 8}) end, 'tandem.Tensor expected')
+  t.raises(function() engine.step(nil) end, 'tandem.Engine expected')
+  engine:free()
+  t.raises(function() engine:steps() end, 'engine was freed')
+end)
+
+t.test('schedules give their documented values', function()
+  t.near(T.schedule.Constant{lr = 0.5}:lr(100), 0.5, 1e-7)
+  t.near(T.schedule.Step{lr = 1, step_size = 10, gamma = 0.5}:lr(25), 0.25, 1e-7)
+  t.near(T.schedule.MultiStep{lr = 1, milestones = {5, 8}, gamma = 0.1}:lr(9), 0.01, 1e-7)
+  t.near(T.schedule.Cosine{lr = 1, total_steps = 100}:lr(50), 0.5, 1e-6)
+  local warm = T.schedule.Warmup{steps = 10, start_factor = 0.1,
+                                 after = T.schedule.Constant{lr = 1}}
+  t.near(warm:lr(0), 0.1, 1e-6)
+  t.near(warm:lr(10), 1, 1e-6)
+  local hybrid = T.schedule.Hybrid{lr = 1, total_steps = 100, switch = 0.5}
+  t.near(hybrid:lr(100), 0, 1e-6)
+  t.ok(tostring(hybrid) ~= '', 'describes itself')
+end)
+
+t.test('profile times every layer', function()
+  local device = T.devices('cpu', 1, {threads = 1})[1]
+  local p = T.profile(tiny_net(), {1, 8, 8}, device, {batch = 8, iterations = 2, warmup = 1})
+  t.eq(#p.layers, 6)
+  t.eq(p.layers[1].kind, 'Conv2d')
+  t.eq(p.layers[6].output, {8, 3})
+  t.ok(p.step_ms > 0 and p.train_flops > 0, 'step time and flops')
+  t.raises(function() T.profile(tiny_net(), {1, 8, 8}, device, {batch = 0}) end, 'batch')
+end)
+
+t.test('metrics log writes JSON lines', function()
+  local path = S.tmpname('.jsonl')
+  local log = T.MetricsLog(path, {append = false})
+  log:write{epoch = 1, loss = 0.25, note = 'ok'}
+  log:write{epoch = 2, loss = 0.125, note = 'ok'}
+  t.eq(S.read(path), '{"epoch": 1, "loss": 0.25, "note": "ok"}\n{"epoch": 2, "loss": 0.125, "note": "ok"}\n')
+  t.raises(function() log:write{loss = {}} end, "metric 'loss' must be a number")
+  S.cleanup()
+end)
+
+t.test('progress bar reports rate and metrics', function()
+  local bar = T.Progress{total = 4, title = 'epoch 1', terminal = false}
+  for step = 1, 4 do bar:update(step, {loss = 1 / step}, 10) end
+  bar:finish()
+  t.ok(bar:rate() > 0, 'rate')
+  t.ok(bar.line:find('4/4', 1, true) and bar.line:find('loss 0.2500', 1, true), bar.line)
+end)
