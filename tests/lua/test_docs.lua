@@ -48,7 +48,7 @@ for _, block in ipairs(blocks) do
   end)
 end
 
--- The types and functions this binding defines; the engine's are documented by their author.
+-- Every type and function of the binding.
 t.test('every bound function and method is documented', function()
   local missing = {}
   local function need(pattern, what, alternative)
@@ -57,17 +57,20 @@ t.test('every bound function and method is documented', function()
       missing[#missing + 1] = what
     end
   end
-  for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'CrossEntropy'} do
+  for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'CrossEntropy', 'Engine',
+                            'Schedule', 'MetricsLog'} do
     for method in pairs(core.metatables[type_name].__index) do
       need(':' .. method .. '(', type_name .. ':' .. method)
     end
   end
   for _, name in ipairs{'tensor', 'zeros', 'ones', 'randn', 'devices', 'save', 'load', 'options',
                         'is_tensor', 'is_layer', 'is_device', 'version', 'backends',
-                        'recipe_dir'} do
+                        'recipe_dir', 'Engine', 'profile', 'now', 'MetricsLog', 'Progress'} do
     need('T.' .. name, 'T.' .. name)
   end
   for name in pairs(core.data) do need('T.data.' .. name, 'T.data.' .. name) end
+  for name in pairs(T.optim) do need('T.optim.' .. name, 'T.optim.' .. name) end
+  for name in pairs(T.schedule) do need('T.schedule.' .. name, 'T.schedule.' .. name) end
   for name in pairs(T.nn) do need('nn.' .. name .. '(', 'nn.' .. name, 'nn.' .. name .. '{') end
   table.sort(missing)
   t.eq(missing, {}, 'undocumented')

@@ -54,6 +54,8 @@ int command_help(const Args&) {
 
 int main(int argc, char** argv) {
     using namespace tandem::tool;
+    // Line-buffered even into a pipe or a file, so progress reaches logs as it happens.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     try {
         if (argc < 2) return command_repl({});
         const std::string name = argv[1];
