@@ -87,9 +87,10 @@ Tensor Linear::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
         << " does not match the output " << out.to_string() << " (input " << x.shape().to_string()
         << ")";
     auto& k = kernel(pass.device, out[0]);
+    k.backward_weights(x, dy, weight_.grad, bias_.grad);
+    if (!pass.need_dx) return Tensor();
     Tensor dx = Tensor::empty(x.shape(), pass.device);
     k.backward_data(dy, weight_.value, dx);
-    k.backward_weights(x, dy, weight_.grad, bias_.grad);
     return dx;
 }
 

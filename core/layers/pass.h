@@ -61,6 +61,24 @@ struct Pass {
     // Seeded per (seed, step, micro-batch) so that a replay or a recompute draws the same
     // numbers; each layer mixes in its own name (see base/rng.h).
     std::uint64_t rng_key = 0;
+    // Whether the caller of backward uses dx. The engine clears it for a net's first layer,
+    // whose input gradient nobody reads: Conv2d and Linear then skip their backward-data
+    // kernel and return an undefined tensor (for a first convolution, about half its
+    // backward time). Containers set it for each layer they run.
+    bool need_dx = true;
+};
+
+// Sets pass.need_dx for one call and restores it after.
+class NeedDx {
+public:
+    NeedDx(Pass& pass, bool need) : pass_(pass), saved_(pass.need_dx) { pass.need_dx = need; }
+    ~NeedDx() { pass_.need_dx = saved_; }
+    NeedDx(const NeedDx&) = delete;
+    NeedDx& operator=(const NeedDx&) = delete;
+
+private:
+    Pass& pass_;
+    bool saved_;
 };
 
 }  // namespace tandem

@@ -80,6 +80,7 @@ Tensor Residual::forward(const Tensor& x, Pass& pass) {
 }
 
 Tensor Residual::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
+    NeedDx need(pass, true);  // both branches' dx are summed below
     const Tensor from_body = in_branch("body", [&] { return body_->backward(x, dy, pass); });
     const Tensor from_shortcut =
         shortcut_ ? in_branch("shortcut", [&] { return shortcut_->backward(x, dy, pass); }) : dy;

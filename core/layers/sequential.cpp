@@ -150,6 +150,8 @@ Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begi
             TANDEM_CHECK_AS(ShapeError, g.shape() == expected)
                 << "gradient " << g.shape().to_string() << " does not match the output "
                 << expected.to_string();
+            // Only the range's first layer may skip dx, and only when our caller skips it.
+            NeedDx need(pass, i > begin || pass.need_dx);
             g = layers_[i]->backward(x, g, pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "backward"));

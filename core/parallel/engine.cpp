@@ -61,6 +61,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         const LossSums sums = options_.loss->forward(logits, y, pass);
         const float scale = 1.0f / static_cast<float>(sums.count);
         const Tensor dlogits = options_.loss->backward(logits, y, scale, pass);
+        pass.need_dx = false;  // nobody reads the gradient of the images
         options_.net->backward(x, dlogits, pass);
         sgd_.step(params, result.lr);
 

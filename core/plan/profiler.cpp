@@ -69,6 +69,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
             Tensor g = loss.backward(acts.back(), labels, 1.0f / static_cast<float>(batch), pass);
             for (std::size_t i = n; i-- > 0;) {
                 const auto t0 = Clock::now();
+                pass.need_dx = i > 0;  // as the engine runs it: no gradient for the images
                 g = net.backward_range(g, pass, i, i + 1);
                 if (timed) bwd[i].push_back(ms_since(t0));
             }
