@@ -1,0 +1,97 @@
+#include "parallel/buckets.h"
+
+#include <cstring>
+
+#include "base/error.h"
+#include "device/device.h"
+
+namespace tandem {
+
+GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> grads,
+                                 std::size_t bucket_bytes)
+    : grads_(std::move(grads)) {
+    TANDEM_CHECK_AS(ConfigError, bucket_bytes > 0) << "gradient buckets: bucket size must be positive";
+    Device* device = nullptr;
+    for (const auto& [name, grad] : grads_) {
+        TANDEM_CHECK_AS(ConfigError, grad.defined()) << "gradient buckets: '" << name << "' has no gradient";
+        TANDEM_CHECK_AS(ConfigError, grad.dtype() == DType::f32)
+            << "gradient buckets: '" << name << "' is " << grad.description() << ", f32 expected";
+        TANDEM_CHECK_AS(ConfigError, grad.device().host_accessible())
+            << "gradient buckets: '" << name << "' is on " << grad.device().name()
+            << ", which the host cannot read";
+        if (!device) device = &grad.device();
+        TANDEM_CHECK_AS(ConfigError, &grad.device() == device)
+            << "gradient buckets: '" << name << "' is on " << grad.device().name() << ", the first on "
+            << device->name() << "; a bucket list belongs to one device";
+    }
+
+    // Greedy in backward order: close the bucket when the next gradient would overflow it.
+    std::vector<std::vector<std::size_t>> groups;
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < grads_.size(); ++i) {
+        const std::size_t bytes = grads_[i].second.nbytes();
+        if (groups.empty() || (used > 0 && used + bytes > bucket_bytes)) {
+            groups.emplace_back();
+            used = 0;
+        }
+        groups.back().push_back(i);
+        used += bytes;
+    }
+    for (auto& members : groups) {
+        Bucket bucket;
+        std::size_t elements = 0;
+        for (std::size_t i : members) {
+            bucket.offsets.push_back(elements);
+            elements += static_cast<std::size_t>(grads_[i].second.numel());
+        }
+        bucket.members = std::move(members);
+        bucket.flat = Tensor::empty(Shape{static_cast<std::int64_t>(elements)}, *device);
+        buckets_.push_back(std::move(bucket));
+    }
+}
+
+const GradientBuckets::Bucket& GradientBuckets::bucket(std::size_t index) const {
+    TANDEM_CHECK_AS(ConfigError, index < buckets_.size())
+        << "gradient bucket " << index << " out of range (" << buckets_.size() << " buckets)";
+    return buckets_[index];
+}
+
+void GradientBuckets::pack(std::size_t index) {
+    const Bucket& b = bucket(index);
+    float* flat = b.flat.data<float>();
+    for (std::size_t k = 0; k < b.members.size(); ++k) {
+        const Tensor& grad = grads_[b.members[k]].second;
+        std::memcpy(flat + b.offsets[k], grad.data<float>(), grad.nbytes());
+    }
+}
+
+void GradientBuckets::unpack(std::size_t index, float scale) {
+    const Bucket& b = bucket(index);
+    const float* flat = b.flat.data<float>();
+    for (std::size_t k = 0; k < b.members.size(); ++k) {
+        const Tensor& grad = grads_[b.members[k]].second;
+        const float* src = flat + b.offsets[k];
+        float* dst = grad.data<float>();
+        const auto n = static_cast<std::size_t>(grad.numel());
+        if (scale == 1.0f) {
+            std::memcpy(dst, src, n * sizeof(float));
+        } else {
+            for (std::size_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
+        }
+    }
+}
+
+void GradientBuckets::all_reduce(std::size_t index, Communicator& comm, int rank,
+                                 ReduceAlgorithm algorithm, float scale) {
+    pack(index);
+    const Bucket& b = buckets_[index];
+    comm.all_reduce_sum(rank, b.flat.data<float>(), static_cast<std::size_t>(b.flat.numel()), algorithm);
+    unpack(index, scale);
+}
+
+void GradientBuckets::all_reduce_all(Communicator& comm, int rank, ReduceAlgorithm algorithm,
+                                     float scale) {
+    for (std::size_t i = 0; i < buckets_.size(); ++i) all_reduce(i, comm, rank, algorithm, scale);
+}
+
+}  // namespace tandem
