@@ -24,6 +24,7 @@ public:
     explicit BatchNorm2d(const BatchNorm2dOptions& options);
 
     std::string_view kind() const override { return "BatchNorm2d"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<BatchNorm2d>(options_)); }
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;

@@ -32,6 +32,7 @@ public:
     const Conv2dOptions& options() const { return options_; }
 
     std::string_view kind() const override { return "Conv2d"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<Conv2d>(options_)); }
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
     double forward_flops(const Shape& input) const override;

@@ -33,7 +33,9 @@ Tensor Dropout::forward(const Tensor& x, Pass& pass) {
     const std::uint64_t key = rng_key(pass.rng_key, name());
     Tensor mask = Tensor::empty(x.shape(), pass.device, DType::u8, x.layout());
     Tensor y = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());
-    kernel(pass.device, x.shape()).forward(x, p_, key, mask, y);
+    const std::uint64_t first = static_cast<std::uint64_t>(pass.first_sample) *
+                                static_cast<std::uint64_t>(x.numel() / x.shape()[0]);
+    kernel(pass.device, x.shape()).forward(x, p_, key, first, mask, y);
     pass.saved.put(this, {mask});
     return y;
 }

@@ -21,6 +21,7 @@ public:
     float p() const { return p_; }
 
     std::string_view kind() const override { return "Dropout"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<Dropout>(p_)); }
     Shape output_shape(const Shape& input) const override { return input; }
     MemoryEstimate memory_estimate(const Shape& input) const override;
     // Evaluation, or p == 0: returns x itself (no copy), and backward returns dy itself.

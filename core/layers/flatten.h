@@ -13,6 +13,7 @@ namespace tandem {
 class Flatten final : public Layer {
 public:
     std::string_view kind() const override { return "Flatten"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<Flatten>()); }
     // Throws ShapeError naming the layer and the input when the rank is below 2.
     Shape output_shape(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;

@@ -158,14 +158,16 @@ struct DropoutConfig {
     auto operator<=>(const DropoutConfig&) const = default;
 };
 
-// Element i is kept when rng_uniform(key, i) >= p, then scaled by 1 / (1 - p), so every
-// backend draws the same mask. mask: numel u8 (1 kept, 0 dropped).
+// Element i (logical NCHW index) is kept when rng_uniform(key, first + i) >= p, then scaled by
+// 1 / (1 - p), so every backend draws the same mask. `first` is the logical index of src's
+// first element in the whole batch: a micro-batch then draws the very mask the whole batch
+// would, whatever the split. mask: numel u8 (1 kept, 0 dropped).
 struct DropoutKernel {
     static constexpr const char* kName = "Dropout";
     using Config = DropoutConfig;
     virtual ~DropoutKernel() = default;
-    virtual void forward(const Tensor& src, float p, std::uint64_t key, Tensor& mask,
-                         Tensor& dst) = 0;
+    virtual void forward(const Tensor& src, float p, std::uint64_t key, std::uint64_t first,
+                         Tensor& mask, Tensor& dst) = 0;
     virtual void backward(const Tensor& diff_dst, const Tensor& mask, float p,
                           Tensor& diff_src) = 0;
 };

@@ -48,6 +48,25 @@ void Layer::set_kernel_impl(const std::string& impl) {
     for (auto* child : children()) child->set_kernel_impl(impl);
 }
 
+LayerPtr Layer::finish_clone(LayerPtr copy) const {
+    copy->name_ = name_;
+    copy->kernel_impl_ = kernel_impl_;
+    // parameters() is not const (it hands out pointers to train through); reading values
+    // through it changes nothing.
+    auto& self = const_cast<Layer&>(*this);
+    auto copy_values = [&](std::vector<Parameter*> from, std::vector<Parameter*> to) {
+        TANDEM_CHECK(from.size() == to.size())
+            << label() << ": the clone has " << to.size() << " tensors, the original " << from.size();
+        for (std::size_t i = 0; i < from.size(); ++i) {
+            to[i]->value = from[i]->value.to(host_device());
+            if (from[i]->grad.defined()) to[i]->grad = Tensor::zeros(from[i]->value.shape(), host_device());
+        }
+    };
+    copy_values(self.parameters(), copy->parameters());
+    copy_values(self.buffers(), copy->buffers());
+    return copy;
+}
+
 Parameter Layer::make_parameter(std::string name, const Shape& shape, bool decay) {
     return Parameter{std::move(name), Tensor::zeros(shape, host_device()),
                      Tensor::zeros(shape, host_device()), decay};

@@ -39,6 +39,9 @@ struct MemoryEstimate {
     std::size_t saved_bytes = 0;      // what it keeps for backward besides its input
 };
 
+class Layer;
+using LayerPtr = std::shared_ptr<Layer>;
+
 class Layer {
 public:
     Layer() = default;
@@ -67,6 +70,10 @@ public:
     // Sub-layers, for containers and blocks.
     virtual std::vector<Layer*> children() { return {}; }
 
+    // A new layer with the same options, name and kernel choice whose parameters and buffers
+    // hold copies of this layer's values, on the host device: a worker group's replica.
+    virtual LayerPtr clone() const = 0;
+
     // Moves parameters, gradients and buffers (and those of children) to `device`.
     void to(Device& device);
     // Builds kernels for `input` on `device` ahead of the first forward (and checks shapes).
@@ -84,13 +91,14 @@ protected:
     // A parameter of `shape` on the host device, zero gradient.
     static Parameter make_parameter(std::string name, const Shape& shape, bool decay);
     static Parameter make_buffer(std::string name, const Shape& shape, float value);
+    // Gives `copy` (a fresh layer of the same kind and options) this layer's name, kernel
+    // choice, parameter and buffer values; returns it. clone()'s common part.
+    LayerPtr finish_clone(LayerPtr copy) const;
 
 private:
     std::string name_;
     std::string kernel_impl_;
 };
-
-using LayerPtr = std::shared_ptr<Layer>;
 
 // Every parameter (or buffer) under `root` with a dotted name: "block2.body.conv1.weight".
 struct NamedParameter {

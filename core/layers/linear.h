@@ -26,6 +26,7 @@ public:
     const LinearOptions& options() const { return options_; }
 
     std::string_view kind() const override { return "Linear"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<Linear>(options_)); }
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
     double forward_flops(const Shape& input) const override;

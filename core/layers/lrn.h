@@ -21,6 +21,7 @@ public:
     explicit LRN(const LrnOptions& options = {});
 
     std::string_view kind() const override { return "LRN"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<LRN>(options_)); }
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;

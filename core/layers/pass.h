@@ -66,6 +66,10 @@ struct Pass {
     // kernel and return an undefined tensor (for a first convolution, about half its
     // backward time). Containers set it for each layer they run.
     bool need_dx = true;
+    // Index of this micro-batch's first sample in the step's whole (global) batch. Random
+    // draws are keyed by sample, not by position in the micro-batch, so a split batch sees
+    // the same dropout masks as the whole one.
+    std::int64_t first_sample = 0;
 };
 
 // Sets pass.need_dx for one call and restores it after.

@@ -53,6 +53,7 @@ public:
     explicit MaxPool2d(const Pool2dOptions& options)
         : Pool2d("MaxPool2d", PoolKind::max, options, false) {}
     std::string_view kind() const override { return "MaxPool2d"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<MaxPool2d>(options())); }
 };
 
 class AvgPool2d final : public Pool2d {
@@ -61,6 +62,7 @@ public:
     explicit AvgPool2d(const Pool2dOptions& options)
         : Pool2d("AvgPool2d", PoolKind::average, options, false) {}
     std::string_view kind() const override { return "AvgPool2d"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<AvgPool2d>(options())); }
 };
 
 // The mean of each channel over H x W: N x C x H x W -> N x C x 1 x 1.
@@ -68,6 +70,7 @@ class GlobalAvgPool2d final : public Pool2d {
 public:
     GlobalAvgPool2d() : Pool2d("GlobalAvgPool2d", PoolKind::average, {}, true) {}
     std::string_view kind() const override { return "GlobalAvgPool2d"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<GlobalAvgPool2d>()); }
 };
 
 }  // namespace tandem

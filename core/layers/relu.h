@@ -9,6 +9,7 @@ namespace tandem {
 class ReLU final : public Layer {
 public:
     std::string_view kind() const override { return "ReLU"; }
+    LayerPtr clone() const override { return finish_clone(std::make_shared<ReLU>()); }
     Shape output_shape(const Shape& input) const override { return input; }
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;

@@ -27,6 +27,12 @@ Residual::Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential>
     if (shortcut_) shortcut_->set_name("shortcut");
 }
 
+LayerPtr Residual::clone() const {
+    auto body = std::static_pointer_cast<Sequential>(body_->clone());
+    auto shortcut = shortcut_ ? std::static_pointer_cast<Sequential>(shortcut_->clone()) : nullptr;
+    return finish_clone(std::make_shared<Residual>(std::move(body), std::move(shortcut)));
+}
+
 template <class F>
 auto Residual::in_branch(const char* branch, F&& f) const -> decltype(f()) {
     try {

@@ -23,6 +23,7 @@ public:
     Sequential* shortcut() { return shortcut_.get(); }
 
     std::string_view kind() const override { return "Residual"; }
+    LayerPtr clone() const override;
     // Throws ShapeError naming the block and both shapes when the branches disagree.
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;

@@ -162,6 +162,12 @@ Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begi
     return g;
 }
 
+LayerPtr Sequential::clone() const {
+    auto copy = std::make_shared<Sequential>();
+    for (const auto& layer : layers_) copy->add(layer->clone());
+    return finish_clone(copy);
+}
+
 std::vector<Layer*> Sequential::children() {
     std::vector<Layer*> out;
     for (auto& layer : layers_) out.push_back(layer.get());

@@ -18,6 +18,7 @@ public:
     explicit Sequential(std::vector<LayerPtr> layers);
 
     std::string_view kind() const override { return "Sequential"; }
+    LayerPtr clone() const override;
     // Appends `layer`, naming it when it has no name; throws ConfigError on a duplicate name.
     void add(LayerPtr layer);
     std::size_t size() const { return layers_.size(); }

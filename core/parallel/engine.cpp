@@ -1,7 +1,12 @@
 #include "parallel/engine.h"
 
+#include <algorithm>
+#include <future>
+
 #include "base/rng.h"
 #include "io/safetensors.h"
+#include "parallel/step_board.h"
+#include "parallel/transfer.h"
 
 namespace tandem {
 namespace {
@@ -19,79 +24,272 @@ void check_batch(const Tensor& images, const Tensor& labels) {
         << ", labels " << labels.description();
 }
 
+// Stage boundaries: 0, the cuts, the layer count. Without cuts, stages of nearly equal layer
+// counts.
+std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std::vector<std::size_t>& cuts) {
+    const auto s = static_cast<std::size_t>(stages);
+    TANDEM_CHECK_AS(ConfigError, s <= layers)
+        << "Engine: " << stages << " stages need at least as many top-level layers; the net has " << layers;
+    std::vector<std::size_t> bounds{0};
+    if (cuts.empty()) {
+        for (std::size_t i = 1; i < s; ++i) bounds.push_back(layers * i / s);
+    } else {
+        TANDEM_CHECK_AS(ConfigError, cuts.size() == s - 1)
+            << "Engine: " << stages << " stages need " << s - 1 << " cuts; given " << cuts.size();
+        for (std::size_t c : cuts) {
+            TANDEM_CHECK_AS(ConfigError, c > bounds.back() && c < layers)
+                << "Engine: cut " << c << " must come after " << bounds.back()
+                << " and before the last layer (" << layers << " layers); cuts must increase";
+            bounds.push_back(c);
+        }
+    }
+    bounds.push_back(layers);
+    return bounds;
+}
+
+// Waits for every future, then rethrows the first exception among them.
+void wait_all(std::vector<std::future<void>>& futures) {
+    std::exception_ptr first;
+    for (auto& f : futures) {
+        try {
+            f.get();
+        } catch (...) {
+            if (!first) first = std::current_exception();
+        }
+    }
+    if (first) std::rethrow_exception(first);
+}
+
 }  // namespace
 
-Engine::Engine(EngineOptions options) : options_(std::move(options)), sgd_(options_.sgd) {
+struct Engine::Replica {
+    std::shared_ptr<Sequential> net;
+    std::shared_ptr<CrossEntropy> loss;  // kernels are cached per object: one per group
+    std::unique_ptr<Sgd> sgd;
+};
+
+// One run of every worker over a batch: a training step's forward and backward, or an
+// evaluation's forward. Micro-batch k = g * M + m (group g's m-th) covers samples
+// [starts[k], starts[k + 1]) of the global batch.
+struct Engine::StepPlan {
+    StepPlan(Mode mode, int groups, int micro_batches, int links, const Tensor& images,
+             const Tensor& labels)
+        : mode(mode), groups(groups), micro_batches(micro_batches), images(images), labels(labels),
+          board(groups, std::max(links, 1), micro_batches),
+          sums(static_cast<std::size_t>(groups * micro_batches)) {
+        const std::int64_t n = images.shape()[0];
+        for (int g = 0; g < groups; ++g) {
+            const std::int64_t shard_begin = n * g / groups, shard = n * (g + 1) / groups - shard_begin;
+            for (int m = 0; m < micro_batches; ++m) starts.push_back(shard_begin + shard * m / micro_batches);
+        }
+        starts.push_back(n);
+    }
+    std::int64_t start(int k) const { return starts[static_cast<std::size_t>(k)]; }
+    std::int64_t count(int k) const { return start(k + 1) - start(k); }
+
+    Mode mode;
+    int groups, micro_batches;
+    Tensor images, labels;
+    std::uint64_t rng = 0;
+    float loss_scale = 1;
+    StepBoard board;
+    std::vector<std::int64_t> starts;
+    std::vector<LossSums> sums;  // per micro-batch, from the last stages
+};
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, options_.net != nullptr) << "Engine: no net given";
     TANDEM_CHECK_AS(ConfigError, options_.net->size() > 0) << "Engine: the net has no layers";
     if (!options_.loss) options_.loss = std::make_shared<CrossEntropy>();
-    TANDEM_CHECK_AS(ConfigError, options_.devices.size() == 1)
-        << "Engine: this engine trains on one device; given " << options_.devices.size();
+    const ParallelOptions& p = options_.parallel;
+    TANDEM_CHECK_AS(ConfigError, p.groups >= 1 && p.stages >= 1 && p.micro_batches >= 1)
+        << "Engine: groups, stages and micro-batches must be at least 1; given " << p.groups
+        << ", " << p.stages << ", " << p.micro_batches;
+    const std::size_t needed = static_cast<std::size_t>(p.groups * p.stages);
+    TANDEM_CHECK_AS(ConfigError, options_.devices.size() == needed)
+        << "Engine: " << p.groups << " groups x " << p.stages << " stages need " << needed
+        << " devices; given " << options_.devices.size();
+    for (std::size_t i = 0; i < needed; ++i) {
+        TANDEM_CHECK_AS(ConfigError, options_.devices[i] != nullptr) << "Engine: device " << i + 1 << " is nil";
+        for (std::size_t j = 0; j < i; ++j)
+            TANDEM_CHECK_AS(ConfigError, options_.devices[i] != options_.devices[j])
+                << "Engine: " << options_.devices[i]->name() << " is given twice; every stage of "
+                << "every group needs a device of its own (one worker thread each)";
+    }
+    bounds_ = stage_bounds(options_.net->size(), p.stages, p.cuts);
+
     options_.net->initialize(options_.seed);
-    options_.net->to(device());
+    for (int g = 0; g < p.groups; ++g) {
+        auto replica = std::make_unique<Replica>();
+        replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
+        replica->loss = g == 0 ? options_.loss
+                               : std::make_shared<CrossEntropy>(options_.loss->label_smoothing());
+        replica->sgd = std::make_unique<Sgd>(options_.sgd);
+        for (int s = 0; s < p.stages; ++s)
+            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
+                replica->net->at(i).to(stage_device(g, s));
+        replicas_.push_back(std::move(replica));
+    }
+    if (p.groups > 1)
+        for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_inproc_communicator(p.groups));
 }
 
 Engine::~Engine() = default;
+
+Device& Engine::stage_device(int group, int stage) const {
+    return *options_.devices[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
+}
 
 float Engine::current_lr() const {
     return options_.schedule ? options_.schedule->lr(step_) : options_.sgd.lr;
 }
 
-Tensor Engine::to_device_input(const Tensor& images) const {
-    Device& dev = *options_.devices.front();
-    Tensor x = &images.device() == &dev ? images : images.to(dev);
-    if (x.shape().rank() == 4 && x.layout() != options_.layout) x = x.to_layout(options_.layout);
-    return x;
+std::vector<NamedParameter> Engine::stage_parameters(int group, int stage) const {
+    std::vector<NamedParameter> out;
+    Sequential& net = *replicas_[static_cast<std::size_t>(group)]->net;
+    for (std::size_t i = stage_begin(stage); i < stage_begin(stage + 1); ++i)
+        for (auto& p : named_parameters(net.at(i)))
+            out.push_back({net.at(i).name() + "." + p.name, p.parameter});
+    return out;
 }
 
 StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     check_batch(images, labels);
+    const ParallelOptions& p = options_.parallel;
+    const std::int64_t n = images.shape()[0];
+    TANDEM_CHECK_AS(ConfigError, n >= p.groups * p.micro_batches)
+        << "a batch of " << n << " cannot feed " << p.groups << " groups x " << p.micro_batches
+        << " micro-batches (every micro-batch needs a sample)";
+    StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
+    plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
+    plan.loss_scale = 1.0f / static_cast<float>(n);
+    run(plan);
+
+    // Every worker has finished its backward and all-reduce: only now do weights change, so a
+    // step that failed anywhere changed none.
     StepResult result;
     result.lr = current_lr();
-    Device& dev = device();
-    dev.worker().run([&] {
-        const Tensor x = to_device_input(images);
-        const Tensor y = &labels.device() == &dev ? labels : labels.to(dev);
-        const auto params = named_parameters(*options_.net);
-        Sgd::zero_grad(params);
+    std::vector<std::future<void>> updates;
+    for (int g = 0; g < p.groups; ++g)
+        for (int s = 0; s < p.stages; ++s)
+            updates.push_back(stage_device(g, s).worker().submit([this, g, s, lr = result.lr] {
+                replicas_[static_cast<std::size_t>(g)]->sgd->step(stage_parameters(g, s), lr);
+            }));
+    wait_all(updates);
 
-        Tape tape;
-        Pass pass{dev, Mode::train, 0, tape, rng_key(options_.seed, static_cast<std::uint64_t>(step_))};
-        const Tensor logits = options_.net->forward(x, pass);
-        const LossSums sums = options_.loss->forward(logits, y, pass);
-        const float scale = 1.0f / static_cast<float>(sums.count);
-        const Tensor dlogits = options_.loss->backward(logits, y, scale, pass);
-        pass.need_dx = false;  // nobody reads the gradient of the images
-        options_.net->backward(x, dlogits, pass);
-        sgd_.step(params, result.lr);
-
-        result.samples = sums.count;
-        result.loss = sums.loss / static_cast<double>(sums.count);
-        result.accuracy = static_cast<double>(sums.correct) / static_cast<double>(sums.count);
-    });
+    LossSums total;
+    for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;
+    result.samples = total.count;
+    result.loss = total.loss / static_cast<double>(total.count);
+    result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
     ++step_;
     return result;
 }
 
 LossSums Engine::evaluate_batch(const Tensor& images, const Tensor& labels) {
     check_batch(images, labels);
-    LossSums sums;
-    Device& dev = device();
-    dev.worker().run([&] {
-        const Tensor x = to_device_input(images);
-        const Tensor y = &labels.device() == &dev ? labels : labels.to(dev);
-        Tape tape;
-        Pass pass{dev, Mode::eval, 0, tape, 0};
-        sums = options_.loss->forward(options_.net->forward(x, pass), y, pass);
-    });
-    return sums;
+    const ParallelOptions& p = options_.parallel;
+    const int n = static_cast<int>(std::min<std::int64_t>(images.shape()[0], 1 << 30));
+    const int groups = std::max(1, std::min(p.groups, n));
+    const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
+    StepPlan plan(Mode::eval, groups, micro_batches, p.stages - 1, images, labels);
+    run(plan);
+    LossSums total;
+    for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;
+    return total;
+}
+
+void Engine::run(StepPlan& plan) {
+    std::vector<std::future<void>> done;
+    for (int g = 0; g < plan.groups; ++g)
+        for (int s = 0; s < options_.parallel.stages; ++s)
+            done.push_back(stage_device(g, s).worker().submit([this, &plan, g, s] {
+                try {
+                    run_stage(plan, g, s);
+                } catch (...) {
+                    const std::string reason = plan.board.fail(std::current_exception());
+                    for (auto& c : communicators_) c->abort(reason);
+                    throw;
+                }
+            }));
+    for (auto& f : done) f.wait();  // each failure is on the board, the first real one first
+    if (auto error = plan.board.first_error()) {
+        for (auto& c : communicators_) c->reset();
+        std::rethrow_exception(error);
+    }
+}
+
+void Engine::run_stage(StepPlan& plan, int group, int stage) {
+    const ParallelOptions& p = options_.parallel;
+    Replica& replica = *replicas_[static_cast<std::size_t>(group)];
+    Device& dev = stage_device(group, stage);
+    const bool first = stage == 0, last = stage == p.stages - 1;
+    const std::size_t begin = stage_begin(stage), end = stage_begin(stage + 1);
+    const int micro_batches = plan.micro_batches;
+    const bool train = plan.mode == Mode::train;
+    if (train) Sgd::zero_grad(stage_parameters(group, stage));
+
+    std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
+    std::vector<Tensor> logits(tapes.size()), labels(tapes.size());
+    std::vector<StageOp> ops;
+    if (train) {
+        ops = stage_ops(p.schedule, p.stages, stage, micro_batches);
+    } else {
+        for (int m = 0; m < micro_batches; ++m) ops.push_back({StageOp::forward, m});
+    }
+    for (const StageOp& op : ops) {
+        const int m = op.micro_batch, k = group * micro_batches + m;
+        const auto mi = static_cast<std::size_t>(m);
+        Pass pass{dev, plan.mode, k, tapes[mi], plan.rng};
+        pass.first_sample = plan.start(k);
+        if (op.kind == StageOp::forward) {
+            Tensor x;
+            if (first) {
+                x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
+                if (x.shape().rank() == 4 && x.layout() != options_.layout) x = x.to_layout(options_.layout);
+            } else {
+                x = transfer(plan.board.take(LinkDirection::forward, group, stage - 1, m), dev);
+            }
+            Tensor y = replica.net->forward_range(x, pass, begin, end);
+            if (!last) {
+                plan.board.put(LinkDirection::forward, group, stage, m, std::move(y));
+                continue;
+            }
+            // Labels go straight to the last stage.
+            labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
+            plan.sums[static_cast<std::size_t>(k)] = replica.loss->forward(y, labels[mi], pass);
+            logits[mi] = std::move(y);
+            continue;
+        }
+        Tensor dy;
+        if (last) {
+            dy = replica.loss->backward(logits[mi], labels[mi], plan.loss_scale, pass);
+            logits[mi] = Tensor(), labels[mi] = Tensor();
+        } else {
+            dy = transfer(plan.board.take(LinkDirection::backward, group, stage, m), dev);
+        }
+        pass.need_dx = !first;  // nobody reads the gradient of the images
+        Tensor dx = replica.net->backward_range(dy, pass, begin, end);
+        if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
+    }
+    if (train && p.groups > 1) reduce_gradients(group, stage);
+}
+
+void Engine::reduce_gradients(int group, int stage) {
+    Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
+    for (auto& p : stage_parameters(group, stage)) {
+        Tensor& grad = p.parameter->grad;
+        comm.all_reduce_sum(group, grad.data<float>(), static_cast<std::size_t>(grad.numel()),
+                            options_.parallel.algorithm);
+    }
 }
 
 void Engine::save(const std::string& path, const std::map<std::string, std::string>& metadata) {
     NamedTensors tensors;
     for (auto& p : named_parameters(*options_.net)) tensors.emplace_back("model." + p.name, p.parameter->value);
     for (auto& b : named_buffers(*options_.net)) tensors.emplace_back("model." + b.name, b.parameter->value);
-    for (auto& [name, t] : sgd_.state()) tensors.emplace_back("optim." + name, t);
+    // Replicas are identical after every step: group 0's copy speaks for all.
+    for (auto& [name, t] : replicas_.front()->sgd->state()) tensors.emplace_back("optim." + name, t);
     std::map<std::string, std::string> meta = metadata;
     meta["format"] = kFormat;
     meta["step"] = std::to_string(step_);
@@ -101,7 +299,7 @@ void Engine::save(const std::string& path, const std::map<std::string, std::stri
 
 std::map<std::string, std::string> Engine::load(const std::string& path) {
     // Read everything first: a bad file must leave the engine as it was.
-    SafetensorsContents file = load_safetensors(path, device());
+    SafetensorsContents file = load_safetensors(path, host_device());
     auto& meta = file.metadata;
     TANDEM_CHECK_AS(DataError, meta.count("format") && meta["format"] == kFormat)
         << path << " is not a Tandem checkpoint (metadata 'format' is not " << kFormat << ")";
@@ -131,9 +329,15 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     } catch (const std::exception&) {
         TANDEM_THROW(DataError) << path << ": metadata 'step' is missing or not a number";
     }
-    sgd_.load_state(optim_state, named_parameters(*options_.net));
+    for (auto& replica : replicas_) replica->sgd->load_state(optim_state, named_parameters(*replica->net));
 
     for (auto& [parameter, value] : updates) parameter->value.copy_from(value);
+    // The other replicas take the same values, by position (their names are the same).
+    for (std::size_t g = 1; g < replicas_.size(); ++g) {
+        auto params = named_parameters(*replicas_[g]->net), buffers = named_buffers(*replicas_[g]->net);
+        params.insert(params.end(), buffers.begin(), buffers.end());
+        for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter->value.copy_from(updates[i].second);
+    }
     step_ = step;
     if (meta.count("seed")) options_.seed = std::stoull(meta["seed"]);
     return meta;

@@ -1,12 +1,25 @@
 // Engine: trains a net — forward, loss, backward, optimizer step — on its devices.
 //
-// This first engine drives one device: the whole step runs on that device's worker thread,
-// and an error anywhere in it reaches the caller as the exception it was, with the path
-// (layer, device, micro-batch) in its context. The pipeline engine (stages on several
-// devices, micro-batches, replicas) keeps this interface.
+// G worker groups x S stages on G*S devices (device g*S + s runs stage s of group g). Each
+// group holds a replica of the net and takes its shard of every global batch; inside a group
+// the net is cut into S contiguous stages, and the group's shard flows through them as M
+// micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its own
+// ops in order, handing activations forward and gradients back through transfers; as soon as
+// a stage's last backward is done it all-reduces its gradients with the other groups' copies
+// of the stage (while earlier stages are still in backward), then takes its optimizer step.
+// G = S = M = 1 is plain one-device training.
 //
-// Determinism: every random draw in a step comes from rng_key(seed, step), so a run resumed
-// from a checkpoint (weights, buffers, optimizer state, step, seed) continues bit for bit.
+// Every micro-batch's loss is scaled by 1 / (global batch), so the summed gradients are the
+// whole batch's: G x S x M training computes what one device computes on the whole batch
+// (batch norm aside: it normalises each micro-batch by its own statistics).
+//
+// Failure: an error on any worker stops the step on every worker (the StepBoard and the
+// communicators wake whoever waits) and reaches the caller as the error it was, with the path
+// (layer, device, micro-batch) in its context; the engine stays usable.
+//
+// Determinism: every random draw in a step comes from rng_key(seed, step) and the sample's
+// index in the global batch, so a run resumed from a checkpoint (weights, buffers, optimizer
+// state, step, seed) continues bit for bit, whatever the layout it was saved under.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +32,23 @@
 #include "layers/sequential.h"
 #include "optim/schedules.h"
 #include "optim/sgd.h"
+#include "parallel/communicator.h"
+#include "parallel/schedule.h"
 
 namespace tandem {
+
+class StepBoard;
+
+struct ParallelOptions {
+    int groups = 1;
+    int stages = 1;
+    int micro_batches = 1;
+    PipelineSchedule schedule = PipelineSchedule::gpipe;
+    // Where stages 1 .. S-1 begin: S - 1 increasing top-level layer indices (0-based). Empty:
+    // cut into stages of nearly equal layer counts.
+    std::vector<std::size_t> cuts;
+    ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+};
 
 struct EngineOptions {
     std::shared_ptr<Sequential> net;
@@ -31,6 +59,7 @@ struct EngineOptions {
     std::uint64_t seed = 1;
     // Activations' memory layout; channels_last lets oneDNN skip layout conversions.
     Layout layout = Layout::contiguous;
+    ParallelOptions parallel;
 };
 
 struct StepResult {
@@ -66,12 +95,23 @@ public:
     Sequential& net() { return *options_.net; }
     Device& device() { return *options_.devices.front(); }
     const EngineOptions& options() const { return options_; }
+    // Stage s of every group runs top-level layers [stage_begin(s), stage_begin(s + 1)).
+    std::size_t stage_begin(int stage) const { return bounds_[static_cast<std::size_t>(stage)]; }
+    Device& stage_device(int group, int stage) const;
 
 private:
-    Tensor to_device_input(const Tensor& images) const;
+    struct Replica;
+    struct StepPlan;
+    // Runs a step (training) or a forward-only pass (evaluation) on every worker at once.
+    void run(StepPlan& plan);
+    void run_stage(StepPlan& plan, int group, int stage);
+    void reduce_gradients(int group, int stage);
+    std::vector<NamedParameter> stage_parameters(int group, int stage) const;
 
     EngineOptions options_;
-    Sgd sgd_;
+    std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count
+    std::vector<std::unique_ptr<Replica>> replicas_;
+    std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     std::int64_t step_ = 0;
 };
 

@@ -117,6 +117,17 @@ Tensor Tensor::reshape(const Shape& shape) const {
     return t;
 }
 
+Tensor Tensor::narrow_batch(std::int64_t begin, std::int64_t count) const {
+    TANDEM_CHECK_AS(ShapeError, shape_.rank() >= 1 && begin >= 0 && count >= 0 &&
+                                    begin + count <= shape_[0])
+        << "cannot take samples [" << begin << ", " << begin + count << ") of " << description();
+    Tensor t = *this;
+    t.shape_[0] = count;
+    const std::int64_t per_sample = shape_[0] == 0 ? 0 : numel() / shape_[0];
+    t.offset_bytes_ += static_cast<std::size_t>(begin * per_sample) * dtype_size(dtype_);
+    return t;
+}
+
 Tensor Tensor::to_layout(Layout layout) const {
     if (layout == layout_) return *this;
     Tensor t = empty(shape_, device(), dtype_, layout);
@@ -126,6 +137,15 @@ Tensor Tensor::to_layout(Layout layout) const {
 
 Tensor Tensor::to(Device& target) const {
     Tensor t = empty(shape_, target, dtype_, layout_);
+    // One copy when either side is host memory (between CPU devices: a plain memcpy).
+    if (device().host_accessible()) {
+        target.copy_from_host(t.raw(), raw(), nbytes());
+        return t;
+    }
+    if (target.host_accessible()) {
+        device().copy_to_host(t.raw(), raw(), nbytes());
+        return t;
+    }
     std::vector<char> host(nbytes());
     device().copy_to_host(host.data(), raw(), host.size());
     target.copy_from_host(t.raw(), host.data(), host.size());

@@ -57,6 +57,10 @@ public:
 
     // A view with another shape over the same elements; needs the contiguous layout.
     Tensor reshape(const Shape& shape) const;
+    // A view of samples [begin, begin + count) along the first dimension, sharing storage: how
+    // a batch is cut into micro-batches without copying (the batch dimension is outermost in
+    // both layouts).
+    Tensor narrow_batch(std::int64_t begin, std::int64_t count) const;
     // The same values in another layout (a copy; `*this` when already in it).
     Tensor to_layout(Layout layout) const;
     // A copy on `device`, same layout.

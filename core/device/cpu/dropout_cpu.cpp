@@ -14,8 +14,8 @@ class DropoutCpu final : public DropoutKernel {
 public:
     explicit DropoutCpu(const DropoutConfig& config) : config_(config) {}
 
-    void forward(const Tensor& src, float p, std::uint64_t key, Tensor& mask,
-                 Tensor& dst) override {
+    void forward(const Tensor& src, float p, std::uint64_t key, std::uint64_t first,
+                 Tensor& mask, Tensor& dst) override {
         check(src, "src");
         check(dst, "dst");
         TANDEM_CHECK_AS(ShapeError, mask.numel() == config_.numel && mask.dtype() == DType::u8 &&
@@ -31,7 +31,7 @@ public:
         if (src.layout() == Layout::contiguous) {
 #pragma omp parallel for if (n > kParallelMin)
             for (std::int64_t i = 0; i < n; ++i) {
-                const bool kept = rng_uniform(key, static_cast<std::uint64_t>(i)) >= p;
+                const bool kept = rng_uniform(key, first + static_cast<std::uint64_t>(i)) >= p;
                 m[i] = kept;
                 y[i] = kept ? x[i] * keep_scale : 0.f;
             }
@@ -49,7 +49,7 @@ public:
             const std::int64_t h = rest % h_dim;
             const std::int64_t b = rest / h_dim;
             const std::int64_t logical = ((b * c_dim + c) * h_dim + h) * w_dim + w;
-            const bool kept = rng_uniform(key, static_cast<std::uint64_t>(logical)) >= p;
+            const bool kept = rng_uniform(key, first + static_cast<std::uint64_t>(logical)) >= p;
             m[i] = kept;
             y[i] = kept ? x[i] * keep_scale : 0.f;
         }

@@ -1,0 +1,220 @@
+// The parallel engine computes what one device computes: G groups x S stages x M micro-batches
+// against 1 x 1 x 1 on the whole batch; failures anywhere reach the caller; memory caps.
+#include <gtest/gtest.h>
+
+#include "base/rng.h"
+#include "device/cpu/cpu_device.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/pool2d.h"
+#include "layers/relu.h"
+#include "parallel/engine.h"
+#include "support/temp_dir.h"
+
+namespace tandem::test {
+namespace {
+
+Conv2dOptions conv(std::int64_t in, std::int64_t out) {
+    Conv2dOptions c;
+    c.in_channels = in, c.out_channels = out, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
+    return c;
+}
+
+// No batch norm: every split computes the same gradients. Dropout draws by global sample
+// index, so it is split-invariant too.
+std::shared_ptr<Sequential> plain_net() {
+    Pool2dOptions p;
+    p.kernel_h = p.kernel_w = 2;
+    return std::make_shared<Sequential>(std::vector<LayerPtr>{
+        std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
+        std::make_shared<Conv2d>(conv(4, 6)), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Dropout>(0.25f),
+        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
+}
+
+struct Batch {
+    Tensor images, labels;
+};
+
+Batch make_batch(int step, std::int64_t n = 16) {
+    std::vector<float> x(static_cast<std::size_t>(n * 64));
+    Tensor labels = Tensor::empty({n}, host_device(), DType::i32);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const int k = static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
+        labels.data<int>()[i] = k;
+        for (int j = 0; j < 64; ++j)
+            x[static_cast<std::size_t>(i * 64 + j)] =
+                float(k - 1) + 0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
+    }
+    return {Tensor::from_vector({n, 1, 8, 8}, host_device(), x), labels};
+}
+
+std::vector<std::shared_ptr<Device>> cpus(int n, std::size_t memory = std::size_t(1) << 30) {
+    std::vector<std::shared_ptr<Device>> d;
+    for (int i = 0; i < n; ++i) d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{memory, 1}));
+    return d;
+}
+
+EngineOptions layout_options(int groups, int stages, int micro_batches,
+                             PipelineSchedule schedule = PipelineSchedule::gpipe) {
+    EngineOptions o;
+    o.net = plain_net();
+    o.devices = cpus(groups * stages);
+    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.seed = 11;
+    o.layout = Layout::channels_last;
+    o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
+    o.parallel.schedule = schedule;
+    return o;
+}
+
+std::map<std::string, std::vector<float>> weights(Engine& e) {
+    std::map<std::string, std::vector<float>> w;
+    for (auto& p : named_parameters(e.net())) w[p.name] = p.parameter->value.to_vector();
+    return w;
+}
+
+void expect_close(const std::map<std::string, std::vector<float>>& want,
+                  const std::map<std::string, std::vector<float>>& got, double rel, const std::string& what) {
+    ASSERT_EQ(want.size(), got.size());
+    for (const auto& [name, a] : want) {
+        const auto& b = got.at(name);
+        ASSERT_EQ(a.size(), b.size()) << name;
+        double diff = 0, norm = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+            norm = std::max(norm, std::abs(double(a[i])));
+        }
+        EXPECT_LE(diff, rel * norm) << what << ": " << name << " differs by " << diff << " (max |w| " << norm << ")";
+    }
+}
+
+std::map<std::string, std::vector<float>> train(EngineOptions options, int steps, double* loss = nullptr) {
+    Engine engine(std::move(options));
+    for (int s = 0; s < steps; ++s) {
+        const Batch b = make_batch(s);
+        const StepResult r = engine.step(b.images, b.labels);
+        if (loss) *loss = r.loss;
+    }
+    return weights(engine);
+}
+
+TEST(Pipeline, EveryLayoutTrainsLikeOneDevice) {
+    double one_loss = 0;
+    const auto one = train(layout_options(1, 1, 1), 5, &one_loss);
+    struct Case {
+        int g, s, m;
+        PipelineSchedule schedule;
+    };
+    for (const Case& c : {Case{1, 2, 4, PipelineSchedule::gpipe}, Case{2, 1, 1, PipelineSchedule::gpipe},
+                          Case{2, 2, 4, PipelineSchedule::one_f_one_b}, Case{1, 4, 8, PipelineSchedule::one_f_one_b},
+                          Case{1, 4, 8, PipelineSchedule::gpipe}, Case{2, 2, 2, PipelineSchedule::gpipe}}) {
+        const std::string what = std::to_string(c.g) + "x" + std::to_string(c.s) + "x" + std::to_string(c.m) +
+                                 " " + std::string(pipeline_schedule_name(c.schedule));
+        double loss = 0;
+        expect_close(one, train(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
+        EXPECT_NEAR(loss, one_loss, 1e-4 * std::abs(one_loss)) << what;
+    }
+}
+
+TEST(Pipeline, ManualCutsPlaceLayers) {
+    EngineOptions o = layout_options(1, 3, 2);
+    o.parallel.cuts = {3, 6};
+    Engine engine(o);
+    EXPECT_EQ(engine.stage_begin(1), 3u);
+    EXPECT_EQ(engine.stage_begin(2), 6u);
+    EXPECT_EQ(&engine.net().at(3).parameters()[0]->value.device(), &engine.stage_device(0, 1));
+    EXPECT_EQ(&engine.net().at(9).parameters()[0]->value.device(), &engine.stage_device(0, 2));
+    o = layout_options(1, 3, 2);
+    o.parallel.cuts = {6, 3};
+    EXPECT_THROW(Engine{o}, ConfigError);
+}
+
+TEST(Pipeline, BadLayoutsAreRefused) {
+    EngineOptions o = layout_options(2, 2, 1);
+    o.devices.pop_back();
+    try {
+        Engine e(o);
+        FAIL();
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("2 groups x 2 stages need 4 devices; given 3"), std::string::npos) << e.what();
+    }
+    o = layout_options(1, 2, 1);
+    o.devices[1] = o.devices[0];
+    EXPECT_THROW(Engine{o}, ConfigError);
+    Engine e(layout_options(2, 1, 4));
+    const Batch b = make_batch(0, 6);  // 6 samples cannot fill 2 x 4 micro-batches
+    EXPECT_THROW(e.step(b.images, b.labels), ConfigError);
+}
+
+// A label out of range fails on the last stage of one group; every worker stops, the error
+// reaches the caller, no weight changes, and the next step runs.
+TEST(Pipeline, AnErrorOnOneWorkerStopsTheStep) {
+    Engine engine(layout_options(2, 2, 2, PipelineSchedule::one_f_one_b));
+    const auto before = weights(engine);
+    Batch b = make_batch(0);
+    b.labels.data<int>()[13] = 7;
+    try {
+        engine.step(b.images, b.labels);
+        FAIL() << "expected DataError";
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("7"), std::string::npos) << e.what();
+    }
+    expect_close(before, weights(engine), 0, "after a failed step");
+    for (const auto& [name, w] : before) EXPECT_EQ(w, weights(engine).at(name)) << name;
+    const Batch good = make_batch(1);
+    EXPECT_NO_THROW(engine.step(good.images, good.labels));
+}
+
+// Out of memory on a middle stage while others wait in the pipeline and in the all-reduce.
+TEST(Pipeline, OutOfMemoryOnOneStageNamesTheDevice) {
+    EngineOptions o = layout_options(2, 2, 2);
+    o.devices[3] = std::make_shared<CpuDevice>(7, CpuDeviceOptions{40 << 10, 1});
+    Engine engine(o);
+    const Batch b = make_batch(0, 512);
+    try {
+        engine.step(b.images, b.labels);
+        FAIL() << "expected DeviceMemoryError";
+    } catch (const DeviceMemoryError& e) {
+        EXPECT_NE(e.full_message().find("cpu:7"), std::string::npos) << e.full_message();
+    }
+    const Batch small = make_batch(1, 4);
+    EXPECT_NO_THROW(engine.step(small.images, small.labels));
+}
+
+TEST(Pipeline, EvaluationMatchesOneDevice) {
+    Engine one(layout_options(1, 1, 1)), split(layout_options(2, 2, 4));
+    const Batch b = make_batch(3, 40);
+    const LossSums a = one.evaluate_batch(b.images, b.labels), c = split.evaluate_batch(b.images, b.labels);
+    EXPECT_EQ(a.count, c.count);
+    EXPECT_EQ(a.correct, c.correct);
+    EXPECT_NEAR(a.loss, c.loss, 1e-5 * std::abs(a.loss));
+    const Batch tiny = make_batch(4, 3);  // fewer samples than groups x micro-batches
+    EXPECT_EQ(split.evaluate_batch(tiny.images, tiny.labels).count, 3);
+}
+
+// A checkpoint holds the model by layer name: saved under 2 x 2, it resumes under 1 x 1 and
+// 1 x 4 and continues as the 2 x 2 run does.
+TEST(Pipeline, CheckpointsResumeUnderAnotherLayout) {
+    TempDir dir;
+    const std::string path = (dir.path() / "ck.safetensors").string();
+    Engine straight(layout_options(2, 2, 2));
+    for (int s = 0; s < 3; ++s) straight.step(make_batch(s).images, make_batch(s).labels);
+    straight.save(path);
+    for (int s = 3; s < 6; ++s) straight.step(make_batch(s).images, make_batch(s).labels);
+    for (auto [g, st] : {std::pair{1, 1}, std::pair{1, 4}, std::pair{2, 1}}) {
+        EngineOptions o = layout_options(g, st, 2);
+        o.seed = 999;  // everything comes from the file
+        Engine resumed(o);
+        resumed.load(path);
+        EXPECT_EQ(resumed.steps(), 3);
+        for (int s = 3; s < 6; ++s) resumed.step(make_batch(s).images, make_batch(s).labels);
+        expect_close(weights(straight), weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test
