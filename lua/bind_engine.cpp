@@ -131,7 +131,52 @@ Layout parse_layout(int index, const std::string& text) {
     throw ArgError(index, "layout must be 'contiguous' or 'channels_last', got '" + text + "'");
 }
 
-// core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout)
+// One cut of parallel.split as the index of the layer the next stage begins with.
+std::size_t split_cut(lua_State* L, int index, const std::vector<std::string>& names) {
+    if (lua_type(L, index) == LUA_TNUMBER) {
+        const std::int64_t after = check_int(L, index);
+        if (after < 1 || after >= static_cast<std::int64_t>(names.size()))
+            TANDEM_THROW(ConfigError) << "parallel.split: cut after layer " << after << " is outside 1.."
+                                      << names.size() - 1 << " (the last layer ends the last stage)";
+        return static_cast<std::size_t>(after);
+    }
+    const std::string name = check_string(L, index);
+    for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return i + 1;
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    TANDEM_THROW(ConfigError) << "parallel.split: no top-level layer named '" << name << "' (layers: " << list << ")";
+}
+
+// The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
+// split = {cut, ...}, algorithm = 'ring' | 'tree'}. A cut is a top-level layer's name or
+// 1-based index: the next stage begins after it.
+ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
+    check_options(L, index, "T.Engine parallel",
+                  {"groups", "stages", "micro_batches", "schedule", "split", "algorithm"});
+    ParallelOptions p;
+    p.groups = static_cast<int>(option_int(L, index, "groups", 1));
+    p.stages = static_cast<int>(option_int(L, index, "stages", 1));
+    p.micro_batches = static_cast<int>(option_int(L, index, "micro_batches", 1));
+    p.schedule = parse_pipeline_schedule(option_string(L, index, "schedule", "gpipe"));
+    p.algorithm = parse_reduce_algorithm(option_string(L, index, "algorithm", "ring"));
+    if (!has_option(L, index, "split")) return p;
+    lua_getfield(L, index, "split");
+    const int split = lua_gettop(L);
+    if (!lua_istable(L, split))
+        throw ArgError(index, "parallel.split must be a list of layer names or indices");
+    std::vector<std::string> known;
+    for (const auto& layer : net.layers()) known.push_back(layer->name());
+    for (int i = 1; i <= static_cast<int>(lua_objlen(L, split)); ++i) {
+        lua_rawgeti(L, split, i);
+        p.cuts.push_back(split_cut(L, lua_gettop(L), known));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return p;
+}
+
+// core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel)
 int engine_new(lua_State* L) {
     EngineOptions o;
     o.net = check_sequential_ptr(L, 1);
@@ -146,6 +191,7 @@ int engine_new(lua_State* L) {
     if (!lua_isnoneornil(L, 5)) o.schedule = check_schedule(L, 5);
     o.seed = static_cast<std::uint64_t>(check_int(L, 6));
     o.layout = parse_layout(7, check_string(L, 7));
+    o.parallel = check_parallel(L, 8, *o.net);
     push_box(L, kEngineType, std::make_shared<Engine>(std::move(o)));
     return 1;
 }

@@ -2,7 +2,8 @@
 --   local engine = T.Engine{net = net, loss = T.nn.CrossEntropy(), devices = T.devices('cpu', 1),
 --                           optim = T.optim.SGD{lr = 0.1, momentum = 0.9},
 --                           schedule = T.schedule.Cosine{lr = 0.1, total_steps = 1000},
---                           seed = 1, layout = 'channels_last'}
+--                           seed = 1, layout = 'channels_last',
+--                           parallel = {groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b'}}
 -- Options are checked here (unknown keys list the known ones) and reach C++ as plain values.
 local core = require 'tandem.core'
 local check = require 'tandem.options'
@@ -19,13 +20,14 @@ local function options(given, name, known)
 end
 
 function M.Engine(o)
-  o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout'})
+  o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
+                              'parallel'})
   if o.net == nil then error('T.Engine: option net is required', 2) end
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
-                         o.layout or 'channels_last')
+                         o.layout or 'channels_last', o.parallel or {})
 end
 
 function M.optim.SGD(o)

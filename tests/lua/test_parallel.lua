@@ -1,0 +1,49 @@
+-- T.Engine's parallel option: groups x stages x micro-batches from a recipe.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local nn = T.nn
+
+local function net()
+  return nn.Sequential{
+    nn.Conv2d(1, 4, 3, {pad = 1}), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3),
+  }
+end
+
+local function batch(n, step)
+  local values, labels = {}, {}
+  for i = 1, n do
+    local k = (i * 7 + step) % 3
+    labels[i] = k
+    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
+  end
+  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
+end
+
+local function engine(parallel, devices)
+  return T.Engine{net = net(), devices = T.devices('cpu', devices, {threads = 1}),
+                  optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
+end
+
+local function train(e)
+  local r
+  for step = 1, 4 do r = e:step(batch(16, step)) end
+  return r.loss
+end
+
+t.test('2 groups x 2 stages x 4 micro-batches train like one device', function()
+  local one = train(engine({}, 1))
+  local split = train(engine({groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b',
+                              split = {'flatten1'}}, 4))
+  t.ok(math.abs(one - split) < 1e-4 * math.abs(one), ('loss %.7g vs %.7g'):format(one, split))
+  local by_index = train(engine({stages = 2, micro_batches = 2, split = {4}}, 2))
+  t.ok(math.abs(one - by_index) < 1e-4 * math.abs(one), ('loss %.7g vs %.7g'):format(one, by_index))
+end)
+
+t.test('a bad parallel option is a clear error', function()
+  t.raises(function() engine({groups = 2, stages = 2}, 3) end, '2 groups x 2 stages need 4 devices; given 3')
+  t.raises(function() engine({stages = 2, split = {'fc9'}}, 2) end, "no top-level layer named 'fc9'")
+  t.raises(function() engine({stages = 2, split = {7}}, 2) end, 'outside 1..6')
+  t.raises(function() engine({stages = 2, schedule = 'zigzag'}, 2) end, 'unknown pipeline schedule')
+  t.raises(function() engine({stagez = 2}, 2) end, "unknown option 'stagez'")
+end)
