@@ -12,6 +12,7 @@
 
 #include "binding.h"
 #include "objects.h"
+#include "io/trace.h"
 #include "parallel/engine.h"
 #include "wrap.h"
 
@@ -176,7 +177,8 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     return p;
 }
 
-// core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel)
+// core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,
+//                 trace (boolean))
 int engine_new(lua_State* L) {
     EngineOptions o;
     o.net = check_sequential_ptr(L, 1);
@@ -192,6 +194,7 @@ int engine_new(lua_State* L) {
     o.seed = static_cast<std::uint64_t>(check_int(L, 6));
     o.layout = parse_layout(7, check_string(L, 7));
     o.parallel = check_parallel(L, 8, *o.net);
+    if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
     push_box(L, kEngineType, std::make_shared<Engine>(std::move(o)));
     return 1;
 }
@@ -277,6 +280,40 @@ int engine_lr(lua_State* L) {
     return 1;
 }
 
+// engine:stages() -> {{first =, last =, devices = {'cpu:0', ...}}, ...}: each stage's layers
+// (top-level names) and the device that runs it in each group.
+int engine_stages(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const ParallelOptions& p = engine->options().parallel;
+    lua_createtable(L, p.stages, 0);
+    for (int s = 0; s < p.stages; ++s) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, engine->net().at(engine->stage_begin(s)).name().c_str());
+        lua_setfield(L, -2, "first");
+        lua_pushstring(L, engine->net().at(engine->stage_begin(s + 1) - 1).name().c_str());
+        lua_setfield(L, -2, "last");
+        lua_createtable(L, p.groups, 0);
+        for (int g = 0; g < p.groups; ++g) {
+            lua_pushstring(L, engine->stage_device(g, s).name().c_str());
+            lua_rawseti(L, -2, g + 1);
+        }
+        lua_setfield(L, -2, "devices");
+        lua_rawseti(L, -2, s + 1);
+    }
+    return 1;
+}
+
+// engine:write_trace(path): the Chrome trace (JSON, for Perfetto or chrome://tracing) of every
+// step so far; an engine made without trace = true has none to write.
+int engine_write_trace(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const std::string path = check_string(L, 2);
+    if (!engine->options().trace)
+        TANDEM_THROW(ConfigError) << "engine:write_trace: this engine records no trace (make it with trace = true)";
+    engine->options().trace->write(path);
+    return 0;
+}
+
 int engine_net(lua_State* L) {
     auto engine = check_engine(L, 1);
     push_layer(L, engine->options().net);
@@ -302,6 +339,7 @@ const luaL_Reg kEngineMethods[] = {
     {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
     {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
     {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
+    {"stages", wrap<engine_stages>}, {"write_trace", wrap<engine_write_trace>},
     {"free", wrap<release_box<EnginePtr, kEngineType>>},
     {nullptr, nullptr},
 };

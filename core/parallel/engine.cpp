@@ -5,6 +5,8 @@
 
 #include "base/rng.h"
 #include "io/safetensors.h"
+#include "io/trace.h"
+#include "parallel/buckets.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
 
@@ -130,8 +132,17 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
                 replica->net->at(i).to(stage_device(g, s));
         replicas_.push_back(std::move(replica));
     }
-    if (p.groups > 1)
+    if (p.groups > 1) {
         for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_inproc_communicator(p.groups));
+        // Backward produces gradients last layer first: buckets follow that order.
+        for (int g = 0; g < p.groups; ++g)
+            for (int s = 0; s < p.stages; ++s) {
+                std::vector<std::pair<std::string, Tensor>> grads;
+                for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
+                std::reverse(grads.begin(), grads.end());
+                buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
+            }
+    }
 }
 
 Engine::~Engine() = default;
@@ -173,6 +184,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s)
             updates.push_back(stage_device(g, s).worker().submit([this, g, s, lr = result.lr] {
+                TraceSpan span(options_.trace.get(), stage_device(g, s).name(), "optimizer", "optimizer");
                 replicas_[static_cast<std::size_t>(g)]->sgd->step(stage_parameters(g, s), lr);
             }));
     wait_all(updates);
@@ -227,6 +239,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     const std::size_t begin = stage_begin(stage), end = stage_begin(stage + 1);
     const int micro_batches = plan.micro_batches;
     const bool train = plan.mode == Mode::train;
+    Trace* trace = options_.trace.get();
     if (train) Sgd::zero_grad(stage_parameters(group, stage));
 
     std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
@@ -245,11 +258,17 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         if (op.kind == StageOp::forward) {
             Tensor x;
             if (first) {
+                TraceSpan span(trace, dev.name(), "input", "transfer");
                 x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
                 if (x.shape().rank() == 4 && x.layout() != options_.layout) x = x.to_layout(options_.layout);
             } else {
-                x = transfer(plan.board.take(LinkDirection::forward, group, stage - 1, m), dev);
+                x = plan.board.take(LinkDirection::forward, group, stage - 1, m);
+                TraceSpan span(trace, dev.name(), "receive activation", "transfer");
+                span.arg("micro_batch", k).arg("bytes", x.nbytes());
+                x = transfer(x, dev);
             }
+            TraceSpan span(trace, dev.name(), "forward", "forward");
+            span.arg("micro_batch", k).arg("stage", stage);
             Tensor y = replica.net->forward_range(x, pass, begin, end);
             if (!last) {
                 plan.board.put(LinkDirection::forward, group, stage, m, std::move(y));
@@ -266,8 +285,13 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
             dy = replica.loss->backward(logits[mi], labels[mi], plan.loss_scale, pass);
             logits[mi] = Tensor(), labels[mi] = Tensor();
         } else {
-            dy = transfer(plan.board.take(LinkDirection::backward, group, stage, m), dev);
+            dy = plan.board.take(LinkDirection::backward, group, stage, m);
+            TraceSpan span(trace, dev.name(), "receive gradient", "transfer");
+            span.arg("micro_batch", k).arg("bytes", dy.nbytes());
+            dy = transfer(dy, dev);
         }
+        TraceSpan span(trace, dev.name(), "backward", "backward");
+        span.arg("micro_batch", k).arg("stage", stage);
         pass.need_dx = !first;  // nobody reads the gradient of the images
         Tensor dx = replica.net->backward_range(dy, pass, begin, end);
         if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
@@ -277,10 +301,12 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
 
 void Engine::reduce_gradients(int group, int stage) {
     Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
-    for (auto& p : stage_parameters(group, stage)) {
-        Tensor& grad = p.parameter->grad;
-        comm.all_reduce_sum(group, grad.data<float>(), static_cast<std::size_t>(grad.numel()),
-                            options_.parallel.algorithm);
+    GradientBuckets& buckets = *buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
+    const std::string& track = stage_device(group, stage).name();
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+        TraceSpan span(options_.trace.get(), track, "all-reduce", "allreduce");
+        span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
+        buckets.all_reduce(b, comm, group, options_.parallel.algorithm);
     }
 }
 

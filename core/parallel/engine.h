@@ -37,7 +37,9 @@
 
 namespace tandem {
 
+class GradientBuckets;
 class StepBoard;
+class Trace;
 
 struct ParallelOptions {
     int groups = 1;
@@ -48,6 +50,7 @@ struct ParallelOptions {
     // cut into stages of nearly equal layer counts.
     std::vector<std::size_t> cuts;
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+    std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets
 };
 
 struct EngineOptions {
@@ -60,6 +63,9 @@ struct EngineOptions {
     // Activations' memory layout; channels_last lets oneDNN skip layout conversions.
     Layout layout = Layout::contiguous;
     ParallelOptions parallel;
+    // When set, every worker's forward, backward, transfer, all-reduce and optimizer spans are
+    // recorded here (write it out with Trace::write: a Chrome trace).
+    std::shared_ptr<Trace> trace;
 };
 
 struct StepResult {
@@ -112,6 +118,8 @@ private:
     std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
+    // Per group and stage (index g * S + s), when G > 1.
+    std::vector<std::unique_ptr<GradientBuckets>> buckets_;
     std::int64_t step_ = 0;
 };
 

@@ -21,13 +21,14 @@ end
 
 function M.Engine(o)
   o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
-                              'parallel'})
+                              'parallel', 'trace'})
   if o.net == nil then error('T.Engine: option net is required', 2) end
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
-                         o.layout or 'channels_last', o.parallel or {})
+                         o.layout or 'channels_last', o.parallel or {},
+                         o.trace and true or false)
 end
 
 function M.optim.SGD(o)

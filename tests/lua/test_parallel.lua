@@ -47,3 +47,22 @@ t.test('a bad parallel option is a clear error', function()
   t.raises(function() engine({stages = 2, schedule = 'zigzag'}, 2) end, 'unknown pipeline schedule')
   t.raises(function() engine({stagez = 2}, 2) end, "unknown option 'stagez'")
 end)
+
+t.test('engine:stages() and a Chrome trace of every worker', function()
+  local e = T.Engine{net = net(), devices = T.devices('cpu', 4, {threads = 1}), trace = true,
+               optim = T.optim.SGD{lr = 0.05}, parallel = {groups = 2, stages = 2, micro_batches = 2,
+                                                           split = {'pool1'}}}
+  local stages = e:stages()
+  t.eq(#stages, 2)
+  t.eq(stages[1].first, 'conv1'); t.eq(stages[1].last, 'pool1'); t.eq(stages[2].first, 'flatten1')
+  t.eq(#stages[2].devices, 2)
+  train(e)
+  local path = os.tmpname()
+  e:write_trace(path)
+  local text = io.open(path):read('*a')
+  os.remove(path)
+  for _, category in ipairs{'"forward"', '"backward"', '"transfer"', '"allreduce"', '"optimizer"'} do
+    t.ok(text:find(category, 1, true), 'the trace has ' .. category)
+  end
+  t.raises(function() engine({}, 1):write_trace(path) end, 'records no trace')
+end)

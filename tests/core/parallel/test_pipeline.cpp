@@ -10,6 +10,7 @@
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
+#include "io/trace.h"
 #include "parallel/engine.h"
 #include "support/temp_dir.h"
 
@@ -214,6 +215,26 @@ TEST(Pipeline, CheckpointsResumeUnderAnotherLayout) {
         for (int s = 3; s < 6; ++s) resumed.step(make_batch(s).images, make_batch(s).labels);
         expect_close(weights(straight), weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
     }
+}
+
+TEST(Pipeline, TraceRecordsEveryWorkersOps) {
+    EngineOptions o = layout_options(2, 2, 3, PipelineSchedule::one_f_one_b);
+    o.trace = std::make_shared<Trace>();
+    Engine engine(o);
+    const Batch b = make_batch(0, 12);
+    engine.step(b.images, b.labels);
+    std::map<std::string, std::map<std::string, int>> counts;  // track -> category -> spans
+    for (const auto& e : o.trace->events()) counts[e.track][e.category] += 1;
+    ASSERT_EQ(counts.size(), 4u);
+    for (int g = 0; g < 2; ++g)
+        for (int s = 0; s < 2; ++s) {
+            auto& c = counts[engine.stage_device(g, s).name()];
+            EXPECT_EQ(c["forward"], 3);
+            EXPECT_EQ(c["backward"], 3);
+            EXPECT_EQ(c["transfer"], s == 0 ? 6 : 3);  // inputs and gradients; activations
+            EXPECT_GE(c["allreduce"], 1);
+            EXPECT_EQ(c["optimizer"], 1);
+        }
 }
 
 }  // namespace
