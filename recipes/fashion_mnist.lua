@@ -17,7 +17,13 @@ local opt = T.options(..., {
   flip = true,            -- random horizontal flips
   crop_pad = 2,           -- random crops from images padded by this many pixels
   seed = 1,
-  threads = 0,            -- kernel threads of the device; 0: all cores
+  threads = 0,            -- kernel threads of each device; 0: all cores
+  groups = 1,             -- worker groups (data parallel), each on its own devices
+  stages = 1,             -- pipeline stages per group (model parallel)
+  micro_batches = 1,      -- micro-batches each group's batch is cut into
+  schedule = 'gpipe',     -- pipeline schedule: gpipe or 1f1b
+  split = '',             -- stage cuts: layer names or indices, comma-separated ('' : even)
+  trace = '',             -- write a Chrome trace of every worker to this file
   layout = 'channels_last',
   max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
   eval_batch = 1000,
@@ -40,7 +46,10 @@ local total_steps = steps_per_epoch * opt.epochs
 local engine = T.Engine{
   net = net,
   loss = T.nn.CrossEntropy{label_smoothing = opt.label_smoothing},
-  devices = T.devices('cpu', 1, {threads = opt.threads}),
+  devices = T.devices('cpu', opt.groups * opt.stages, {threads = opt.threads}),
+  parallel = {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
+              schedule = opt.schedule, split = opt.split},
+  trace = opt.trace ~= '',
   optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
                       weight_decay = opt.weight_decay},
   schedule = T.schedule.Warmup{steps = opt.warmup_steps, start_factor = 0.1,
@@ -49,6 +58,14 @@ local engine = T.Engine{
   layout = opt.layout,
 }
 print(net:summary(train:sample_shape()))
+if opt.groups * opt.stages > 1 then
+  print(('%d groups x %d stages x %d micro-batches (%s):'):format(opt.groups, opt.stages,
+                                                                 opt.micro_batches, opt.schedule))
+  for i, stage in ipairs(engine:stages()) do
+    print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
+                                                table.concat(stage.devices, ', ')))
+  end
+end
 
 local first_epoch = 1
 if opt.resume ~= '' then
@@ -86,3 +103,4 @@ for epoch = first_epoch, opt.epochs do
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end
+if opt.trace ~= '' then engine:write_trace(opt.trace) end

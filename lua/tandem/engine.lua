@@ -19,6 +19,16 @@ local function options(given, name, known)
   return check.check(name, given, spec)
 end
 
+-- parallel.split may come from a command line as one string: 'conv2,fc1' or '4,8' (cut after
+-- those layers); '' means no cuts given.
+local function split_list(split)
+  if type(split) ~= 'string' or split == 'auto' then return split end
+  local cuts = {}
+  for item in split:gmatch('[^,%s]+') do cuts[#cuts + 1] = tonumber(item) or item end
+  if #cuts == 0 then return nil end
+  return cuts
+end
+
 function M.Engine(o)
   o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
                               'parallel', 'trace'})
@@ -26,8 +36,13 @@ function M.Engine(o)
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
+  local parallel = o.parallel
+  if type(parallel) == 'table' and parallel.split ~= nil then
+    parallel = setmetatable({split = split_list(parallel.split)}, {__index = o.parallel})
+    for k, v in pairs(o.parallel) do if k ~= 'split' then parallel[k] = v end end
+  end
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
-                         o.layout or 'channels_last', o.parallel or {},
+                         o.layout or 'channels_last', parallel or {},
                          o.trace and true or false)
 end
 
