@@ -49,7 +49,8 @@ double allreduce_seconds(int ranks, std::size_t bytes, tandem::ReduceAlgorithm a
     auto comm = tandem::make_inproc_communicator(ranks);
     const std::size_t count = bytes / sizeof(float);
     // Zeros stay zeros: no overflow or denormals however many sums in place.
-    std::vector<std::vector<float>> buffers(static_cast<std::size_t>(ranks), std::vector<float>(count, 0.0f));
+    std::vector<std::vector<float>> buffers(static_cast<std::size_t>(ranks),
+                                            std::vector<float>(count, 0.0f));
     const int iters = iterations_for(bytes);
     double elapsed = 0;
     std::vector<std::thread> threads;

@@ -48,8 +48,8 @@ double Trace::now_us() const { return to_us(Clock::now()); }
 
 void Trace::add(std::string_view track, std::string_view name, std::string_view category,
                 double start_us, double duration_us, std::vector<TraceArg> args) {
-    TraceEvent event{std::string(name), std::string(category), std::string(track), start_us,
-                     std::max(0.0, duration_us), std::move(args)};
+    TraceEvent event{std::string(name), std::string(category),      std::string(track),
+                     start_us,          std::max(0.0, duration_us), std::move(args)};
     std::lock_guard lock(mutex_);
     if (track_ids_.find(track) == track_ids_.end()) {
         track_ids_.emplace(std::string(track), static_cast<int>(tracks_.size()));
@@ -124,8 +124,8 @@ std::string Trace::to_json() const {
     // Tracks are tids 1, 2, ... in order of appearance, sorted that way in the viewer.
     for (std::size_t t = 0; t < tracks_.size(); ++t) {
         const std::string tid = std::to_string(t + 1);
-        out += ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + tid +
-               ", \"args\": {\"name\": ";
+        out += ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid +
+               ", \"tid\": " + tid + ", \"args\": {\"name\": ";
         append_json_string(out, tracks_[t]);
         out += "}},\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": " + pid +
                ", \"tid\": " + tid + ", \"args\": {\"sort_index\": " + tid + "}}";

@@ -10,10 +10,12 @@ namespace tandem {
 GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> grads,
                                  std::size_t bucket_bytes)
     : grads_(std::move(grads)) {
-    TANDEM_CHECK_AS(ConfigError, bucket_bytes > 0) << "gradient buckets: bucket size must be positive";
+    TANDEM_CHECK_AS(ConfigError, bucket_bytes > 0)
+        << "gradient buckets: bucket size must be positive";
     Device* device = nullptr;
     for (const auto& [name, grad] : grads_) {
-        TANDEM_CHECK_AS(ConfigError, grad.defined()) << "gradient buckets: '" << name << "' has no gradient";
+        TANDEM_CHECK_AS(ConfigError, grad.defined())
+            << "gradient buckets: '" << name << "' has no gradient";
         TANDEM_CHECK_AS(ConfigError, grad.dtype() == DType::f32)
             << "gradient buckets: '" << name << "' is " << grad.description() << ", f32 expected";
         TANDEM_CHECK_AS(ConfigError, grad.device().host_accessible())
@@ -21,8 +23,8 @@ GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> gra
             << ", which the host cannot read";
         if (!device) device = &grad.device();
         TANDEM_CHECK_AS(ConfigError, &grad.device() == device)
-            << "gradient buckets: '" << name << "' is on " << grad.device().name() << ", the first on "
-            << device->name() << "; a bucket list belongs to one device";
+            << "gradient buckets: '" << name << "' is on " << grad.device().name()
+            << ", the first on " << device->name() << "; a bucket list belongs to one device";
     }
 
     // Greedy in backward order: close the bucket when the next gradient would overflow it.
@@ -85,7 +87,8 @@ void GradientBuckets::all_reduce(std::size_t index, Communicator& comm, int rank
                                  ReduceAlgorithm algorithm, float scale) {
     pack(index);
     const Bucket& b = buckets_[index];
-    comm.all_reduce_sum(rank, b.flat.data<float>(), static_cast<std::size_t>(b.flat.numel()), algorithm);
+    comm.all_reduce_sum(rank, b.flat.data<float>(), static_cast<std::size_t>(b.flat.numel()),
+                        algorithm);
     unpack(index, scale);
 }
 

@@ -19,11 +19,16 @@ enum Op { op_ring, op_tree, op_broadcast, op_reduce, op_barrier };
 
 std::string op_text(int op) {
     switch (op) {
-        case op_ring: return "all_reduce_sum (ring)";
-        case op_tree: return "all_reduce_sum (tree)";
-        case op_broadcast: return "broadcast";
-        case op_reduce: return "reduce_sum";
-        case op_barrier: return "barrier";
+        case op_ring:
+            return "all_reduce_sum (ring)";
+        case op_tree:
+            return "all_reduce_sum (tree)";
+        case op_broadcast:
+            return "broadcast";
+        case op_reduce:
+            return "reduce_sum";
+        case op_barrier:
+            return "barrier";
     }
     return "unknown collective";
 }
@@ -45,14 +50,14 @@ std::size_t canonical_tree_split(std::size_t n) {
 ChunkRange ring_chunk(std::size_t count, int chunks, int chunk) {
     auto boundary = [&](int c) -> std::size_t {
         if (c >= chunks) return count;
-        const std::size_t even = count * static_cast<std::size_t>(c) / static_cast<std::size_t>(chunks);
+        const std::size_t even =
+            count * static_cast<std::size_t>(c) / static_cast<std::size_t>(chunks);
         return std::min(count, (even + chunk_align - 1) / chunk_align * chunk_align);
     };
     return {boundary(chunk), boundary(chunk + 1)};
 }
 
-InprocCommunicator::InprocCommunicator(int ranks)
-    : ranks_(ranks), calls_(ranks > 0 ? ranks : 0) {
+InprocCommunicator::InprocCommunicator(int ranks) : ranks_(ranks), calls_(ranks > 0 ? ranks : 0) {
     TANDEM_CHECK_AS(ConfigError, ranks >= 1)
         << "an in-process communicator needs at least 1 rank, got " << ranks;
     bytes_sent_ = std::make_unique<std::atomic<std::size_t>[]>(static_cast<std::size_t>(ranks));
@@ -101,13 +106,15 @@ void InprocCommunicator::fail(int rank, int op, const std::string& message) {
     throw error;
 }
 
-void InprocCommunicator::check_args(int rank, int op, const float* data, std::size_t count, int root) {
+void InprocCommunicator::check_args(int rank, int op, const float* data, std::size_t count,
+                                    int root) {
     if (rank < 0 || rank >= ranks_) {
         std::ostringstream m;
         m << op_text(op) << ": rank " << rank << " out of range for a communicator of " << ranks_;
         fail(rank, op, m.str());
     }
-    if (data == nullptr && count > 0) fail(rank, op, op_text(op) + ": null data with count " + std::to_string(count));
+    if (data == nullptr && count > 0)
+        fail(rank, op, op_text(op) + ": null data with count " + std::to_string(count));
     if (root < 0 || root >= ranks_) {
         std::ostringstream m;
         m << op_text(op) << ": root " << root << " out of range for a communicator of " << ranks_;
@@ -161,10 +168,16 @@ std::string InprocCommunicator::check_calls() const {
     for (int r = 1; r < ranks_; ++r) {
         const Call& c = calls_[r];
         if (c.op == first.op && c.count == first.count && c.arg == first.arg) continue;
+        auto describe = [](const Call& call) {
+            std::ostringstream d;
+            d << op_text(call.op) << " (count " << call.count;
+            if (call.op == op_broadcast || call.op == op_reduce) d << ", root " << call.arg;
+            d << ")";
+            return d.str();
+        };
         std::ostringstream m;
-        m << "ranks disagree on the collective: rank 0 called " << op_text(first.op) << " (count "
-          << first.count << ", root " << first.arg << "), rank " << r << " called "
-          << op_text(c.op) << " (count " << c.count << ", root " << c.arg << ")";
+        m << "ranks disagree on the collective: rank 0 called " << describe(first) << ", rank "
+          << r << " called " << describe(c);
         return m.str();
     }
     return {};
@@ -172,7 +185,8 @@ std::string InprocCommunicator::check_calls() const {
 
 void InprocCommunicator::copy_from(int rank, int source, std::size_t begin, std::size_t end) {
     if (end > begin)
-        std::memcpy(calls_[rank].data + begin, calls_[source].data + begin, (end - begin) * sizeof(float));
+        std::memcpy(calls_[rank].data + begin, calls_[source].data + begin,
+                    (end - begin) * sizeof(float));
 }
 
 void InprocCommunicator::all_reduce_sum(int rank, float* data, std::size_t count,

@@ -44,7 +44,8 @@ public:
     explicit InprocCommunicator(int ranks);
 
     int size() const override { return ranks_; }
-    void all_reduce_sum(int rank, float* data, std::size_t count, ReduceAlgorithm algorithm) override;
+    void all_reduce_sum(int rank, float* data, std::size_t count,
+                        ReduceAlgorithm algorithm) override;
     void broadcast(int rank, float* data, std::size_t count, int root) override;
     void reduce_sum(int rank, float* data, std::size_t count, int root) override;
     void barrier(int rank) override;

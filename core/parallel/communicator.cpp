@@ -8,8 +8,10 @@ namespace tandem {
 
 std::string_view reduce_algorithm_name(ReduceAlgorithm algorithm) {
     switch (algorithm) {
-        case ReduceAlgorithm::ring: return "ring";
-        case ReduceAlgorithm::tree: return "tree";
+        case ReduceAlgorithm::ring:
+            return "ring";
+        case ReduceAlgorithm::tree:
+            return "tree";
     }
     return "unknown";
 }

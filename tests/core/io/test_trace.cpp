@@ -28,7 +28,10 @@ TEST(Trace, WritesChromeTraceJson) {
             const std::string track = "cpu:" + std::to_string(t);
             for (int m = 0; m < spans; ++m) {
                 TraceSpan span(&trace, track, "forward \"mb\" " + std::to_string(m), "forward");
-                span.arg("micro_batch", m).arg("stage", t).arg("bytes", std::size_t(1) << 33).arg("lr", 0.5);
+                span.arg("micro_batch", m)
+                    .arg("stage", t)
+                    .arg("bytes", std::size_t(1) << 33)
+                    .arg("lr", 0.5);
             }
         });
     for (auto& w : workers) w.join();

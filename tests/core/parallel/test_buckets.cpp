@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <exception>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -27,10 +27,14 @@ Tensor random_tensor(const Shape& shape, std::mt19937& gen) {
 // A stage's gradients in backward order: fc2, fc1, conv2, conv1 (weights and biases).
 std::vector<std::pair<std::string, Tensor>> make_grads(unsigned seed) {
     std::mt19937 gen(seed);
-    return {{"fc2.bias", random_tensor({10}, gen)},         {"fc2.weight", random_tensor({10, 64}, gen)},
-            {"fc1.bias", random_tensor({64}, gen)},         {"fc1.weight", random_tensor({64, 300}, gen)},
-            {"conv2.bias", random_tensor({12}, gen)},       {"conv2.weight", random_tensor({12, 6, 3, 3}, gen)},
-            {"conv1.bias", random_tensor({6}, gen)},        {"conv1.weight", random_tensor({6, 3, 3, 3}, gen)}};
+    return {{"fc2.bias", random_tensor({10}, gen)},
+            {"fc2.weight", random_tensor({10, 64}, gen)},
+            {"fc1.bias", random_tensor({64}, gen)},
+            {"fc1.weight", random_tensor({64, 300}, gen)},
+            {"conv2.bias", random_tensor({12}, gen)},
+            {"conv2.weight", random_tensor({12, 6, 3, 3}, gen)},
+            {"conv1.bias", random_tensor({6}, gen)},
+            {"conv1.weight", random_tensor({6, 3, 3, 3}, gen)}};
 }
 
 void run_ranks(int ranks, const std::function<void(int)>& fn) {
@@ -52,12 +56,10 @@ void run_ranks(int ranks, const std::function<void(int)>& fn) {
 TEST(GradientBuckets, GroupsInBackwardOrder) {
     std::mt19937 gen(1);
     // 400 + 400 + 200 bytes fill a 1000-byte bucket exactly; 1200 bytes get a bucket alone.
-    std::vector<std::pair<std::string, Tensor>> grads{{"a", random_tensor({100}, gen)},
-                                                      {"b", random_tensor({100}, gen)},
-                                                      {"c", random_tensor({50}, gen)},
-                                                      {"big", random_tensor({300}, gen)},
-                                                      {"d", random_tensor({10}, gen)},
-                                                      {"e", random_tensor({2, 5}, gen)}};
+    std::vector<std::pair<std::string, Tensor>> grads{
+        {"a", random_tensor({100}, gen)}, {"b", random_tensor({100}, gen)},
+        {"c", random_tensor({50}, gen)},  {"big", random_tensor({300}, gen)},
+        {"d", random_tensor({10}, gen)},  {"e", random_tensor({2, 5}, gen)}};
     GradientBuckets buckets(grads, 1000);
     ASSERT_EQ(buckets.size(), 3u);
     EXPECT_EQ(buckets.bucket(0).members, (std::vector<std::size_t>{0, 1, 2}));
@@ -85,9 +87,11 @@ TEST(GradientBuckets, PackUnpackRoundTrip) {
         const auto flat = bucket.flat.to_vector();
         for (std::size_t k = 0; k < bucket.members.size(); ++k) {
             const auto& expected = before[bucket.members[k]];
-            EXPECT_EQ(std::vector<float>(flat.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[k]),
-                                         flat.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[k] + expected.size())),
-                      expected)
+            EXPECT_EQ(
+                std::vector<float>(flat.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[k]),
+                                   flat.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[k] +
+                                                                              expected.size())),
+                expected)
                 << grads[bucket.members[k]].first;
         }
     }
@@ -98,7 +102,8 @@ TEST(GradientBuckets, PackUnpackRoundTrip) {
         for (std::size_t k = 0; k < bucket.members.size(); ++k) {
             const auto got = grads[bucket.members[k]].second.to_vector();
             for (std::size_t i = 0; i < got.size(); ++i)
-                ASSERT_EQ(got[i], before[bucket.members[k]][i] * 0.5f) << grads[bucket.members[k]].first;
+                ASSERT_EQ(got[i], before[bucket.members[k]][i] * 0.5f)
+                    << grads[bucket.members[k]].first;
         }
     }
 }
@@ -120,7 +125,8 @@ TEST(GradientBuckets, BucketedReduceEqualsPerTensorReduce) {
         });
         run_ranks(ranks, [&](int r) {
             for (auto& [name, g] : alone[static_cast<std::size_t>(r)]) {
-                comm->all_reduce_sum(r, g.data<float>(), static_cast<std::size_t>(g.numel()), algorithm);
+                comm->all_reduce_sum(r, g.data<float>(), static_cast<std::size_t>(g.numel()),
+                                     algorithm);
                 float* p = g.data<float>();
                 for (std::int64_t i = 0; i < g.numel(); ++i) p[i] *= 1.0f / ranks;
             }
@@ -131,7 +137,8 @@ TEST(GradientBuckets, BucketedReduceEqualsPerTensorReduce) {
                 const auto want = alone[static_cast<std::size_t>(r)][t].second.to_vector();
                 for (std::size_t i = 0; i < got.size(); ++i) {
                     if (algorithm == ReduceAlgorithm::tree)
-                        ASSERT_EQ(got[i], want[i]) << alone[0][t].first << "[" << i << "], rank " << r;
+                        ASSERT_EQ(got[i], want[i])
+                            << alone[0][t].first << "[" << i << "], rank " << r;
                     else
                         ASSERT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i])))
                             << alone[0][t].first << "[" << i << "], rank " << r;

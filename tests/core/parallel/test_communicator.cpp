@@ -57,7 +57,8 @@ std::vector<std::vector<float>> make_inputs(int ranks, std::size_t count, unsign
 }
 
 // The canonical pairwise tree over ranks [lo, hi) for element i.
-float pairwise(const std::vector<std::vector<float>>& x, std::size_t lo, std::size_t hi, std::size_t i) {
+float pairwise(const std::vector<std::vector<float>>& x, std::size_t lo, std::size_t hi,
+               std::size_t i) {
     if (hi - lo == 1) return x[lo][i];
     const std::size_t mid = lo + canonical_tree_split(hi - lo);
     return pairwise(x, lo, mid, i) + pairwise(x, mid, hi, i);
@@ -135,8 +136,10 @@ TEST(Communicator, AllReduceMatchesSerialReference) {
             const auto ring = all_reduce(n, x, ReduceAlgorithm::ring);
             const auto tree = all_reduce(n, x, ReduceAlgorithm::tree);
             for (int r = 0; r < n; ++r) {
-                ASSERT_TRUE(bit_equal(ring[static_cast<std::size_t>(r)], ring[0])) << n << " ranks, count " << count;
-                ASSERT_TRUE(bit_equal(tree[static_cast<std::size_t>(r)], tree[0])) << n << " ranks, count " << count;
+                ASSERT_TRUE(bit_equal(ring[static_cast<std::size_t>(r)], ring[0]))
+                    << n << " ranks, count " << count;
+                ASSERT_TRUE(bit_equal(tree[static_cast<std::size_t>(r)], tree[0]))
+                    << n << " ranks, count " << count;
             }
             for (std::size_t i = 0; i < count; ++i) {
                 double exact = 0, magnitude = 0;
@@ -145,11 +148,14 @@ TEST(Communicator, AllReduceMatchesSerialReference) {
                     magnitude += std::fabs(v[i]);
                 }
                 const double tolerance = 1e-6 * magnitude + 1e-30;
-                ASSERT_NEAR(ring[0][i], exact, tolerance) << n << " ranks, count " << count << ", element " << i;
-                ASSERT_NEAR(tree[0][i], exact, tolerance) << n << " ranks, count " << count << ", element " << i;
+                ASSERT_NEAR(ring[0][i], exact, tolerance)
+                    << n << " ranks, count " << count << ", element " << i;
+                ASSERT_NEAR(tree[0][i], exact, tolerance)
+                    << n << " ranks, count " << count << ", element " << i;
                 ASSERT_EQ(tree[0][i], pairwise(x, 0, x.size(), i))
                     << n << " ranks, count " << count << ", element " << i;
-                ASSERT_EQ(ring[0][i], ring_order(x, i)) << n << " ranks, count " << count << ", element " << i;
+                ASSERT_EQ(ring[0][i], ring_order(x, i))
+                    << n << " ranks, count " << count << ", element " << i;
             }
         }
 }
@@ -195,7 +201,8 @@ TEST(Communicator, BroadcastAndReduce) {
                 comm->broadcast(r, x[static_cast<std::size_t>(r)].data(), count, root);
             }));
             for (int r = 0; r < n; ++r)
-                EXPECT_TRUE(bit_equal(x[static_cast<std::size_t>(r)], original[static_cast<std::size_t>(root)]))
+                EXPECT_TRUE(bit_equal(x[static_cast<std::size_t>(r)],
+                                      original[static_cast<std::size_t>(root)]))
                     << n << " ranks, root " << root << ", rank " << r;
 
             x = original;
@@ -203,7 +210,8 @@ TEST(Communicator, BroadcastAndReduce) {
                 comm->reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, root);
             }));
             for (std::size_t i = 0; i < count; ++i)
-                ASSERT_EQ(x[static_cast<std::size_t>(root)][i], pairwise(original, 0, original.size(), i))
+                ASSERT_EQ(x[static_cast<std::size_t>(root)][i],
+                          pairwise(original, 0, original.size(), i))
                     << n << " ranks, root " << root << ", element " << i;
         }
 }
@@ -231,17 +239,20 @@ TEST(Communicator, BytesSent) {
     auto x = make_inputs(n, count, 3);
     auto comm = make_inproc_communicator(n);
     expect_no_errors(run_ranks(n, [&](int r) {
-        comm->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, ReduceAlgorithm::ring);
+        comm->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count,
+                             ReduceAlgorithm::ring);
     }));
     for (int r = 0; r < n; ++r)  // 2(n-1)/n of the data
         EXPECT_EQ(comm->bytes_sent(r), 2 * 3 * 256 * sizeof(float)) << "rank " << r;
     auto tree = make_inproc_communicator(n);
     expect_no_errors(run_ranks(n, [&](int r) {
-        tree->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, ReduceAlgorithm::tree);
+        tree->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count,
+                             ReduceAlgorithm::tree);
     }));
     // Ranks 1, 2, 3 send their partial sums up once; rank 0 sends the result to three ranks.
     EXPECT_EQ(tree->bytes_sent(0), 3 * count * sizeof(float));
-    for (int r = 1; r < n; ++r) EXPECT_EQ(tree->bytes_sent(r), count * sizeof(float)) << "rank " << r;
+    for (int r = 1; r < n; ++r)
+        EXPECT_EQ(tree->bytes_sent(r), count * sizeof(float)) << "rank " << r;
     EXPECT_THROW(tree->bytes_sent(4), ConfigError);
 }
 
@@ -267,14 +278,14 @@ TEST(Communicator, AbortWakesWaitersWhoseRanksNeverArrive) {
         std::latch started(2);
         std::vector<float> a(100, 1.0f), b(100, 2.0f);
         std::vector<std::string> messages(2);
-        std::vector<bool> cancelled(2, false);
+        std::vector<int> cancelled(2, 0);  // not vector<bool>: its bits share words
         const auto t0 = std::chrono::steady_clock::now();
         std::thread r0([&] {
             started.count_down();
             try {
                 comm->all_reduce_sum(0, a.data(), a.size(), ReduceAlgorithm::ring);
             } catch (const CancelledError& e) {
-                cancelled[0] = true;
+                cancelled[0] = 1;
                 messages[0] = e.what();
             }
         });
@@ -283,7 +294,7 @@ TEST(Communicator, AbortWakesWaitersWhoseRanksNeverArrive) {
             try {
                 comm->all_reduce_sum(1, b.data(), b.size(), ReduceAlgorithm::tree);
             } catch (const CancelledError& e) {
-                cancelled[1] = true;
+                cancelled[1] = 1;
                 messages[1] = e.what();
             }
         });
@@ -293,7 +304,8 @@ TEST(Communicator, AbortWakesWaitersWhoseRanksNeverArrive) {
         r1.join();
         EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
         for (int r = 0; r < 2; ++r) {
-            EXPECT_TRUE(cancelled[static_cast<std::size_t>(r)]) << "round " << round << ", rank " << r;
+            EXPECT_TRUE(cancelled[static_cast<std::size_t>(r)])
+                << "round " << round << ", rank " << r;
             EXPECT_EQ(messages[static_cast<std::size_t>(r)], "cpu:3 out of memory in stage 1");
         }
         // Later collectives throw too, until reset.
@@ -302,7 +314,8 @@ TEST(Communicator, AbortWakesWaitersWhoseRanksNeverArrive) {
         auto x = make_inputs(n, 777, static_cast<unsigned>(round));
         const auto original = x;
         expect_no_errors(run_ranks(n, [&](int r) {
-            comm->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 777, ReduceAlgorithm::tree);
+            comm->all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 777,
+                                 ReduceAlgorithm::tree);
         }));
         for (std::size_t i = 0; i < 777; ++i) ASSERT_EQ(x[3][i], pairwise(original, 0, n, i));
     }
@@ -331,7 +344,8 @@ TEST(Communicator, AbortStopsRanksInAnyPhase) {
                                      k % 2 ? ReduceAlgorithm::ring : ReduceAlgorithm::tree);
             }
         } catch (const CancelledError& e) {
-            if (std::string(e.what()) == "stopped by the test") cancelled[static_cast<std::size_t>(r)] = 1;
+            if (std::string(e.what()) == "stopped by the test")
+                cancelled[static_cast<std::size_t>(r)] = 1;
         }
     });
     aborter.join();
@@ -374,10 +388,18 @@ TEST(Communicator, StressManyCollectives) {
             std::fill(v.begin(), v.end(), static_cast<float>(r + k % 5));
             const float sum = static_cast<float>(n * (k % 5) + n * (n - 1) / 2);
             switch (k % 4) {
-                case 0: comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::ring); break;
-                case 1: comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::tree); break;
-                case 2: comm->reduce_sum(r, v.data(), v.size(), k % n); break;
-                case 3: comm->broadcast(r, v.data(), v.size(), k % n); break;
+                case 0:
+                    comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::ring);
+                    break;
+                case 1:
+                    comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::tree);
+                    break;
+                case 2:
+                    comm->reduce_sum(r, v.data(), v.size(), k % n);
+                    break;
+                case 3:
+                    comm->broadcast(r, v.data(), v.size(), k % n);
+                    break;
             }
             const float expected = k % 4 == 3 ? static_cast<float>(k % n + k % 5) : sum;
             if ((k % 4 != 2 || r == k % n) && v[66] != expected) ++wrong;
