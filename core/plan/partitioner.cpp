@@ -15,6 +15,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// "1 stage", "3 stages", "2 micro-batches".
+std::string count(std::size_t n, std::string_view one, std::string_view many) {
+    return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 // The options resolved per stage: cap, recompute flag and micro-batches in flight.
 struct StageSetting {
     std::size_t cap = 0;
@@ -116,7 +121,7 @@ std::string memory_report(const Partition& p, const std::vector<LayerCost>& cost
             << " cap (weights+gradients+optimizer "
             << format_bytes(double(st.memory.weights + st.memory.gradients + st.memory.optimizer))
             << ", activations " << format_bytes(double(st.memory.activations)) << " for "
-            << st.in_flight << " micro-batch" << (st.in_flight == 1 ? "" : "es") << " in flight"
+            << count(std::size_t(st.in_flight), "micro-batch", "micro-batches") << " in flight"
             << (st.recompute ? ", recomputed" : "") << ")" << (st.fits() ? "" : " - over");
     }
     return out.str();
@@ -151,9 +156,10 @@ std::string memory_report(const Partition& p, const std::vector<LayerCost>& cost
     hint << " or devices with more memory";
 
     TANDEM_THROW(ConfigError)
-        << "no split of " << L << " layers into " << S << " stages fits the devices' memory ("
-        << to_string(o.schedule) << ", " << o.micro_batches << " micro-batch"
-        << (o.micro_batches == 1 ? "" : "es") << "); the split needing the least"
+        << "no split of " << count(L, "layer", "layers") << " into " << count(S, "stage", "stages")
+        << " fits the devices' memory (" << to_string(o.schedule) << ", "
+        << count(std::size_t(o.micro_batches), "micro-batch", "micro-batches")
+        << "); the split needing the least"
         << (S > 1 ? " (cut after " + join(after, ", ") + ")" : std::string()) << ":"
         << memory_report(closest, costs) << "\ntry " << hint.str();
     std::abort();  // not reached: TANDEM_THROW throws
@@ -253,10 +259,9 @@ std::vector<std::size_t> parse_cuts(const std::vector<CutSpec>& specs,
 
 std::string format_partition(const Partition& p, const std::vector<LayerCost>& costs) {
     std::ostringstream out;
-    out << "partition of " << costs.size() << " layers into " << p.stages.size() << " stage"
-        << (p.stages.size() == 1 ? "" : "s") << " (" << to_string(p.schedule) << ", "
-        << p.micro_batches << " micro-batch" << (p.micro_batches == 1 ? "" : "es")
-        << "; time per micro-batch, activations for the micro-batches in flight)\n";
+    out << "partition of " << count(costs.size(), "layer", "layers") << " into "
+        << count(p.stages.size(), "stage", "stages") << " (" << to_string(p.schedule) << ", "
+        << count(std::size_t(p.micro_batches), "micro-batch", "micro-batches") << "; time per micro-batch, activations for the micro-batches in flight)\n";
     std::size_t layers_width = 6;
     for (const StagePlan& st : p.stages) layers_width = std::max(layers_width, stage_layers(costs, st).size());
     // One row: left-aligned stage and layers, right-aligned numbers.
