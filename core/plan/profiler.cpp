@@ -35,6 +35,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
 
     NetProfile profile;
     profile.batch = batch;
+    profile.input = x_shape;
     const std::size_t n = net.size();
     std::vector<std::vector<double>> fwd(n), bwd(n);
     std::vector<double> step_times, update_times;

@@ -25,6 +25,7 @@ struct LayerProfile {
 struct NetProfile {
     std::vector<LayerProfile> layers;
     std::int64_t batch = 0;
+    Shape input;               // the batch's input shape (batch x C x H x W): the first layer's input
     double step_ms = 0;        // median whole step: forward, loss, backward, SGD update
     double update_ms = 0;      // median SGD update alone
     double train_flops = 0;    // per step: 3 x forward flops (forward, backward data, weights)
