@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "io/trace.h"
 #include "parallel/engine.h"
+#include "plan/partitioner.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -132,23 +133,6 @@ Layout parse_layout(int index, const std::string& text) {
     throw ArgError(index, "layout must be 'contiguous' or 'channels_last', got '" + text + "'");
 }
 
-// One cut of parallel.split as the index of the layer the next stage begins with.
-std::size_t split_cut(lua_State* L, int index, const std::vector<std::string>& names) {
-    if (lua_type(L, index) == LUA_TNUMBER) {
-        const std::int64_t after = check_int(L, index);
-        if (after < 1 || after >= static_cast<std::int64_t>(names.size()))
-            TANDEM_THROW(ConfigError) << "parallel.split: cut after layer " << after << " is outside 1.."
-                                      << names.size() - 1 << " (the last layer ends the last stage)";
-        return static_cast<std::size_t>(after);
-    }
-    const std::string name = check_string(L, index);
-    for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i] == name) return i + 1;
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    TANDEM_THROW(ConfigError) << "parallel.split: no top-level layer named '" << name << "' (layers: " << list << ")";
-}
-
 // The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
 // split = {cut, ...}, algorithm = 'ring' | 'tree'}. A cut is a top-level layer's name or
 // 1-based index: the next stage begins after it.
@@ -168,12 +152,15 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
         throw ArgError(index, "parallel.split must be a list of layer names or indices");
     std::vector<std::string> known;
     for (const auto& layer : net.layers()) known.push_back(layer->name());
+    std::vector<CutSpec> specs;
     for (int i = 1; i <= static_cast<int>(lua_objlen(L, split)); ++i) {
         lua_rawgeti(L, split, i);
-        p.cuts.push_back(split_cut(L, lua_gettop(L), known));
+        if (lua_type(L, -1) == LUA_TNUMBER) specs.emplace_back(check_int(L, lua_gettop(L)));
+        else specs.emplace_back(check_string(L, lua_gettop(L)));
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    p.cuts = parse_cuts(specs, known, p.stages);
     return p;
 }
 

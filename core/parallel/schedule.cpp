@@ -39,6 +39,9 @@ std::vector<StageOp> stage_ops(PipelineSchedule schedule, int stages, int stage,
 }
 
 int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, int micro_batches) {
+    TANDEM_CHECK_AS(ConfigError, micro_batches >= 1 && stages >= 1 && stage >= 0 && stage < stages)
+        << "micro_batches_in_flight: need micro_batches >= 1 and 0 <= stage < stages, got "
+        << micro_batches << " micro-batches, stage " << stage << " of " << stages;
     if (schedule == PipelineSchedule::gpipe) return micro_batches;
     return std::min(micro_batches, stages - stage);
 }

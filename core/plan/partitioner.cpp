@@ -45,7 +45,7 @@ std::vector<StageSetting> settings(std::size_t layers, const PartitionOptions& o
     for (std::size_t s = 0; s < s_count; ++s) {
         out[s].cap = o.caps.size() == 1 ? o.caps[0] : o.caps[s];
         out[s].recompute = o.recompute.empty() ? false : o.recompute.size() == 1 ? o.recompute[0] : o.recompute[s];
-        out[s].in_flight = micro_batches_in_flight(o.schedule, o.micro_batches, o.stages, static_cast<int>(s));
+        out[s].in_flight = micro_batches_in_flight(o.schedule, o.stages, static_cast<int>(s), o.micro_batches);
     }
     return out;
 }
@@ -157,7 +157,7 @@ std::string memory_report(const Partition& p, const std::vector<LayerCost>& cost
 
     TANDEM_THROW(ConfigError)
         << "no split of " << count(L, "layer", "layers") << " into " << count(S, "stage", "stages")
-        << " fits the devices' memory (" << to_string(o.schedule) << ", "
+        << " fits the devices' memory (" << pipeline_schedule_name(o.schedule) << ", "
         << count(std::size_t(o.micro_batches), "micro-batch", "micro-batches")
         << "); the split needing the least"
         << (S > 1 ? " (cut after " + join(after, ", ") + ")" : std::string()) << ":"
@@ -260,7 +260,7 @@ std::vector<std::size_t> parse_cuts(const std::vector<CutSpec>& specs,
 std::string format_partition(const Partition& p, const std::vector<LayerCost>& costs) {
     std::ostringstream out;
     out << "partition of " << count(costs.size(), "layer", "layers") << " into "
-        << count(p.stages.size(), "stage", "stages") << " (" << to_string(p.schedule) << ", "
+        << count(p.stages.size(), "stage", "stages") << " (" << pipeline_schedule_name(p.schedule) << ", "
         << count(std::size_t(p.micro_batches), "micro-batch", "micro-batches") << "; time per micro-batch, activations for the micro-batches in flight)\n";
     std::size_t layers_width = 6;
     for (const StagePlan& st : p.stages) layers_width = std::max(layers_width, stage_layers(costs, st).size());

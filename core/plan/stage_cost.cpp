@@ -6,27 +6,6 @@
 
 namespace tandem {
 
-PipelineSchedule parse_pipeline_schedule(std::string_view text) {
-    if (text == "gpipe") return PipelineSchedule::gpipe;
-    TANDEM_CHECK_AS(ConfigError, text == "1f1b")
-        << "unknown pipeline schedule '" << text << "' (known: gpipe, 1f1b)";
-    return PipelineSchedule::one_f_one_b;
-}
-
-std::string_view to_string(PipelineSchedule schedule) {
-    return schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
-}
-
-int micro_batches_in_flight(PipelineSchedule schedule, int micro_batches, int stages, int stage) {
-    TANDEM_CHECK_AS(ConfigError, micro_batches >= 1 && stages >= 1 && stage >= 0 && stage < stages)
-        << "micro_batches_in_flight: need micro_batches >= 1 and 0 <= stage < stages, got "
-        << micro_batches << " micro-batches, stage " << stage << " of " << stages;
-    if (schedule == PipelineSchedule::gpipe) return micro_batches;
-    // 1F1B: stage s runs S - s forwards before its first backward, then alternates, so at
-    // most S - s micro-batches (never more than there are) wait for their backward.
-    return std::min(micro_batches, stages - stage);
-}
-
 std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum) {
     std::vector<LayerCost> costs;
     costs.reserve(profile.layers.size());

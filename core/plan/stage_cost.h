@@ -34,18 +34,10 @@
 #include <string_view>
 #include <vector>
 
+#include "parallel/schedule.h"
 #include "plan/profiler.h"
 
 namespace tandem {
-
-enum class PipelineSchedule { gpipe, one_f_one_b };
-
-// "gpipe" or "1f1b"; throws ConfigError naming the known schedules.
-PipelineSchedule parse_pipeline_schedule(std::string_view text);
-std::string_view to_string(PipelineSchedule schedule);
-
-// Micro-batches whose activations stage `stage` (0-based) of `stages` holds at once.
-int micro_batches_in_flight(PipelineSchedule schedule, int micro_batches, int stages, int stage);
 
 // One top-level layer's cost for one micro-batch.
 struct LayerCost {

@@ -117,13 +117,13 @@ PartitionOptions random_options(std::uint64_t key, std::size_t L) {
 }
 
 TEST(PartitionerStageCost, InFlightPerSchedule) {
-    for (int s = 0; s < 4; ++s) EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::gpipe, 8, 4, s), 8);
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::gpipe, 4, s, 8), 8);
     const int m8[] = {4, 3, 2, 1}, m2[] = {2, 2, 2, 1};
     for (int s = 0; s < 4; ++s) {
-        EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 8, 4, s), m8[s]);
-        EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 2, 4, s), m2[s]);
+        EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, s, 8), m8[s]);
+        EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, s, 2), m2[s]);
     }
-    EXPECT_THROW(micro_batches_in_flight(PipelineSchedule::gpipe, 0, 4, 0), ConfigError);
+    EXPECT_THROW(micro_batches_in_flight(PipelineSchedule::gpipe, 4, 0, 0), ConfigError);
     EXPECT_THROW(micro_batches_in_flight(PipelineSchedule::gpipe, 4, 4, 4), ConfigError);
     EXPECT_EQ(parse_pipeline_schedule("1f1b"), PipelineSchedule::one_f_one_b);
     EXPECT_EQ(parse_pipeline_schedule("gpipe"), PipelineSchedule::gpipe);
@@ -149,8 +149,8 @@ TEST(PartitionerStageCost, MemoryFormula) {
 
     // Layers 2..3 as the last of 2 stages, 4 micro-batches: one micro-batch leaves 40 + 30 + 10.
     const std::size_t one = 80;
-    const int gpipe = micro_batches_in_flight(PipelineSchedule::gpipe, 4, 2, 1);
-    const int ofob = micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, 2, 1);
+    const int gpipe = micro_batches_in_flight(PipelineSchedule::gpipe, 2, 1, 4);
+    const int ofob = micro_batches_in_flight(PipelineSchedule::one_f_one_b, 2, 1, 4);
     const StageMemory g = sc.memory(1, 3, gpipe, false);
     EXPECT_EQ(g.weights, 200u);
     EXPECT_EQ(g.gradients, 200u);
@@ -161,7 +161,7 @@ TEST(PartitionerStageCost, MemoryFormula) {
     // Recomputation: 4 boundary inputs (40 B) and the rest of one micro-batch (30 + 10).
     EXPECT_EQ(sc.memory(1, 3, gpipe, true).activations, 4 * 40u + 40u);
     // The first stage of 2 under 1F1B holds 2 micro-batches of 100 + 40 + 30.
-    const int first = micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, 2, 0);
+    const int first = micro_batches_in_flight(PipelineSchedule::one_f_one_b, 2, 0, 4);
     EXPECT_EQ(sc.memory(0, 2, first, false).activations, 2 * 170u);
     EXPECT_EQ(sc.memory(0, 2, first, false).weights, 1000u);
 }
