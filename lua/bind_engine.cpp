@@ -148,8 +148,13 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     if (!has_option(L, index, "split")) return p;
     lua_getfield(L, index, "split");
     const int split = lua_gettop(L);
+    if (lua_type(L, split) == LUA_TSTRING && std::string(lua_tostring(L, split)) == "auto") {
+        p.auto_split = true;
+        lua_pop(L, 1);
+        return p;
+    }
     if (!lua_istable(L, split))
-        throw ArgError(index, "parallel.split must be a list of layer names or indices");
+        throw ArgError(index, "parallel.split must be 'auto' or a list of layer names or indices");
     std::vector<std::string> known;
     for (const auto& layer : net.layers()) known.push_back(layer->name());
     std::vector<CutSpec> specs;
@@ -271,6 +276,9 @@ int engine_lr(lua_State* L) {
 // (top-level names) and the device that runs it in each group.
 int engine_stages(lua_State* L) {
     auto engine = check_engine(L, 1);
+    if (!engine->prepared())
+        TANDEM_THROW(ConfigError) << "engine:stages: the automatic split is not chosen yet; call "
+                                     "engine:prepare(sample_shape, batch) or take a step first";
     const ParallelOptions& p = engine->options().parallel;
     lua_createtable(L, p.stages, 0);
     for (int s = 0; s < p.stages; ++s) {
@@ -287,6 +295,18 @@ int engine_stages(lua_State* L) {
         lua_setfield(L, -2, "devices");
         lua_rawseti(L, -2, s + 1);
     }
+    return 1;
+}
+
+// engine:prepare(sample_shape, batch) -> the automatic split's table ('' without one): places
+// the stages (profiling first for split = 'auto'); step() does it on first use otherwise.
+int engine_prepare(lua_State* L) {
+    auto engine = check_engine(L, 1);
+    const Shape sample = check_shape(L, 2);
+    const std::int64_t batch = check_int(L, 3);
+    if (batch < 1) throw ArgError(3, "batch must be at least 1");
+    engine->prepare(sample, batch);
+    lua_pushstring(L, engine->partition_text().c_str());
     return 1;
 }
 
@@ -327,6 +347,7 @@ const luaL_Reg kEngineMethods[] = {
     {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
     {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
     {"stages", wrap<engine_stages>}, {"write_trace", wrap<engine_write_trace>},
+    {"prepare", wrap<engine_prepare>},
     {"free", wrap<release_box<EnginePtr, kEngineType>>},
     {nullptr, nullptr},
 };

@@ -22,7 +22,9 @@ local opt = T.options(..., {
   stages = 1,             -- pipeline stages per group (model parallel)
   micro_batches = 1,      -- micro-batches each group's batch is cut into
   schedule = 'gpipe',     -- pipeline schedule: gpipe or 1f1b
-  split = '',             -- stage cuts: layer names or indices, comma-separated ('' : even)
+  split = '',             -- stage cuts: layer names or indices, comma-separated, or 'auto'
+                          -- (profiled: the slowest stage as fast as the memory caps allow);
+                          -- '': even layer counts
   trace = '',             -- write a Chrome trace of every worker to this file
   layout = 'channels_last',
   max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
@@ -61,6 +63,8 @@ print(net:summary(train:sample_shape()))
 if opt.groups * opt.stages > 1 then
   print(('%d groups x %d stages x %d micro-batches (%s):'):format(opt.groups, opt.stages,
                                                                  opt.micro_batches, opt.schedule))
+  local partition = engine:prepare(train:sample_shape(), opt.batch)
+  if partition ~= '' then print(partition) end
   for i, stage in ipairs(engine:stages()) do
     print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
                                                 table.concat(stage.devices, ', ')))

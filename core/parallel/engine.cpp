@@ -9,6 +9,8 @@
 #include "parallel/buckets.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
+#include "plan/partitioner.h"
+#include "plan/profiler.h"
 
 namespace tandem {
 namespace {
@@ -47,6 +49,12 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std:
     }
     bounds.push_back(layers);
     return bounds;
+}
+
+// C x H x W of a batch N x C x H x W.
+Shape sample_shape(const Tensor& images) {
+    std::vector<std::int64_t> dims(images.shape().dims().begin() + 1, images.shape().dims().end());
+    return Shape(dims);
 }
 
 // Waits for every future, then rethrows the first exception among them.
@@ -118,8 +126,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
                 << "Engine: " << options_.devices[i]->name() << " is given twice; every stage of "
                 << "every group needs a device of its own (one worker thread each)";
     }
-    bounds_ = stage_bounds(options_.net->size(), p.stages, p.cuts);
-
+    TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
+        << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
     for (int g = 0; g < p.groups; ++g) {
         auto replica = std::make_unique<Replica>();
@@ -127,22 +135,55 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         replica->loss = g == 0 ? options_.loss
                                : std::make_shared<CrossEntropy>(options_.loss->label_smoothing());
         replica->sgd = std::make_unique<Sgd>(options_.sgd);
-        for (int s = 0; s < p.stages; ++s)
-            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
-                replica->net->at(i).to(stage_device(g, s));
         replicas_.push_back(std::move(replica));
     }
-    if (p.groups > 1) {
+    if (p.groups > 1)
         for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_inproc_communicator(p.groups));
-        // Backward produces gradients last layer first: buckets follow that order.
-        for (int g = 0; g < p.groups; ++g)
-            for (int s = 0; s < p.stages; ++s) {
-                std::vector<std::pair<std::string, Tensor>> grads;
-                for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
-                std::reverse(grads.begin(), grads.end());
-                buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
-            }
-    }
+    // The automatic split needs the input's shape: it waits for prepare().
+    if (!p.auto_split || p.stages == 1) place(stage_bounds(options_.net->size(), p.stages, p.cuts));
+}
+
+void Engine::place(std::vector<std::size_t> bounds) {
+    const ParallelOptions& p = options_.parallel;
+    bounds_ = std::move(bounds);
+    for (int g = 0; g < p.groups; ++g)
+        for (int s = 0; s < p.stages; ++s)
+            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
+                replicas_[static_cast<std::size_t>(g)]->net->at(i).to(stage_device(g, s));
+    if (p.groups == 1) return;
+    // Backward produces gradients last layer first: buckets follow that order.
+    for (int g = 0; g < p.groups; ++g)
+        for (int s = 0; s < p.stages; ++s) {
+            std::vector<std::pair<std::string, Tensor>> grads;
+            for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
+            std::reverse(grads.begin(), grads.end());
+            buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
+        }
+}
+
+void Engine::prepare(const Shape& sample, std::int64_t batch) {
+    if (prepared()) return;
+    place(stage_bounds(options_.net->size(), options_.parallel.stages, auto_cuts(sample, batch)));
+}
+
+std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch) {
+    const ParallelOptions& p = options_.parallel;
+    const std::int64_t micro = std::max<std::int64_t>(1, batch / (p.groups * p.micro_batches));
+    ProfileOptions po;
+    po.layout = options_.layout;
+    po.seed = options_.seed;
+    // Profiling runs a copy: the net's own weights stay where they are.
+    auto copy = std::static_pointer_cast<Sequential>(options_.net->clone());
+    const NetProfile profile = profile_net(*copy, *options_.loss, stage_device(0, 0), sample, micro, po);
+    const std::vector<LayerCost> costs = layer_costs(profile, options_.sgd.momentum != 0.f);
+    PartitionOptions o;
+    o.stages = p.stages;
+    o.schedule = p.schedule;
+    o.micro_batches = p.micro_batches;
+    for (int s = 0; s < p.stages; ++s) o.caps.push_back(stage_device(0, s).allocator().stats().cap);
+    const Partition partition = best_partition(costs, o);
+    partition_text_ = format_partition(partition, costs);
+    return partition.cuts;
 }
 
 Engine::~Engine() = default;
@@ -171,6 +212,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     TANDEM_CHECK_AS(ConfigError, n >= p.groups * p.micro_batches)
         << "a batch of " << n << " cannot feed " << p.groups << " groups x " << p.micro_batches
         << " micro-batches (every micro-batch needs a sample)";
+    prepare(sample_shape(images), n);
     StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
     plan.loss_scale = 1.0f / static_cast<float>(n);
@@ -204,6 +246,7 @@ LossSums Engine::evaluate_batch(const Tensor& images, const Tensor& labels) {
     const int n = static_cast<int>(std::min<std::int64_t>(images.shape()[0], 1 << 30));
     const int groups = std::max(1, std::min(p.groups, n));
     const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
+    prepare(sample_shape(images), images.shape()[0]);
     StepPlan plan(Mode::eval, groups, micro_batches, p.stages - 1, images, labels);
     run(plan);
     LossSums total;

@@ -49,6 +49,10 @@ struct ParallelOptions {
     // Where stages 1 .. S-1 begin: S - 1 increasing top-level layer indices (0-based). Empty:
     // cut into stages of nearly equal layer counts.
     std::vector<std::size_t> cuts;
+    // Choose the cuts by profiling instead: each top-level layer's time and memory at the
+    // micro-batch size on the first device, then the split that minimises the slowest stage
+    // within every device's memory cap (plan/partitioner.h). Done by prepare().
+    bool auto_split = false;
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets
 };
@@ -81,6 +85,15 @@ public:
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
+
+    // Places the stages on their devices for batches of `batch` samples of `sample` (C x H x W):
+    // with auto_split, profiles the net and chooses the cuts first. step() and evaluate_batch()
+    // call it on first use; call it earlier to see the partition before training.
+    void prepare(const Shape& sample, std::int64_t batch);
+    bool prepared() const { return !bounds_.empty(); }
+    // The automatic split's table (per stage: layers, time, memory against the cap); empty
+    // without auto_split or before prepare().
+    const std::string& partition_text() const { return partition_text_; }
 
     // One training step on a batch: images N x C x H x W f32, labels N i32 (any device).
     StepResult step(const Tensor& images, const Tensor& labels);
@@ -115,7 +128,11 @@ private:
     std::vector<NamedParameter> stage_parameters(int group, int stage) const;
 
     EngineOptions options_;
-    std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count
+    void place(std::vector<std::size_t> bounds);
+    std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
+
+    std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
+    std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     // Per group and stage (index g * S + s), when G > 1.

@@ -66,3 +66,12 @@ t.test('engine:stages() and a Chrome trace of every worker', function()
   end
   t.raises(function() engine({}, 1):write_trace(path) end, 'records no trace')
 end)
+
+t.test("split = 'auto' profiles, prints its partition and trains", function()
+  local e = engine({stages = 2, micro_batches = 2, split = 'auto'}, 2)
+  t.raises(function() e:stages() end, 'not chosen yet')
+  local text = e:prepare({1, 8, 8}, 16)
+  t.ok(text:find('stage'), text)
+  t.eq(#e:stages(), 2)
+  t.ok(train(e) > 0)
+end)

@@ -134,6 +134,20 @@ TEST(Pipeline, ManualCutsPlaceLayers) {
     EXPECT_THROW(Engine{o}, ConfigError);
 }
 
+// split = 'auto': the partitioner's cuts, chosen on first use; training is unchanged.
+TEST(Pipeline, AutomaticSplitTrainsLikeOneDevice) {
+    EngineOptions o = layout_options(1, 3, 2, PipelineSchedule::one_f_one_b);
+    o.parallel.auto_split = true;
+    Engine engine(o);
+    EXPECT_FALSE(engine.prepared());
+    engine.prepare({1, 8, 8}, 16);
+    ASSERT_TRUE(engine.prepared());
+    EXPECT_LT(engine.stage_begin(1), engine.stage_begin(2));
+    EXPECT_NE(engine.partition_text().find("stage"), std::string::npos) << engine.partition_text();
+    for (int s = 0; s < 5; ++s) engine.step(make_batch(s).images, make_batch(s).labels);
+    expect_close(train(layout_options(1, 1, 1), 5), weights(engine), 1e-4, "auto 1x3x2");
+}
+
 TEST(Pipeline, BadLayoutsAreRefused) {
     EngineOptions o = layout_options(2, 2, 1);
     o.devices.pop_back();
