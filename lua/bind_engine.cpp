@@ -134,17 +134,35 @@ Layout parse_layout(int index, const std::string& text) {
 }
 
 // The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
-// split = {cut, ...}, algorithm = 'ring' | 'tree'}. A cut is a top-level layer's name or
+// split = {cut, ...} | 'auto', algorithm = 'ring' | 'tree', batch_norm = 'micro' | 'deferred',
+// recompute = bool | {bool per stage}}. A cut is a top-level layer's name or
 // 1-based index: the next stage begins after it.
 ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     check_options(L, index, "T.Engine parallel",
-                  {"groups", "stages", "micro_batches", "schedule", "split", "algorithm"});
+                  {"groups", "stages", "micro_batches", "schedule", "split", "algorithm",
+                   "batch_norm", "recompute"});
     ParallelOptions p;
     p.groups = static_cast<int>(option_int(L, index, "groups", 1));
     p.stages = static_cast<int>(option_int(L, index, "stages", 1));
     p.micro_batches = static_cast<int>(option_int(L, index, "micro_batches", 1));
     p.schedule = parse_pipeline_schedule(option_string(L, index, "schedule", "gpipe"));
     p.algorithm = parse_reduce_algorithm(option_string(L, index, "algorithm", "ring"));
+    p.batch_norm = parse_batch_norm_mode(option_string(L, index, "batch_norm", "micro"));
+    if (has_option(L, index, "recompute")) {
+        lua_getfield(L, index, "recompute");
+        if (lua_isboolean(L, -1)) {
+            p.recompute.push_back(lua_toboolean(L, -1));
+        } else if (lua_istable(L, -1)) {
+            for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
+                lua_rawgeti(L, -1, i);
+                p.recompute.push_back(lua_toboolean(L, -1));
+                lua_pop(L, 1);
+            }
+        } else {
+            throw ArgError(index, "parallel.recompute must be a boolean or a list of booleans, one per stage");
+        }
+        lua_pop(L, 1);
+    }
     if (!has_option(L, index, "split")) return p;
     lua_getfield(L, index, "split");
     const int split = lua_gettop(L);

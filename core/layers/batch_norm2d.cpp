@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "layers/batch_statistics.h"
+
 namespace tandem {
 
 BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) {
@@ -71,7 +73,13 @@ Tensor BatchNorm2d::forward(const Tensor& x, Pass& pass) {
     Tensor mean = Tensor::empty({s[1]}, pass.device);
     Tensor var = Tensor::empty({s[1]}, pass.device);
     kernel(pass.device, s, x.layout(), true).forward(x, weight_.value, bias_.value, mean, var, y);
-    update_running_stats(mean, var, count);
+    if (pass.recomputing) {
+        // Running statistics already hold this batch.
+    } else if (pass.batch_statistics) {
+        pass.batch_statistics->add(this, mean, var, count);
+    } else {
+        update_running_stats(mean, var, count);
+    }
     pass.saved.put(this, {mean, var});
     return y;
 }

@@ -14,6 +14,7 @@
 
 namespace tandem {
 
+class BatchStatistics;
 class Device;
 class Layer;
 
@@ -70,6 +71,13 @@ struct Pass {
     // draws are keyed by sample, not by position in the micro-batch, so a split batch sees
     // the same dropout masks as the whole one.
     std::int64_t first_sample = 0;
+    // Where batch norm's batch statistics go in training. Null: each forward folds its own into
+    // the running statistics (per micro-batch). Set: forward hands them here, and the engine
+    // folds the whole batch's once per step ('deferred' batch norm).
+    BatchStatistics* batch_statistics = nullptr;
+    // This forward recomputes activations for a backward (activation recomputation): it must
+    // not count the batch again in running statistics.
+    bool recomputing = false;
 };
 
 // Sets pass.need_dx for one call and restores it after.

@@ -6,6 +6,8 @@
 #include "base/rng.h"
 #include "io/safetensors.h"
 #include "io/trace.h"
+#include "layers/batch_norm2d.h"
+#include "layers/batch_statistics.h"
 #include "parallel/buckets.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
@@ -49,6 +51,12 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std:
     }
     bounds.push_back(layers);
     return bounds;
+}
+
+// Every batch-norm layer under `layer`, depth first: the same order in every replica.
+void collect_batch_norms(Layer& layer, std::vector<BatchNorm2d*>& out) {
+    if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) out.push_back(bn);
+    for (Layer* child : layer.children()) collect_batch_norms(*child, out);
 }
 
 // C x H x W of a batch N x C x H x W.
@@ -105,7 +113,19 @@ struct Engine::StepPlan {
     StepBoard board;
     std::vector<std::int64_t> starts;
     std::vector<LossSums> sums;  // per micro-batch, from the last stages
+    // Per group and stage (g * S + s), for deferred batch norm.
+    std::vector<BatchStatistics> statistics;
 };
+
+std::string_view batch_norm_mode_name(BatchNormMode mode) {
+    return mode == BatchNormMode::micro ? "micro" : "deferred";
+}
+
+BatchNormMode parse_batch_norm_mode(std::string_view name) {
+    if (name == "micro") return BatchNormMode::micro;
+    if (name == "deferred") return BatchNormMode::deferred;
+    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred)";
+}
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, options_.net != nullptr) << "Engine: no net given";
@@ -126,6 +146,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
                 << "Engine: " << options_.devices[i]->name() << " is given twice; every stage of "
                 << "every group needs a device of its own (one worker thread each)";
     }
+    TANDEM_CHECK_AS(ConfigError, p.recompute.size() <= 1 || p.recompute.size() == std::size_t(p.stages))
+        << "Engine: recompute needs one flag per stage (" << p.stages << ") or one for all; given "
+        << p.recompute.size();
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
@@ -216,6 +239,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
     plan.loss_scale = 1.0f / static_cast<float>(n);
+    if (p.batch_norm == BatchNormMode::deferred) plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
     run(plan);
 
     // Every worker has finished its backward and all-reduce: only now do weights change, so a
@@ -225,10 +249,8 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     std::vector<std::future<void>> updates;
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s)
-            updates.push_back(stage_device(g, s).worker().submit([this, g, s, lr = result.lr] {
-                TraceSpan span(options_.trace.get(), stage_device(g, s).name(), "optimizer", "optimizer");
-                replicas_[static_cast<std::size_t>(g)]->sgd->step(stage_parameters(g, s), lr);
-            }));
+            updates.push_back(stage_device(g, s).worker().submit(
+                [this, &plan, g, s, lr = result.lr] { update_stage(plan, g, s, lr); }));
     wait_all(updates);
 
     LossSums total;
@@ -287,6 +309,11 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
 
     std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
     std::vector<Tensor> logits(tapes.size()), labels(tapes.size());
+    // With recomputation: each micro-batch's stage input, all that is kept between its passes.
+    const bool recompute = train && recomputes(stage);
+    std::vector<Tensor> inputs(recompute ? tapes.size() : 0);
+    BatchStatistics* statistics =
+        train && !plan.statistics.empty() ? &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)] : nullptr;
     std::vector<StageOp> ops;
     if (train) {
         ops = stage_ops(p.schedule, p.stages, stage, micro_batches);
@@ -298,6 +325,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         const auto mi = static_cast<std::size_t>(m);
         Pass pass{dev, plan.mode, k, tapes[mi], plan.rng};
         pass.first_sample = plan.start(k);
+        pass.batch_statistics = statistics;
         if (op.kind == StageOp::forward) {
             Tensor x;
             if (first) {
@@ -312,7 +340,18 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
             }
             TraceSpan span(trace, dev.name(), "forward", "forward");
             span.arg("micro_batch", k).arg("stage", stage);
-            Tensor y = replica.net->forward_range(x, pass, begin, end);
+            Tensor y;
+            if (recompute) {
+                // Forward without keeping what backward needs; backward runs it again.
+                Tape scratch;
+                Pass keep_nothing{dev, Mode::train, k, scratch, plan.rng};
+                keep_nothing.first_sample = pass.first_sample;
+                keep_nothing.batch_statistics = statistics;
+                y = replica.net->forward_range(x, keep_nothing, begin, end);
+                inputs[mi] = x;
+            } else {
+                y = replica.net->forward_range(x, pass, begin, end);
+            }
             if (!last) {
                 plan.board.put(LinkDirection::forward, group, stage, m, std::move(y));
                 continue;
@@ -333,6 +372,14 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
             span.arg("micro_batch", k).arg("bytes", dy.nbytes());
             dy = transfer(dy, dev);
         }
+        if (recompute) {
+            TraceSpan again(trace, dev.name(), "recompute", "forward");
+            again.arg("micro_batch", k).arg("stage", stage);
+            pass.recomputing = true;
+            replica.net->forward_range(inputs[mi], pass, begin, end);
+            pass.recomputing = false;
+            inputs[mi] = Tensor();
+        }
         TraceSpan span(trace, dev.name(), "backward", "backward");
         span.arg("micro_batch", k).arg("stage", stage);
         pass.need_dx = !first;  // nobody reads the gradient of the images
@@ -340,6 +387,39 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
     }
     if (train && p.groups > 1) reduce_gradients(group, stage);
+}
+
+bool Engine::recomputes(int stage) const {
+    const auto& r = options_.parallel.recompute;
+    if (r.empty()) return false;
+    return r.size() == 1 ? r.front() : r[static_cast<std::size_t>(stage)];
+}
+
+void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) {
+    TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "optimizer", "optimizer");
+    replicas_[static_cast<std::size_t>(group)]->sgd->step(stage_parameters(group, stage), lr);
+    if (plan.statistics.empty()) return;
+    // Deferred batch norm: the whole batch's statistics, merged over every group in group
+    // order (every replica folds the same numbers), then folded in once.
+    const int stages = options_.parallel.stages;
+    auto stage_batch_norms = [&](int g) {
+        std::vector<BatchNorm2d*> bns;
+        Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
+        for (std::size_t i = stage_begin(stage); i < stage_begin(stage + 1); ++i) collect_batch_norms(net.at(i), bns);
+        return bns;
+    };
+    const std::vector<BatchNorm2d*> mine = stage_batch_norms(group);
+    std::vector<std::vector<BatchNorm2d*>> all;
+    for (int g = 0; g < plan.groups; ++g) all.push_back(stage_batch_norms(g));
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+        BatchStatistics::Sums total;
+        for (int g = 0; g < plan.groups; ++g)
+            if (const auto* sums = plan.statistics[static_cast<std::size_t>(g * stages + stage)].find(all[static_cast<std::size_t>(g)][i]))
+                total.merge(*sums);
+        if (total.count < 2) continue;  // the layer saw no training batch this step
+        const auto [mean, variance] = total.mean_and_variance();
+        mine[i]->update_running_stats(mean, variance, total.count);
+    }
 }
 
 void Engine::reduce_gradients(int group, int stage) {

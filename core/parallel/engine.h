@@ -41,6 +41,16 @@ class GradientBuckets;
 class StepBoard;
 class Trace;
 
+// How batch norm treats micro-batches in training.
+enum class BatchNormMode {
+    micro,     // normalise and update running statistics per micro-batch (as GPipe does)
+    deferred,  // normalise per micro-batch; running statistics from the whole global batch,
+               // once per step, so evaluation matches one device
+};
+std::string_view batch_norm_mode_name(BatchNormMode mode);
+// "micro" or "deferred"; ConfigError naming the choices otherwise.
+BatchNormMode parse_batch_norm_mode(std::string_view name);
+
 struct ParallelOptions {
     int groups = 1;
     int stages = 1;
@@ -55,6 +65,11 @@ struct ParallelOptions {
     bool auto_split = false;
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets
+    BatchNormMode batch_norm = BatchNormMode::micro;
+    // Activation recomputation per stage (S entries, one for every stage, or none): such a
+    // stage keeps only each micro-batch's input after forward and runs the forward again just
+    // before its backward: less memory, about one more forward of time.
+    std::vector<bool> recompute;
 };
 
 struct EngineOptions {
@@ -125,6 +140,8 @@ private:
     void run(StepPlan& plan);
     void run_stage(StepPlan& plan, int group, int stage);
     void reduce_gradients(int group, int stage);
+    void update_stage(const StepPlan& plan, int group, int stage, float lr);
+    bool recomputes(int stage) const;
     std::vector<NamedParameter> stage_parameters(int group, int stage) const;
 
     EngineOptions options_;

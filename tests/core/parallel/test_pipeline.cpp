@@ -4,6 +4,7 @@
 
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
+#include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -119,6 +120,76 @@ TEST(Pipeline, EveryLayoutTrainsLikeOneDevice) {
         expect_close(one, train(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
         EXPECT_NEAR(loss, one_loss, 1e-4 * std::abs(one_loss)) << what;
     }
+}
+
+std::shared_ptr<Sequential> batch_norm_net() {
+    Pool2dOptions p;
+    p.kernel_h = p.kernel_w = 2;
+    return std::make_shared<Sequential>(std::vector<LayerPtr>{
+        std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv(4, 6)),
+        std::make_shared<BatchNorm2d>(BatchNorm2dOptions{6}), std::make_shared<ReLU>(),
+        std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 3, true, "kaiming"})});
+}
+
+std::map<std::string, std::vector<float>> running_statistics(Engine& e) {
+    std::map<std::string, std::vector<float>> w;
+    for (auto& b : named_buffers(e.net())) w[b.name] = b.parameter->value.to_vector();
+    return w;
+}
+
+// Deferred batch norm: normalised per micro-batch, but the running statistics are the whole
+// batch's, folded once per step. The first batch norm sees the same inputs as on one device,
+// so its statistics equal one device's; deeper ones see activations normalised per
+// micro-batch, so they equal those of any layout with the same micro-batch size.
+TEST(Pipeline, DeferredBatchNormFoldsTheWholeBatch) {
+    auto run = [](int g, int s, int m, BatchNormMode mode) {
+        EngineOptions o = layout_options(g, s, m);
+        o.net = batch_norm_net();
+        o.sgd.lr = 0;  // weights stay put: only the statistics are compared
+        o.parallel.batch_norm = mode;
+        Engine engine(o);
+        const Batch b = make_batch(0);
+        engine.step(b.images, b.labels);
+        return running_statistics(engine);
+    };
+    auto first_layer = [](std::map<std::string, std::vector<float>> w) {
+        std::erase_if(w, [](const auto& e) { return e.first.rfind("bn1.", 0) != 0; });
+        return w;
+    };
+    const auto one = run(1, 1, 1, BatchNormMode::micro);
+    const auto same_micro = run(1, 1, 4, BatchNormMode::deferred);  // micro-batches of 4
+    for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}, std::tuple{2, 1, 2}}) {
+        const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
+        const auto deferred = run(g, s, m, BatchNormMode::deferred);
+        expect_close(first_layer(one), first_layer(deferred), 1e-5, "deferred " + what + " against one device");
+        expect_close(same_micro, deferred, 1e-5, "deferred " + what + " against 1x1x4");
+        // Per micro-batch, the running statistics move M times: they differ.
+        EXPECT_NE(one.at("bn1.running_mean"), run(g, s, m, BatchNormMode::micro).at("bn1.running_mean")) << what;
+    }
+    EXPECT_THROW(parse_batch_norm_mode("global"), ConfigError);
+}
+
+// Recomputation gives the same weights and holds less memory at its peak.
+TEST(Pipeline, RecomputationSameWeightsLessMemory) {
+    auto run = [](bool recompute, std::size_t* peak) {
+        EngineOptions o = layout_options(1, 2, 4);
+        o.net = batch_norm_net();
+        o.parallel.recompute = {recompute};
+        Engine engine(o);
+        for (int s = 0; s < 3; ++s) engine.step(make_batch(s, 64).images, make_batch(s, 64).labels);
+        engine.stage_device(0, 0).allocator().reset_peak();
+        engine.step(make_batch(3, 64).images, make_batch(3, 64).labels);
+        *peak = engine.stage_device(0, 0).allocator().stats().peak;
+        auto w = weights(engine);
+        auto r = running_statistics(engine);
+        w.insert(r.begin(), r.end());
+        return w;
+    };
+    std::size_t plain = 0, recomputed = 0;
+    const auto a = run(false, &plain), b = run(true, &recomputed);
+    for (const auto& [name, w] : a) EXPECT_EQ(w, b.at(name)) << name;
+    EXPECT_LT(recomputed, plain) << "peak with recomputation " << recomputed << " B, without " << plain << " B";
 }
 
 TEST(Pipeline, ManualCutsPlaceLayers) {
