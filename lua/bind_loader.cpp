@@ -181,7 +181,7 @@ TransformOptions check_transforms(lua_State* L, int index) {
     t.contrast = static_cast<float>(option_number(L, index, "contrast", 0));
     t.saturation = static_cast<float>(option_number(L, index, "saturation", 0));
     t.mean = option_floats(L, index, "mean", {0.f});
-    t.std = option_floats(L, index, "std", std::vector<float>(t.mean.size(), 1.f));
+    t.std = option_floats(L, index, "std", {1.f});
     return t;
 }
 

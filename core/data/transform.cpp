@@ -51,7 +51,8 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
     for (float v : {t.brightness, t.contrast, t.saturation})
         TANDEM_CHECK_AS(ConfigError, std::isfinite(v) && v >= 0)
             << "colour jitter amounts must be >= 0, got " << v;
-    TANDEM_CHECK_AS(ConfigError, !t.mean.empty() && t.mean.size() <= 3 && t.std.size() == t.mean.size())
+    auto one_or_three = [](std::size_t n) { return n == 1 || n == 3; };
+    TANDEM_CHECK_AS(ConfigError, one_or_three(t.mean.size()) && one_or_three(t.std.size()))
         << "transform options mean and std need 1 or 3 values each, got " << t.mean.size()
         << " and " << t.std.size();
     for (float s : t.std)
@@ -63,9 +64,10 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
     const TransformOptions& o = options_;
     const cv::Mat image = resize_shorter(decode_image(sample, o.channels), o.resize);
     const int c = image.channels(), h = image.rows, w = image.cols;
-    TANDEM_CHECK_AS(DataError, o.mean.size() == 1 || int(o.mean.size()) == c)
+    TANDEM_CHECK_AS(DataError, (o.mean.size() == 1 || int(o.mean.size()) == c) &&
+                                   (o.std.size() == 1 || int(o.std.size()) == c))
         << "image '" << sample.key << "' has " << c << " channels but mean/std give "
-        << o.mean.size() << " values";
+        << o.mean.size() << " and " << o.std.size() << " values";
     const int ch = o.crop_height > 0 ? o.crop_height : h;
     const int cw = o.crop_width > 0 ? o.crop_width : w;
     const int room_y = h + 2 * o.pad - ch, room_x = w + 2 * o.pad - cw;
@@ -125,9 +127,10 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
     // Pass 3: normalise into the requested layout.
     std::array<float, 3> scale{}, shift{};
     for (int k = 0; k < c; ++k) {
-        const std::size_t i = o.mean.size() == 1 ? 0 : std::size_t(k);
-        scale[k] = 1.f / (255.f * o.std[i]);
-        shift[k] = -o.mean[i] / o.std[i];
+        const float m = o.mean[o.mean.size() == 1 ? 0 : std::size_t(k)];
+        const float sd = o.std[o.std.size() == 1 ? 0 : std::size_t(k)];
+        scale[k] = 1.f / (255.f * sd);
+        shift[k] = -m / sd;
     }
     out.resize(plane * c);
     if (layout == Layout::channels_last) {

@@ -29,7 +29,8 @@ struct TransformOptions {
     float brightness = 0;      // jitter factors drawn from [max(0, 1 - x), 1 + x]
     float contrast = 0;
     float saturation = 0;
-    std::vector<float> mean{0.f};  // per channel (or one for all), on the 0..1 scale
+    std::vector<float> mean{0.f};  // per channel (or one for all), on the 0..1 scale;
+                                   // each list has 1 or 3 values
     std::vector<float> std{1.f};
 };
 

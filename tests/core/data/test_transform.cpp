@@ -114,10 +114,12 @@ TEST(Transform, ResizeShorterSideAndErrors) {
     } catch (const DataError& e) {
         EXPECT_NE(std::string(e.what()).find("image 'k0' is 4x6, smaller than the 5x5 crop"), std::string::npos) << e.what();
     }
-    o.mean = {0.1f, 0.2f};
-    o.std = {1.f, 1.f};
+    o.mean = {0.1f, 0.2f, 0.3f};  // three means for a grey image
+    o.std = {1.f};
     o.crop_height = o.crop_width = 0;
-    EXPECT_THROW(ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out), DataError);
+    EXPECT_THROW(ImageTransform(o).apply(raw_sample(0, 4, 6, 1), 0, Layout::contiguous, out), DataError);
+    o.mean = {0.1f, 0.2f};
+    EXPECT_THROW(ImageTransform{o}, ConfigError);
     TransformOptions bad;
     bad.pad = 2;
     EXPECT_THROW(ImageTransform{bad}, ConfigError);
