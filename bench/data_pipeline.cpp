@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     const int crop = std::atoi(option(argc, argv, "crop", "224").c_str());
     const int rounds = std::atoi(option(argc, argv, "rounds", "3").c_str());
     const std::string thread_list = option(argc, argv, "threads", "1,2");
-    const std::string dir = option(argc, argv, "dir", (std::filesystem::temp_directory_path() / "tandem_bench_data").string());
+    const std::string dir = option(
+        argc, argv, "dir", (std::filesystem::temp_directory_path() / "tandem_bench_data").string());
     cv::setNumThreads(0);  // every figure single-threaded per worker, the baseline included
 
     tandem::SyntheticOptions so;
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < samples.size(); ++i) {
             // Baseline: decode, crop at a random place, flip (into a new buffer, as a batch needs).
             const auto& s = samples[i];
-            const cv::Mat buffer(1, int(s.bytes.size()), CV_8UC1, const_cast<char*>(s.bytes.data()));
+            const cv::Mat buffer(1, int(s.bytes.size()), CV_8UC1,
+                                 const_cast<char*>(s.bytes.data()));
             const cv::Mat image = cv::imdecode(buffer, cv::IMREAD_COLOR);
             const std::uint64_t key = tandem::rng_key(7, i);
             const int y = int(tandem::rng_bits(key, 1) % std::uint64_t(image.rows - crop + 1));
@@ -110,8 +112,8 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10.0f %8.2f\n", "ImageTransform (+RGB CHW float, normalised)", best_ours,
                 best_ours / best_base);
 
-    std::printf("\n%-10s %12s %12s %10s %16s\n", "loader T", "images/s", "per thread",
-                "ratio/T", "busy decode/s/T");
+    std::printf("\n%-10s %12s %12s %10s %16s\n", "loader T", "images/s", "per thread", "ratio/T",
+                "busy decode/s/T");
     std::size_t start = 0;
     while (start < thread_list.size()) {
         std::size_t comma = thread_list.find(',', start);
@@ -133,8 +135,8 @@ int main(int argc, char** argv) {
             best = std::max(best, double(count) / (now() - t0));
         }
         const auto s = loader.stats();
-        std::printf("%-10d %12.0f %12.0f %10.2f %16.0f\n", t, best, best / t,
-                    best / t / best_base, s.decode_rate());
+        std::printf("%-10d %12.0f %12.0f %10.2f %16.0f\n", t, best, best / t, best / t / best_base,
+                    s.decode_rate());
     }
     std::printf("\n(checksum %llu)\n", static_cast<unsigned long long>(checksum));
     std::filesystem::remove_all(dir);

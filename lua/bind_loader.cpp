@@ -3,7 +3,8 @@
 //
 //   local train = assert(T.data.folder('photos/train'))
 //   local loader = T.data.Loader{source = train, batch = 64, threads = 4,
-//                                transforms = {resize = 72, crop = 64, random_crop = true, flip = true}}
+//                                transforms = {resize = 72, crop = 64, random_crop = true, flip =
+//                                true}}
 //   for images, labels in loader:batches(epoch) do engine:step(images, labels) end
 //
 // Sample numbers on the Lua side are 1-based (source:label(1) is the first sample); labels are
@@ -115,13 +116,14 @@ int source_key(lua_State* L) {
 int source_tostring(lua_State* L) {
     auto* box = static_cast<Box<SourceBox>*>(luaL_testudata(L, 1, kSourceType));
     if (box == nullptr) throw ArgError(1, "tandem.Source expected, got " + type_name(L, 1));
-    lua_pushstring(L, box->value ? ("Source(" + (*box->value)->description() + ")").c_str()
-                                 : "Source(freed)");
+    lua_pushstring(
+        L, box->value ? ("Source(" + (*box->value)->description() + ")").c_str() : "Source(freed)");
     return 1;
 }
 
 // Reads the option `key` of the table at `index` as one number or a list of 1 to 3 numbers.
-std::vector<float> option_floats(lua_State* L, int index, const char* key, std::vector<float> fallback) {
+std::vector<float> option_floats(lua_State* L, int index, const char* key,
+                                 std::vector<float> fallback) {
     lua_getfield(L, index, key);
     const int top = lua_gettop(L);
     std::vector<float> out;
@@ -150,8 +152,8 @@ TransformOptions check_transforms(lua_State* L, int index) {
     TransformOptions t;
     if (lua_isnoneornil(L, index)) return t;
     check_options(L, index, "transforms",
-                  {"channels", "resize", "crop", "random_crop", "pad", "fill", "flip",
-                   "brightness", "contrast", "saturation", "mean", "std"});
+                  {"channels", "resize", "crop", "random_crop", "pad", "fill", "flip", "brightness",
+                   "contrast", "saturation", "mean", "std"});
     t.channels = static_cast<int>(option_int(L, index, "channels", 0));
     t.resize = static_cast<int>(option_int(L, index, "resize", 0));
     lua_getfield(L, index, "crop");
@@ -163,7 +165,8 @@ TransformOptions check_transforms(lua_State* L, int index) {
             lua_rawgeti(L, -1, i);
             const double v = lua_tonumber(L, -1);
             if (lua_type(L, -1) != LUA_TNUMBER || v != double(int(v)))
-                TANDEM_THROW(ConfigError) << "transforms option 'crop' must be a size or {height, width}";
+                TANDEM_THROW(ConfigError)
+                    << "transforms option 'crop' must be a size or {height, width}";
             (i == 1 ? t.crop_height : t.crop_width) = int(v);
             lua_pop(L, 1);
         }
@@ -171,7 +174,9 @@ TransformOptions check_transforms(lua_State* L, int index) {
     } else {
         const bool absent = lua_isnil(L, -1);
         lua_pop(L, 1);
-        if (!absent) TANDEM_THROW(ConfigError) << "transforms option 'crop' must be a size or {height, width}";
+        if (!absent)
+            TANDEM_THROW(ConfigError)
+                << "transforms option 'crop' must be a size or {height, width}";
     }
     t.random_crop = option_bool(L, index, "random_crop", false);
     t.pad = static_cast<int>(option_int(L, index, "pad", 0));
@@ -221,8 +226,9 @@ int data_loader(lua_State* L) {
     else if (layout == "channels_last" || layout == "nhwc")
         o.layout = Layout::channels_last;
     else
-        TANDEM_THROW(ConfigError) << "T.data.Loader: layout must be 'contiguous' or 'channels_last', got '"
-                                  << layout << "'";
+        TANDEM_THROW(ConfigError)
+            << "T.data.Loader: layout must be 'contiguous' or 'channels_last', got '" << layout
+            << "'";
     o.seed = static_cast<std::uint64_t>(option_int(L, 1, "seed", 1));
     o.shuffle = option_bool(L, 1, "shuffle", true);
     o.strict = option_bool(L, 1, "strict", false);
@@ -317,8 +323,9 @@ int loader_tostring(lua_State* L) {
     std::string text = "Loader(freed)";
     if (box->value) {
         const Loader& l = **box->value;
-        text = "Loader(" + l.source().description() + ", batch " + std::to_string(l.options().batch) +
-               ", " + std::to_string(l.options().threads) + " threads";
+        text = "Loader(" + l.source().description() + ", batch " +
+               std::to_string(l.options().batch) + ", " + std::to_string(l.options().threads) +
+               " threads";
         if (l.options().shard_count > 1)
             text += ", shard " + std::to_string(l.options().shard_index + 1) + "/" +
                     std::to_string(l.options().shard_count);
@@ -329,26 +336,29 @@ int loader_tostring(lua_State* L) {
 }
 
 const luaL_Reg kSourceMethods[] = {
-    {"size", wrap<source_size>},   {"classes", wrap<source_classes>},
+    {"size", wrap<source_size>},
+    {"classes", wrap<source_classes>},
     {"class_names", wrap<source_class_names>},
-    {"label", wrap<source_label>}, {"key", wrap<source_key>},
+    {"label", wrap<source_label>},
+    {"key", wrap<source_key>},
     {nullptr, nullptr},
 };
 
 const luaL_Reg kLoaderMethods[] = {
-    {"batches", wrap<loader_batches>}, {"start", wrap<loader_start>},
-    {"next", wrap<loader_next>},       {"close", wrap<loader_close>},
-    {"stats", wrap<loader_stats>},     {"size", wrap<loader_size>},
+    {"batches", wrap<loader_batches>},
+    {"start", wrap<loader_start>},
+    {"next", wrap<loader_next>},
+    {"close", wrap<loader_close>},
+    {"stats", wrap<loader_stats>},
+    {"size", wrap<loader_size>},
     {"batches_per_epoch", wrap<loader_batches_per_epoch>},
     {"source", wrap<loader_source>},
     {nullptr, nullptr},
 };
 
 const luaL_Reg kFunctions[] = {
-    {"lmdb", wrap<data_lmdb>},
-    {"folder", wrap<data_folder>},
-    {"list", wrap<data_list>},
-    {"Loader", wrap<data_loader>},
+    {"lmdb", wrap<data_lmdb>}, {"folder", wrap<data_folder>},
+    {"list", wrap<data_list>}, {"Loader", wrap<data_loader>},
     {nullptr, nullptr},
 };
 

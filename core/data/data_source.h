@@ -28,12 +28,12 @@ class CorruptSampleError : public DataError {
 
 // One sample as its source stores it.
 struct RawSample {
-    std::string key;          // LMDB key or file path: what messages name
+    std::string key;  // LMDB key or file path: what messages name
     std::int32_t label = 0;
     Encoding encoding = Encoding::raw;  // raw, png, jpeg, or other (a file in any format)
     // The stored shape; 0 when the source does not know it before decoding (image files).
     std::uint32_t height = 0, width = 0, channels = 0;
-    std::string bytes;        // the encoded image, or raw H x W x C RGB bytes
+    std::string bytes;  // the encoded image, or raw H x W x C RGB bytes
 };
 
 class SourceReader {

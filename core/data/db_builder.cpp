@@ -71,20 +71,18 @@ std::string encode_image_record(const cv::Mat& image, std::int32_t label, Encodi
     }
     std::vector<unsigned char> bytes;
     const std::vector<int> params = {cv::IMWRITE_JPEG_QUALITY, quality};
-    TANDEM_CHECK_AS(BackendError, cv::imencode(encoding == Encoding::png ? ".png" : ".jpg", image,
-                                               bytes, params))
+    TANDEM_CHECK_AS(BackendError,
+                    cv::imencode(encoding == Encoding::png ? ".png" : ".jpg", image, bytes, params))
         << "OpenCV could not encode a " << image.rows << "x" << image.cols << " image";
     return encode_record(h, bytes);
 }
 
-DbBuildResult build_db(const DataSource& source, const std::string& path,
-                       const DbBuildOptions& o) {
+DbBuildResult build_db(const DataSource& source, const std::string& path, const DbBuildOptions& o) {
     TANDEM_CHECK_AS(ConfigError, o.threads >= 1 && o.threads <= 256)
         << "threads must be in [1, 256], got " << o.threads;
     TANDEM_CHECK_AS(ConfigError, o.quality >= 1 && o.quality <= 100)
         << "JPEG quality must be in [1, 100], got " << o.quality;
-    TANDEM_CHECK_AS(ConfigError, o.encoding != Encoding::other)
-        << "records are raw, png or jpeg";
+    TANDEM_CHECK_AS(ConfigError, o.encoding != Encoding::other) << "records are raw, png or jpeg";
     TANDEM_CHECK_AS(ConfigError, o.resize >= 0) << "resize must be >= 0, got " << o.resize;
     const std::int64_t n = source.size();
     const std::vector<std::int64_t> order = epoch_order(n, o.seed, 0, o.shuffle);
@@ -112,7 +110,8 @@ DbBuildResult build_db(const DataSource& source, const std::string& path,
                     RecordHeader h{o.encoding, s.label, std::uint32_t(image.rows),
                                    std::uint32_t(image.cols), std::uint32_t(image.channels())};
                     records[slot] = encode_record(
-                        h, {reinterpret_cast<const unsigned char*>(s.bytes.data()), s.bytes.size()});
+                        h,
+                        {reinterpret_cast<const unsigned char*>(s.bytes.data()), s.bytes.size()});
                 } else {
                     records[slot] = encode_image_record(image, s.label, o.encoding, o.quality);
                 }
@@ -134,7 +133,8 @@ DbBuildResult build_db(const DataSource& source, const std::string& path,
     }
     writer.finish();
     TANDEM_CHECK_AS(DataError, result.written > 0)
-        << "no image of " << source.description() << " could be decoded; nothing written to " << path;
+        << "no image of " << source.description() << " could be decoded; nothing written to "
+        << path;
     return result;
 }
 
@@ -156,7 +156,8 @@ std::vector<std::string> check_db(const std::string& path, int threads,
             }
         });
         for (std::int64_t i = begin; i < end; ++i)
-            if (!errors[std::size_t(i - begin)].empty()) problems.push_back(errors[std::size_t(i - begin)]);
+            if (!errors[std::size_t(i - begin)].empty())
+                problems.push_back(errors[std::size_t(i - begin)]);
         if (progress) progress(end, n);
     }
     return problems;

@@ -62,17 +62,20 @@ std::unique_ptr<SourceReader> FileListSource::open_reader() const {
 
 bool is_image_file(const std::string& name) {
     std::string ext = std::filesystem::path(name).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    static const char* const kKnown[] = {".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm",
-                                         ".pbm", ".pnm", ".tif", ".tiff", ".webp"};
-    return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    static const char* const kKnown[] = {".jpg", ".jpeg", ".png", ".bmp",  ".ppm", ".pgm",
+                                         ".pbm", ".pnm",  ".tif", ".tiff", ".webp"};
+    return std::any_of(std::begin(kKnown), std::end(kKnown),
+                       [&](const char* k) { return ext == k; });
 }
 
 std::shared_ptr<FileListSource> folder_source(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code error;
     TANDEM_CHECK_AS(DataError, fs::is_directory(dir, error))
-        << "image folder " << dir << ": " << (fs::exists(dir, error) ? "not a directory" : "no such directory");
+        << "image folder " << dir << ": "
+        << (fs::exists(dir, error) ? "not a directory" : "no such directory");
     std::vector<std::string> classes;
     for (const auto& e : fs::directory_iterator(dir))
         if (e.is_directory()) classes.push_back(e.path().filename().string());
@@ -84,11 +87,13 @@ std::shared_ptr<FileListSource> folder_source(const std::string& dir) {
     for (std::size_t c = 0; c < classes.size(); ++c) {
         std::vector<std::string> files;
         for (const auto& e : fs::recursive_directory_iterator(fs::path(dir) / classes[c]))
-            if (e.is_regular_file() && is_image_file(e.path().string())) files.push_back(e.path().string());
+            if (e.is_regular_file() && is_image_file(e.path().string()))
+                files.push_back(e.path().string());
         std::sort(files.begin(), files.end());
         for (auto& f : files) entries.push_back({std::move(f), static_cast<std::int32_t>(c)});
     }
-    return std::make_shared<FileListSource>(std::move(entries), static_cast<std::int64_t>(classes.size()),
+    return std::make_shared<FileListSource>(std::move(entries),
+                                            static_cast<std::int64_t>(classes.size()),
                                             std::move(classes), "image folder " + dir);
 }
 
@@ -97,13 +102,15 @@ std::shared_ptr<FileListSource> list_source(const std::string& list_file, const 
     namespace fs = std::filesystem;
     TANDEM_CHECK_AS(ConfigError, classes >= 0) << "classes must be >= 0, got " << classes;
     std::ifstream in(list_file);
-    TANDEM_CHECK_AS(DataError, in.good()) << "cannot open list file " << list_file << ": " << std::strerror(errno);
+    TANDEM_CHECK_AS(DataError, in.good())
+        << "cannot open list file " << list_file << ": " << std::strerror(errno);
     const fs::path base = root.empty() ? fs::path(list_file).parent_path() : fs::path(root);
     std::vector<FileListSource::Entry> entries;
     std::int64_t largest = -1;
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+            line.pop_back();
         if (line.empty() || line[0] == '#') continue;
         const auto space = line.find_last_of(" \t");
         TANDEM_CHECK_AS(DataError, space != std::string::npos && space > 0)
@@ -114,7 +121,8 @@ std::shared_ptr<FileListSource> list_source(const std::string& list_file, const 
         errno = 0;
         const long long label = std::strtoll(label_text.c_str(), &end, 10);
         TANDEM_CHECK_AS(DataError, *end == '\0' && errno == 0 && label >= 0 && label < (1LL << 31))
-            << list_file << ":" << number << ": label '" << label_text << "' is not a non-negative integer";
+            << list_file << ":" << number << ": label '" << label_text
+            << "' is not a non-negative integer";
         if (fs::path(path).is_relative()) path = (base / path).string();
         std::error_code error;
         TANDEM_CHECK_AS(DataError, fs::is_regular_file(path, error))

@@ -48,8 +48,7 @@ std::shared_ptr<FileListSource> folder_source(const std::string& dir);
 // label + 1. DataError naming the file and line for a missing file, a line without a label, a
 // label that is not a non-negative integer, or no lines at all.
 std::shared_ptr<FileListSource> list_source(const std::string& list_file,
-                                            const std::string& root = "",
-                                            std::int64_t classes = 0);
+                                            const std::string& root = "", std::int64_t classes = 0);
 
 // Whether a file name has an extension OpenCV's imgcodecs reads (case-insensitive).
 bool is_image_file(const std::string& name);

@@ -34,7 +34,8 @@ IdxSource::IdxSource(const std::string& images_path, const std::string& labels_p
         << images_path << " holds a " << images.dims.size()
         << "-dimensional array; images are N x H x W or N x C x H x W";
     TANDEM_CHECK_AS(DataError, labels.dims.size() == 1)
-        << labels_path << " holds a " << labels.dims.size() << "-dimensional array; labels are one-dimensional";
+        << labels_path << " holds a " << labels.dims.size()
+        << "-dimensional array; labels are one-dimensional";
     TANDEM_CHECK_AS(DataError, images.dims[0] == labels.dims[0])
         << images_path << " holds " << images.dims[0] << " images but " << labels_path << " holds "
         << labels.dims[0] << " labels";
@@ -56,7 +57,8 @@ IdxSource::IdxSource(const std::string& images_path, const std::string& labels_p
             const unsigned char* src = images.bytes.data() + n * plane * channels_;
             unsigned char* dst = pixels_.data() + n * plane * channels_;
             for (std::size_t p = 0; p < plane; ++p)
-                for (std::uint32_t c = 0; c < channels_; ++c) dst[p * channels_ + c] = src[c * plane + p];
+                for (std::uint32_t c = 0; c < channels_; ++c)
+                    dst[p * channels_ + c] = src[c * plane + p];
         }
     }
     labels_.assign(labels.bytes.begin(), labels.bytes.end());
@@ -73,8 +75,8 @@ std::string IdxSource::key(std::int64_t index) const {
 
 std::string IdxSource::description() const {
     return "idx " + images_path_ + " (" + std::to_string(count_) + " images of " +
-           std::to_string(height_) + "x" + std::to_string(width_) + "x" + std::to_string(channels_) +
-           ", " + std::to_string(classes_) + " classes)";
+           std::to_string(height_) + "x" + std::to_string(width_) + "x" +
+           std::to_string(channels_) + ", " + std::to_string(classes_) + " classes)";
 }
 
 std::unique_ptr<SourceReader> IdxSource::open_reader() const {

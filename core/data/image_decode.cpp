@@ -17,7 +17,8 @@ namespace {
 bool has_jpeg_end(const std::string& b) {
     const std::size_t from = b.size() > 1024 ? b.size() - 1024 : 0;
     for (std::size_t i = b.size(); i-- > from + 1;)
-        if (static_cast<unsigned char>(b[i - 1]) == 0xFF && static_cast<unsigned char>(b[i]) == 0xD9)
+        if (static_cast<unsigned char>(b[i - 1]) == 0xFF &&
+            static_cast<unsigned char>(b[i]) == 0xD9)
             return true;
     return false;
 }
@@ -38,8 +39,7 @@ cv::Mat decode_image(const RawSample& s, int channels) {
             corrupt(s, "raw bytes do not match " + std::to_string(s.height) + "x" +
                            std::to_string(s.width) + "x" + std::to_string(s.channels));
         const cv::Mat view(static_cast<int>(s.height), static_cast<int>(s.width),
-                           CV_8UC(static_cast<int>(s.channels)),
-                           const_cast<char*>(s.bytes.data()));
+                           CV_8UC(static_cast<int>(s.channels)), const_cast<char*>(s.bytes.data()));
         cv::Mat image;
         if (s.channels == 3)
             cv::cvtColor(view, image, cv::COLOR_RGB2BGR);  // raw records are RGB
@@ -66,9 +66,11 @@ cv::Mat decode_image(const RawSample& s, int channels) {
     if (image.empty()) corrupt(s, "not a readable image");
     if (image.depth() != CV_8U) corrupt(s, "not an 8-bit image");
     if (image.channels() == 4) cv::cvtColor(image, image, cv::COLOR_BGRA2BGR);
-    if (s.height != 0 && (std::uint32_t(image.rows) != s.height || std::uint32_t(image.cols) != s.width))
+    if (s.height != 0 &&
+        (std::uint32_t(image.rows) != s.height || std::uint32_t(image.cols) != s.width))
         corrupt(s, "decoded " + std::to_string(image.rows) + "x" + std::to_string(image.cols) +
-                       ", the record states " + std::to_string(s.height) + "x" + std::to_string(s.width));
+                       ", the record states " + std::to_string(s.height) + "x" +
+                       std::to_string(s.width));
     return to_channels(image, channels);
 }
 

@@ -28,8 +28,7 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
     if (rc != MDB_SUCCESS) {
         mdb_env_close(env_);
         env_ = nullptr;
-        TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": "
-                                << mdb_strerror(rc);
+        TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << mdb_strerror(rc);
     }
     LmdbTxn txn(*this, !writable);
     check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");

@@ -22,7 +22,8 @@ public:
         MDB_val v{};
         const int rc = mdb_get(txn_.get(), source_.env_->dbi(), &k, &v);
         TANDEM_CHECK_AS(DataError, rc != MDB_NOTFOUND)
-            << source_.env_->path() << ": record '" << key << "' has gone since the database was opened";
+            << source_.env_->path() << ": record '" << key
+            << "' has gone since the database was opened";
         source_.env_->check(rc, "mdb_get");
         // decode_record throws DataError for damage; the loader treats it as a corrupt sample.
         RecordView view;

@@ -29,14 +29,15 @@ struct Loader::Item {
     RawSample sample;
     std::vector<float> pixels;
     Shape shape;
-    std::string corrupt;        // why the sample cannot be used; empty when it can
+    std::string corrupt;  // why the sample cannot be used; empty when it can
 };
 
 LastBatch parse_last_batch(const std::string& name) {
     if (name == "drop") return LastBatch::drop;
     if (name == "keep") return LastBatch::keep;
     if (name == "pad") return LastBatch::pad;
-    TANDEM_THROW(ConfigError) << "unknown last-batch mode '" << name << "' (known: drop, keep, pad)";
+    TANDEM_THROW(ConfigError) << "unknown last-batch mode '" << name
+                              << "' (known: drop, keep, pad)";
 }
 
 Loader::Loader(DataSourcePtr source, LoaderOptions options)
@@ -49,14 +50,16 @@ Loader::Loader(DataSourcePtr source, LoaderOptions options)
     TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "loader batch must be >= 1, got " << o.batch;
     TANDEM_CHECK_AS(ConfigError, o.threads >= 1 && o.threads <= 256)
         << "loader threads must be in [1, 256], got " << o.threads;
-    TANDEM_CHECK_AS(ConfigError, o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count)
+    TANDEM_CHECK_AS(ConfigError,
+                    o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count)
         << "loader shard " << o.shard_index << " of " << o.shard_count
         << ": needs 0 <= shard_index < shard_count";
-    TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1) << "loader prefetch must be >= 1, got " << o.prefetch;
+    TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1)
+        << "loader prefetch must be >= 1, got " << o.prefetch;
     TANDEM_CHECK_AS(DataError, source_->size() > 0) << source_->description() << " is empty";
     TANDEM_CHECK_AS(DataError, shard_size() > 0)
-        << "shard " << o.shard_index << " of " << o.shard_count << " of "
-        << source_->description() << " is empty";
+        << "shard " << o.shard_index << " of " << o.shard_count << " of " << source_->description()
+        << " is empty";
     // The decode threads are the parallelism; OpenCV's own pool would oversubscribe the cores
     // and make `threads` mean less than it says.
     cv::setNumThreads(0);
@@ -80,7 +83,8 @@ void Loader::start_epoch(std::int64_t epoch) {
         epoch_order(source_->size(), options_.seed, epoch, options_.shuffle);
     std::vector<std::int64_t> order;
     order.reserve(static_cast<std::size_t>(shard_size()));
-    for (std::size_t p = std::size_t(options_.shard_index); p < all.size(); p += std::size_t(options_.shard_count))
+    for (std::size_t p = std::size_t(options_.shard_index); p < all.size();
+         p += std::size_t(options_.shard_count))
         order.push_back(all[p]);
 
     epoch_ = epoch;
@@ -183,7 +187,8 @@ void Loader::read_stage(std::vector<std::int64_t> order) {
         for (std::size_t p = 0; p < order.size(); ++p) {
             {
                 std::unique_lock lock(window_mutex_);
-                window_cv_.wait(lock, [&] { return stopping_ || std::int64_t(p) < taken_ + window_; });
+                window_cv_.wait(lock,
+                                [&] { return stopping_ || std::int64_t(p) < taken_ + window_; });
                 if (stopping_) return;
             }
             auto item = std::make_unique<Item>();
@@ -214,8 +219,9 @@ void Loader::decode_stage() {
             if (it.corrupt.empty()) {
                 const double start = now_seconds();
                 try {
-                    it.shape = transform_.apply(it.sample, rng_key(epoch_key, std::uint64_t(it.index)),
-                                                options_.layout, it.pixels);
+                    it.shape =
+                        transform_.apply(it.sample, rng_key(epoch_key, std::uint64_t(it.index)),
+                                         options_.layout, it.pixels);
                 } catch (const CorruptSampleError& e) {
                     it.corrupt = e.what();
                 }
@@ -241,7 +247,7 @@ void Loader::assemble_stage() {
         Shape sample;  // C x H x W of every sample, fixed by the first
         std::int64_t per_sample = 0, filled = 0;
         Batch batch;
-        std::vector<float> staged;        // the images when the device is not host-readable
+        std::vector<float> staged;  // the images when the device is not host-readable
         std::vector<std::int32_t> labels(static_cast<std::size_t>(b));
         float* images = nullptr;
 
@@ -265,10 +271,13 @@ void Loader::assemble_stage() {
             }
             if (rows != b) batch.labels = Tensor::empty({rows}, *device_, DType::i32);
             if (direct) {
-                std::memcpy(batch.labels.raw(), labels.data(), std::size_t(rows) * sizeof(std::int32_t));
+                std::memcpy(batch.labels.raw(), labels.data(),
+                            std::size_t(rows) * sizeof(std::int32_t));
             } else {
-                device_->copy_from_host(batch.images.raw(), staged.data(), bytes * std::size_t(rows));
-                device_->copy_from_host(batch.labels.raw(), labels.data(), std::size_t(rows) * sizeof(std::int32_t));
+                device_->copy_from_host(batch.images.raw(), staged.data(),
+                                        bytes * std::size_t(rows));
+                device_->copy_from_host(batch.labels.raw(), labels.data(),
+                                        std::size_t(rows) * sizeof(std::int32_t));
             }
             batch.count = count;
             assemble_ns_ += nanos_since(start);
@@ -299,7 +308,8 @@ void Loader::assemble_stage() {
                     << item->corrupt << " (strict: corrupt samples are errors)";
                 skipped_ += 1;
                 if (!options_.quiet)
-                    std::fprintf(stderr, "warning: skipping corrupt sample: %s\n", item->corrupt.c_str());
+                    std::fprintf(stderr, "warning: skipping corrupt sample: %s\n",
+                                 item->corrupt.c_str());
                 continue;
             }
             const double start = now_seconds();
@@ -311,7 +321,8 @@ void Loader::assemble_stage() {
                 << "image '" << item->sample.key << "' is " << item->shape.to_string()
                 << " after its transforms, the batch holds " << sample.to_string()
                 << " images; give a crop (or resize) so every image has one size";
-            TANDEM_CHECK_AS(DataError, item->sample.label >= 0 && item->sample.label < source_->classes())
+            TANDEM_CHECK_AS(DataError,
+                            item->sample.label >= 0 && item->sample.label < source_->classes())
                 << "image '" << item->sample.key << "' has label " << item->sample.label
                 << ", out of range for " << source_->classes() << " classes";
             if (filled == 0) {

@@ -1,8 +1,9 @@
 // Loader: the three-stage image pipeline (issue 3; ARCHITECTURE idea 7). While batch i is
 // computed, batch i+1 is decoded and augmented and batch i+2 is read:
 //
-//   reader thread ──read queue──▶ decode threads ──done queue──▶ assembly thread ──batch queue──▶ next()
-//   (source, epoch order)         (ImageTransform)               (in order, into device memory)
+//   reader thread ──read queue──▶ decode threads ──done queue──▶ assembly thread ──batch queue──▶
+//   next() (source, epoch order)         (ImageTransform)               (in order, into device
+//   memory)
 //
 // Each epoch visits a fresh permutation (epoch_order(size, seed, epoch)); with shard_count > 1
 // the loader sees only positions shard_index, shard_index + shard_count, ... of it, so the
@@ -44,25 +45,25 @@ LastBatch parse_last_batch(const std::string& name);
 
 struct LoaderOptions {
     std::int64_t batch = 32;
-    int threads = 2;                  // decode/augment threads
+    int threads = 2;  // decode/augment threads
     TransformOptions transform;
     bool shuffle = true;
     std::uint64_t seed = 1;
     int shard_index = 0;
     int shard_count = 1;
-    LastBatch last = LastBatch::drop; // the epoch's last partial batch: dropped, smaller, or
-                                      // filled up by repeating its first samples
-    std::shared_ptr<Device> device;   // where batches are made; null: the host
+    LastBatch last = LastBatch::drop;  // the epoch's last partial batch: dropped, smaller, or
+                                       // filled up by repeating its first samples
+    std::shared_ptr<Device> device;    // where batches are made; null: the host
     Layout layout = Layout::contiguous;
-    bool strict = false;              // a corrupt sample is an error, not a skip
-    int prefetch = 2;                 // batches assembled ahead of the consumer
-    bool quiet = false;               // no warnings on stderr for skipped samples
+    bool strict = false;  // a corrupt sample is an error, not a skip
+    int prefetch = 2;     // batches assembled ahead of the consumer
+    bool quiet = false;   // no warnings on stderr for skipped samples
 };
 
 struct Batch {
-    Tensor images;                    // B x C x H x W f32 on the device, in the layout
-    Tensor labels;                    // B i32 on the device
-    std::int64_t count = 0;           // real samples (B unless the last batch was padded)
+    Tensor images;                      // B x C x H x W f32 on the device, in the layout
+    Tensor labels;                      // B i32 on the device
+    std::int64_t count = 0;             // real samples (B unless the last batch was padded)
     std::vector<std::int64_t> indices;  // source indices, in batch order
 };
 

@@ -9,19 +9,19 @@
 namespace tandem {
 
 struct LoaderStats {
-    std::int64_t batches = 0;          // handed to the consumer by next()
-    double wait_seconds = 0;           // the consumer's time blocked in next(), all of it
+    std::int64_t batches = 0;  // handed to the consumer by next()
+    double wait_seconds = 0;   // the consumer's time blocked in next(), all of it
     // The same after each epoch's first batch (the pipeline filling), and the consumer's time
     // from that first batch to its last: their ratio is the warm data-wait fraction.
     double warm_wait_seconds = 0;
     double warm_seconds = 0;
     std::int64_t records_read = 0;
     double read_seconds = 0;
-    std::int64_t images_decoded = 0;   // decoded and transformed
-    double decode_seconds = 0;         // summed over decode threads
+    std::int64_t images_decoded = 0;  // decoded and transformed
+    double decode_seconds = 0;        // summed over decode threads
     std::int64_t batches_assembled = 0;
     double assemble_seconds = 0;
-    std::int64_t skipped = 0;          // corrupt samples skipped
+    std::int64_t skipped = 0;  // corrupt samples skipped
     int decode_threads = 0;
 
     double wait_fraction() const { return warm_seconds > 0 ? warm_wait_seconds / warm_seconds : 0; }

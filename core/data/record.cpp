@@ -22,10 +22,14 @@ std::uint32_t get_u32(const unsigned char* p) {
 
 std::string_view encoding_name(Encoding encoding) {
     switch (encoding) {
-        case Encoding::raw: return "raw";
-        case Encoding::png: return "png";
-        case Encoding::jpeg: return "jpeg";
-        case Encoding::other: return "other";
+        case Encoding::raw:
+            return "raw";
+        case Encoding::png:
+            return "png";
+        case Encoding::jpeg:
+            return "jpeg";
+        case Encoding::other:
+            return "other";
     }
     return "unknown";
 }
@@ -46,8 +50,7 @@ std::string encode_record(const RecordHeader& h, std::span<const unsigned char> 
     TANDEM_CHECK_AS(ConfigError, payload.size() <= 0xFFFFFFFFu)
         << "a record payload of " << payload.size() << " bytes is over 4 GiB";
     if (h.encoding == Encoding::raw)
-        TANDEM_CHECK_AS(ConfigError,
-                        payload.size() == std::size_t(h.height) * h.width * h.channels)
+        TANDEM_CHECK_AS(ConfigError, payload.size() == std::size_t(h.height) * h.width * h.channels)
             << "raw record of " << h.height << "x" << h.width << "x" << h.channels << " with "
             << payload.size() << " bytes";
     std::string out(kRecordHeaderSize, '\0');
@@ -93,9 +96,9 @@ RecordView decode_record(std::span<const unsigned char> bytes, std::string_view 
         << "record '" << key << "' is " << (have < length ? "truncated" : "oversized")
         << ": header promises " << length << " bytes of payload, found " << have;
     if (view.header.encoding == Encoding::raw)
-        TANDEM_CHECK_AS(DataError, std::uint64_t(view.header.height) * view.header.width *
-                                           view.header.channels ==
-                                       length)
+        TANDEM_CHECK_AS(
+            DataError,
+            std::uint64_t(view.header.height) * view.header.width * view.header.channels == length)
             << "record '" << key << "' is raw " << view.header.height << "x" << view.header.width
             << "x" << view.header.channels << " but holds " << length << " bytes";
     view.payload = bytes.subspan(kRecordHeaderSize);

@@ -12,7 +12,7 @@
 namespace tandem {
 namespace {
 
-const cv::Scalar kColours[6] = {{40, 40, 220}, {40, 200, 40}, {220, 60, 40},
+const cv::Scalar kColours[6] = {{40, 40, 220},  {40, 200, 40},  {220, 60, 40},
                                 {30, 210, 230}, {200, 40, 200}, {230, 230, 230}};  // BGR
 
 int draw_int(std::uint64_t key, std::uint64_t counter, int low, int high) {
@@ -25,34 +25,39 @@ cv::Mat make_image(int cls, std::uint64_t key, const SyntheticOptions& o) {
     cv::Mat image(h, w, CV_8UC3);
     // A dim background with coarse noise, so JPEG has texture to encode and the net must look
     // at the shape.
-    const cv::Scalar base(draw_int(key, 2, 20, 90), draw_int(key, 3, 20, 90), draw_int(key, 4, 20, 90));
+    const cv::Scalar base(draw_int(key, 2, 20, 90), draw_int(key, 3, 20, 90),
+                          draw_int(key, 4, 20, 90));
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
             const std::uint64_t r = rng_bits(key, 100 + std::uint64_t((y / 4) * 4096 + x / 4));
             auto& px = image.at<cv::Vec3b>(y, x);
-            for (int c = 0; c < 3; ++c) px[c] = cv::saturate_cast<unsigned char>(base[c] + int((r >> (8 * c)) & 31));
+            for (int c = 0; c < 3; ++c)
+                px[c] = cv::saturate_cast<unsigned char>(base[c] + int((r >> (8 * c)) & 31));
         }
     const int side = std::min(h, w);
     const int size = draw_int(key, 5, side / 4, side / 2);
     const cv::Point centre(draw_int(key, 6, size, w - size), draw_int(key, 7, size, h - size));
     const cv::Scalar colour = kColours[(cls / 4) % 6];
     switch (cls % 4) {
-        case 0: cv::circle(image, centre, size, colour, cv::FILLED, cv::LINE_AA); break;
+        case 0:
+            cv::circle(image, centre, size, colour, cv::FILLED, cv::LINE_AA);
+            break;
         case 1:
-            cv::rectangle(image, centre - cv::Point(size, size), centre + cv::Point(size, size), colour,
-                          cv::FILLED);
+            cv::rectangle(image, centre - cv::Point(size, size), centre + cv::Point(size, size),
+                          colour, cv::FILLED);
             break;
         case 2: {
-            std::vector<cv::Point> p = {centre + cv::Point(0, -size), centre + cv::Point(size, size),
+            std::vector<cv::Point> p = {centre + cv::Point(0, -size),
+                                        centre + cv::Point(size, size),
                                         centre + cv::Point(-size, size)};
             cv::fillConvexPoly(image, p, colour, cv::LINE_AA);
             break;
         }
         default:
-            cv::rectangle(image, centre - cv::Point(size, size / 4), centre + cv::Point(size, size / 4),
-                          colour, cv::FILLED);
-            cv::rectangle(image, centre - cv::Point(size / 4, size), centre + cv::Point(size / 4, size),
-                          colour, cv::FILLED);
+            cv::rectangle(image, centre - cv::Point(size, size / 4),
+                          centre + cv::Point(size, size / 4), colour, cv::FILLED);
+            cv::rectangle(image, centre - cv::Point(size / 4, size),
+                          centre + cv::Point(size / 4, size), colour, cv::FILLED);
     }
     return image;
 }
@@ -62,7 +67,8 @@ cv::Mat make_image(int cls, std::uint64_t key, const SyntheticOptions& o) {
 std::int64_t write_synthetic_images(const std::string& dir, const SyntheticOptions& o) {
     TANDEM_CHECK_AS(ConfigError, o.classes >= 1 && o.classes <= 1000)
         << "synthetic classes must be in [1, 1000], got " << o.classes;
-    TANDEM_CHECK_AS(ConfigError, o.per_class >= 1) << "synthetic per_class must be >= 1, got " << o.per_class;
+    TANDEM_CHECK_AS(ConfigError, o.per_class >= 1)
+        << "synthetic per_class must be >= 1, got " << o.per_class;
     TANDEM_CHECK_AS(ConfigError, o.min_size >= 8 && o.min_size <= o.max_size && o.max_size <= 4096)
         << "synthetic sizes need 8 <= min_size <= max_size <= 4096, got " << o.min_size << " and "
         << o.max_size;

@@ -12,12 +12,12 @@ namespace tandem {
 struct SyntheticOptions {
     int classes = 4;
     int per_class = 16;
-    int min_size = 64;       // side lengths drawn from [min_size, max_size]
+    int min_size = 64;  // side lengths drawn from [min_size, max_size]
     int max_size = 256;
-    bool square = false;     // height == width
+    bool square = false;  // height == width
     std::uint64_t seed = 1;
     std::string format = "jpg";  // jpg or png
-    int quality = 90;        // JPEG quality
+    int quality = 90;            // JPEG quality
 };
 
 // Writes DIR/class_<c>/<n>.<format>; returns how many images it wrote. ConfigError for bad

@@ -12,7 +12,14 @@ namespace tandem {
 namespace {
 
 // Counters of the random choices drawn from a sample's key.
-enum Draw : std::uint64_t { kFlip = 0, kCropY = 1, kCropX = 2, kBright = 3, kContrast = 4, kSat = 5 };
+enum Draw : std::uint64_t {
+    kFlip = 0,
+    kCropY = 1,
+    kCropX = 2,
+    kBright = 3,
+    kContrast = 4,
+    kSat = 5
+};
 
 float jitter_factor(float amount, std::uint64_t rng, Draw draw) {
     if (amount <= 0) return 1.f;
@@ -38,11 +45,12 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
     const auto& t = options_;
     TANDEM_CHECK_AS(ConfigError, t.channels == 0 || t.channels == 1 || t.channels == 3)
         << "transform option channels must be 0, 1 or 3, got " << t.channels;
-    TANDEM_CHECK_AS(ConfigError, t.resize >= 0) << "transform option resize must be >= 0, got " << t.resize;
+    TANDEM_CHECK_AS(ConfigError, t.resize >= 0)
+        << "transform option resize must be >= 0, got " << t.resize;
     TANDEM_CHECK_AS(ConfigError, t.crop_height >= 0 && t.crop_width >= 0 &&
                                      (t.crop_height > 0) == (t.crop_width > 0))
-        << "transform option crop must be positive (height and width), got " << t.crop_height
-        << "x" << t.crop_width;
+        << "transform option crop must be positive (height and width), got " << t.crop_height << "x"
+        << t.crop_width;
     TANDEM_CHECK_AS(ConfigError, t.pad >= 0) << "transform option pad must be >= 0, got " << t.pad;
     TANDEM_CHECK_AS(ConfigError, t.pad == 0 || t.crop_height > 0)
         << "transform option pad needs a crop (pad, then crop back to size)";
@@ -56,7 +64,8 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
         << "transform options mean and std need 1 or 3 values each, got " << t.mean.size()
         << " and " << t.std.size();
     for (float s : t.std)
-        TANDEM_CHECK_AS(ConfigError, std::isfinite(s) && s > 0) << "transform option std must be > 0, got " << s;
+        TANDEM_CHECK_AS(ConfigError, std::isfinite(s) && s > 0)
+            << "transform option std must be > 0, got " << s;
 }
 
 Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout layout,
@@ -75,8 +84,10 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
         << "image '" << sample.key << "' is " << h << "x" << w
         << (o.resize > 0 ? " after resize" : "") << (o.pad > 0 ? " before padding" : "")
         << ", smaller than the " << ch << "x" << cw << " crop";
-    const int oy = o.random_crop ? int(rng_bits(rng, kCropY) % std::uint64_t(room_y + 1)) : room_y / 2;
-    const int ox = o.random_crop ? int(rng_bits(rng, kCropX) % std::uint64_t(room_x + 1)) : room_x / 2;
+    const int oy =
+        o.random_crop ? int(rng_bits(rng, kCropY) % std::uint64_t(room_y + 1)) : room_y / 2;
+    const int ox =
+        o.random_crop ? int(rng_bits(rng, kCropX) % std::uint64_t(room_x + 1)) : room_x / 2;
     const bool flip = o.flip && (rng_bits(rng, kFlip) & 1);
     const float bright = jitter_factor(o.brightness, rng, kBright);
     const float contrast = jitter_factor(o.contrast, rng, kContrast);
@@ -119,7 +130,8 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
                 } else {
                     for (int x = 0; x < cw; ++x) {
                         const int sx = ox + (flip ? cw - 1 - x : x) - o.pad;
-                        dst[x * step] = row != nullptr && sx >= 0 && sx < w ? t[row[sx * c + src]] : fill;
+                        dst[x * step] =
+                            row != nullptr && sx >= 0 && sx < w ? t[row[sx * c + src]] : fill;
                     }
                 }
             }
@@ -163,7 +175,8 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
                     p[k] = std::clamp((p[k] - mean_grey) * contrast + mean_grey, 0.f, 255.f);
             if (saturation != 1.f) {
                 const float g = grey(p);
-                for (int k = 0; k < c; ++k) p[k] = std::clamp(g + (p[k] - g) * saturation, 0.f, 255.f);
+                for (int k = 0; k < c; ++k)
+                    p[k] = std::clamp(g + (p[k] - g) * saturation, 0.f, 255.f);
             }
         }
     }
@@ -174,7 +187,8 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
     } else {
         for (int k = 0; k < c; ++k) {
             float* dst = out.data() + std::size_t(k) * plane;
-            for (std::size_t i = 0; i < plane; ++i) dst[i] = pixels[i * c + k] * scale[k] + shift[k];
+            for (std::size_t i = 0; i < plane; ++i)
+                dst[i] = pixels[i * c + k] * scale[k] + shift[k];
         }
     }
     return Shape{c, ch, cw};

@@ -18,9 +18,9 @@
 namespace tandem {
 
 struct TransformOptions {
-    int channels = 0;          // 0: as stored; 1 or 3 converts
-    int resize = 0;            // shorter side to this many pixels; 0 keeps the size
-    int crop_height = 0;       // output size; 0 (both) takes the whole image
+    int channels = 0;     // 0: as stored; 1 or 3 converts
+    int resize = 0;       // shorter side to this many pixels; 0 keeps the size
+    int crop_height = 0;  // output size; 0 (both) takes the whole image
     int crop_width = 0;
     bool random_crop = false;  // uniformly placed crop; otherwise centred
     int pad = 0;               // pixels of `fill` around the image before cropping

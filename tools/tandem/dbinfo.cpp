@@ -48,11 +48,12 @@ void write_grid(const DataSource& source, const std::string& path, std::int64_t 
             continue;
         }
         const int r = int(i / columns), c = int(i % columns);
-        thumbnail(image, cell).copyTo(grid(cv::Rect(c * (cell + 2) + 1, r * (cell + 2) + 1, cell, cell)));
+        thumbnail(image, cell)
+            .copyTo(grid(cv::Rect(c * (cell + 2) + 1, r * (cell + 2) + 1, cell, cell)));
     }
     TANDEM_CHECK_AS(BackendError, cv::imwrite(path, grid)) << "OpenCV could not write " << path;
-    std::printf("grid of %lld samples (%dx%d px each) written to %s\n", static_cast<long long>(count), cell, cell,
-                path.c_str());
+    std::printf("grid of %lld samples (%dx%d px each) written to %s\n",
+                static_cast<long long>(count), cell, cell, path.c_str());
 }
 
 }  // namespace
@@ -60,8 +61,10 @@ void write_grid(const DataSource& source, const std::string& path, std::int64_t 
 int command_dbinfo(const Args& args) {
     const ToolArgs a(args, "dbinfo", {"limit", "grid", "grid-count", "cell", "root"});
     if (a.positional().size() != 1) {
-        std::fprintf(stderr, "usage: tandem dbinfo SOURCE [--limit=N] [--grid=out.png] [--grid-count=64] [--cell=64]\n"
-                             "SOURCE: an LMDB database, an image folder or a list file\n");
+        std::fprintf(stderr,
+                     "usage: tandem dbinfo SOURCE [--limit=N] [--grid=out.png] [--grid-count=64] "
+                     "[--cell=64]\n"
+                     "SOURCE: an LMDB database, an image folder or a list file\n");
         return 2;
     }
     const auto source = open_image_source(a.positional()[0], a.text("root", ""));
@@ -87,7 +90,8 @@ int command_dbinfo(const Args& args) {
             std::uint32_t h = s.height, w = s.width, c = s.channels;
             if (h == 0) {
                 const cv::Mat m = decode_image(s, 0);
-                h = std::uint32_t(m.rows), w = std::uint32_t(m.cols), c = std::uint32_t(m.channels());
+                h = std::uint32_t(m.rows), w = std::uint32_t(m.cols),
+                c = std::uint32_t(m.channels());
             }
             ++shapes[std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c)];
             ++encodings[std::string(encoding_name(s.encoding))];
@@ -101,13 +105,15 @@ int command_dbinfo(const Args& args) {
     std::printf("records examined: %lld%s, damaged: %lld\n", static_cast<long long>(limit),
                 limit < n ? " (--limit)" : "", static_cast<long long>(corrupt));
     std::printf("encodings:");
-    for (const auto& [e, count] : encodings) std::printf(" %s %lld", e.c_str(), static_cast<long long>(count));
+    for (const auto& [e, count] : encodings)
+        std::printf(" %s %lld", e.c_str(), static_cast<long long>(count));
     std::printf("\nshapes (H x W x C): %zu distinct\n", shapes.size());
     std::vector<std::pair<std::int64_t, std::string>> sorted;
     for (const auto& [s, count] : shapes) sorted.emplace_back(-count, s);
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t i = 0; i < sorted.size() && i < 8; ++i)
-        std::printf("  %-16s %lld\n", sorted[i].second.c_str(), static_cast<long long>(-sorted[i].first));
+        std::printf("  %-16s %lld\n", sorted[i].second.c_str(),
+                    static_cast<long long>(-sorted[i].first));
     if (sorted.size() > 8) std::printf("  ... and %zu more\n", sorted.size() - 8);
     if (a.has("grid"))
         write_grid(*source, a.text("grid", "grid.png"), a.integer("grid-count", 64, 1, 4096),

@@ -10,8 +10,9 @@
 namespace tandem::tool {
 
 int command_gen_images(const Args& args) {
-    const ToolArgs a(args, "gen-images",
-                     {"classes", "per-class", "min-size", "max-size", "square", "seed", "format", "quality"});
+    const ToolArgs a(
+        args, "gen-images",
+        {"classes", "per-class", "min-size", "max-size", "square", "seed", "format", "quality"});
     if (a.positional().size() != 1) {
         std::fprintf(stderr,
                      "usage: tandem gen-images DIR [--classes=4] [--per-class=16] [--min-size=64] "
@@ -28,8 +29,8 @@ int command_gen_images(const Args& args) {
     o.format = a.text("format", "jpg");
     o.quality = static_cast<int>(a.integer("quality", 90, 1, 100));
     const auto n = write_synthetic_images(a.positional()[0], o);
-    std::printf("wrote %lld %s images in %d classes to %s\n", static_cast<long long>(n), o.format.c_str(),
-                o.classes, a.positional()[0].c_str());
+    std::printf("wrote %lld %s images in %d classes to %s\n", static_cast<long long>(n),
+                o.format.c_str(), o.classes, a.positional()[0].c_str());
     return 0;
 }
 

@@ -13,8 +13,9 @@ namespace tandem::tool {
 int command_import_idx(const Args& args) {
     const ToolArgs a(args, "import-idx", {"encoding", "overwrite", "threads"});
     if (a.positional().size() != 3) {
-        std::fprintf(stderr,
-                     "usage: tandem import-idx IMAGES LABELS DB [--encoding=raw|png] [--overwrite]\n");
+        std::fprintf(
+            stderr,
+            "usage: tandem import-idx IMAGES LABELS DB [--encoding=raw|png] [--overwrite]\n");
         return 2;
     }
     const IdxSource source(a.positional()[0], a.positional()[1]);

@@ -17,12 +17,14 @@ namespace tandem::tool {
 int command_mean(const Args& args) {
     const ToolArgs a(args, "mean", {"limit", "threads", "root"});
     if (a.positional().size() != 1) {
-        std::fprintf(stderr, "usage: tandem mean SOURCE [--limit=N] [--threads=N]\n"
-                             "SOURCE: an LMDB database, an image folder or a list file\n");
+        std::fprintf(stderr,
+                     "usage: tandem mean SOURCE [--limit=N] [--threads=N]\n"
+                     "SOURCE: an LMDB database, an image folder or a list file\n");
         return 2;
     }
     const auto source = open_image_source(a.positional()[0], a.text("root", ""));
-    const std::int64_t n = std::min(source->size(), a.integer("limit", source->size(), 1, INT64_MAX));
+    const std::int64_t n =
+        std::min(source->size(), a.integer("limit", source->size(), 1, INT64_MAX));
     const int threads = static_cast<int>(a.integer("threads", default_threads(), 1, 256));
     // Sums in double per thread, merged at the end: exact enough for billions of pixels.
     std::mutex mutex;
@@ -83,7 +85,8 @@ int command_mean(const Args& args) {
     if (error) std::rethrow_exception(error);
     TANDEM_CHECK_AS(DataError, pixels > 0) << "no image of " << source->description() << " decoded";
     std::printf("%s: %lld images (%lld skipped), %d channel%s\n", source->description().c_str(),
-                static_cast<long long>(done), static_cast<long long>(skipped), channels, channels > 1 ? "s" : "");
+                static_cast<long long>(done), static_cast<long long>(skipped), channels,
+                channels > 1 ? "s" : "");
     std::string mean = "{", std = "{";
     for (int k = 0; k < channels; ++k) {
         const double m = sum[k] / double(pixels);

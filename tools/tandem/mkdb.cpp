@@ -18,8 +18,8 @@ int command_mkdb(const Args& args) {
     if (a.has("check")) {
         // "--check DB" or "--check=DB".
         const std::string db = a.text("check", "true") != "true" ? a.text("check", "")
-                               : a.positional().empty()           ? ""
-                                                                  : a.positional()[0];
+                               : a.positional().empty()          ? ""
+                                                                 : a.positional()[0];
         if (db.empty()) {
             std::fprintf(stderr, "usage: tandem mkdb --check DB [--threads=N]\n");
             return 2;
@@ -32,8 +32,8 @@ int command_mkdb(const Args& args) {
         });
         bar.finish();
         for (const auto& p : problems) std::printf("bad record: %s\n", p.c_str());
-        std::printf("%s: %lld records, %zu do not decode\n", db.c_str(), static_cast<long long>(total),
-                    problems.size());
+        std::printf("%s: %lld records, %zu do not decode\n", db.c_str(),
+                    static_cast<long long>(total), problems.size());
         return problems.empty() ? 0 : 1;
     }
     if (a.positional().size() != 2) {

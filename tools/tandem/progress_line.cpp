@@ -23,7 +23,10 @@ std::string clock_text(double seconds) {
 }  // namespace
 
 ProgressLine::ProgressLine(std::string title, std::int64_t total)
-    : title_(std::move(title)), total_(total > 0 ? total : 1), start_(now()), terminal_(isatty(STDOUT_FILENO) != 0) {}
+    : title_(std::move(title)),
+      total_(total > 0 ? total : 1),
+      start_(now()),
+      terminal_(isatty(STDOUT_FILENO) != 0) {}
 
 void ProgressLine::update(std::int64_t done) {
     done_ = done;

@@ -15,11 +15,14 @@ ToolArgs::ToolArgs(const Args& args, const char* command, std::initializer_list<
     for (const auto& a : args) {
         if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
             const auto equals = a.find('=');
-            const std::string key = a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+            const std::string key =
+                a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
             if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
                 std::string list;
-                for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + "--" + k;
-                TANDEM_THROW(ConfigError) << command << ": unknown option --" << key << " (known: " << list << ")";
+                for (const char* k : known)
+                    list += std::string(list.empty() ? "" : ", ") + "--" + k;
+                TANDEM_THROW(ConfigError)
+                    << command << ": unknown option --" << key << " (known: " << list << ")";
             }
             values_[key] = equals == std::string::npos ? "true" : a.substr(equals + 1);
         } else {
@@ -45,8 +48,8 @@ std::int64_t ToolArgs::integer(const std::string& key, std::int64_t fallback, st
         used = 0;
     }
     TANDEM_CHECK_AS(ConfigError, used == it->second.size() && used > 0 && v >= low && v <= high)
-        << command_ << ": --" << key << " must be an integer in [" << low << ", " << high << "], got '"
-        << it->second << "'";
+        << command_ << ": --" << key << " must be an integer in [" << low << ", " << high
+        << "], got '" << it->second << "'";
     return v;
 }
 
@@ -62,7 +65,8 @@ DataSourcePtr open_image_source(const std::string& path, const std::string& root
     std::error_code error;
     TANDEM_CHECK_AS(DataError, fs::exists(path, error)) << path << ": no such file or directory";
     if (fs::is_directory(path, error)) {
-        if (fs::exists(fs::path(path) / "data.mdb", error)) return std::make_shared<LmdbSource>(path);
+        if (fs::exists(fs::path(path) / "data.mdb", error))
+            return std::make_shared<LmdbSource>(path);
         return folder_source(path);
     }
     if (fs::path(path).extension() == ".mdb") return std::make_shared<LmdbSource>(path);

@@ -93,7 +93,8 @@ TEST(DbBuilder, CorruptImagesAreSkippedAndCheckFindsDamage) {
     o.overwrite = true;
     EXPECT_THROW(build_db(*folder, dir.file("db"), o), CorruptSampleError);
 
-    std::vector<std::string> records = {encode_image_record(pattern_image(0, 8, 8, 3), 0, Encoding::jpeg, 90)};
+    std::vector<std::string> records = {
+        encode_image_record(pattern_image(0, 8, 8, 3), 0, Encoding::jpeg, 90)};
     records.push_back(records[0].substr(0, records[0].size() - 40));  // truncated record
     std::string bad_jpeg = records[0];
     bad_jpeg[kRecordHeaderSize + 300] ^= 0x5A;

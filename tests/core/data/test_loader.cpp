@@ -97,7 +97,8 @@ TEST(Loader, LastPartialBatchDropKeepPad) {
     Db db(19);
     LoaderOptions o = augmenting(2);
     o.last = LastBatch::drop;
-    EXPECT_EQ(run_epoch(*std::make_unique<Loader>(db.source, o), 1).counts, (std::vector<std::int64_t>{8, 8}));
+    EXPECT_EQ(run_epoch(*std::make_unique<Loader>(db.source, o), 1).counts,
+              (std::vector<std::int64_t>{8, 8}));
     o.last = LastBatch::keep;
     Loader keep(db.source, o);
     Epoch e = run_epoch(keep, 1);
@@ -111,7 +112,8 @@ TEST(Loader, LastPartialBatchDropKeepPad) {
     ASSERT_EQ(e.labels[2].size(), 8u);
     EXPECT_EQ(e.labels[2][3], e.labels[2][0]);
     const std::size_t per = 3 * 8 * 8;
-    EXPECT_TRUE(std::equal(e.images[2].begin() + 5 * per, e.images[2].begin() + 6 * per, e.images[2].begin() + 2 * per));
+    EXPECT_TRUE(std::equal(e.images[2].begin() + 5 * per, e.images[2].begin() + 6 * per,
+                           e.images[2].begin() + 2 * per));
 }
 
 TEST(Loader, WritesIntoTheDeviceInItsLayout) {
@@ -138,14 +140,17 @@ TEST(Loader, WritesIntoTheDeviceInItsLayout) {
 TEST(Loader, CorruptAndTruncatedRecordsAreSkippedAndCounted) {
     TempDir dir;
     std::vector<std::string> records;
-    for (int i = 0; i < 20; ++i) records.push_back(encode_image_record(pattern_image(i, 10, 12, 3), i % 4, Encoding::jpeg, 90));
-    records[3] = records[3].substr(0, records[3].size() - 50);           // truncated record
-    records[7].replace(kRecordHeaderSize + 2, 60, 60, '\x01');            // undecodable JPEG
-    records[11] = "TDRC short";                                           // damaged header
-    RecordHeader h{Encoding::jpeg, 1, 10, 12, 3};                         // JPEG cut short,
-    const std::string& full = records[12];                                // header re-made to fit
+    for (int i = 0; i < 20; ++i)
+        records.push_back(
+            encode_image_record(pattern_image(i, 10, 12, 3), i % 4, Encoding::jpeg, 90));
+    records[3] = records[3].substr(0, records[3].size() - 50);  // truncated record
+    records[7].replace(kRecordHeaderSize + 2, 60, 60, '\x01');  // undecodable JPEG
+    records[11] = "TDRC short";                                 // damaged header
+    RecordHeader h{Encoding::jpeg, 1, 10, 12, 3};               // JPEG cut short,
+    const std::string& full = records[12];                      // header re-made to fit
     const std::string cut = full.substr(kRecordHeaderSize, (full.size() - kRecordHeaderSize) / 2);
-    records[12] = encode_record(h, {reinterpret_cast<const unsigned char*>(cut.data()), cut.size()});
+    records[12] =
+        encode_record(h, {reinterpret_cast<const unsigned char*>(cut.data()), cut.size()});
     write_records(dir.file("db"), records);
     auto source = std::make_shared<LmdbSource>(dir.file("db"));
     EXPECT_EQ(source->damaged(), 2);
@@ -166,8 +171,10 @@ TEST(Loader, CorruptAndTruncatedRecordsAreSkippedAndCounted) {
         }
         FAIL() << "strict loader passed a corrupt record";
     } catch (const CorruptSampleError& e) {
-        EXPECT_NE(std::string(e.what()).find("(strict: corrupt samples are errors)"), std::string::npos);
-        EXPECT_NE(std::string(e.what()).find("'000000"), std::string::npos) << e.what();  // names the key
+        EXPECT_NE(std::string(e.what()).find("(strict: corrupt samples are errors)"),
+                  std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("'000000"), std::string::npos)
+            << e.what();  // names the key
     }
 }
 
@@ -179,7 +186,7 @@ TEST(Loader, CloseMidEpochEndsEveryThread) {
         Loader loader(db.source, o);
         loader.start_epoch(1);
         ASSERT_TRUE(loader.next());
-        if (round == 0) loader.close();          // explicit close
+        if (round == 0) loader.close();  // explicit close
         if (round == 1) {
             loader.start_epoch(2);  // a new epoch ends the old one
             EXPECT_TRUE(loader.next());
@@ -202,7 +209,8 @@ TEST(Loader, StageErrorsReachNext) {
         }
         FAIL() << "no error";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("smaller than the 40x40 crop"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("smaller than the 40x40 crop"), std::string::npos)
+            << e.what();
     }
     EXPECT_FALSE(loader.next()) << "after the error, the epoch is over";
 
@@ -221,7 +229,9 @@ TEST(Loader, StageErrorsReachNext) {
         }
         FAIL() << "no error";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot open image " + dir.file("c/5.png")), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot open image " + dir.file("c/5.png")),
+                  std::string::npos)
+            << e.what();
     }
 }
 

@@ -31,7 +31,11 @@ TEST(Record, DamageIsNamed) {
         decode_record(bytes_of(r.substr(0, r.size() - 5)), "00000003");
         FAIL() << "no error";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("record '00000003' is truncated: header promises 12 bytes of payload, found 7"), std::string::npos) << e.what();
+        EXPECT_NE(
+            std::string(e.what()).find(
+                "record '00000003' is truncated: header promises 12 bytes of payload, found 7"),
+            std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(decode_record(bytes_of(r.substr(0, 10)), "k"), DataError);
     std::string bad = r;

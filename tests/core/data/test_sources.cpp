@@ -46,10 +46,14 @@ TEST(Sources, FolderClassesAreSortedSubFolders) {
 
 TEST(Sources, FolderErrors) {
     TempDir dir;
-    EXPECT_NE(message_of([&] { folder_source(dir.file("nope")); }).find("no such directory"), std::string::npos);
-    EXPECT_NE(message_of([&] { folder_source(dir.path().string()); }).find("has no class sub-folders"), std::string::npos);
+    EXPECT_NE(message_of([&] { folder_source(dir.file("nope")); }).find("no such directory"),
+              std::string::npos);
+    EXPECT_NE(
+        message_of([&] { folder_source(dir.path().string()); }).find("has no class sub-folders"),
+        std::string::npos);
     std::filesystem::create_directories(dir.file("cat"));
-    EXPECT_NE(message_of([&] { folder_source(dir.path().string()); }).find("holds no images"), std::string::npos);
+    EXPECT_NE(message_of([&] { folder_source(dir.path().string()); }).find("holds no images"),
+              std::string::npos);
 }
 
 TEST(Sources, ListFileLikeCaffe) {
@@ -63,18 +67,35 @@ TEST(Sources, ListFileLikeCaffe) {
     EXPECT_EQ(s->key(0), dir.file("img/a b.png"));
     EXPECT_EQ(s->label(0), 3);
     EXPECT_EQ(list_source(dir.file("list.txt"), "", 10)->classes(), 10);
-    EXPECT_NE(message_of([&] { list_source(dir.file("list.txt"), "", 2); }).find("has label 3, out of range for 2 classes"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  list_source(dir.file("list.txt"), "", 2);
+              }).find("has label 3, out of range for 2 classes"),
+              std::string::npos);
     test::write_bytes(dir.file("bad.txt"), "img/c.png 1\nimg/c.png x\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("bad.txt")); }).find("bad.txt:2: label 'x' is not a non-negative integer"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  list_source(dir.file("bad.txt"));
+              }).find("bad.txt:2: label 'x' is not a non-negative integer"),
+              std::string::npos);
     test::write_bytes(dir.file("nolabel.txt"), "img/c.png\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("nolabel.txt")); }).find("nolabel.txt:1: expected 'path label'"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  list_source(dir.file("nolabel.txt"));
+              }).find("nolabel.txt:1: expected 'path label'"),
+              std::string::npos);
     test::write_bytes(dir.file("missing.txt"), "img/c.png 0\nimg/gone.png 1\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("missing.txt")); }).find("missing.txt:2: no such image file"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  list_source(dir.file("missing.txt"));
+              }).find("missing.txt:2: no such image file"),
+              std::string::npos);
     test::write_bytes(dir.file("negative.txt"), "img/c.png -1\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("negative.txt")); }).find("is not a non-negative integer"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  list_source(dir.file("negative.txt"));
+              }).find("is not a non-negative integer"),
+              std::string::npos);
     test::write_bytes(dir.file("empty.txt"), "\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"), std::string::npos);
-    EXPECT_NE(message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"), std::string::npos);
+    EXPECT_NE(message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"),
+              std::string::npos);
+    EXPECT_NE(message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"),
+              std::string::npos);
 }
 
 TEST(Sources, LmdbReadsRecordsAndLabels) {
@@ -89,11 +110,17 @@ TEST(Sources, LmdbReadsRecordsAndLabels) {
     EXPECT_EQ(r.encoding, Encoding::raw);
     EXPECT_EQ(r.height, 4u);
     EXPECT_EQ(r.bytes.size(), 16u);
-    EXPECT_EQ(static_cast<unsigned char>(r.bytes[5]), pattern_image(2, 4, 4, 1).at<unsigned char>(1, 1));
-    EXPECT_NE(message_of([&] { LmdbSource(dir.file("db"), 2); }).find("record '00000002' has label 2, out of range for 2 classes"), std::string::npos);
-    EXPECT_NE(message_of([&] { LmdbSource(dir.file("nope")); }).find("no LMDB database at"), std::string::npos);
+    EXPECT_EQ(static_cast<unsigned char>(r.bytes[5]),
+              pattern_image(2, 4, 4, 1).at<unsigned char>(1, 1));
+    EXPECT_NE(message_of([&] {
+                  LmdbSource(dir.file("db"), 2);
+              }).find("record '00000002' has label 2, out of range for 2 classes"),
+              std::string::npos);
+    EXPECT_NE(message_of([&] { LmdbSource(dir.file("nope")); }).find("no LMDB database at"),
+              std::string::npos);
     write_records(dir.file("empty"), {});
-    EXPECT_NE(message_of([&] { LmdbSource(dir.file("empty")); }).find("is empty"), std::string::npos);
+    EXPECT_NE(message_of([&] { LmdbSource(dir.file("empty")); }).find("is empty"),
+              std::string::npos);
 }
 
 TEST(Sources, IdxAsRawRecords) {

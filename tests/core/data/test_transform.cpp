@@ -35,7 +35,8 @@ TEST(Transform, CentreCropToRgbChwFloats) {
     for (int k = 0; k < 3; ++k)
         for (int y = 0; y < 2; ++y)
             for (int x = 0; x < 3; ++x)
-                EXPECT_FLOAT_EQ(out[(k * 2 + y) * 3 + x], m.at<cv::Vec3b>(1 + y, 1 + x)[2 - k] / 255.f);
+                EXPECT_FLOAT_EQ(out[(k * 2 + y) * 3 + x],
+                                m.at<cv::Vec3b>(1 + y, 1 + x)[2 - k] / 255.f);
     std::vector<float> hwc;
     t.apply(s, 0, Layout::channels_last, hwc);
     for (int k = 0; k < 3; ++k)
@@ -70,7 +71,9 @@ TEST(Transform, FlipPadFillAndNormalise) {
                     for (int y = 0; y < 3; ++y)
                         for (int x = 0; x < 3; ++x) {
                             const int sy = y + dy, sx = (f ? 2 - x : x) + dx;
-                            const float v = (sy < 0 || sy > 2 || sx < 0 || sx > 2) ? 255.f : float(m.at<unsigned char>(sy, sx));
+                            const float v = (sy < 0 || sy > 2 || sx < 0 || sx > 2)
+                                                ? 255.f
+                                                : float(m.at<unsigned char>(sy, sx));
                             ok = ok && std::abs(a[y * 3 + x] - (v / 255.f - 0.5f) / 0.5f) < 1e-6f;
                         }
                     if (ok) {
@@ -105,19 +108,23 @@ TEST(Transform, ResizeShorterSideAndErrors) {
     TransformOptions o;
     o.resize = 8;
     std::vector<float> out;
-    EXPECT_EQ(ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out), (Shape{3, 8, 12}));
+    EXPECT_EQ(ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out),
+              (Shape{3, 8, 12}));
     o.resize = 0;
     o.crop_height = o.crop_width = 5;
     try {
         ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out);
         FAIL();
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("image 'k0' is 4x6, smaller than the 5x5 crop"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("image 'k0' is 4x6, smaller than the 5x5 crop"),
+                  std::string::npos)
+            << e.what();
     }
     o.mean = {0.1f, 0.2f, 0.3f};  // three means for a grey image
     o.std = {1.f};
     o.crop_height = o.crop_width = 0;
-    EXPECT_THROW(ImageTransform(o).apply(raw_sample(0, 4, 6, 1), 0, Layout::contiguous, out), DataError);
+    EXPECT_THROW(ImageTransform(o).apply(raw_sample(0, 4, 6, 1), 0, Layout::contiguous, out),
+                 DataError);
     o.mean = {0.1f, 0.2f};
     EXPECT_THROW(ImageTransform{o}, ConfigError);
     TransformOptions bad;
@@ -137,7 +144,8 @@ TEST(Transform, CorruptBytesAreCorruptSamples) {
     s.encoding = Encoding::jpeg;
     s.bytes = "\xFF\xD8\xFF garbage \xFF\xD9";
     std::vector<float> out;
-    EXPECT_THROW(ImageTransform(TransformOptions{}).apply(s, 0, Layout::contiguous, out), CorruptSampleError);
+    EXPECT_THROW(ImageTransform(TransformOptions{}).apply(s, 0, Layout::contiguous, out),
+                 CorruptSampleError);
     std::vector<unsigned char> jpeg;
     cv::imencode(".jpg", pattern_image(0, 32, 32, 3), jpeg);
     s.bytes.assign(jpeg.begin(), jpeg.begin() + jpeg.size() / 2);
