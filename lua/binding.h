@@ -32,6 +32,7 @@ void register_nn(lua_State* L, int module);
 void register_loss(lua_State* L, int module);
 void register_io(lua_State* L, int module);
 void register_data(lua_State* L, int module);
+void register_loader(lua_State* L, int module);
 void register_engine(lua_State* L, int module);
 void register_profile(lua_State* L, int module);
 

@@ -83,6 +83,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_loss(L, module);
     register_io(L, module);
     register_data(L, module);
+    register_loader(L, module);
     register_engine(L, module);
     register_profile(L, module);
 

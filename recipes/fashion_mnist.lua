@@ -1,8 +1,12 @@
 -- The default recipe: a small batch-norm CNN on Fashion-MNIST (Debian's dataset-fashion-mnist),
 -- on one CPU device. `make run` runs it; options come from the command line:
 --   tandem run recipes/fashion_mnist.lua --epochs=3 --batch=256 --threads=2
--- Each epoch: a progress bar (loss, accuracy, images/s), test accuracy, a metrics line in
--- the log (JSON lines) and a checkpoint; --resume=PATH continues a run exactly.
+-- Each epoch: a progress bar (loss, accuracy, images/s, the share of step time spent waiting
+-- for data), test accuracy, a metrics line in the log (JSON lines) and a checkpoint;
+-- --resume=PATH continues a run exactly.
+-- --source=lmdb trains from an LMDB database (made by `tandem import-idx` when missing) through
+-- the threaded T.data.Loader, with the same flips and padded crops; the default keeps the
+-- training set in memory.
 local T = require 'tandem'
 
 local opt = T.options(..., {
@@ -32,17 +36,46 @@ local opt = T.options(..., {
   checkpoints = 'checkpoints/fashion_mnist',
   log = 'logs/fashion_mnist.jsonl',
   resume = '',
+  source = 'memory',      -- memory | lmdb
+  lmdb = 'data/fashion_mnist_train_lmdb',
+  data_threads = 2,       -- the loader's decode threads (source = lmdb)
 })
 
 local mean, std = 0.2860, 0.3530   -- Fashion-MNIST's pixel statistics
-local train = T.data.mnist(opt.data .. '/train-images-idx3-ubyte.gz',
-                           opt.data .. '/train-labels-idx1-ubyte.gz', {mean = mean, std = std})
+local train = opt.source ~= 'lmdb' and
+  T.data.mnist(opt.data .. '/train-images-idx3-ubyte.gz', opt.data .. '/train-labels-idx1-ubyte.gz',
+               {mean = mean, std = std})
 local test = T.data.mnist(opt.data .. '/t10k-images-idx3-ubyte.gz',
                           opt.data .. '/t10k-labels-idx1-ubyte.gz', {mean = mean, std = std})
 
+-- The LMDB path: the training set through the three-stage loader.
+local loader
+if opt.source == 'lmdb' then
+  local f = io.open(opt.lmdb .. '/data.mdb', 'rb')
+  if f then
+    f:close()
+  else
+    local host = require 'tandem.host'
+    local q = function(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+    local cmd = table.concat({q(host.executable), 'import-idx',
+                              q(opt.data .. '/train-images-idx3-ubyte.gz'),
+                              q(opt.data .. '/train-labels-idx1-ubyte.gz'), q(opt.lmdb)}, ' ')
+    assert(os.execute(cmd) == 0, 'could not build ' .. opt.lmdb .. ' with: ' .. cmd)
+  end
+  loader = T.data.Loader{
+    source = assert(T.data.lmdb(opt.lmdb)), batch = opt.batch, threads = opt.data_threads,
+    seed = opt.seed, layout = opt.layout,
+    transforms = {crop = 28, pad = opt.crop_pad, random_crop = opt.crop_pad > 0,
+                  flip = opt.flip, mean = mean, std = std},
+  }
+elseif opt.source ~= 'memory' then
+  error("option source must be 'memory' or 'lmdb', got '" .. tostring(opt.source) .. "'")
+end
+
 local build = dofile(T.recipe_dir .. '/nets/smallbn.lua')
-local net = build{classes = train:classes()}
-local steps_per_epoch = math.floor(train:size() / opt.batch)
+local net, sample_shape = build{classes = test:classes()}
+local steps_per_epoch = loader and loader:batches_per_epoch()
+                        or math.floor(train:size() / opt.batch)
 local total_steps = steps_per_epoch * opt.epochs
 
 local engine = T.Engine{
@@ -59,11 +92,11 @@ local engine = T.Engine{
   seed = opt.seed,
   layout = opt.layout,
 }
-print(net:summary(train:sample_shape()))
+print(net:summary(sample_shape))
 if opt.groups * opt.stages > 1 then
   print(('%d groups x %d stages x %d micro-batches (%s):'):format(opt.groups, opt.stages,
                                                                  opt.micro_batches, opt.schedule))
-  local partition = engine:prepare(train:sample_shape(), opt.batch)
+  local partition = engine:prepare(sample_shape, opt.batch)
   if partition ~= '' then print(partition) end
   for i, stage in ipairs(engine:stages()) do
     print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
@@ -82,29 +115,47 @@ local log = T.MetricsLog(opt.log)
 local augment = {flip = opt.flip, crop_pad = opt.crop_pad}
 for epoch = first_epoch, opt.epochs do
   local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs)}
-  local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
+  local fetch
+  if loader then
+    loader:start(epoch)
+    fetch = function() return loader:next() end
+  else
+    local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
+    fetch = function(b)
+      return train:batch(order, (b - 1) * opt.batch + 1, opt.batch, augment, opt.seed, epoch)
+    end
+  end
   local sums = {loss = 0, correct = 0, seen = 0}
+  -- Data wait: time spent getting batches after the first (the pipeline filling), as a share
+  -- of the time since that first batch arrived.
+  local waited, warm_start, data_wait = 0, nil, 0
   for b = 1, steps_per_epoch do
-    local images, labels = train:batch(order, (b - 1) * opt.batch + 1, opt.batch,
-                                       augment, opt.seed, epoch)
+    local t0 = T.now()
+    local images, labels = fetch(b)
+    if not images then break end
+    local t1 = T.now()
+    if b == 1 then warm_start = t1 else waited = waited + (t1 - t0) end
     local r = engine:step(images, labels)
     sums.loss = sums.loss + r.loss * r.samples
     sums.correct = sums.correct + r.accuracy * r.samples
     sums.seen = sums.seen + r.samples
+    if b > 1 then data_wait = waited / (T.now() - warm_start) end
     bar:update(b, {loss = sums.loss / sums.seen, acc = sums.correct / sums.seen, lr = r.lr},
-               r.samples)
+               r.samples, data_wait)
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
   bar:finish()
   local rate, seconds = bar:rate(), bar:elapsed()
   local result = engine:evaluate(test, {batch = opt.eval_batch})
-  print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s')
+  print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
         :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
-                result.accuracy, rate))
+                result.accuracy, rate, 100 * data_wait))
   log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
             train_accuracy = sums.correct / sums.seen, test_loss = result.loss,
-            test_accuracy = result.accuracy, images_per_s = rate, seconds = seconds}
+            test_accuracy = result.accuracy, images_per_s = rate, seconds = seconds,
+            data_wait = data_wait}
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end
 if opt.trace ~= '' then engine:write_trace(opt.trace) end
+if loader then loader:close() end

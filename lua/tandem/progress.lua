@@ -1,7 +1,8 @@
 -- A progress bar for training loops: step, bar, the running metrics given, images/s and ETA.
 -- On a terminal it redraws one line; otherwise (logs, CI) it prints a line every 10%.
 --   local bar = T.Progress{total = 468, title = 'epoch 1/10'}
---   bar:update(step, {loss = 0.41, acc = 0.86}, images_this_step)
+--   bar:update(step, {loss = 0.41, acc = 0.86}, images_this_step [, data_wait])
+-- data_wait, when given, is the fraction of step time spent waiting for data ("| data 0.4%").
 --   bar:finish()
 local core = require 'tandem.core'
 
@@ -44,7 +45,7 @@ function Progress.new(options)
 end
 
 -- Records progress up to `step` (1-based) with the given metrics and images done this step.
-function Progress:update(step, metrics, images)
+function Progress:update(step, metrics, images, data_wait)
   self.step = step
   self.images = self.images + (images or 0)
   local keys = {}
@@ -56,9 +57,10 @@ function Progress:update(step, metrics, images)
   local filled = math.floor(fraction * self.width + 0.5)
   local elapsed = self:elapsed()
   local eta = fraction > 0 and elapsed * (1 - fraction) / fraction or 0
-  self.line = ('%s [%s%s] %d/%d %s | %.0f img/s | %s<%s'):format(
+  local data = data_wait and (' | data %.1f%%'):format(100 * data_wait) or ''
+  self.line = ('%s [%s%s] %d/%d %s | %.0f img/s%s | %s<%s'):format(
     self.title, ('#'):rep(filled), ('.'):rep(self.width - filled), step, self.total,
-    table.concat(parts, ' '), self:rate(), format_time(elapsed), format_time(eta))
+    table.concat(parts, ' '), self:rate(), data, format_time(elapsed), format_time(eta))
   if self.terminal then
     io.stdout:write('\r', self.line, '\027[K')
     io.stdout:flush()

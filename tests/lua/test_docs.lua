@@ -58,7 +58,7 @@ t.test('every bound function and method is documented', function()
     end
   end
   for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'CrossEntropy', 'Engine',
-                            'Schedule', 'MetricsLog'} do
+                            'Schedule', 'MetricsLog', 'Source', 'Loader'} do
     for method in pairs(core.metatables[type_name].__index) do
       need(':' .. method .. '(', type_name .. ':' .. method)
     end

@@ -10,11 +10,17 @@ namespace tandem::tool {
 
 using Args = std::vector<std::string>;
 
-int command_run(const Args& args);   // run.cpp
-int command_repl(const Args& args);  // repl.cpp
-int command_test(const Args& args);  // test_runner.cpp
-int command_help(const Args& args);  // main.cpp
-int command_bench(const Args& args); // bench.cpp
+int command_run(const Args& args);    // run.cpp
+int command_repl(const Args& args);   // repl.cpp
+int command_test(const Args& args);   // test_runner.cpp
+int command_help(const Args& args);   // main.cpp
+int command_bench(const Args& args);  // bench.cpp
+// The data tools (issue 3).
+int command_mkdb(const Args& args);        // mkdb.cpp
+int command_import_idx(const Args& args);  // import_idx.cpp
+int command_mean(const Args& args);        // mean.cpp
+int command_dbinfo(const Args& args);      // dbinfo.cpp
+int command_gen_images(const Args& args);  // gen_images.cpp
 
 // Pushes a table of command-line options: "--micro-batches=4" is opt.micro_batches = 4 (dashes
 // in keys become underscores; "true"/"false" booleans; numeric text numbers); "--flag" alone

@@ -17,12 +17,21 @@ struct Command {
     int (*run)(const Args&);
 };
 
-// Every sub-command. plan and mkdb join this list when they exist.
+// Every sub-command. plan joins this list when it exists.
 const Command kCommands[] = {
     {"run", "RECIPE [--key=value ...] [--flag]", "run a Lua recipe with options", command_run},
     {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
     {"bench", "NET [--batch=N] [--threads=T] [--json]",
      "time each layer and the whole training step of a net", command_bench},
+    {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
+     "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},
+    {"import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",
+     command_import_idx},
+    {"mean", "SOURCE", "per-channel mean and std of a database, folder or list", command_mean},
+    {"dbinfo", "SOURCE [--grid=out.png]", "count, classes, shapes, encodings; a grid of samples",
+     command_dbinfo},
+    {"gen-images", "DIR [--classes=4] [--per-class=16]", "write a synthetic colour-image folder",
+     command_gen_images},
     {"help", "", "show this text", command_help},
 };
 
@@ -41,7 +50,10 @@ int command_help(const Args&) {
         "usage:\n  tandem                      open the interactive session (T is loaded)\n");
     for (const auto& c : kCommands) {
         const std::string left = std::string(c.name) + (*c.usage ? " " : "") + c.usage;
-        std::printf("  tandem %-35s %s\n", left.c_str(), c.summary);
+        if (left.size() > 35)  // a long usage gets its own line
+            std::printf("  tandem %s\n  %-42s %s\n", left.c_str(), "", c.summary);
+        else
+            std::printf("  tandem %-35s %s\n", left.c_str(), c.summary);
     }
     std::printf(
         "\nRecipe options reach the recipe as a table (`local opt = ...`, also the global opt):\n"

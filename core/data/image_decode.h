@@ -1,0 +1,18 @@
+// Decoding a sample's bytes into an 8-bit OpenCV image (issue 3): raw records are wrapped,
+// PNG/JPEG/other files go through cv::imdecode. Colour images come out in OpenCV's BGR order;
+// the transform writes tensors in RGB.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include "data/data_source.h"
+
+namespace tandem {
+
+// `channels`: 1 or 3 converts (grey to colour or back); 0 keeps what is stored (an encoded
+// file: grey or colour as it is, alpha dropped). CorruptSampleError naming the key when the
+// bytes do not decode, a JPEG has no end-of-image marker (truncated), or the decoded shape
+// differs from the shape the record states.
+cv::Mat decode_image(const RawSample& sample, int channels);
+
+}  // namespace tandem

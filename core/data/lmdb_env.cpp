@@ -1,0 +1,72 @@
+#include "data/lmdb_env.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace tandem {
+
+LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const bool exists = fs::exists(path, error);
+    if (!writable)
+        TANDEM_CHECK_AS(DataError, exists) << "no LMDB database at " << path << ": no such file";
+    if (writable && !exists) fs::create_directories(path);
+    const bool directory = fs::is_directory(path, error);
+    if (!writable && directory)
+        TANDEM_CHECK_AS(DataError, fs::exists(fs::path(path) / "data.mdb", error))
+            << "no LMDB database at " << path << ": the directory has no data.mdb";
+    check(mdb_env_create(&env_), "mdb_env_create");
+    // NOTLS: a read transaction is not tied to its thread's slot, so a reader may be opened on
+    // one thread and used on another. NOLOCK for readers: mkdb never writes while training reads,
+    // and a read-only directory (a shared data set) has no room for a lock file.
+    unsigned flags = MDB_NOTLS | (directory ? 0u : unsigned(MDB_NOSUBDIR));
+    if (!writable) flags |= MDB_RDONLY | MDB_NOLOCK;
+    if (writable) set_map_size(std::size_t(64) << 20);
+    const int rc = mdb_env_open(env_, path.c_str(), flags, 0664);
+    if (rc != MDB_SUCCESS) {
+        mdb_env_close(env_);
+        env_ = nullptr;
+        TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << mdb_strerror(rc);
+    }
+    LmdbTxn txn(*this, !writable);
+    check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
+    txn.commit();
+}
+
+LmdbEnv::~LmdbEnv() {
+    if (env_ != nullptr) mdb_env_close(env_);
+}
+
+void LmdbEnv::set_map_size(std::size_t bytes) {
+    check(mdb_env_set_mapsize(env_, bytes), "mdb_env_set_mapsize");
+}
+
+std::size_t LmdbEnv::map_size() const {
+    MDB_envinfo info;
+    check(mdb_env_info(env_, &info), "mdb_env_info");
+    return info.me_mapsize;
+}
+
+void LmdbEnv::check(int rc, const char* what) const {
+    if (rc != MDB_SUCCESS)
+        TANDEM_THROW(BackendError) << path_ << ": " << what << ": " << mdb_strerror(rc);
+}
+
+LmdbTxn::LmdbTxn(const LmdbEnv& env, bool read_only) : env_(env) {
+    env.check(mdb_txn_begin(env.get(), nullptr, read_only ? MDB_RDONLY : 0, &txn_),
+              "mdb_txn_begin");
+}
+
+LmdbTxn::~LmdbTxn() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+}
+
+void LmdbTxn::commit() {
+    MDB_txn* txn = txn_;
+    txn_ = nullptr;  // committed or failed, the handle is gone either way
+    env_.check(mdb_txn_commit(txn), "mdb_txn_commit");
+}
+
+}  // namespace tandem

@@ -1,0 +1,44 @@
+// LmdbSource: an LMDB database of Tandem records (record.h, docs/data-format.md), as written by
+// `tandem mkdb` and `tandem import-idx`.
+//
+// Opening walks the keys once with a cursor, reading each record's 28-byte header: the keys
+// give random access in any order (a fresh permutation each epoch), the labels give classes()
+// and let the loader check labels before it decodes anything. Records whose header is damaged
+// are remembered and raise CorruptSampleError when read, so the loader skips them like any
+// undecodable image.
+#pragma once
+
+#include <memory>
+
+#include "data/data_source.h"
+#include "data/lmdb_env.h"
+
+namespace tandem {
+
+class LmdbSource final : public DataSource {
+public:
+    // `classes` > 0 declares the class count (a label at or above it is a DataError naming the
+    // key); 0 takes the largest label + 1. DataError for a missing path or an empty database.
+    explicit LmdbSource(const std::string& path, std::int64_t classes = 0);
+
+    std::int64_t size() const override { return static_cast<std::int64_t>(keys_.size()); }
+    std::int64_t classes() const override { return classes_; }
+    std::int32_t label(std::int64_t index) const override;
+    std::string key(std::int64_t index) const override;
+    std::string description() const override;
+    std::unique_ptr<SourceReader> open_reader() const override;
+
+    // Records whose header could not be read when the database was opened.
+    std::int64_t damaged() const { return damaged_; }
+
+private:
+    class Reader;
+
+    std::shared_ptr<LmdbEnv> env_;
+    std::vector<std::string> keys_;
+    std::vector<std::int32_t> labels_;  // -1 for a damaged record
+    std::int64_t classes_ = 0;
+    std::int64_t damaged_ = 0;
+};
+
+}  // namespace tandem

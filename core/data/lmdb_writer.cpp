@@ -1,0 +1,72 @@
+#include "data/lmdb_writer.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace tandem {
+
+LmdbWriter::LmdbWriter(const std::string& path, bool overwrite, std::size_t commit_every)
+    : commit_every_(commit_every > 0 ? commit_every : 1) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    if (fs::exists(path, error)) {
+        TANDEM_CHECK_AS(ConfigError, overwrite)
+            << path << " already exists; remove it or pass --overwrite";
+        fs::remove_all(path);
+    }
+    env_ = std::make_unique<LmdbEnv>(path, true);
+}
+
+LmdbWriter::~LmdbWriter() = default;
+
+void LmdbWriter::put(std::string key, std::string value) {
+    pending_.emplace_back(std::move(key), std::move(value));
+    if (pending_.size() >= commit_every_) commit_pending();
+}
+
+void LmdbWriter::finish() { commit_pending(); }
+
+void LmdbWriter::commit_pending() {
+    if (pending_.empty()) return;
+    for (;;) {
+        if (try_commit()) break;
+        // No transaction may be open while the map grows; try_commit's has ended.
+        env_->set_map_size(env_->map_size() * 2);
+    }
+    written_ += static_cast<std::int64_t>(pending_.size());
+    pending_.clear();
+}
+
+bool LmdbWriter::try_commit() {
+    MDB_txn* txn = nullptr;
+    env_->check(mdb_txn_begin(env_->get(), nullptr, 0, &txn), "mdb_txn_begin");
+    int rc = MDB_SUCCESS;
+    for (auto& [key, value] : pending_) {
+        MDB_val k{key.size(), key.data()};
+        MDB_val v{value.size(), value.data()};
+        rc = mdb_put(txn, env_->dbi(), &k, &v, MDB_NOOVERWRITE);
+        if (rc != MDB_SUCCESS) break;
+    }
+    if (rc != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        if (rc == MDB_MAP_FULL) return false;
+        // The failing key is the first one not in the database.
+        TANDEM_CHECK_AS(ConfigError, rc != MDB_KEYEXIST)
+            << env_->path() << ": a key is written twice";
+        env_->check(rc, "mdb_put");
+    }
+    rc = mdb_txn_commit(txn);  // frees the transaction whatever it returns
+    if (rc == MDB_MAP_FULL) return false;
+    env_->check(rc, "mdb_txn_commit");
+    return true;
+}
+
+std::string record_key(std::int64_t index) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%08lld", static_cast<long long>(index));
+    return text;
+}
+
+}  // namespace tandem

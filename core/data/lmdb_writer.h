@@ -1,0 +1,46 @@
+// LmdbWriter: writes records into a new LMDB database (mkdb, import-idx; issue 3).
+//
+// Puts are gathered and committed in batches of `commit_every`. The memory map starts small and
+// doubles whenever LMDB reports it full: the batch in hand is kept until its commit succeeds,
+// so it is simply written again into the larger map.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/lmdb_env.h"
+
+namespace tandem {
+
+class LmdbWriter {
+public:
+    // ConfigError when `path` already holds a database (unless `overwrite`, which removes it).
+    LmdbWriter(const std::string& path, bool overwrite, std::size_t commit_every = 1000);
+    ~LmdbWriter();  // commits what is pending only through finish(); otherwise drops it
+    LmdbWriter(const LmdbWriter&) = delete;
+    LmdbWriter& operator=(const LmdbWriter&) = delete;
+
+    // ConfigError for a key already put.
+    void put(std::string key, std::string value);
+    // Commits what is pending; the database is complete after this.
+    void finish();
+    std::int64_t written() const { return written_; }
+
+private:
+    void commit_pending();
+    // Writes pending_ in one transaction; false when the map is full (nothing written).
+    bool try_commit();
+
+    std::unique_ptr<LmdbEnv> env_;
+    std::size_t commit_every_;
+    std::vector<std::pair<std::string, std::string>> pending_;
+    std::int64_t written_ = 0;
+};
+
+// Keys mkdb writes: the record number, zero-padded to 8 digits so LMDB's byte order is the
+// numeric order ("00000042").
+std::string record_key(std::int64_t index);
+
+}  // namespace tandem

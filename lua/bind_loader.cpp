@@ -1,0 +1,377 @@
+// T.data.lmdb / folder / list (tandem.Source) and T.data.Loader (tandem.Loader): the image
+// pipeline of core/data (issue 3) from Lua.
+//
+//   local train = assert(T.data.folder('photos/train'))
+//   local loader = T.data.Loader{source = train, batch = 64, threads = 4,
+//                                transforms = {resize = 72, crop = 64, random_crop = true, flip =
+//                                true}}
+//   for images, labels in loader:batches(epoch) do engine:step(images, labels) end
+//
+// Sample numbers on the Lua side are 1-based (source:label(1) is the first sample); labels are
+// the class numbers 0 .. classes - 1, as the loss expects. A shard is {index = 1..count, count}.
+// Return conventions: a path that does not exist gives nil, message (a recipe may fall back);
+// a source that exists but is malformed, and bad options, raise. A loader's errors (a stage
+// failing, a corrupt sample with strict = true) raise from the iterator or loader:next().
+#include <filesystem>
+
+#include "binding.h"
+#include "data/file_list_source.h"
+#include "data/lmdb_source.h"
+#include "data/loader.h"
+#include "objects.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+namespace {
+
+constexpr const char* kSourceType = "tandem.Source";
+constexpr const char* kLoaderType = "tandem.Loader";
+using SourceBox = std::shared_ptr<const DataSource>;
+using LoaderBox = std::shared_ptr<Loader>;
+
+const SourceBox& check_source(lua_State* L, int index) {
+    return check_box<SourceBox>(L, index, kSourceType, "data source");
+}
+
+Loader& check_loader(lua_State* L, int index) {
+    return *check_box<LoaderBox>(L, index, kLoaderType, "loader");
+}
+
+bool push_missing(lua_State* L, const std::string& path) {
+    std::error_code error;
+    if (std::filesystem::exists(path, error)) return false;
+    lua_pushnil(L);
+    lua_pushstring(L, (path + ": no such file or directory").c_str());
+    return true;
+}
+
+// T.data.lmdb(path [, {classes = 0}]) -> source | nil, message
+int data_lmdb(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    check_options(L, 2, "T.data.lmdb", {"classes"});
+    const std::int64_t classes = option_int(L, 2, "classes", 0);
+    if (classes < 0) throw ArgError(2, "option 'classes' must be >= 0");
+    if (push_missing(L, path)) return 2;
+    push_box<SourceBox>(L, kSourceType, std::make_shared<LmdbSource>(path, classes));
+    return 1;
+}
+
+// T.data.folder(path) -> source | nil, message
+int data_folder(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    check_options(L, 2, "T.data.folder", {});
+    if (push_missing(L, path)) return 2;
+    push_box<SourceBox>(L, kSourceType, folder_source(path));
+    return 1;
+}
+
+// T.data.list(file [, {root = <the file's folder>, classes = 0}]) -> source | nil, message
+int data_list(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    check_options(L, 2, "T.data.list", {"root", "classes"});
+    const std::string root = option_string(L, 2, "root", "");
+    const std::int64_t classes = option_int(L, 2, "classes", 0);
+    if (classes < 0) throw ArgError(2, "option 'classes' must be >= 0");
+    if (push_missing(L, path)) return 2;
+    push_box<SourceBox>(L, kSourceType, list_source(path, root, classes));
+    return 1;
+}
+
+std::int64_t check_sample(lua_State* L, int index, const DataSource& s) {
+    return check_int_in(L, index, 1, s.size(), "sample") - 1;
+}
+
+int source_size(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_source(L, 1)->size()));
+    return 1;
+}
+
+int source_classes(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_source(L, 1)->classes()));
+    return 1;
+}
+
+int source_class_names(lua_State* L) {
+    const auto names = check_source(L, 1)->class_names();
+    lua_createtable(L, static_cast<int>(names.size()), 0);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        lua_pushstring(L, names[i].c_str());
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    return 1;
+}
+
+int source_label(lua_State* L) {
+    const DataSource& s = *check_source(L, 1);
+    lua_pushnumber(L, s.label(check_sample(L, 2, s)));
+    return 1;
+}
+
+int source_key(lua_State* L) {
+    const DataSource& s = *check_source(L, 1);
+    lua_pushstring(L, s.key(check_sample(L, 2, s)).c_str());
+    return 1;
+}
+
+int source_tostring(lua_State* L) {
+    auto* box = static_cast<Box<SourceBox>*>(luaL_testudata(L, 1, kSourceType));
+    if (box == nullptr) throw ArgError(1, "tandem.Source expected, got " + type_name(L, 1));
+    lua_pushstring(
+        L, box->value ? ("Source(" + (*box->value)->description() + ")").c_str() : "Source(freed)");
+    return 1;
+}
+
+// Reads the option `key` of the table at `index` as one number or a list of 1 to 3 numbers.
+std::vector<float> option_floats(lua_State* L, int index, const char* key,
+                                 std::vector<float> fallback) {
+    lua_getfield(L, index, key);
+    const int top = lua_gettop(L);
+    std::vector<float> out;
+    if (lua_isnil(L, top)) {
+        out = std::move(fallback);
+    } else if (lua_type(L, top) == LUA_TNUMBER) {
+        out.push_back(static_cast<float>(lua_tonumber(L, top)));
+    } else if (lua_istable(L, top) && lua_objlen(L, top) >= 1 && lua_objlen(L, top) <= 3) {
+        for (int i = 1; i <= static_cast<int>(lua_objlen(L, top)); ++i) {
+            lua_rawgeti(L, top, i);
+            const bool ok = lua_type(L, -1) == LUA_TNUMBER;
+            const double v = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+            if (!ok) break;
+            out.push_back(static_cast<float>(v));
+        }
+    }
+    lua_settop(L, top - 1);
+    if (out.empty())
+        TANDEM_THROW(ConfigError) << "transforms option '" << key
+                                  << "' must be a number or a list of 1 to 3 numbers";
+    return out;
+}
+
+TransformOptions check_transforms(lua_State* L, int index) {
+    TransformOptions t;
+    if (lua_isnoneornil(L, index)) return t;
+    check_options(L, index, "transforms",
+                  {"channels", "resize", "crop", "random_crop", "pad", "fill", "flip", "brightness",
+                   "contrast", "saturation", "mean", "std"});
+    t.channels = static_cast<int>(option_int(L, index, "channels", 0));
+    t.resize = static_cast<int>(option_int(L, index, "resize", 0));
+    lua_getfield(L, index, "crop");
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+        lua_pop(L, 1);
+        t.crop_height = t.crop_width = static_cast<int>(option_int(L, index, "crop", 0));
+    } else if (lua_istable(L, -1) && lua_objlen(L, -1) == 2) {
+        for (int i = 1; i <= 2; ++i) {
+            lua_rawgeti(L, -1, i);
+            const double v = lua_tonumber(L, -1);
+            if (lua_type(L, -1) != LUA_TNUMBER || v != double(int(v)))
+                TANDEM_THROW(ConfigError)
+                    << "transforms option 'crop' must be a size or {height, width}";
+            (i == 1 ? t.crop_height : t.crop_width) = int(v);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    } else {
+        const bool absent = lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (!absent)
+            TANDEM_THROW(ConfigError)
+                << "transforms option 'crop' must be a size or {height, width}";
+    }
+    t.random_crop = option_bool(L, index, "random_crop", false);
+    t.pad = static_cast<int>(option_int(L, index, "pad", 0));
+    t.fill = static_cast<int>(option_int(L, index, "fill", 0));
+    t.flip = option_bool(L, index, "flip", false);
+    t.brightness = static_cast<float>(option_number(L, index, "brightness", 0));
+    t.contrast = static_cast<float>(option_number(L, index, "contrast", 0));
+    t.saturation = static_cast<float>(option_number(L, index, "saturation", 0));
+    t.mean = option_floats(L, index, "mean", {0.f});
+    t.std = option_floats(L, index, "std", {1.f});
+    return t;
+}
+
+// T.data.Loader{source =, batch = 32, transforms = {...}, threads = 2, shard = {index =, count =},
+//               last = 'drop', device =, layout = 'contiguous', seed = 1, shuffle = true,
+//               strict = false, prefetch = 2, quiet = false} -> loader
+int data_loader(lua_State* L) {
+    if (!lua_istable(L, 1)) throw ArgError(1, "options table expected, got " + type_name(L, 1));
+    check_options(L, 1, "T.data.Loader",
+                  {"source", "batch", "transforms", "threads", "shard", "last", "device", "layout",
+                   "seed", "shuffle", "strict", "prefetch", "quiet"});
+    lua_getfield(L, 1, "source");
+    if (lua_isnil(L, -1)) TANDEM_THROW(ConfigError) << "T.data.Loader: option 'source' is required";
+    SourceBox source = check_source(L, lua_gettop(L));
+    lua_pop(L, 1);
+    LoaderOptions o;
+    o.batch = option_int(L, 1, "batch", 32);
+    o.threads = static_cast<int>(option_int(L, 1, "threads", 2));
+    lua_getfield(L, 1, "transforms");
+    o.transform = check_transforms(L, lua_gettop(L));
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "shard");
+    if (!lua_isnil(L, -1)) {
+        const int shard = lua_gettop(L);
+        check_options(L, shard, "shard", {"index", "count"});
+        o.shard_count = static_cast<int>(option_int(L, shard, "count", 1));
+        o.shard_index = static_cast<int>(option_int(L, shard, "index", 1)) - 1;  // 1-based in Lua
+    }
+    lua_pop(L, 1);
+    o.last = parse_last_batch(option_string(L, 1, "last", "drop"));
+    lua_getfield(L, 1, "device");
+    if (!lua_isnil(L, -1)) o.device = check_device(L, lua_gettop(L));
+    lua_pop(L, 1);
+    const std::string layout = option_string(L, 1, "layout", "contiguous");
+    if (layout == "contiguous" || layout == "nchw")
+        o.layout = Layout::contiguous;
+    else if (layout == "channels_last" || layout == "nhwc")
+        o.layout = Layout::channels_last;
+    else
+        TANDEM_THROW(ConfigError)
+            << "T.data.Loader: layout must be 'contiguous' or 'channels_last', got '" << layout
+            << "'";
+    o.seed = static_cast<std::uint64_t>(option_int(L, 1, "seed", 1));
+    o.shuffle = option_bool(L, 1, "shuffle", true);
+    o.strict = option_bool(L, 1, "strict", false);
+    o.prefetch = static_cast<int>(option_int(L, 1, "prefetch", 2));
+    o.quiet = option_bool(L, 1, "quiet", false);
+    push_box<LoaderBox>(L, kLoaderType, std::make_shared<Loader>(std::move(source), std::move(o)));
+    return 1;
+}
+
+// loader:start(epoch): begins an epoch (ending an unfinished one).
+int loader_start(lua_State* L) {
+    Loader& loader = check_loader(L, 1);
+    loader.start_epoch(check_int(L, 2));
+    return 0;
+}
+
+// loader:next() -> images, labels, count | nil at the end of the epoch
+int loader_next(lua_State* L) {
+    Loader& loader = check_loader(L, 1);
+    std::optional<Batch> batch = loader.next();
+    if (!batch) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_tensor(L, std::move(batch->images));
+    push_tensor(L, std::move(batch->labels));
+    lua_pushnumber(L, static_cast<lua_Number>(batch->count));
+    return 3;
+}
+
+// loader:batches(epoch) -> iterator for `for images, labels, count in ...`
+int loader_batches(lua_State* L) {
+    Loader& loader = check_loader(L, 1);
+    loader.start_epoch(check_int(L, 2));
+    lua_pushcfunction(L, wrap<loader_next>);
+    lua_pushvalue(L, 1);
+    return 2;
+}
+
+int loader_close(lua_State* L) {
+    check_loader(L, 1).close();
+    return 0;
+}
+
+int loader_size(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_loader(L, 1).shard_size()));
+    return 1;
+}
+
+int loader_batches_per_epoch(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_loader(L, 1).batches_per_epoch()));
+    return 1;
+}
+
+void set_number(lua_State* L, const char* key, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+}
+
+// loader:stats() -> {batches, wait_seconds, warm_wait_seconds, warm_seconds, wait_fraction,
+//   records_read, read_rate, images_decoded, decode_rate, decode_threads, batches_assembled,
+//   assemble_rate, skipped}
+int loader_stats(lua_State* L) {
+    const LoaderStats s = check_loader(L, 1).stats();
+    lua_createtable(L, 0, 13);
+    set_number(L, "batches", double(s.batches));
+    set_number(L, "wait_seconds", s.wait_seconds);
+    set_number(L, "warm_wait_seconds", s.warm_wait_seconds);
+    set_number(L, "warm_seconds", s.warm_seconds);
+    set_number(L, "wait_fraction", s.wait_fraction());
+    set_number(L, "records_read", double(s.records_read));
+    set_number(L, "read_rate", s.read_rate());
+    set_number(L, "images_decoded", double(s.images_decoded));
+    set_number(L, "decode_rate", s.decode_rate());
+    set_number(L, "decode_threads", s.decode_threads);
+    set_number(L, "batches_assembled", double(s.batches_assembled));
+    set_number(L, "assemble_rate", s.assemble_rate());
+    set_number(L, "skipped", double(s.skipped));
+    return 1;
+}
+
+int loader_source(lua_State* L) {
+    auto& box = check_box<LoaderBox>(L, 1, kLoaderType, "loader");
+    // The loader shares its source; a new handle to the same one.
+    push_box<SourceBox>(L, kSourceType, SourceBox(box, &box->source()));
+    return 1;
+}
+
+int loader_tostring(lua_State* L) {
+    auto* box = static_cast<Box<LoaderBox>*>(luaL_testudata(L, 1, kLoaderType));
+    if (box == nullptr) throw ArgError(1, "tandem.Loader expected, got " + type_name(L, 1));
+    std::string text = "Loader(freed)";
+    if (box->value) {
+        const Loader& l = **box->value;
+        text = "Loader(" + l.source().description() + ", batch " +
+               std::to_string(l.options().batch) + ", " + std::to_string(l.options().threads) +
+               " threads";
+        if (l.options().shard_count > 1)
+            text += ", shard " + std::to_string(l.options().shard_index + 1) + "/" +
+                    std::to_string(l.options().shard_count);
+        text += ")";
+    }
+    lua_pushstring(L, text.c_str());
+    return 1;
+}
+
+const luaL_Reg kSourceMethods[] = {
+    {"size", wrap<source_size>},
+    {"classes", wrap<source_classes>},
+    {"class_names", wrap<source_class_names>},
+    {"label", wrap<source_label>},
+    {"key", wrap<source_key>},
+    {nullptr, nullptr},
+};
+
+const luaL_Reg kLoaderMethods[] = {
+    {"batches", wrap<loader_batches>},
+    {"start", wrap<loader_start>},
+    {"next", wrap<loader_next>},
+    {"close", wrap<loader_close>},
+    {"stats", wrap<loader_stats>},
+    {"size", wrap<loader_size>},
+    {"batches_per_epoch", wrap<loader_batches_per_epoch>},
+    {"source", wrap<loader_source>},
+    {nullptr, nullptr},
+};
+
+const luaL_Reg kFunctions[] = {
+    {"lmdb", wrap<data_lmdb>}, {"folder", wrap<data_folder>},
+    {"list", wrap<data_list>}, {"Loader", wrap<data_loader>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_loader(lua_State* L, int module) {
+    define_type(L, module,
+                {kSourceType, wrap<release_box<SourceBox, kSourceType>>, kSourceMethods,
+                 wrap<source_tostring>});
+    define_type(L, module,
+                {kLoaderType, wrap<release_box<LoaderBox, kLoaderType>>, kLoaderMethods,
+                 wrap<loader_tostring>});
+    add_functions(L, module, kFunctions, "data");
+}
+
+}  // namespace tandem::lua

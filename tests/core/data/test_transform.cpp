@@ -1,0 +1,162 @@
+#include <gtest/gtest.h>
+
+#include "data/db_builder.h"
+#include "data/transform.h"
+#include "data_fixtures.h"
+
+namespace tandem::test {
+namespace {
+
+// A raw 3-channel sample (RGB bytes) of the pattern image.
+RawSample raw_sample(int i, int h, int w, int c) {
+    const cv::Mat m = pattern_image(i, h, w, c);
+    const std::string record = encode_image_record(m, 0, Encoding::raw, 95);
+    RawSample s;
+    s.key = "k";  // (not "k" + ...: GCC 12 warns falsely, -Wrestrict)
+    s.key += std::to_string(i);
+    s.encoding = Encoding::raw;
+    s.height = h;
+    s.width = w;
+    s.channels = c;
+    s.bytes = record.substr(kRecordHeaderSize);
+    return s;
+}
+
+TEST(Transform, CentreCropToRgbChwFloats) {
+    TransformOptions o;
+    o.crop_height = 2;
+    o.crop_width = 3;
+    const ImageTransform t(o);
+    std::vector<float> out;
+    const RawSample s = raw_sample(1, 4, 5, 3);
+    EXPECT_EQ(t.apply(s, 0, Layout::contiguous, out), (Shape{3, 2, 3}));
+    const cv::Mat m = pattern_image(1, 4, 5, 3);  // BGR
+    // Centre: rows 1..2, columns 1..3; channel 0 of the output is R = BGR index 2.
+    for (int k = 0; k < 3; ++k)
+        for (int y = 0; y < 2; ++y)
+            for (int x = 0; x < 3; ++x)
+                EXPECT_FLOAT_EQ(out[(k * 2 + y) * 3 + x],
+                                m.at<cv::Vec3b>(1 + y, 1 + x)[2 - k] / 255.f);
+    std::vector<float> hwc;
+    t.apply(s, 0, Layout::channels_last, hwc);
+    for (int k = 0; k < 3; ++k)
+        for (int p = 0; p < 6; ++p) EXPECT_EQ(hwc[p * 3 + k], out[k * 6 + p]);
+}
+
+TEST(Transform, FlipPadFillAndNormalise) {
+    TransformOptions o;
+    o.crop_height = 3;
+    o.crop_width = 3;
+    o.pad = 1;
+    o.fill = 255;
+    o.flip = true;
+    o.random_crop = true;
+    o.mean = {0.5f};
+    o.std = {0.5f};
+    const ImageTransform t(o);
+    const RawSample s = raw_sample(2, 3, 3, 1);
+    const cv::Mat m = pattern_image(2, 3, 3, 1);
+    int flips = 0, padded = 0;
+    for (std::uint64_t key = 0; key < 64; ++key) {
+        std::vector<float> a, b;
+        t.apply(s, key, Layout::contiguous, a);
+        t.apply(s, key, Layout::contiguous, b);
+        EXPECT_EQ(a, b) << "the same key gives the same image";
+        // Find the shift and flip that explain the output.
+        bool explained = false;
+        for (int dy = -1; dy <= 1 && !explained; ++dy)
+            for (int dx = -1; dx <= 1 && !explained; ++dx)
+                for (int f = 0; f < 2 && !explained; ++f) {
+                    bool ok = true;
+                    for (int y = 0; y < 3; ++y)
+                        for (int x = 0; x < 3; ++x) {
+                            const int sy = y + dy, sx = (f ? 2 - x : x) + dx;
+                            const float v = (sy < 0 || sy > 2 || sx < 0 || sx > 2)
+                                                ? 255.f
+                                                : float(m.at<unsigned char>(sy, sx));
+                            ok = ok && std::abs(a[y * 3 + x] - (v / 255.f - 0.5f) / 0.5f) < 1e-6f;
+                        }
+                    if (ok) {
+                        explained = true;
+                        flips += f;
+                        padded += (dy != 0 || dx != 0);
+                    }
+                }
+        EXPECT_TRUE(explained) << "key " << key;
+    }
+    EXPECT_GT(flips, 10);
+    EXPECT_GT(padded, 20);
+}
+
+TEST(Transform, ColourJitterStaysInRangeAndVaries) {
+    TransformOptions o;
+    o.brightness = 0.4f;
+    o.contrast = 0.4f;
+    o.saturation = 0.4f;
+    const ImageTransform t(o);
+    const RawSample s = raw_sample(3, 8, 8, 3);
+    std::vector<float> plain, a, b;
+    ImageTransform(TransformOptions{}).apply(s, 0, Layout::contiguous, plain);
+    t.apply(s, 1, Layout::contiguous, a);
+    t.apply(s, 2, Layout::contiguous, b);
+    EXPECT_NE(a, plain);
+    EXPECT_NE(a, b);
+    for (float v : a) EXPECT_TRUE(v >= 0.f && v <= 1.f) << v;
+}
+
+TEST(Transform, ResizeShorterSideAndErrors) {
+    TransformOptions o;
+    o.resize = 8;
+    std::vector<float> out;
+    EXPECT_EQ(ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out),
+              (Shape{3, 8, 12}));
+    o.resize = 0;
+    o.crop_height = o.crop_width = 5;
+    try {
+        ImageTransform(o).apply(raw_sample(0, 4, 6, 3), 0, Layout::contiguous, out);
+        FAIL();
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("image 'k0' is 4x6, smaller than the 5x5 crop"),
+                  std::string::npos)
+            << e.what();
+    }
+    o.mean = {0.1f, 0.2f, 0.3f};  // three means for a grey image
+    o.std = {1.f};
+    o.crop_height = o.crop_width = 0;
+    EXPECT_THROW(ImageTransform(o).apply(raw_sample(0, 4, 6, 1), 0, Layout::contiguous, out),
+                 DataError);
+    o.mean = {0.1f, 0.2f};
+    EXPECT_THROW(ImageTransform{o}, ConfigError);
+    TransformOptions bad;
+    bad.pad = 2;
+    EXPECT_THROW(ImageTransform{bad}, ConfigError);
+    bad = {};
+    bad.std = {0.f};
+    EXPECT_THROW(ImageTransform{bad}, ConfigError);
+    bad = {};
+    bad.crop_height = 3;
+    EXPECT_THROW(ImageTransform{bad}, ConfigError);
+}
+
+TEST(Transform, CorruptBytesAreCorruptSamples) {
+    RawSample s;
+    s.key = "broken.jpg";
+    s.encoding = Encoding::jpeg;
+    s.bytes = "\xFF\xD8\xFF garbage \xFF\xD9";
+    std::vector<float> out;
+    EXPECT_THROW(ImageTransform(TransformOptions{}).apply(s, 0, Layout::contiguous, out),
+                 CorruptSampleError);
+    std::vector<unsigned char> jpeg;
+    cv::imencode(".jpg", pattern_image(0, 32, 32, 3), jpeg);
+    s.bytes.assign(jpeg.begin(), jpeg.begin() + jpeg.size() / 2);
+    try {
+        ImageTransform(TransformOptions{}).apply(s, 0, Layout::contiguous, out);
+        FAIL();
+    } catch (const CorruptSampleError& e) {
+        EXPECT_NE(std::string(e.what()).find("'broken.jpg'"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test

@@ -1,0 +1,37 @@
+// `tandem import-idx IMAGES LABELS DB [--encoding=raw] [--overwrite]`: MNIST-style idx files
+// (gzipped or not) into an LMDB database of Tandem records, in file order.
+#include <cstdio>
+
+#include "commands.h"
+#include "data/db_builder.h"
+#include "data/idx_source.h"
+#include "progress_line.h"
+#include "tool_args.h"
+
+namespace tandem::tool {
+
+int command_import_idx(const Args& args) {
+    const ToolArgs a(args, "import-idx", {"encoding", "overwrite", "threads"});
+    if (a.positional().size() != 3) {
+        std::fprintf(
+            stderr,
+            "usage: tandem import-idx IMAGES LABELS DB [--encoding=raw|png] [--overwrite]\n");
+        return 2;
+    }
+    const IdxSource source(a.positional()[0], a.positional()[1]);
+    DbBuildOptions o;
+    o.encoding = parse_encoding(a.text("encoding", "raw"));
+    o.overwrite = a.flag("overwrite");
+    o.threads = static_cast<int>(a.integer("threads", default_threads(), 1, 256));
+    std::printf("%s -> %s (%s)\n", source.description().c_str(), a.positional()[2].c_str(),
+                std::string(encoding_name(o.encoding)).c_str());
+    ProgressLine bar("import-idx", source.size());
+    o.progress = [&](std::int64_t done, std::int64_t) { bar.update(done); };
+    const DbBuildResult r = build_db(source, a.positional()[2], o);
+    bar.finish();
+    std::printf("wrote %lld records to %s\n", static_cast<long long>(r.written),
+                a.positional()[2].c_str());
+    return 0;
+}
+
+}  // namespace tandem::tool
