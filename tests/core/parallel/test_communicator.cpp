@@ -85,7 +85,9 @@ std::vector<std::vector<float>> all_reduce(int ranks, std::vector<std::vector<fl
 }
 
 bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    if (a.size() != b.size()) return false;
+    // memcmp must not see the null data() of an empty vector, even for zero bytes.
+    return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST(Communicator, AlgorithmNames) {
