@@ -38,8 +38,9 @@ function M.Engine(o)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
   local parallel = o.parallel
   if type(parallel) == 'table' and parallel.split ~= nil then
-    parallel = setmetatable({split = split_list(parallel.split)}, {__index = o.parallel})
-    for k, v in pairs(o.parallel) do if k ~= 'split' then parallel[k] = v end end
+    parallel = {}
+    for k, v in pairs(o.parallel) do parallel[k] = v end
+    parallel.split = split_list(o.parallel.split)
   end
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
                          o.layout or 'channels_last', parallel or {},
