@@ -6,7 +6,7 @@
 -- colour set of 3x64x64 images made in memory (recipes/data/colors.lua).
 --   tandem run recipes/alexnet_split.lua --stages=2 --split=auto
 --   tandem run recipes/alexnet_split.lua --devices=4 --groups=2 --stages=2 --split=pool3
--- --devices must equal groups x stages (it defaults to that); --memory=MB caps each device, so a
+-- --devices must equal groups x stages (it defaults to that); --memory=512MB caps each device, so a
 -- net that does not fit one device trains split; --trace=FILE writes a Chrome trace.
 local T = require 'tandem'
 
@@ -22,7 +22,7 @@ local opt = T.options(..., {
   seed = 1,
   devices = 0,            -- CPU devices; 0: groups x stages
   threads = 1,            -- kernel threads of each device
-  memory = 0,             -- cap of each device in MiB; 0: the machine's memory
+  memory = '',            -- cap of each device ('512MB', '2GiB'); '': the machine's memory
   groups = 1,             -- worker groups (data parallel)
   stages = 2,             -- pipeline stages per group (model parallel)
   micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
@@ -53,7 +53,7 @@ end
 
 local engine = T.Engine{
   net = net,
-  devices = T.devices('cpu', devices, {threads = opt.threads, memory = opt.memory * 2^20}),
+  devices = T.devices('cpu', devices, {threads = opt.threads, memory = opt.memory ~= '' and opt.memory or nil}),
   parallel = {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
               schedule = opt.schedule, split = opt.split},
   trace = opt.trace ~= '',

@@ -1,0 +1,79 @@
+-- The parallel recipes end to end on tiny synthetic sets for a couple of steps: the hybrid
+-- ResNet (groups x stages x micro-batches) and the split AlexNet-like net print their partition
+-- and stages, train, evaluate and write a trace; bad layouts fail with a clear message. And the
+-- 2-devices-against-2-threads benchmark runs and reports every layout.
+local t = require 'tandem.test'
+local S = dofile('tests/lua/support.lua')
+
+local tiny = {'--train=48', '--test=16', '--batch=16', '--epochs=1', '--max_steps=2'}
+
+local function run(recipe, args)
+  local all = {'run', recipe}
+  for _, a in ipairs(tiny) do all[#all + 1] = a end
+  for _, a in ipairs(args) do all[#all + 1] = a end
+  return S.tandem(all)
+end
+
+local function test_accuracy(out)
+  return tonumber(out:match('epoch 1: train loss %d+%.%d+ acc [%d.]+ | test loss %d+%.%d+ acc (%d+%.%d+)'))
+end
+
+t.test('resnet_hybrid.lua trains 2 groups x 2 stages x 4 micro-batches with a trace', function()
+  local trace = S.tmpname('.json')
+  local out, rc = run('recipes/resnet_hybrid.lua', {'--trace=' .. trace})
+  t.eq(rc, 0, out)
+  t.ok(out:find('4 devices: 2 groups x 2 stages x 4 micro-batches (1f1b), batch norm micro', 1, true), out)
+  t.ok(out:find('partition of 24 layers into 2 stages', 1, true), 'the automatic split:\n' .. out)
+  t.ok(out:find('stage 1: conv1 .. [%w_]+ on cpu:0, cpu:2') and out:find('stage 2: [%w_]+ .. fc1 on cpu:1, cpu:3'),
+       'each stage on one device per group:\n' .. out)
+  local accuracy = test_accuracy(out)
+  t.ok(accuracy and accuracy >= 0 and accuracy <= 1, 'test accuracy printed:\n' .. out)
+  local json = S.read(trace)
+  for _, category in ipairs{'forward', 'backward', 'transfer', 'allreduce', 'optimizer'} do
+    t.ok(json:find('"cat": *"' .. category .. '"') ~= nil, 'the trace has ' .. category .. ' spans')
+  end
+end)
+
+t.test('resnet_hybrid.lua takes a manual split, GPipe and deferred batch norm', function()
+  local out, rc = run('recipes/resnet_hybrid.lua', {'--devices=2', '--groups=1', '--stages=2',
+                                                    '--micro_batches=2', '--schedule=gpipe',
+                                                    '--split=block4', '--batch_norm=deferred'})
+  t.eq(rc, 0, out)
+  t.ok(out:find('stage 1: conv1 .. block4 on cpu:0', 1, true) and
+       out:find('stage 2: relu5 .. fc1 on cpu:1', 1, true), out)
+  t.ok(out:find('(gpipe), batch norm deferred', 1, true), out)
+  t.ok(test_accuracy(out), out)
+end)
+
+t.test('resnet_hybrid.lua rejects devices that do not match groups x stages', function()
+  local out, rc = run('recipes/resnet_hybrid.lua', {'--devices=3'})
+  t.ok(rc ~= 0, out)
+  t.ok(out:find('--devices=3 does not match --groups=2 x --stages=2', 1, true), out)
+  out, rc = run('recipes/resnet_hybrid.lua', {'--schedule=zigzag'})
+  t.ok(rc ~= 0 and out:find('zigzag', 1, true), out)
+end)
+
+t.test('alexnet_split.lua splits the seed net over 2 devices', function()
+  local out, rc = S.tandem({'run', 'recipes/alexnet_split.lua', '--train=16', '--test=8', '--batch=8',
+                            '--epochs=1', '--max_steps=2'})
+  t.eq(rc, 0, out)
+  t.ok(out:find('2 devices: 1 groups x 2 stages x 4 micro-batches (1f1b)', 1, true), out)
+  t.ok(out:find('partition of 21 layers into 2 stages', 1, true), out)
+  t.ok(out:find('stage 1: conv1 .. [%w_]+ on cpu:0') and out:find('stage 2: [%w_]+ .. fc3 on cpu:1'), out)
+  t.ok(test_accuracy(out), out)
+end)
+
+t.test('bench/parallel.lua reports every layout against one 2-thread device', function()
+  local out, rc = S.tandem({'run', 'bench/parallel.lua', '--nets=lenet5', '--batch=16', '--warmup=1',
+                            '--iters=1', '--json'})
+  t.eq(rc, 0, out)
+  local rows = 0
+  for layout, rate, ratio in out:gmatch('"layout": "([^"]+)", "images_per_s": ([%d.]+), "ratio": ([%d.]+)') do
+    rows = rows + 1
+    t.ok(tonumber(rate) > 0 and tonumber(ratio) > 0, layout)
+    if rows == 1 then t.eq(tonumber(ratio), 1, 'the first layout is the baseline') end
+  end
+  t.eq(rows, 4, out)
+end)
+
+S.cleanup()
