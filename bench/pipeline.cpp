@@ -1,6 +1,6 @@
 // tandem_bench_pipeline: what the parallel engine's timeline says about itself, on CPU devices.
 //
-//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--json]
+//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--json]
 //
 // One reference net (a 4-conv + 2-fc CNN on 3x32x32, 13 top-level layers), trained on random
 // data by core/parallel/engine with a Trace; every number below comes from the spans of the
@@ -20,10 +20,11 @@
 //     a forward or backward span. An all-reduce span also holds the wait for the slower replica,
 //     so the second share is mostly that wait when groups have one stage.
 //  c. Two devices of one kernel thread each (2x1 data parallel, 1x2x4 pipeline) against one
-//     device of two threads, images/s: the median of three rounds taken in turns. (The nets of
-//     recipes/nets/: bench/parallel.lua.)
+//     device of two threads, images/s. (The nets of recipes/nets/: bench/parallel.lua.)
 //
-// Each CpuDevice has one kernel thread unless the row says otherwise.
+// Each CpuDevice has one kernel thread unless the row says otherwise. The machine these run on
+// is shared and its load moves within seconds, so every part runs its configurations in turns,
+// --rounds times, and reports the median of each figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +52,7 @@ struct Args {
     std::int64_t batch = 128;
     int warmup = 2;
     int steps = 5;
+    int rounds = 3;  // every configuration this many times, in turns; medians reported
     bool json = false;
 };
 
@@ -65,9 +67,10 @@ Args parse_args(int argc, char** argv) {
         if (const char* v = value("--batch")) a.batch = std::atoll(v);
         else if (const char* v = value("--warmup")) a.warmup = std::atoi(v);
         else if (const char* v = value("--steps")) a.steps = std::atoi(v);
+        else if (const char* v = value("--rounds")) a.rounds = std::max(1, std::atoi(v));
         else if (s == "--json") a.json = true;
         else {
-            std::fprintf(stderr, "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--json]\n");
+            std::fprintf(stderr, "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--json]\n");
             std::exit(2);
         }
     }
@@ -266,6 +269,19 @@ Overlap overlap(const Run& r, const Config& l) {
     return o;
 }
 
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+template <class T, class F>
+double median_of(const std::vector<T>& rounds, F field) {
+    std::vector<double> v;
+    for (const T& r : rounds) v.push_back(field(r));
+    return median(v);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -276,33 +292,46 @@ int main(int argc, char** argv) {
     };
     char buf[512];
     out("reference net: conv(3>32)-pool-conv(32>64)-pool-conv(64>128)-conv(128>128)-pool-fc(2048>256)-fc(256>10),"
-        " 3x32x32, batch %lld, %d warm-up + %d timed steps\n\n",
-        static_cast<long long>(args.batch), args.warmup, args.steps);
+        " 3x32x32, batch %lld, %d warm-up + %d timed steps;\nmedians of %d rounds, the configurations of each part in turns\n\n",
+        static_cast<long long>(args.batch), args.warmup, args.steps, args.rounds);
 
     out("a. pipeline bubble, 1 x 2 x M (split = auto), idle = 1 - busy(forward+backward+transfer) / window\n");
     out("%-14s %10s %10s %10s %10s %8s %16s %10s\n", "layout", "idle s1", "idle s2", "mean", "theory", "within5",
         "busy ms s1/s2", "images/s");
     json += ", \"bubble\": [";
-    bool first_row = true;
+    std::vector<Config> pipelines;
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
-        for (int m : {2, 4, 8}) {
-            const Config l{1, 2, m, schedule, 1};
-            const Run r = run(l, args);
-            if (m == 2 && schedule == PipelineSchedule::gpipe && !args.json) std::printf("%s\n", r.partition.c_str());
-            const Bubble b = bubble(r, l);
-            const double mean = (b.idle[0] + b.idle[1]) / 2;
-            const bool ok = std::abs(mean - b.theory) <= 0.05;
-            out("%-14s %9.1f%% %9.1f%% %9.1f%% %9.1f%% %8s %8.1f/%-7.1f %10.1f\n", name(l).c_str(), 100 * b.idle[0],
-                100 * b.idle[1], 100 * mean, 100 * b.theory, ok ? "yes" : "no", b.busy_ms[0], b.busy_ms[1],
-                r.images_per_s);
-            std::snprintf(buf, sizeof buf,
-                          "%s{\"layout\": \"%s\", \"idle\": [%.4f, %.4f], \"theory\": %.4f, \"within_5\": %s, "
-                          "\"images_per_s\": %.1f}",
-                          first_row ? "" : ", ", name(l).c_str(), b.idle[0], b.idle[1], b.theory, ok ? "true" : "false",
-                          r.images_per_s);
-            json += buf;
-            first_row = false;
+        for (int m : {2, 4, 8}) pipelines.push_back(Config{1, 2, m, schedule, 1});
+    struct BubbleRound {
+        Bubble bubble;
+        double images_per_s;
+    };
+    std::vector<std::vector<BubbleRound>> bubbles(pipelines.size());
+    for (int round = 0; round < args.rounds; ++round)
+        for (std::size_t i = 0; i < pipelines.size(); ++i) {
+            const Run r = run(pipelines[i], args);
+            if (round == 0 && i == 0 && !args.json) std::printf("%s\n", r.partition.c_str());
+            bubbles[i].push_back({bubble(r, pipelines[i]), r.images_per_s});
         }
+    for (std::size_t i = 0; i < pipelines.size(); ++i) {
+        const Config& l = pipelines[i];
+        const auto& rs = bubbles[i];
+        const double idle1 = median_of(rs, [](const BubbleRound& r) { return r.bubble.idle[0]; });
+        const double idle2 = median_of(rs, [](const BubbleRound& r) { return r.bubble.idle[1]; });
+        const double mean = median_of(rs, [](const BubbleRound& r) { return (r.bubble.idle[0] + r.bubble.idle[1]) / 2; });
+        const double busy1 = median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[0]; });
+        const double busy2 = median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[1]; });
+        const double rate = median_of(rs, [](const BubbleRound& r) { return r.images_per_s; });
+        const double theory = rs.front().bubble.theory;
+        const bool ok = std::abs(mean - theory) <= 0.05;
+        out("%-14s %9.1f%% %9.1f%% %9.1f%% %9.1f%% %8s %8.1f/%-7.1f %10.1f\n", name(l).c_str(), 100 * idle1,
+            100 * idle2, 100 * mean, 100 * theory, ok ? "yes" : "no", busy1, busy2, rate);
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"layout\": \"%s\", \"idle\": [%.4f, %.4f], \"mean_idle\": %.4f, \"theory\": %.4f, "
+                      "\"within_5\": %s, \"images_per_s\": %.1f}",
+                      i == 0 ? "" : ", ", name(l).c_str(), idle1, idle2, mean, theory, ok ? "true" : "false", rate);
+        json += buf;
+    }
     json += "]";
 
     out("\nb. all-reduce overlap (ring); per worker and step. hidden(bwd): share of all-reduce time while another\n"
@@ -310,38 +339,48 @@ int main(int argc, char** argv) {
     out("%-14s %12s %12s %12s %12s %10s\n", "layout", "allreduce ms", "MB/step", "hidden(bwd)", "hidden(any)",
         "images/s");
     json += ", \"overlap\": [";
-    first_row = true;
-    for (const Config& l : {Config{2, 1, 1, PipelineSchedule::gpipe, 1}, Config{2, 2, 4, PipelineSchedule::one_f_one_b, 1}}) {
-        const Run r = run(l, args);
-        const Overlap o = overlap(r, l);
-        out("%-14s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", name(l).c_str(), o.allreduce_ms_per_step,
-            o.bytes_per_step / 1e6, 100 * o.hidden_backward, 100 * o.hidden_compute, r.images_per_s);
+    const std::vector<Config> replicated{Config{2, 1, 1, PipelineSchedule::gpipe, 1},
+                                         Config{2, 2, 4, PipelineSchedule::one_f_one_b, 1}};
+    std::vector<std::vector<std::pair<Overlap, double>>> overlaps(replicated.size());
+    for (int round = 0; round < args.rounds; ++round)
+        for (std::size_t i = 0; i < replicated.size(); ++i) {
+            const Run r = run(replicated[i], args);
+            overlaps[i].emplace_back(overlap(r, replicated[i]), r.images_per_s);
+        }
+    for (std::size_t i = 0; i < replicated.size(); ++i) {
+        using R = std::pair<Overlap, double>;
+        const auto& rs = overlaps[i];
+        Overlap o;
+        o.allreduce_ms_per_step = median_of(rs, [](const R& r) { return r.first.allreduce_ms_per_step; });
+        o.bytes_per_step = median_of(rs, [](const R& r) { return r.first.bytes_per_step; });
+        o.hidden_backward = median_of(rs, [](const R& r) { return r.first.hidden_backward; });
+        o.hidden_compute = median_of(rs, [](const R& r) { return r.first.hidden_compute; });
+        const double rate = median_of(rs, [](const R& r) { return r.second; });
+        const std::string layout = name(replicated[i]);
+        out("%-14s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", layout.c_str(), o.allreduce_ms_per_step,
+            o.bytes_per_step / 1e6, 100 * o.hidden_backward, 100 * o.hidden_compute, rate);
         std::snprintf(buf, sizeof buf,
                       "%s{\"layout\": \"%s\", \"allreduce_ms_per_step\": %.3f, \"bytes_per_step\": %.0f, "
                       "\"hidden_backward\": %.4f, \"hidden_compute\": %.4f, \"images_per_s\": %.1f}",
-                      first_row ? "" : ", ", name(l).c_str(), o.allreduce_ms_per_step, o.bytes_per_step,
-                      o.hidden_backward, o.hidden_compute, r.images_per_s);
+                      i == 0 ? "" : ", ", layout.c_str(), o.allreduce_ms_per_step, o.bytes_per_step,
+                      o.hidden_backward, o.hidden_compute, rate);
         json += buf;
-        first_row = false;
     }
     json += "]";
 
-    out("\nc. two 1-thread devices against one 2-thread device (median of 3 rounds)\n");
+    out("\nc. two 1-thread devices against one 2-thread device\n");
     out("%-26s %10s %8s\n", "configuration", "images/s", "ratio");
     json += ", \"threads\": [";
-    // The machine is shared and its load moves: three rounds of the three configurations in
-    // turn, each reporting its median.
     const std::vector<std::pair<std::string, Config>> configs{
         {"1x1, 2 threads", Config{1, 1, 1, PipelineSchedule::gpipe, 2}},
         {"2x1x1, 1 thread each", Config{2, 1, 1, PipelineSchedule::gpipe, 1}},
         {"1x2x4 1f1b, 1 thread each", Config{1, 2, 4, PipelineSchedule::one_f_one_b, 1}}};
     std::vector<std::vector<double>> rates(configs.size());
-    for (int round = 0; round < 3; ++round)
+    for (int round = 0; round < args.rounds; ++round)
         for (std::size_t i = 0; i < configs.size(); ++i) rates[i].push_back(run(configs[i].second, args).images_per_s);
     double base = 0;
     for (std::size_t i = 0; i < configs.size(); ++i) {
-        std::sort(rates[i].begin(), rates[i].end());
-        const double rate = rates[i][1];
+        const double rate = median(rates[i]);
         if (i == 0) base = rate;
         out("%-26s %10.1f %8.2f\n", configs[i].first.c_str(), rate, rate / base);
         std::snprintf(buf, sizeof buf, "%s{\"configuration\": \"%s\", \"images_per_s\": %.1f, \"ratio\": %.3f}",
