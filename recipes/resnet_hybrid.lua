@@ -66,8 +66,11 @@ local engine = T.Engine{
   layout = opt.layout,
 }
 print(net:summary(sample_shape))
-print(('%d devices: %d groups x %d stages x %d micro-batches (%s), batch norm %s'):format(
-  devices, opt.groups, opt.stages, opt.micro_batches, opt.schedule, opt.batch_norm))
+local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end
+print(('%s: %s x %s x %s (%s), batch norm %s'):format(
+  count(devices, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
+  count(opt.stages, 'stage', 'stages'),
+  count(opt.micro_batches, 'micro-batch', 'micro-batches'), opt.schedule, opt.batch_norm))
 local partition = engine:prepare(sample_shape, opt.batch)
 if partition ~= '' then print(partition) end
 for i, stage in ipairs(engine:stages()) do

@@ -57,7 +57,7 @@ t.test('alexnet_split.lua splits the seed net over 2 devices', function()
   local out, rc = S.tandem({'run', 'recipes/alexnet_split.lua', '--train=16', '--test=8', '--batch=8',
                             '--epochs=1', '--max_steps=2'})
   t.eq(rc, 0, out)
-  t.ok(out:find('2 devices: 1 groups x 2 stages x 4 micro-batches (1f1b)', 1, true), out)
+  t.ok(out:find('2 devices: 1 group x 2 stages x 4 micro-batches (1f1b)', 1, true), out)
   t.ok(out:find('partition of 21 layers into 2 stages', 1, true), out)
   t.ok(out:find('stage 1: conv1 .. [%w_]+ on cpu:0') and out:find('stage 2: [%w_]+ .. fc3 on cpu:1'), out)
   t.ok(test_accuracy(out), out)
