@@ -9,6 +9,7 @@
 #include "layers/batch_norm2d.h"
 #include "layers/batch_statistics.h"
 #include "parallel/buckets.h"
+#include "parallel/comm_inproc.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
 #include "plan/partitioner.h"
@@ -57,6 +58,26 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std:
 void collect_batch_norms(Layer& layer, std::vector<BatchNorm2d*>& out) {
     if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) out.push_back(bn);
     for (Layer* child : layer.children()) collect_batch_norms(*child, out);
+}
+
+// sum(slots[begin, end)) in the canonical pairwise order (the in-process tree all-reduce's:
+// split at the largest power of two below the count), accumulated into slots[begin].
+void pairwise_sum(std::vector<std::vector<Tensor>>& slots, std::size_t begin, std::size_t end) {
+    if (end - begin < 2) return;
+    const std::size_t split = begin + canonical_tree_split(end - begin);
+    pairwise_sum(slots, begin, split);
+    pairwise_sum(slots, split, end);
+    for (std::size_t i = 0; i < slots[begin].size(); ++i)
+        tensor_ops(slots[begin][i].device()).accumulate(slots[begin][i], slots[split][i]);
+}
+
+// Deterministic mode: the stage's gradients become the canonical sum of the micro-batches'.
+void sum_in_canonical_order(std::vector<std::vector<Tensor>>& micro_grads, const std::vector<NamedParameter>& params) {
+    pairwise_sum(micro_grads, 0, micro_grads.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        Tensor& grad = params[i].parameter->grad;
+        tensor_ops(grad.device()).copy(micro_grads.front()[i], grad);
+    }
 }
 
 // C x H x W of a batch N x C x H x W.
@@ -149,6 +170,11 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, p.recompute.size() <= 1 || p.recompute.size() == std::size_t(p.stages))
         << "Engine: recompute needs one flag per stage (" << p.stages << ") or one for all; given "
         << p.recompute.size();
+    TANDEM_CHECK_AS(ConfigError, p.average_every >= 0)
+        << "Engine: average_every must be 0 (synchronous SGD) or a step count, got " << p.average_every;
+    TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
+        << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
+    if (p.deterministic) options_.parallel.algorithm = ReduceAlgorithm::tree;
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
@@ -181,6 +207,13 @@ void Engine::place(std::vector<std::size_t> bounds) {
             for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
             std::reverse(grads.begin(), grads.end());
             buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
+            if (p.average_every == 0) continue;
+            std::vector<std::pair<std::string, Tensor>> values;
+            for (auto& np : stage_parameters(g, s)) values.emplace_back(np.name, np.parameter->value);
+            Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
+            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
+                for (auto& b : named_buffers(net.at(i))) values.emplace_back(b.name, b.parameter->value);
+            weight_buckets_.push_back(std::make_unique<GradientBuckets>(std::move(values), p.bucket_bytes));
         }
 }
 
@@ -312,6 +345,14 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     // With recomputation: each micro-batch's stage input, all that is kept between its passes.
     const bool recompute = train && recomputes(stage);
     std::vector<Tensor> inputs(recompute ? tapes.size() : 0);
+    // Model averaging: each replica follows its own shard's mean gradient.
+    const float loss_scale =
+        p.average_every > 0
+            ? 1.0f / static_cast<float>(plan.start((group + 1) * micro_batches) - plan.start(group * micro_batches))
+            : plan.loss_scale;
+    // Deterministic mode: each micro-batch's gradients, kept apart until the canonical sum.
+    const bool deterministic = train && p.deterministic;
+    std::vector<std::vector<Tensor>> micro_grads(deterministic ? tapes.size() : 0);
     BatchStatistics* statistics =
         train && !plan.statistics.empty() ? &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)] : nullptr;
     std::vector<StageOp> ops;
@@ -364,7 +405,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         }
         Tensor dy;
         if (last) {
-            dy = replica.loss->backward(logits[mi], labels[mi], plan.loss_scale, pass);
+            dy = replica.loss->backward(logits[mi], labels[mi], loss_scale, pass);
             logits[mi] = Tensor(), labels[mi] = Tensor();
         } else {
             dy = plan.board.take(LinkDirection::backward, group, stage, m);
@@ -384,9 +425,16 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         span.arg("micro_batch", k).arg("stage", stage);
         pass.need_dx = !first;  // nobody reads the gradient of the images
         Tensor dx = replica.net->backward_range(dy, pass, begin, end);
+        if (deterministic) {
+            for (auto& np : stage_parameters(group, stage)) {
+                micro_grads[mi].push_back(np.parameter->grad.clone());
+                tensor_ops(dev).fill(np.parameter->grad, 0.f);
+            }
+        }
         if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
     }
-    if (train && p.groups > 1) reduce_gradients(group, stage);
+    if (deterministic) sum_in_canonical_order(micro_grads, stage_parameters(group, stage));
+    if (train && p.groups > 1 && p.average_every == 0) reduce_gradients(group, stage);
 }
 
 bool Engine::recomputes(int stage) const {
@@ -398,6 +446,8 @@ bool Engine::recomputes(int stage) const {
 void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) {
     TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "optimizer", "optimizer");
     replicas_[static_cast<std::size_t>(group)]->sgd->step(stage_parameters(group, stage), lr);
+    const int every = options_.parallel.average_every;
+    if (every > 0 && plan.groups > 1 && (step_ + 1) % every == 0) average_weights(group, stage);
     if (plan.statistics.empty()) return;
     // Deferred batch norm: the whole batch's statistics, merged over every group in group
     // order (every replica folds the same numbers), then folded in once.
@@ -419,6 +469,18 @@ void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) 
         if (total.count < 2) continue;  // the layer saw no training batch this step
         const auto [mean, variance] = total.mean_and_variance();
         mine[i]->update_running_stats(mean, variance, total.count);
+    }
+}
+
+void Engine::average_weights(int group, int stage) {
+    Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
+    GradientBuckets& buckets =
+        *weight_buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
+    const float mean = 1.0f / static_cast<float>(options_.parallel.groups);
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+        TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "average weights", "allreduce");
+        span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
+        buckets.all_reduce(b, comm, group, ReduceAlgorithm::tree, mean);
     }
 }
 

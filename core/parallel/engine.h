@@ -70,6 +70,16 @@ struct ParallelOptions {
     // stage keeps only each micro-batch's input after forward and runs the forward again just
     // before its backward: less memory, about one more forward of time.
     std::vector<bool> recompute;
+    // Every reduction in one canonical order: each micro-batch's gradient is kept apart and the
+    // micro-batches of a stage are summed in a pairwise tree over their index, then the
+    // replicas in the same tree (the tree all-reduce). With M a power of two, runs with the
+    // same micro-batch size give bit-identical weights whatever G and S. Costs M copies of
+    // each stage's gradients.
+    bool deterministic = false;
+    // Model averaging instead of synchronous SGD: 0 is off; k > 0 lets every replica step on
+    // its own shard (its own mean gradient, no gradient all-reduce) and averages the weights
+    // and buffers of all replicas every k steps, with a tree reduce.
+    int average_every = 0;
 };
 
 struct EngineOptions {
@@ -141,6 +151,7 @@ private:
     void run_stage(StepPlan& plan, int group, int stage);
     void reduce_gradients(int group, int stage);
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
+    void average_weights(int group, int stage);
     bool recomputes(int stage) const;
     std::vector<NamedParameter> stage_parameters(int group, int stage) const;
 
@@ -154,6 +165,8 @@ private:
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     // Per group and stage (index g * S + s), when G > 1.
     std::vector<std::unique_ptr<GradientBuckets>> buckets_;
+    // The same over weights and buffers, for model averaging.
+    std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;
     std::int64_t step_ = 0;
 };
 

@@ -192,6 +192,64 @@ TEST(Pipeline, RecomputationSameWeightsLessMemory) {
     EXPECT_LT(recomputed, plain) << "peak with recomputation " << recomputed << " B, without " << plain << " B";
 }
 
+// Deterministic mode: the same micro-batch size gives the same bits whatever G and S.
+TEST(Pipeline, DeterministicModeIsBitIdenticalAcrossLayouts) {
+    auto run = [](int g, int s, int m) {
+        EngineOptions o = layout_options(g, s, m, PipelineSchedule::one_f_one_b);
+        o.parallel.deterministic = true;
+        return train(o, 3);
+    };
+    const auto reference = run(1, 1, 8);  // 16 samples: micro-batches of 2
+    for (auto [g, s, m] : {std::tuple{2, 1, 4}, std::tuple{1, 2, 8}, std::tuple{2, 2, 4}, std::tuple{4, 1, 2}}) {
+        const auto got = run(g, s, m);
+        for (const auto& [name, w] : reference)
+            EXPECT_EQ(w, got.at(name)) << name << " under " << g << "x" << s << "x" << m;
+    }
+}
+
+// Model averaging against its definition: each replica trains alone on its shard (its own
+// mean gradient and momentum), and every k steps all replicas take the mean of their weights.
+TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
+    auto no_dropout = [] {
+        Pool2dOptions p;
+        p.kernel_h = p.kernel_w = 2;
+        return std::make_shared<Sequential>(std::vector<LayerPtr>{
+            std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
+            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 3, true, "kaiming"})});
+    };
+    const int groups = 2, every = 2, steps = 5;
+    EngineOptions o = layout_options(groups, 1, 2);
+    o.net = no_dropout();
+    o.parallel.average_every = every;
+    Engine averaged(o);
+
+    std::vector<std::unique_ptr<Engine>> alone;
+    for (int g = 0; g < groups; ++g) {
+        EngineOptions a = layout_options(1, 1, 1);
+        a.net = no_dropout();
+        alone.push_back(std::make_unique<Engine>(a));
+    }
+    for (int step = 0; step < steps; ++step) {
+        const Batch b = make_batch(step);
+        averaged.step(b.images, b.labels);
+        for (int g = 0; g < groups; ++g)
+            alone[static_cast<std::size_t>(g)]->step(b.images.narrow_batch(8 * g, 8), b.labels.narrow_batch(8 * g, 8));
+        if ((step + 1) % every) continue;
+        auto p0 = named_parameters(alone[0]->net()), p1 = named_parameters(alone[1]->net());
+        for (std::size_t i = 0; i < p0.size(); ++i) {
+            auto a = p0[i].parameter->value.to_vector(), c = p1[i].parameter->value.to_vector();
+            for (std::size_t j = 0; j < a.size(); ++j) a[j] = (a[j] + c[j]) * 0.5f;
+            p0[i].parameter->value.copy_from(a);
+            p1[i].parameter->value.copy_from(a);
+        }
+    }
+    // Step 5 is past the last average: the replicas differ; group 0's is the engine's net.
+    expect_close(weights(*alone[0]), weights(averaged), 1e-5, "model averaging");
+    EngineOptions bad = layout_options(2, 1, 1);
+    bad.parallel.average_every = -1;
+    EXPECT_THROW(Engine{bad}, ConfigError);
+}
+
 TEST(Pipeline, ManualCutsPlaceLayers) {
     EngineOptions o = layout_options(1, 3, 2);
     o.parallel.cuts = {3, 6};
