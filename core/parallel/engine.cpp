@@ -139,13 +139,19 @@ struct Engine::StepPlan {
 };
 
 std::string_view batch_norm_mode_name(BatchNormMode mode) {
-    return mode == BatchNormMode::micro ? "micro" : "deferred";
+    switch (mode) {
+    case BatchNormMode::micro: return "micro";
+    case BatchNormMode::deferred: return "deferred";
+    case BatchNormMode::sync: return "sync";
+    }
+    return "?";
 }
 
 BatchNormMode parse_batch_norm_mode(std::string_view name) {
     if (name == "micro") return BatchNormMode::micro;
     if (name == "deferred") return BatchNormMode::deferred;
-    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred)";
+    if (name == "sync") return BatchNormMode::sync;
+    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred, sync)";
 }
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
@@ -175,6 +181,15 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
         << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
     if (p.deterministic) options_.parallel.algorithm = ReduceAlgorithm::tree;
+    if (p.batch_norm == BatchNormMode::sync) {
+        TANDEM_CHECK_AS(ConfigError, p.schedule == PipelineSchedule::gpipe)
+            << "Engine: batch_norm = 'sync' needs every micro-batch of a stage at once: use the "
+               "gpipe schedule (1f1b would wait on backwards that cannot start)";
+        TANDEM_CHECK_AS(ConfigError, p.recompute.empty() || (p.recompute.size() == 1 && !p.recompute[0]))
+            << "Engine: batch_norm = 'sync' does not combine with recomputation";
+        TANDEM_CHECK_AS(ConfigError, !p.deterministic && p.average_every == 0)
+            << "Engine: batch_norm = 'sync' is for synchronous SGD, not deterministic mode or model averaging";
+    }
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
@@ -337,6 +352,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     const std::size_t begin = stage_begin(stage), end = stage_begin(stage + 1);
     const int micro_batches = plan.micro_batches;
     const bool train = plan.mode == Mode::train;
+    if (train && p.batch_norm == BatchNormMode::sync) return run_stage_together(plan, group, stage);
     Trace* trace = options_.trace.get();
     if (train) Sgd::zero_grad(stage_parameters(group, stage));
 
@@ -435,6 +451,78 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     }
     if (deterministic) sum_in_canonical_order(micro_grads, stage_parameters(group, stage));
     if (train && p.groups > 1 && p.average_every == 0) reduce_gradients(group, stage);
+}
+
+void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
+    const ParallelOptions& p = options_.parallel;
+    Replica& replica = *replicas_[static_cast<std::size_t>(group)];
+    Device& dev = stage_device(group, stage);
+    const bool first = stage == 0, last = stage == p.stages - 1;
+    const std::size_t begin = stage_begin(stage), end = stage_begin(stage + 1);
+    const int micro_batches = plan.micro_batches;
+    Trace* trace = options_.trace.get();
+    Sgd::zero_grad(stage_parameters(group, stage));
+
+    Communicator* comm = p.groups > 1 ? communicators_[static_cast<std::size_t>(stage)].get() : nullptr;
+    auto sum_over_replicas = [&](std::vector<double>& values) {
+        if (!comm) return;
+        TraceSpan span(trace, dev.name(), "batch-norm statistics", "allreduce");
+        std::vector<float> buffer(values.begin(), values.end());
+        comm->all_reduce_sum(group, buffer.data(), buffer.size(), p.algorithm);
+        values.assign(buffer.begin(), buffer.end());
+    };
+    std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
+    std::vector<Pass> passes;
+    std::vector<Pass*> pass_ptrs;
+    passes.reserve(tapes.size());
+    std::vector<Tensor> xs;
+    for (int m = 0; m < micro_batches; ++m) {
+        const int k = group * micro_batches + m;
+        passes.push_back(Pass{dev, Mode::train, k, tapes[static_cast<std::size_t>(m)], plan.rng});
+        passes.back().first_sample = plan.start(k);
+        passes.back().sum_over_replicas = sum_over_replicas;
+        passes.back().need_dx = !first;
+        Tensor x;
+        if (first) {
+            x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
+            if (x.shape().rank() == 4 && x.layout() != options_.layout) x = x.to_layout(options_.layout);
+        } else {
+            x = transfer(plan.board.take(LinkDirection::forward, group, stage - 1, m), dev);
+        }
+        xs.push_back(std::move(x));
+    }
+    for (auto& pass : passes) pass_ptrs.push_back(&pass);
+
+    std::vector<Tensor> ys;
+    {
+        TraceSpan span(trace, dev.name(), "forward (all micro-batches)", "forward");
+        ys = replica.net->forward_many_range(xs, pass_ptrs, begin, end);
+    }
+    xs.clear();
+    std::vector<Tensor> dys(ys.size());
+    for (int m = 0; m < micro_batches; ++m) {
+        const auto mi = static_cast<std::size_t>(m);
+        const int k = group * micro_batches + m;
+        if (!last) {
+            plan.board.put(LinkDirection::forward, group, stage, m, std::move(ys[mi]));
+            continue;
+        }
+        const Tensor labels = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
+        plan.sums[static_cast<std::size_t>(k)] = replica.loss->forward(ys[mi], labels, passes[mi]);
+        dys[mi] = replica.loss->backward(ys[mi], labels, plan.loss_scale, passes[mi]);
+    }
+    if (!last)
+        for (int m = 0; m < micro_batches; ++m)
+            dys[static_cast<std::size_t>(m)] = transfer(plan.board.take(LinkDirection::backward, group, stage, m), dev);
+    std::vector<Tensor> dxs;
+    {
+        TraceSpan span(trace, dev.name(), "backward (all micro-batches)", "backward");
+        dxs = replica.net->backward_many_range(dys, pass_ptrs, begin, end);
+    }
+    if (!first)
+        for (int m = 0; m < micro_batches; ++m)
+            plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dxs[static_cast<std::size_t>(m)]));
+    if (p.groups > 1) reduce_gradients(group, stage);
 }
 
 bool Engine::recomputes(int stage) const {

@@ -46,9 +46,12 @@ enum class BatchNormMode {
     micro,     // normalise and update running statistics per micro-batch (as GPipe does)
     deferred,  // normalise per micro-batch; running statistics from the whole global batch,
                // once per step, so evaluation matches one device
+    sync,      // statistics over the whole global batch, gathered across micro-batches and
+               // replicas before normalising: exactly one device's training. A stage then runs
+               // all its micro-batches together, layer by layer (GPipe order, no 1F1B overlap).
 };
 std::string_view batch_norm_mode_name(BatchNormMode mode);
-// "micro" or "deferred"; ConfigError naming the choices otherwise.
+// "micro", "deferred" or "sync"; ConfigError naming the choices otherwise.
 BatchNormMode parse_batch_norm_mode(std::string_view name);
 
 struct ParallelOptions {
@@ -149,6 +152,8 @@ private:
     // Runs a step (training) or a forward-only pass (evaluation) on every worker at once.
     void run(StepPlan& plan);
     void run_stage(StepPlan& plan, int group, int stage);
+    // Synchronised batch norm's training pass: every micro-batch of the stage at once.
+    void run_stage_together(StepPlan& plan, int group, int stage);
     void reduce_gradients(int group, int stage);
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);
