@@ -154,6 +154,9 @@ private:
     void run_stage(StepPlan& plan, int group, int stage);
     // Synchronised batch norm's training pass: every micro-batch of the stage at once.
     void run_stage_together(StepPlan& plan, int group, int stage);
+    // Micro-batch m's input to `stage`, in its device's memory: the images' slice (in the
+    // engine's layout) for the first stage, the activation from the stage before otherwise.
+    Tensor stage_input(StepPlan& plan, int group, int stage, int m);
     void reduce_gradients(int group, int stage);
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);

@@ -15,6 +15,7 @@
 #include "io/trace.h"
 #include "parallel/engine.h"
 #include "support/temp_dir.h"
+#include "support/toy_batch.h"
 
 namespace tandem::test {
 namespace {
@@ -38,22 +39,8 @@ std::shared_ptr<Sequential> plain_net() {
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
-struct Batch {
-    Tensor images, labels;
-};
-
-Batch make_batch(int step, std::int64_t n = 16) {
-    std::vector<float> x(static_cast<std::size_t>(n * 64));
-    Tensor labels = Tensor::empty({n}, host_device(), DType::i32);
-    for (std::int64_t i = 0; i < n; ++i) {
-        const int k = static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
-        labels.data<int>()[i] = k;
-        for (int j = 0; j < 64; ++j)
-            x[static_cast<std::size_t>(i * 64 + j)] =
-                float(k - 1) + 0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
-    }
-    return {Tensor::from_vector({n, 1, 8, 8}, host_device(), x), labels};
-}
+using test::make_batch;
+Batch make_batch(int step) { return make_batch(step, 16); }
 
 std::vector<std::shared_ptr<Device>> cpus(int n, std::size_t memory = std::size_t(1) << 30) {
     std::vector<std::shared_ptr<Device>> d;
@@ -141,6 +128,12 @@ std::map<std::string, std::vector<float>> running_statistics(Engine& e) {
     return w;
 }
 
+std::map<std::string, std::vector<float>> weights_and_statistics(Engine& e) {
+    auto w = weights(e);
+    w.merge(running_statistics(e));
+    return w;
+}
+
 // Deferred batch norm: normalised per micro-batch, but the running statistics are the whole
 // batch's, folded once per step. The first batch norm sees the same inputs as on one device,
 // so its statistics equal one device's; deeper ones see activations normalised per
@@ -182,10 +175,7 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
         o.parallel.batch_norm = mode;
         Engine engine(o);
         for (int step = 0; step < 5; ++step) engine.step(make_batch(step).images, make_batch(step).labels);
-        auto w = weights(engine);
-        auto r = running_statistics(engine);
-        w.insert(r.begin(), r.end());
-        return w;
+        return weights_and_statistics(engine);
     };
     const auto one = run(1, 1, 1, BatchNormMode::micro);
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 4}, std::tuple{1, 4, 8}}) {
@@ -209,10 +199,7 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
         o.parallel.batch_norm = mode;
         Engine engine(o);
         for (int step = 0; step < 3; ++step) engine.step(make_batch(step).images, make_batch(step).labels);
-        auto w = weights(engine);
-        auto r = running_statistics(engine);
-        w.insert(r.begin(), r.end());
-        return w;
+        return weights_and_statistics(engine);
     };
     expect_close(residual_run(1, 1, 1, BatchNormMode::micro), residual_run(2, 2, 2, BatchNormMode::sync), 1e-4,
                  "sync residual 2x2x2");
@@ -233,10 +220,7 @@ TEST(Pipeline, RecomputationSameWeightsLessMemory) {
         engine.stage_device(0, 0).allocator().reset_peak();
         engine.step(make_batch(3, 64).images, make_batch(3, 64).labels);
         *peak = engine.stage_device(0, 0).allocator().stats().peak;
-        auto w = weights(engine);
-        auto r = running_statistics(engine);
-        w.insert(r.begin(), r.end());
-        return w;
+        return weights_and_statistics(engine);
     };
     std::size_t plain = 0, recomputed = 0;
     const auto a = run(false, &plain), b = run(true, &recomputed);
