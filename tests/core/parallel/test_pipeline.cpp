@@ -365,6 +365,41 @@ TEST(Pipeline, OutOfMemoryOnOneStageNamesTheDevice) {
     EXPECT_NO_THROW(engine.step(small.images, small.labels));
 }
 
+// A net too big for one device's cap (weights, gradients and momentum: 4.2 MB against 3 MB)
+// fails there with an error naming the device, and trains split over two such devices.
+TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
+    auto big_net = [] {
+        return std::make_shared<Sequential>(std::vector<LayerPtr>{
+            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 3, true, "kaiming"})});
+    };
+    const std::size_t cap = 3'000'000;
+    EngineOptions one = layout_options(1, 1, 1);
+    one.net = big_net();
+    one.devices = cpus(1, cap);
+    Engine alone(one);
+    const Batch b = make_batch(0);
+    try {
+        alone.step(b.images, b.labels);
+        FAIL() << "expected DeviceMemoryError";
+    } catch (const DeviceMemoryError& e) {
+        EXPECT_NE(e.full_message().find("cpu:0 out of memory"), std::string::npos) << e.full_message();
+    }
+    EngineOptions two = layout_options(1, 2, 2);
+    two.net = big_net();
+    two.devices = cpus(2, cap);
+    two.parallel.cuts = {5};
+    Engine split(two);
+    double first = 0, last = 0;
+    for (int s = 0; s < 10; ++s) {
+        const double loss = split.step(make_batch(s).images, make_batch(s).labels).loss;
+        (s == 0 ? first : last) = loss;
+    }
+    EXPECT_LT(last, first);
+}
+
 TEST(Pipeline, EvaluationMatchesOneDevice) {
     Engine one(layout_options(1, 1, 1)), split(layout_options(2, 2, 4));
     const Batch b = make_batch(3, 40);
