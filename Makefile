@@ -8,7 +8,7 @@ NET ?= recipes/nets/smallbn.lua
 ARGS ?=
 # Tests that start threads, run again under ThreadSanitizer.
 THREADED_TESTS ?= Worker*:Engine*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:Loader*:BoundedQueue*:DbBuilder*
-TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1
+TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$(CURDIR)/tests/tsan.supp
 
 .PHONY: all deps build run test sanitize bench bench-peers clean
 

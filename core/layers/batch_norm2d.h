@@ -35,6 +35,15 @@ public:
     void initialize(std::uint64_t seed) override;
     std::string options_text() const override;
 
+    // With pass.sum_over_replicas set (synchronised batch norm, training): every micro-batch
+    // is normalised with the statistics of all of them on every replica (the global batch),
+    // and backward uses the global sums, so the result is one device's on the whole batch.
+    // Otherwise each micro-batch goes through forward() / backward() on its own.
+    // (batch_norm2d_sync.cpp; the reductions run on the host.)
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                      const std::vector<Pass*>& passes) override;
+
     // Folds batch statistics (mean and biased variance, C floats each, over `count` values per
     // channel) into the running statistics. forward() calls it in training; a pipeline calls it
     // with statistics gathered over a whole batch. Throws ShapeError for wrong sizes and when

@@ -48,6 +48,19 @@ void Layer::set_kernel_impl(const std::string& impl) {
     for (auto* child : children()) child->set_kernel_impl(impl);
 }
 
+std::vector<Tensor> Layer::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+    std::vector<Tensor> ys;
+    for (std::size_t m = 0; m < xs.size(); ++m) ys.push_back(forward(xs[m], *passes[m]));
+    return ys;
+}
+
+std::vector<Tensor> Layer::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                         const std::vector<Pass*>& passes) {
+    std::vector<Tensor> dxs;
+    for (std::size_t m = 0; m < xs.size(); ++m) dxs.push_back(backward(xs[m], dys[m], *passes[m]));
+    return dxs;
+}
+
 LayerPtr Layer::finish_clone(LayerPtr copy) const {
     copy->name_ = name_;
     copy->kernel_impl_ = kernel_impl_;

@@ -64,6 +64,13 @@ public:
     virtual Tensor forward(const Tensor& x, Pass& pass) = 0;
     virtual Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) = 0;
 
+    // Forward and backward of several micro-batches together, one pass each: what synchronised
+    // batch norm needs, its statistics spanning every micro-batch. Containers run them layer
+    // by layer across the micro-batches; other layers run forward (backward) on each in turn.
+    virtual std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes);
+    virtual std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                              const std::vector<Pass*>& passes);
+
     // This layer's own parameters and buffers (not its children's).
     virtual std::vector<Parameter*> parameters() { return {}; }
     virtual std::vector<Parameter*> buffers() { return {}; }

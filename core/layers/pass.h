@@ -78,6 +78,11 @@ struct Pass {
     // This forward recomputes activations for a backward (activation recomputation): it must
     // not count the batch again in running statistics.
     bool recomputing = false;
+    // Synchronised batch norm: set when the engine runs a stage's micro-batches together
+    // (Layer::forward_many). It sums per-channel values over every replica of the stage, in
+    // place (nothing to do with one group); batch norm then normalises every micro-batch with
+    // the whole global batch's statistics.
+    std::function<void(std::vector<double>&)> sum_over_replicas = nullptr;
 };
 
 // Sets pass.need_dx for one call and restores it after.

@@ -98,6 +98,38 @@ Tensor Residual::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     return dx;
 }
 
+std::vector<Tensor> Residual::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+    const auto body = in_branch("body", [&] { return body_->forward_many(xs, passes); });
+    const auto shortcut = shortcut_ ? in_branch("shortcut", [&] { return shortcut_->forward_many(xs, passes); }) : xs;
+    std::vector<Tensor> ys;
+    for (std::size_t m = 0; m < xs.size(); ++m) {
+        Device& device = passes[m]->device;
+        check_same(body[m].shape(), shortcut[m].shape());
+        Tensor y = Tensor::empty(body[m].shape(), device, DType::f32, body[m].layout());
+        tensor_ops(device).add(body[m], in_layout(shortcut[m], body[m].layout(), device), y);
+        ys.push_back(std::move(y));
+    }
+    return ys;
+}
+
+std::vector<Tensor> Residual::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                            const std::vector<Pass*>& passes) {
+    std::vector<std::unique_ptr<NeedDx>> need;  // both branches' dx are summed below
+    for (Pass* pass : passes) need.push_back(std::make_unique<NeedDx>(*pass, true));
+    const auto body = in_branch("body", [&] { return body_->backward_many(xs, dys, passes); });
+    const auto shortcut =
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->backward_many(xs, dys, passes); }) : dys;
+    std::vector<Tensor> dxs;
+    for (std::size_t m = 0; m < xs.size(); ++m) {
+        Device& device = passes[m]->device;
+        Tensor dx = Tensor::empty(xs[m].shape(), device, DType::f32, xs[m].layout());
+        tensor_ops(device).add(in_layout(body[m], xs[m].layout(), device),
+                               in_layout(shortcut[m], xs[m].layout(), device), dx);
+        dxs.push_back(std::move(dx));
+    }
+    return dxs;
+}
+
 std::vector<Layer*> Residual::children() {
     std::vector<Layer*> out{body_.get()};
     if (shortcut_) out.push_back(shortcut_.get());

@@ -30,6 +30,9 @@ public:
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
 
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                      const std::vector<Pass*>& passes) override;
     std::vector<Layer*> children() override;
     // Each child from rng_key(seed, its name), as Sequential does.
     void initialize(std::uint64_t seed) override;

@@ -162,6 +162,66 @@ Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begi
     return g;
 }
 
+std::vector<Tensor> Sequential::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+    return forward_many_range(xs, passes, 0, layers_.size());
+}
+
+std::vector<Tensor> Sequential::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                              const std::vector<Pass*>& passes) {
+    (void)xs;  // each layer's inputs were kept by forward_many
+    return backward_many_range(dys, passes, 0, layers_.size());
+}
+
+std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
+                                                   std::size_t begin, std::size_t end) {
+    TANDEM_CHECK(begin <= end && end <= layers_.size() && xs.size() == passes.size() && !xs.empty())
+        << "layer range [" << begin << ", " << end << ") outside " << layers_.size() << " layers, or "
+        << xs.size() << " inputs for " << passes.size() << " passes";
+    const bool train = passes.front()->mode == Mode::train;
+    std::vector<std::vector<Tensor>> inputs(xs.size());  // per micro-batch, as forward_range keeps
+    std::vector<Tensor> h = xs;
+    for (std::size_t i = begin; i < end; ++i) {
+        if (train)
+            for (std::size_t m = 0; m < h.size(); ++m) inputs[m].push_back(h[m]);
+        try {
+            h = layers_[i]->forward_many(h, passes);
+        } catch (Error& e) {
+            e.add_context(context(i, *passes.front(), "forward of micro-batches together"));
+            throw;
+        }
+    }
+    if (train)
+        for (std::size_t m = 0; m < h.size(); ++m) passes[m]->saved.put(this, std::move(inputs[m]), begin);
+    return h;
+}
+
+std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
+                                                    std::size_t begin, std::size_t end) {
+    std::vector<std::vector<Tensor>> inputs;
+    for (Pass* pass : passes) {
+        inputs.push_back(pass->saved.get(this, begin));
+        TANDEM_CHECK(inputs.back().size() == end - begin)
+            << "backward over layers [" << begin << ", " << end << ") after a forward over "
+            << inputs.back().size() << " layers";
+    }
+    std::vector<Tensor> g = dys;
+    for (std::size_t i = end; i-- > begin;) {
+        std::vector<Tensor> xs;
+        for (auto& in : inputs) xs.push_back(in[i - begin]);
+        try {
+            // Only the range's first layer may skip dx, and only when our caller skips it.
+            std::vector<std::unique_ptr<NeedDx>> need;
+            for (Pass* pass : passes) need.push_back(std::make_unique<NeedDx>(*pass, i > begin || pass->need_dx));
+            g = layers_[i]->backward_many(xs, g, passes);
+        } catch (Error& e) {
+            e.add_context(context(i, *passes.front(), "backward of micro-batches together"));
+            throw;
+        }
+    }
+    for (Pass* pass : passes) pass->saved.erase(this, begin);
+    return g;
+}
+
 LayerPtr Sequential::clone() const {
     auto copy = std::make_shared<Sequential>();
     for (const auto& layer : layers_) copy->add(layer->clone());

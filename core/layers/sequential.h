@@ -37,6 +37,15 @@ public:
     Tensor forward_range(const Tensor& x, Pass& pass, std::size_t begin, std::size_t end);
     Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end);
 
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                                      const std::vector<Pass*>& passes) override;
+    // forward_range / backward_range over several micro-batches, layer by layer.
+    std::vector<Tensor> forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
+                                           std::size_t begin, std::size_t end);
+    std::vector<Tensor> backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
+                                            std::size_t begin, std::size_t end);
+
     std::vector<Layer*> children() override;
     void initialize(std::uint64_t seed) override;
 

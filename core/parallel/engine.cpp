@@ -9,6 +9,8 @@
 #include "layers/batch_norm2d.h"
 #include "layers/batch_statistics.h"
 #include "parallel/buckets.h"
+#include "parallel/comm_inproc.h"
+#include "parallel/engine_internal.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
 #include "plan/partitioner.h"
@@ -80,51 +82,20 @@ void wait_all(std::vector<std::future<void>>& futures) {
 
 }  // namespace
 
-struct Engine::Replica {
-    std::shared_ptr<Sequential> net;
-    std::shared_ptr<CrossEntropy> loss;  // kernels are cached per object: one per group
-    std::unique_ptr<Sgd> sgd;
-};
-
-// One run of every worker over a batch: a training step's forward and backward, or an
-// evaluation's forward. Micro-batch k = g * M + m (group g's m-th) covers samples
-// [starts[k], starts[k + 1]) of the global batch.
-struct Engine::StepPlan {
-    StepPlan(Mode mode, int groups, int micro_batches, int links, const Tensor& images,
-             const Tensor& labels)
-        : mode(mode), groups(groups), micro_batches(micro_batches), images(images), labels(labels),
-          board(groups, std::max(links, 1), micro_batches),
-          sums(static_cast<std::size_t>(groups * micro_batches)) {
-        const std::int64_t n = images.shape()[0];
-        for (int g = 0; g < groups; ++g) {
-            const std::int64_t shard_begin = n * g / groups, shard = n * (g + 1) / groups - shard_begin;
-            for (int m = 0; m < micro_batches; ++m) starts.push_back(shard_begin + shard * m / micro_batches);
-        }
-        starts.push_back(n);
-    }
-    std::int64_t start(int k) const { return starts[static_cast<std::size_t>(k)]; }
-    std::int64_t count(int k) const { return start(k + 1) - start(k); }
-
-    Mode mode;
-    int groups, micro_batches;
-    Tensor images, labels;
-    std::uint64_t rng = 0;
-    float loss_scale = 1;
-    StepBoard board;
-    std::vector<std::int64_t> starts;
-    std::vector<LossSums> sums;  // per micro-batch, from the last stages
-    // Per group and stage (g * S + s), for deferred batch norm.
-    std::vector<BatchStatistics> statistics;
-};
-
 std::string_view batch_norm_mode_name(BatchNormMode mode) {
-    return mode == BatchNormMode::micro ? "micro" : "deferred";
+    switch (mode) {
+    case BatchNormMode::micro: return "micro";
+    case BatchNormMode::deferred: return "deferred";
+    case BatchNormMode::sync: return "sync";
+    }
+    return "?";
 }
 
 BatchNormMode parse_batch_norm_mode(std::string_view name) {
     if (name == "micro") return BatchNormMode::micro;
     if (name == "deferred") return BatchNormMode::deferred;
-    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred)";
+    if (name == "sync") return BatchNormMode::sync;
+    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred, sync)";
 }
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
@@ -149,6 +120,20 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, p.recompute.size() <= 1 || p.recompute.size() == std::size_t(p.stages))
         << "Engine: recompute needs one flag per stage (" << p.stages << ") or one for all; given "
         << p.recompute.size();
+    TANDEM_CHECK_AS(ConfigError, p.average_every >= 0)
+        << "Engine: average_every must be 0 (synchronous SGD) or a step count, got " << p.average_every;
+    TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
+        << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
+    if (p.deterministic) options_.parallel.algorithm = ReduceAlgorithm::tree;
+    if (p.batch_norm == BatchNormMode::sync) {
+        TANDEM_CHECK_AS(ConfigError, p.schedule == PipelineSchedule::gpipe)
+            << "Engine: batch_norm = 'sync' needs every micro-batch of a stage at once: use the "
+               "gpipe schedule (1f1b would wait on backwards that cannot start)";
+        TANDEM_CHECK_AS(ConfigError, p.recompute.empty() || (p.recompute.size() == 1 && !p.recompute[0]))
+            << "Engine: batch_norm = 'sync' does not combine with recomputation";
+        TANDEM_CHECK_AS(ConfigError, !p.deterministic && p.average_every == 0)
+            << "Engine: batch_norm = 'sync' is for synchronous SGD, not deterministic mode or model averaging";
+    }
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
@@ -181,6 +166,13 @@ void Engine::place(std::vector<std::size_t> bounds) {
             for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
             std::reverse(grads.begin(), grads.end());
             buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
+            if (p.average_every == 0) continue;
+            std::vector<std::pair<std::string, Tensor>> values;
+            for (auto& np : stage_parameters(g, s)) values.emplace_back(np.name, np.parameter->value);
+            Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
+            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
+                for (auto& b : named_buffers(net.at(i))) values.emplace_back(b.name, b.parameter->value);
+            weight_buckets_.push_back(std::make_unique<GradientBuckets>(std::move(values), p.bucket_bytes));
         }
 }
 
@@ -296,108 +288,11 @@ void Engine::run(StepPlan& plan) {
     }
 }
 
-void Engine::run_stage(StepPlan& plan, int group, int stage) {
-    const ParallelOptions& p = options_.parallel;
-    Replica& replica = *replicas_[static_cast<std::size_t>(group)];
-    Device& dev = stage_device(group, stage);
-    const bool first = stage == 0, last = stage == p.stages - 1;
-    const std::size_t begin = stage_begin(stage), end = stage_begin(stage + 1);
-    const int micro_batches = plan.micro_batches;
-    const bool train = plan.mode == Mode::train;
-    Trace* trace = options_.trace.get();
-    if (train) Sgd::zero_grad(stage_parameters(group, stage));
-
-    std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
-    std::vector<Tensor> logits(tapes.size()), labels(tapes.size());
-    // With recomputation: each micro-batch's stage input, all that is kept between its passes.
-    const bool recompute = train && recomputes(stage);
-    std::vector<Tensor> inputs(recompute ? tapes.size() : 0);
-    BatchStatistics* statistics =
-        train && !plan.statistics.empty() ? &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)] : nullptr;
-    std::vector<StageOp> ops;
-    if (train) {
-        ops = stage_ops(p.schedule, p.stages, stage, micro_batches);
-    } else {
-        for (int m = 0; m < micro_batches; ++m) ops.push_back({StageOp::forward, m});
-    }
-    for (const StageOp& op : ops) {
-        const int m = op.micro_batch, k = group * micro_batches + m;
-        const auto mi = static_cast<std::size_t>(m);
-        Pass pass{dev, plan.mode, k, tapes[mi], plan.rng};
-        pass.first_sample = plan.start(k);
-        pass.batch_statistics = statistics;
-        if (op.kind == StageOp::forward) {
-            Tensor x;
-            if (first) {
-                TraceSpan span(trace, dev.name(), "input", "transfer");
-                x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
-                if (x.shape().rank() == 4 && x.layout() != options_.layout) x = x.to_layout(options_.layout);
-            } else {
-                x = plan.board.take(LinkDirection::forward, group, stage - 1, m);
-                TraceSpan span(trace, dev.name(), "receive activation", "transfer");
-                span.arg("micro_batch", k).arg("bytes", x.nbytes());
-                x = transfer(x, dev);
-            }
-            TraceSpan span(trace, dev.name(), "forward", "forward");
-            span.arg("micro_batch", k).arg("stage", stage);
-            Tensor y;
-            if (recompute) {
-                // Forward without keeping what backward needs; backward runs it again.
-                Tape scratch;
-                Pass keep_nothing{dev, Mode::train, k, scratch, plan.rng};
-                keep_nothing.first_sample = pass.first_sample;
-                keep_nothing.batch_statistics = statistics;
-                y = replica.net->forward_range(x, keep_nothing, begin, end);
-                inputs[mi] = x;
-            } else {
-                y = replica.net->forward_range(x, pass, begin, end);
-            }
-            if (!last) {
-                plan.board.put(LinkDirection::forward, group, stage, m, std::move(y));
-                continue;
-            }
-            // Labels go straight to the last stage.
-            labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
-            plan.sums[static_cast<std::size_t>(k)] = replica.loss->forward(y, labels[mi], pass);
-            logits[mi] = std::move(y);
-            continue;
-        }
-        Tensor dy;
-        if (last) {
-            dy = replica.loss->backward(logits[mi], labels[mi], plan.loss_scale, pass);
-            logits[mi] = Tensor(), labels[mi] = Tensor();
-        } else {
-            dy = plan.board.take(LinkDirection::backward, group, stage, m);
-            TraceSpan span(trace, dev.name(), "receive gradient", "transfer");
-            span.arg("micro_batch", k).arg("bytes", dy.nbytes());
-            dy = transfer(dy, dev);
-        }
-        if (recompute) {
-            TraceSpan again(trace, dev.name(), "recompute", "forward");
-            again.arg("micro_batch", k).arg("stage", stage);
-            pass.recomputing = true;
-            replica.net->forward_range(inputs[mi], pass, begin, end);
-            pass.recomputing = false;
-            inputs[mi] = Tensor();
-        }
-        TraceSpan span(trace, dev.name(), "backward", "backward");
-        span.arg("micro_batch", k).arg("stage", stage);
-        pass.need_dx = !first;  // nobody reads the gradient of the images
-        Tensor dx = replica.net->backward_range(dy, pass, begin, end);
-        if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
-    }
-    if (train && p.groups > 1) reduce_gradients(group, stage);
-}
-
-bool Engine::recomputes(int stage) const {
-    const auto& r = options_.parallel.recompute;
-    if (r.empty()) return false;
-    return r.size() == 1 ? r.front() : r[static_cast<std::size_t>(stage)];
-}
-
 void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) {
     TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "optimizer", "optimizer");
     replicas_[static_cast<std::size_t>(group)]->sgd->step(stage_parameters(group, stage), lr);
+    const int every = options_.parallel.average_every;
+    if (every > 0 && plan.groups > 1 && (step_ + 1) % every == 0) average_weights(group, stage);
     if (plan.statistics.empty()) return;
     // Deferred batch norm: the whole batch's statistics, merged over every group in group
     // order (every replica folds the same numbers), then folded in once.
@@ -422,14 +317,15 @@ void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) 
     }
 }
 
-void Engine::reduce_gradients(int group, int stage) {
+void Engine::average_weights(int group, int stage) {
     Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
-    GradientBuckets& buckets = *buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
-    const std::string& track = stage_device(group, stage).name();
+    GradientBuckets& buckets =
+        *weight_buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
+    const float mean = 1.0f / static_cast<float>(options_.parallel.groups);
     for (std::size_t b = 0; b < buckets.size(); ++b) {
-        TraceSpan span(options_.trace.get(), track, "all-reduce", "allreduce");
+        TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "average weights", "allreduce");
         span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
-        buckets.all_reduce(b, comm, group, options_.parallel.algorithm);
+        buckets.all_reduce(b, comm, group, ReduceAlgorithm::tree, mean);
     }
 }
 

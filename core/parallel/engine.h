@@ -46,9 +46,12 @@ enum class BatchNormMode {
     micro,     // normalise and update running statistics per micro-batch (as GPipe does)
     deferred,  // normalise per micro-batch; running statistics from the whole global batch,
                // once per step, so evaluation matches one device
+    sync,      // statistics over the whole global batch, gathered across micro-batches and
+               // replicas before normalising: exactly one device's training. A stage then runs
+               // all its micro-batches together, layer by layer (GPipe order, no 1F1B overlap).
 };
 std::string_view batch_norm_mode_name(BatchNormMode mode);
-// "micro" or "deferred"; ConfigError naming the choices otherwise.
+// "micro", "deferred" or "sync"; ConfigError naming the choices otherwise.
 BatchNormMode parse_batch_norm_mode(std::string_view name);
 
 struct ParallelOptions {
@@ -70,6 +73,16 @@ struct ParallelOptions {
     // stage keeps only each micro-batch's input after forward and runs the forward again just
     // before its backward: less memory, about one more forward of time.
     std::vector<bool> recompute;
+    // Every reduction in one canonical order: each micro-batch's gradient is kept apart and the
+    // micro-batches of a stage are summed in a pairwise tree over their index, then the
+    // replicas in the same tree (the tree all-reduce). With M a power of two, runs with the
+    // same micro-batch size give bit-identical weights whatever G and S. Costs M copies of
+    // each stage's gradients.
+    bool deterministic = false;
+    // Model averaging instead of synchronous SGD: 0 is off; k > 0 lets every replica step on
+    // its own shard (its own mean gradient, no gradient all-reduce) and averages the weights
+    // and buffers of all replicas every k steps, with a tree reduce.
+    int average_every = 0;
 };
 
 struct EngineOptions {
@@ -139,8 +152,14 @@ private:
     // Runs a step (training) or a forward-only pass (evaluation) on every worker at once.
     void run(StepPlan& plan);
     void run_stage(StepPlan& plan, int group, int stage);
+    // Synchronised batch norm's training pass: every micro-batch of the stage at once.
+    void run_stage_together(StepPlan& plan, int group, int stage);
+    // Micro-batch m's input to `stage`, in its device's memory: the images' slice (in the
+    // engine's layout) for the first stage, the activation from the stage before otherwise.
+    Tensor stage_input(StepPlan& plan, int group, int stage, int m);
     void reduce_gradients(int group, int stage);
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
+    void average_weights(int group, int stage);
     bool recomputes(int stage) const;
     std::vector<NamedParameter> stage_parameters(int group, int stage) const;
 
@@ -154,6 +173,8 @@ private:
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     // Per group and stage (index g * S + s), when G > 1.
     std::vector<std::unique_ptr<GradientBuckets>> buckets_;
+    // The same over weights and buffers, for model averaging.
+    std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;
     std::int64_t step_ = 0;
 };
 

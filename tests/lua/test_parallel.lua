@@ -79,6 +79,17 @@ end)
 t.test('batch_norm and recompute options', function()
   local e = engine({stages = 2, micro_batches = 2, batch_norm = 'deferred', recompute = {true, false}}, 2)
   t.ok(train(e) > 0)
+  t.ok(train(engine({groups = 2, stages = 2, micro_batches = 2, batch_norm = 'sync'}, 4)) > 0)
+  t.raises(function() engine({stages = 2, batch_norm = 'sync', schedule = '1f1b'}, 2) end, 'gpipe')
   t.raises(function() engine({batch_norm = 'global'}, 1) end, "unknown batch-norm mode 'global'")
   t.raises(function() engine({stages = 2, recompute = {true, false, true}}, 2) end, 'one flag per stage')
+end)
+
+t.test('deterministic and model-averaging options', function()
+  local a = train(engine({groups = 2, micro_batches = 2, deterministic = true}, 2))
+  local b = train(engine({stages = 2, micro_batches = 4, deterministic = true}, 2))
+  t.eq(a, b)  -- the losses of the last step, bit for bit
+  t.ok(train(engine({groups = 2, average_every = 2}, 2)) > 0)
+  t.raises(function() engine({groups = 2, average_every = 2, deterministic = true}, 2) end,
+           'model averaging is not offered')
 end)

@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "parallel/engine.h"
 #include "support/temp_dir.h"
+#include "support/toy_batch.h"
 
 namespace tandem::test {
 namespace {
@@ -32,23 +33,8 @@ std::shared_ptr<Sequential> small_net() {
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
-struct Batch {
-    Tensor images, labels;
-};
-
-// Class k images are noise around brightness k - 1, so the task is learnable.
-Batch make_batch(int step, std::int64_t n = 12) {
-    std::vector<float> x(static_cast<std::size_t>(n * 64));
-    Tensor labels = Tensor::empty({n}, host_device(), DType::i32);
-    for (std::int64_t i = 0; i < n; ++i) {
-        const int k = static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
-        labels.data<int>()[i] = k;
-        for (int j = 0; j < 64; ++j)
-            x[static_cast<std::size_t>(i * 64 + j)] =
-                float(k - 1) + 0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
-    }
-    return {Tensor::from_vector({n, 1, 8, 8}, host_device(), x), labels};
-}
+using test::make_batch;
+Batch make_batch(int step) { return make_batch(step, 12); }
 
 EngineOptions options_for(std::shared_ptr<Device> device, std::uint64_t seed) {
     EngineOptions o;
