@@ -8,8 +8,11 @@
 --           of one thread (what each of the two devices below is alone);
 --   2x1     two groups (data parallel) on two devices of one thread each;
 --   1x2xM   one group of two pipeline stages, M micro-batches, 1F1B, split = 'auto';
--- and each one's ratio to 1x1. The trace-based bubble and overlap figures are in
--- tandem_bench_pipeline (bench/pipeline.cpp).
+-- and each one's ratio to 1x1. Then the cost of batch norm's modes for the nets that have it
+-- (--bn_nets): 2x2x4 GPipe on four 1-thread devices with batch_norm = micro, deferred and sync
+-- (sync gathers statistics across micro-batches and groups before normalising, so it needs
+-- GPipe: every micro-batch of a stage at once), images/s and the ratio to micro. The trace-based bubble and overlap figures are in tandem_bench_pipeline
+-- (bench/pipeline.cpp).
 local T = require 'tandem'
 
 local opt = T.options(..., {
@@ -19,6 +22,7 @@ local opt = T.options(..., {
   iters = 9,           -- timed steps of each layout, taken in turns
   threads = 2,          -- kernel threads of the single device
   micro_batches = 4,
+  bn_nets = 'smallbn,resnet20',   -- '' skips the batch-norm modes
   json = false,
 })
 
@@ -30,7 +34,8 @@ local function prepare(build, layout, sample)
     net = build{}, optim = T.optim.SGD{lr = 0.01, momentum = 0.9},
     devices = T.devices('cpu', layout.groups * layout.stages, {threads = layout.threads}),
     parallel = {groups = layout.groups, stages = layout.stages, micro_batches = layout.micro_batches,
-                schedule = '1f1b', split = layout.stages > 1 and 'auto' or nil},
+                schedule = layout.schedule or '1f1b', split = layout.stages > 1 and 'auto' or nil,
+                batch_norm = layout.batch_norm},
   }
   local images = T.randn({opt.batch, sample[1], sample[2], sample[3]}, 1)
   local labels = {}
@@ -65,7 +70,8 @@ if not opt.json then
   print(('batch %d, median of %d steps per layout (taken in turns) after %d warm-up'):format(opt.batch, opt.iters, opt.warmup))
   print(('%-10s %-26s %10s %8s'):format('net', 'layout', 'images/s', 'ratio'))
 end
-for name in opt.nets:gmatch('[^,%s]+') do
+-- Times `layouts` of one net in turns; a row per layout, its ratio against the first.
+local function compare(name, layouts, part)
   local build = dofile(nets_dir .. name .. '.lua')
   local _, sample = build{}
   -- The machine is shared: its load moves within seconds. The layouts take turns, one step
@@ -83,18 +89,32 @@ for name in opt.nets:gmatch('[^,%s]+') do
     engines[i]:free()
     local rate = opt.batch / median(times[i])
     base = base or rate
-    rows[#rows + 1] = {net = name, layout = layout.name, images_per_s = rate, ratio = rate / base}
+    rows[#rows + 1] = {part = part, net = name, layout = layout.name, images_per_s = rate,
+                       ratio = rate / base}
     if not opt.json then
       print(('%-10s %-26s %10.1f %8.2f'):format(name, layout.name, rate, rate / base))
     end
   end
   collectgarbage()
 end
+
+for name in opt.nets:gmatch('[^,%s]+') do compare(name, layouts, 'threads') end
+
+if opt.bn_nets ~= '' then
+  local modes = {}
+  for _, mode in ipairs{'micro', 'deferred', 'sync'} do
+    modes[#modes + 1] = {name = ('2x2x%d gpipe, bn %s'):format(opt.micro_batches, mode), groups = 2,
+                         stages = 2, micro_batches = opt.micro_batches, threads = 1, batch_norm = mode,
+                         schedule = 'gpipe'}
+  end
+  if not opt.json then print('\nbatch norm modes, 4 devices of 1 thread') end
+  for name in opt.bn_nets:gmatch('[^,%s]+') do compare(name, modes, 'batch_norm') end
+end
 if opt.json then
   local parts = {}
   for _, r in ipairs(rows) do
-    parts[#parts + 1] = ('{"net": %q, "layout": %q, "images_per_s": %.1f, "ratio": %.3f}')
-                        :format(r.net, r.layout, r.images_per_s, r.ratio)
+    parts[#parts + 1] = ('{"part": %q, "net": %q, "layout": %q, "images_per_s": %.1f, "ratio": %.3f}')
+                        :format(r.part, r.net, r.layout, r.images_per_s, r.ratio)
   end
   print('[' .. table.concat(parts, ', ') .. ']')
 end

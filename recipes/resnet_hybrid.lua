@@ -7,7 +7,8 @@
 --   tandem run recipes/resnet_hybrid.lua --devices=2 --groups=1 --stages=2 --split=stage2_1,relu6
 -- --devices must equal groups x stages (it defaults to that). --batch_norm=deferred folds the
 -- whole batch's statistics into the running ones once per step (evaluation then matches one
--- device); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
+-- device); --batch_norm=sync --schedule=gpipe normalises with the whole global batch's
+-- statistics (exact against one device, at the cost of gathering them); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
 local T = require 'tandem'
 
 local opt = T.options(..., {
@@ -27,7 +28,7 @@ local opt = T.options(..., {
   micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
   schedule = '1f1b',      -- gpipe or 1f1b
   split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
-  batch_norm = 'micro',   -- micro or deferred
+  batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
   trace = '',             -- write a Chrome trace of every worker to this file
   layout = 'channels_last',
   max_steps = 0,          -- stop after this many steps (0: every epoch); for tests

@@ -1,7 +1,7 @@
 -- The parallel recipes end to end on tiny synthetic sets for a couple of steps: the hybrid
 -- ResNet (groups x stages x micro-batches) and the split AlexNet-like net print their partition
 -- and stages, train, evaluate and write a trace; bad layouts fail with a clear message. And the
--- 2-devices-against-2-threads benchmark runs and reports every layout.
+-- 2-devices-against-2-threads benchmark runs and reports every layout and batch-norm mode.
 local t = require 'tandem.test'
 local S = dofile('tests/lua/support.lua')
 
@@ -63,17 +63,21 @@ t.test('alexnet_split.lua splits the seed net over 2 devices', function()
   t.ok(test_accuracy(out), out)
 end)
 
-t.test('bench/parallel.lua reports every layout against one 2-thread device', function()
-  local out, rc = S.tandem({'run', 'bench/parallel.lua', '--nets=lenet5', '--batch=16', '--warmup=1',
-                            '--iters=1', '--json'})
+t.test('bench/parallel.lua reports every layout and batch-norm mode against its baseline', function()
+  local out, rc = S.tandem({'run', 'bench/parallel.lua', '--nets=lenet5', '--bn_nets=smallbn', '--batch=16',
+                            '--warmup=1', '--iters=1', '--json'})
   t.eq(rc, 0, out)
-  local rows = 0
-  for layout, rate, ratio in out:gmatch('"layout": "([^"]+)", "images_per_s": ([%d.]+), "ratio": ([%d.]+)') do
-    rows = rows + 1
+  local rows = {threads = 0, batch_norm = 0}
+  for part, net, layout, rate, ratio in
+      out:gmatch('"part": "(%w+)", "net": "(%w+)", "layout": "([^"]+)", "images_per_s": ([%d.]+), "ratio": ([%d.]+)') do
+    rows[part] = rows[part] + 1
     t.ok(tonumber(rate) > 0 and tonumber(ratio) > 0, layout)
-    if rows == 1 then t.eq(tonumber(ratio), 1, 'the first layout is the baseline') end
+    if rows[part] == 1 then t.eq(tonumber(ratio), 1, 'the first layout is the baseline: ' .. layout) end
+    t.eq(net, part == 'threads' and 'lenet5' or 'smallbn', layout)
   end
-  t.eq(rows, 4, out)
+  t.eq(rows.threads, 4, out)
+  t.eq(rows.batch_norm, 3, out)
+  t.ok(out:find('bn sync', 1, true), out)
 end)
 
 S.cleanup()
