@@ -69,7 +69,7 @@ t.test('bench/parallel.lua reports every layout and batch-norm mode against its 
   t.eq(rc, 0, out)
   local rows = {threads = 0, batch_norm = 0}
   for part, net, layout, rate, ratio in
-      out:gmatch('"part": "(%w+)", "net": "(%w+)", "layout": "([^"]+)", "images_per_s": ([%d.]+), "ratio": ([%d.]+)') do
+      out:gmatch('"part": "([%w_]+)", "net": "(%w+)", "layout": "([^"]+)", "images_per_s": ([%d.]+), "ratio": ([%d.]+)') do
     rows[part] = rows[part] + 1
     t.ok(tonumber(rate) > 0 and tonumber(ratio) > 0, layout)
     if rows[part] == 1 then t.eq(tonumber(ratio), 1, 'the first layout is the baseline: ' .. layout) end
