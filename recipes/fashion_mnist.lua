@@ -9,7 +9,7 @@
 -- training set in memory.
 local T = require 'tandem'
 
-local opt = T.options(..., {
+local opt = T.options(..., T.parallel.defaults{
   data = '/usr/share/datasets/fashion-mnist',
   epochs = 10,
   batch = 128,
@@ -21,15 +21,6 @@ local opt = T.options(..., {
   flip = true,            -- random horizontal flips
   crop_pad = 2,           -- random crops from images padded by this many pixels
   seed = 1,
-  threads = 0,            -- kernel threads of each device; 0: all cores
-  groups = 1,             -- worker groups (data parallel), each on its own devices
-  stages = 1,             -- pipeline stages per group (model parallel)
-  micro_batches = 1,      -- micro-batches each group's batch is cut into
-  schedule = 'gpipe',     -- pipeline schedule: gpipe or 1f1b
-  split = '',             -- stage cuts: layer names or indices, comma-separated, or 'auto'
-                          -- (profiled: the slowest stage as fast as the memory caps allow);
-                          -- '': even layer counts
-  trace = '',             -- write a Chrome trace of every worker to this file
   layout = 'channels_last',
   max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
   eval_batch = 1000,
@@ -78,12 +69,12 @@ local steps_per_epoch = loader and loader:batches_per_epoch()
                         or math.floor(train:size() / opt.batch)
 local total_steps = steps_per_epoch * opt.epochs
 
+local devices, parallel = T.parallel.layout(opt)
 local engine = T.Engine{
   net = net,
   loss = T.nn.CrossEntropy{label_smoothing = opt.label_smoothing},
-  devices = T.devices('cpu', opt.groups * opt.stages, {threads = opt.threads}),
-  parallel = {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
-              schedule = opt.schedule, split = opt.split},
+  devices = devices,
+  parallel = parallel,
   trace = opt.trace ~= '',
   optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
                       weight_decay = opt.weight_decay},
@@ -93,16 +84,7 @@ local engine = T.Engine{
   layout = opt.layout,
 }
 print(net:summary(sample_shape))
-if opt.groups * opt.stages > 1 then
-  print(('%d groups x %d stages x %d micro-batches (%s):'):format(opt.groups, opt.stages,
-                                                                 opt.micro_batches, opt.schedule))
-  local partition = engine:prepare(sample_shape, opt.batch)
-  if partition ~= '' then print(partition) end
-  for i, stage in ipairs(engine:stages()) do
-    print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
-                                                table.concat(stage.devices, ', ')))
-  end
-end
+T.parallel.describe(engine, opt, sample_shape)
 
 local first_epoch = 1
 if opt.resume ~= '' then
@@ -157,5 +139,5 @@ for epoch = first_epoch, opt.epochs do
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end
-if opt.trace ~= '' then engine:write_trace(opt.trace) end
+T.parallel.finish(engine, opt)
 if loader then loader:close() end

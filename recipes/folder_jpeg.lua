@@ -8,7 +8,7 @@
 -- for data; the metrics log gets the loader's stage rates too.
 local T = require 'tandem'
 
-local opt = T.options(..., {
+local opt = T.options(..., T.parallel.defaults{
   train = '',             -- image folder; '' makes a synthetic one
   val = '',               -- image folder for validation; '' with a synthetic train set too
   synthetic = 'data/synthetic_jpeg',
@@ -22,7 +22,6 @@ local opt = T.options(..., {
   momentum = 0.9,
   weight_decay = 5e-4,
   seed = 1,
-  threads = 0,            -- kernel threads of the device; 0: all cores
   data_threads = 2,       -- decode/augment threads of the loader
   layout = 'channels_last',
   max_steps = 0,
@@ -49,7 +48,7 @@ if opt.train == '' then
 end
 
 local mean, std = {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}
-local devices = T.devices('cpu', 1, {threads = opt.threads})
+local devices, parallel = T.parallel.layout(opt)
 local train = T.data.Loader{
   source = assert(T.data.folder(opt.train)), batch = opt.batch, threads = opt.data_threads,
   seed = opt.seed, layout = opt.layout, device = devices[1],
@@ -68,13 +67,15 @@ local build = dofile(T.recipe_dir .. '/nets/smallcolor.lua')
 local net, sample_shape = build{classes = classes, size = opt.size}
 local steps_per_epoch = train:batches_per_epoch()
 local engine = T.Engine{
-  net = net, loss = T.nn.CrossEntropy(), devices = devices,
+  net = net, loss = T.nn.CrossEntropy(), devices = devices, parallel = parallel,
+  trace = opt.trace ~= '',
   optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
                       weight_decay = opt.weight_decay},
   schedule = T.schedule.Cosine{lr = opt.lr, total_steps = steps_per_epoch * opt.epochs},
   seed = opt.seed, layout = opt.layout,
 }
 print(net:summary(sample_shape))
+T.parallel.describe(engine, opt, sample_shape)
 
 local log = T.MetricsLog(opt.log)
 for epoch = 1, opt.epochs do
@@ -121,3 +122,4 @@ for epoch = 1, opt.epochs do
 end
 train:close()
 if val then val:close() end
+T.parallel.finish(engine, opt)

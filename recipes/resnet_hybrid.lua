@@ -11,7 +11,7 @@
 -- statistics (exact against one device, at the cost of gathering them); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
 local T = require 'tandem'
 
-local opt = T.options(..., {
+local opt = T.options(..., T.parallel.defaults{
   epochs = 3,
   batch = 128,
   train = 2560,           -- synthetic training images
@@ -21,25 +21,16 @@ local opt = T.options(..., {
   weight_decay = 5e-4,
   warmup_steps = 20,
   seed = 1,
-  devices = 0,            -- CPU devices; 0: groups x stages
   threads = 1,            -- kernel threads of each device
   groups = 2,             -- worker groups (data parallel)
   stages = 2,             -- pipeline stages per group (model parallel)
   micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
   schedule = '1f1b',      -- gpipe or 1f1b
   split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
-  batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
-  trace = '',             -- write a Chrome trace of every worker to this file
   layout = 'channels_last',
   max_steps = 0,          -- stop after this many steps (0: every epoch); for tests
   eval_batch = 256,
 })
-
-local devices = opt.devices > 0 and opt.devices or opt.groups * opt.stages
-if devices ~= opt.groups * opt.stages then
-  error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
-        :format(devices, opt.groups, opt.stages), 0)
-end
 
 local colors = dofile(T.recipe_dir .. '/data/colors.lua')
 local train = colors{n = opt.train, size = 32, classes = 10, seed = opt.seed}
@@ -52,11 +43,11 @@ if steps_per_epoch < 1 then
   error(('--batch=%d is larger than the training set (%d images)'):format(opt.batch, train:size()), 0)
 end
 
+local devices, parallel = T.parallel.layout(opt)
 local engine = T.Engine{
   net = net,
-  devices = T.devices('cpu', devices, {threads = opt.threads}),
-  parallel = {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
-              schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm},
+  devices = devices,
+  parallel = parallel,
   trace = opt.trace ~= '',
   optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
                       weight_decay = opt.weight_decay},
@@ -67,17 +58,7 @@ local engine = T.Engine{
   layout = opt.layout,
 }
 print(net:summary(sample_shape))
-local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end
-print(('%s: %s x %s x %s (%s), batch norm %s'):format(
-  count(devices, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
-  count(opt.stages, 'stage', 'stages'),
-  count(opt.micro_batches, 'micro-batch', 'micro-batches'), opt.schedule, opt.batch_norm))
-local partition = engine:prepare(sample_shape, opt.batch)
-if partition ~= '' then print(partition) end
-for i, stage in ipairs(engine:stages()) do
-  print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
-                                              table.concat(stage.devices, ', ')))
-end
+T.parallel.describe(engine, opt, sample_shape)
 
 local augment = {flip = true, crop_pad = 4}
 for epoch = 1, opt.epochs do
@@ -101,7 +82,4 @@ for epoch = 1, opt.epochs do
                 result.accuracy, bar:rate()))
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end
-if opt.trace ~= '' then
-  engine:write_trace(opt.trace)
-  print('trace written to ' .. opt.trace)
-end
+T.parallel.finish(engine, opt)

@@ -46,6 +46,8 @@ T.Engine = engine.Engine
 T.optim = engine.optim
 T.schedule = engine.schedule
 engine.install(mt)
+-- A recipe's --devices/--groups/--stages/... options (lua/tandem/parallel.lua).
+T.parallel = require 'tandem.parallel'
 
 -- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
 T.profile = core.profile

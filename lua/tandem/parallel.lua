@@ -1,0 +1,75 @@
+-- T.parallel: what every recipe needs to run on several devices from its command line.
+--
+--   local opt = T.options(..., T.parallel.defaults{epochs = 10, batch = 128, stages = 2})
+--   local devices, parallel = T.parallel.layout(opt)       -- for T.Engine{devices =, parallel =}
+--   T.parallel.describe(engine, opt, sample_shape)          -- after T.Engine: the partition
+--
+-- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
+-- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
+-- --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option).
+local core = require 'tandem.core'
+
+local M = {}
+
+local defaults = {
+  devices = 0,            -- CPU devices; 0: groups x stages
+  threads = 0,            -- kernel threads of each device; 0: all cores
+  memory = '',            -- memory cap of each device ('512MB'); '': the machine's
+  groups = 1,             -- worker groups (data parallel)
+  stages = 1,             -- pipeline stages per group (model parallel)
+  micro_batches = 1,      -- micro-batches each group's share of a batch is cut into
+  schedule = 'gpipe',     -- gpipe or 1f1b
+  split = '',             -- stage cuts: layer names or indices (comma-separated), 'auto', or '' (even)
+  batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
+  trace = '',             -- write a Chrome trace of every worker to this file
+}
+
+-- The parallel options' defaults, with the recipe's own options (and its choice of parallel
+-- defaults) over them.
+function M.defaults(recipe)
+  local all = {}
+  for k, v in pairs(defaults) do all[k] = v end
+  for k, v in pairs(recipe) do all[k] = v end
+  return all
+end
+
+-- The devices and the parallel table of T.Engine, from the options.
+function M.layout(opt)
+  local n = opt.devices > 0 and opt.devices or opt.groups * opt.stages
+  if n ~= opt.groups * opt.stages then
+    error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
+          :format(n, opt.groups, opt.stages), 0)
+  end
+  local devices = core.devices('cpu', n, {threads = opt.threads,
+                                         memory = opt.memory ~= '' and opt.memory or nil})
+  return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
+                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm}
+end
+
+local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end
+
+-- Prints the layout and, on several devices, where each stage runs (placing the stages, which
+-- for split = 'auto' profiles the net first).
+function M.describe(engine, opt, sample_shape)
+  if opt.groups * opt.stages == 1 then return end
+  print(('%s: %s x %s x %s (%s), batch norm %s'):format(
+    count(opt.groups * opt.stages, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
+    count(opt.stages, 'stage', 'stages'), count(opt.micro_batches, 'micro-batch', 'micro-batches'),
+    opt.schedule, opt.batch_norm))
+  local partition = engine:prepare(sample_shape, opt.batch)
+  if partition ~= '' then print(partition) end
+  for i, stage in ipairs(engine:stages()) do
+    print(('  stage %d: %s .. %s on %s'):format(i, stage.first, stage.last,
+                                                table.concat(stage.devices, ', ')))
+  end
+end
+
+-- Writes the trace when --trace asked for one.
+function M.finish(engine, opt)
+  if opt.trace ~= '' then
+    engine:write_trace(opt.trace)
+    print('trace: ' .. opt.trace .. ' (open it in Perfetto or chrome://tracing)')
+  end
+end
+
+return M
