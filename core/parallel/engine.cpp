@@ -158,6 +158,15 @@ void Engine::place(std::vector<std::size_t> bounds) {
         for (int s = 0; s < p.stages; ++s)
             for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
                 replicas_[static_cast<std::size_t>(g)]->net->at(i).to(stage_device(g, s));
+    for (int g = 0; g < p.groups; ++g)
+        for (int s = 0; s < p.stages; ++s) {
+            std::vector<NamedParameter> params;
+            Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
+            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
+                for (auto& np : named_parameters(net.at(i)))
+                    params.push_back({net.at(i).name() + "." + np.name, np.parameter});
+            stage_parameters_.push_back(std::move(params));
+        }
     if (p.groups == 1) return;
     // Backward produces gradients last layer first: buckets follow that order.
     for (int g = 0; g < p.groups; ++g)
@@ -211,13 +220,8 @@ float Engine::current_lr() const {
     return options_.schedule ? options_.schedule->lr(step_) : options_.sgd.lr;
 }
 
-std::vector<NamedParameter> Engine::stage_parameters(int group, int stage) const {
-    std::vector<NamedParameter> out;
-    Sequential& net = *replicas_[static_cast<std::size_t>(group)]->net;
-    for (std::size_t i = stage_begin(stage); i < stage_begin(stage + 1); ++i)
-        for (auto& p : named_parameters(net.at(i)))
-            out.push_back({net.at(i).name() + "." + p.name, p.parameter});
-    return out;
+const std::vector<NamedParameter>& Engine::stage_parameters(int group, int stage) const {
+    return stage_parameters_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
 }
 
 StepResult Engine::step(const Tensor& images, const Tensor& labels) {

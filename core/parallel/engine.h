@@ -161,13 +161,16 @@ private:
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);
     bool recomputes(int stage) const;
-    std::vector<NamedParameter> stage_parameters(int group, int stage) const;
+    // Stage `stage` of group `group`'s parameters, named as in the whole net ("fc1.weight");
+    // listed once by place(), read on every step.
+    const std::vector<NamedParameter>& stage_parameters(int group, int stage) const;
 
     EngineOptions options_;
     void place(std::vector<std::size_t> bounds);
     std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
 
     std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
+    std::vector<std::vector<NamedParameter>> stage_parameters_;  // index g * S + s
     std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
