@@ -40,17 +40,6 @@ void parallel_range(int threads, std::int64_t begin, std::int64_t end,
     if (error) std::rethrow_exception(error);
 }
 
-cv::Mat resize_shorter_side(const cv::Mat& image, int side) {
-    const int shorter = std::min(image.rows, image.cols);
-    if (side <= 0 || shorter == side) return image;
-    const double scale = double(side) / shorter;
-    const int h = image.rows == shorter ? side : std::max(1, int(std::lround(image.rows * scale)));
-    const int w = image.cols == shorter ? side : std::max(1, int(std::lround(image.cols * scale)));
-    cv::Mat out;
-    cv::resize(image, out, cv::Size(w, h), 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-    return out;
-}
-
 }  // namespace
 
 std::string encode_image_record(const cv::Mat& image, std::int32_t label, Encoding encoding,
@@ -100,7 +89,7 @@ DbBuildResult build_db(const DataSource& source, const std::string& path, const 
             try {
                 const RawSample s = readers[std::size_t(t)]->read(order[std::size_t(p)]);
                 const cv::Mat decoded = decode_image(s, o.channels);
-                const cv::Mat image = resize_shorter_side(decoded, o.resize);
+                const cv::Mat image = resize_shorter(decoded, o.resize);
                 // Already right: keep the file's own bytes rather than encoding them again.
                 const bool as_is = image.data == decoded.data && s.encoding == o.encoding &&
                                    o.encoding != Encoding::raw &&

@@ -120,4 +120,17 @@ IdxArray read_idx(const std::string& path) {
     return out;
 }
 
+void check_idx_pair(const IdxArray& images, const IdxArray& labels, const std::string& images_path,
+                    const std::string& labels_path) {
+    TANDEM_CHECK_AS(DataError, images.dims.size() == 3 || images.dims.size() == 4)
+        << images_path << " holds a " << images.dims.size()
+        << "-dimensional array; images are N x H x W or N x C x H x W";
+    TANDEM_CHECK_AS(DataError, labels.dims.size() == 1)
+        << labels_path << " holds a " << labels.dims.size()
+        << "-dimensional array; labels are one-dimensional";
+    TANDEM_CHECK_AS(DataError, images.dims[0] == labels.dims[0])
+        << images_path << " holds " << images.dims[0] << " images but " << labels_path << " holds "
+        << labels.dims[0] << " labels";
+}
+
 }  // namespace tandem

@@ -20,4 +20,9 @@ struct IdxArray {
 // bytes after the data its header promises.
 IdxArray read_idx(const std::string& path);
 
+// Checks that `images` (N x H x W or N x C x H x W) and `labels` (N) read from these paths
+// belong together: DataError naming the file otherwise.
+void check_idx_pair(const IdxArray& images, const IdxArray& labels, const std::string& images_path,
+                    const std::string& labels_path);
+
 }  // namespace tandem

@@ -30,15 +30,7 @@ IdxSource::IdxSource(const std::string& images_path, const std::string& labels_p
     : images_path_(images_path) {
     IdxArray images = read_idx(images_path);
     const IdxArray labels = read_idx(labels_path);
-    TANDEM_CHECK_AS(DataError, images.dims.size() == 3 || images.dims.size() == 4)
-        << images_path << " holds a " << images.dims.size()
-        << "-dimensional array; images are N x H x W or N x C x H x W";
-    TANDEM_CHECK_AS(DataError, labels.dims.size() == 1)
-        << labels_path << " holds a " << labels.dims.size()
-        << "-dimensional array; labels are one-dimensional";
-    TANDEM_CHECK_AS(DataError, images.dims[0] == labels.dims[0])
-        << images_path << " holds " << images.dims[0] << " images but " << labels_path << " holds "
-        << labels.dims[0] << " labels";
+    check_idx_pair(images, labels, images_path, labels_path);
     TANDEM_CHECK_AS(DataError, images.dims[0] > 0) << images_path << " holds no images";
     count_ = images.dims[0];
     const bool planar = images.dims.size() == 4;

@@ -1,5 +1,8 @@
 #include "data/image_decode.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -72,6 +75,17 @@ cv::Mat decode_image(const RawSample& s, int channels) {
                        ", the record states " + std::to_string(s.height) + "x" +
                        std::to_string(s.width));
     return to_channels(image, channels);
+}
+
+cv::Mat resize_shorter(const cv::Mat& image, int side) {
+    const int shorter = std::min(image.rows, image.cols);
+    if (side <= 0 || shorter == side) return image;
+    const double scale = double(side) / shorter;
+    const int h = image.rows == shorter ? side : std::max(1, int(std::lround(image.rows * scale)));
+    const int w = image.cols == shorter ? side : std::max(1, int(std::lround(image.cols * scale)));
+    cv::Mat out;
+    cv::resize(image, out, cv::Size(w, h), 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+    return out;
 }
 
 }  // namespace tandem

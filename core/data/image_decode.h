@@ -15,4 +15,8 @@ namespace tandem {
 // differs from the shape the record states.
 cv::Mat decode_image(const RawSample& sample, int channels);
 
+// `image` scaled so its shorter side is `side` (the aspect ratio kept); itself when it already
+// is, or when side <= 0. Area averaging when shrinking (no aliasing), bilinear when growing.
+cv::Mat resize_shorter(const cv::Mat& image, int side);
+
 }  // namespace tandem

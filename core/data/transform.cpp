@@ -27,18 +27,6 @@ float jitter_factor(float amount, std::uint64_t rng, Draw draw) {
     return low + (high - low) * rng_uniform(rng, draw);
 }
 
-cv::Mat resize_shorter(const cv::Mat& image, int side) {
-    const int shorter = std::min(image.rows, image.cols);
-    if (side <= 0 || shorter == side) return image;
-    const double scale = double(side) / shorter;
-    const int h = image.rows == shorter ? side : std::max(1, int(std::lround(image.rows * scale)));
-    const int w = image.cols == shorter ? side : std::max(1, int(std::lround(image.cols * scale)));
-    cv::Mat out;
-    // Area averaging when shrinking (no aliasing), bilinear when growing.
-    cv::resize(image, out, cv::Size(w, h), 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-    return out;
-}
-
 }  // namespace
 
 ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
