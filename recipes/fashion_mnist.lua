@@ -69,7 +69,7 @@ local steps_per_epoch = loader and loader:batches_per_epoch()
                         or math.floor(train:size() / opt.batch)
 local total_steps = steps_per_epoch * opt.epochs
 
-local devices, parallel = T.parallel.layout(opt)
+local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{
   net = net,
   loss = T.nn.CrossEntropy{label_smoothing = opt.label_smoothing},
@@ -111,6 +111,7 @@ for epoch = first_epoch, opt.epochs do
   -- Data wait: time spent getting batches after the first (the pipeline filling), as a share
   -- of the time since that first batch arrived.
   local waited, warm_start, data_wait = 0, nil, 0
+  local stepping = 0  -- time inside engine:step after the first (warm) step
   for b = 1, steps_per_epoch do
     local t0 = T.now()
     local images, labels = fetch(b)
@@ -118,6 +119,7 @@ for epoch = first_epoch, opt.epochs do
     local t1 = T.now()
     if b == 1 then warm_start = t1 else waited = waited + (t1 - t0) end
     local r = engine:step(images, labels)
+    if b > 1 then stepping = stepping + (T.now() - t1) end
     sums.loss = sums.loss + r.loss * r.samples
     sums.correct = sums.correct + r.accuracy * r.samples
     sums.seen = sums.seen + r.samples
@@ -128,6 +130,9 @@ for epoch = first_epoch, opt.epochs do
   end
   bar:finish()
   local rate, seconds = bar:rate(), bar:elapsed()
+  if epoch == first_epoch and engine:steps() > 1 then
+    T.parallel.compare(opt, 1000 * stepping / math.max(1, sums.seen / opt.batch - 1))
+  end
   local result = engine:evaluate(test, {batch = opt.eval_batch})
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
         :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,

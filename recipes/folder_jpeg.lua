@@ -48,9 +48,12 @@ if opt.train == '' then
 end
 
 local mean, std = {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}
-local devices, parallel = T.parallel.layout(opt)
+local source = assert(T.data.folder(opt.train))
+local build = dofile(T.recipe_dir .. '/nets/smallcolor.lua')
+local net, sample_shape = build{classes = source:classes(), size = opt.size}
+local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local train = T.data.Loader{
-  source = assert(T.data.folder(opt.train)), batch = opt.batch, threads = opt.data_threads,
+  source = source, batch = opt.batch, threads = opt.data_threads,
   seed = opt.seed, layout = opt.layout, device = devices[1],
   transforms = {resize = opt.resize, crop = opt.size, random_crop = true, flip = true,
                 brightness = 0.2, contrast = 0.2, saturation = 0.2, mean = mean, std = std},
@@ -60,11 +63,7 @@ local val = opt.val ~= '' and T.data.Loader{
   shuffle = false, last = 'keep', layout = opt.layout, device = devices[1],
   transforms = {resize = opt.resize, crop = opt.size, mean = mean, std = std},
 }
-local classes = train:source():classes()
 print(('%s; %d batches of %d per epoch'):format(tostring(train), train:batches_per_epoch(), opt.batch))
-
-local build = dofile(T.recipe_dir .. '/nets/smallcolor.lua')
-local net, sample_shape = build{classes = classes, size = opt.size}
 local steps_per_epoch = train:batches_per_epoch()
 local engine = T.Engine{
   net = net, loss = T.nn.CrossEntropy(), devices = devices, parallel = parallel,

@@ -48,6 +48,9 @@ T.schedule = engine.schedule
 engine.install(mt)
 -- A recipe's --devices/--groups/--stages/... options (lua/tandem/parallel.lua).
 T.parallel = require 'tandem.parallel'
+-- Planning layouts by simulation (lua/tandem/plan.lua over lua/bind_plan.cpp).
+T.plan = require 'tandem.plan'
+T.cores = core.cores
 
 -- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
 T.profile = core.profile

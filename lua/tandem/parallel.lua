@@ -1,12 +1,16 @@
 -- T.parallel: what every recipe needs to run on several devices from its command line.
 --
 --   local opt = T.options(..., T.parallel.defaults{epochs = 10, batch = 128, stages = 2})
---   local devices, parallel = T.parallel.layout(opt)       -- for T.Engine{devices =, parallel =}
+--   local devices, parallel = T.parallel.layout(opt, net, sample_shape)  -- for T.Engine
 --   T.parallel.describe(engine, opt, sample_shape)          -- after T.Engine: the partition
+--   T.parallel.compare(opt, seconds / steps)                -- measured step beside the plan's
 --
 -- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
 -- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
--- --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option).
+-- --recompute, --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option), and
+-- --plan: 'auto' asks the planner for the fastest layout on this machine's CPU devices (it
+-- profiles the net, simulates every layout and prints the ranking); a file written by
+-- `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
 local core = require 'tandem.core'
 
 local M = {}
@@ -20,6 +24,8 @@ local defaults = {
   micro_batches = 1,      -- micro-batches each group's share of a batch is cut into
   schedule = 'gpipe',     -- gpipe or 1f1b
   split = '',             -- stage cuts: layer names or indices (comma-separated), 'auto', or '' (even)
+  recompute = false,      -- every stage recomputes its activations in backward
+  plan = '',              -- 'auto': the planner's choice for this machine; a plan file; '': as given
   batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
   trace = '',             -- write a Chrome trace of every worker to this file
 }
@@ -33,8 +39,45 @@ function M.defaults(recipe)
   return all
 end
 
--- The devices and the parallel table of T.Engine, from the options.
-function M.layout(opt)
+-- opt's layout options from a plan (T.plan's result or a plan file).
+local function apply_plan(opt, plan)
+  opt.groups, opt.stages, opt.micro_batches = plan.groups, plan.stages, plan.micro_batches
+  opt.schedule, opt.recompute = plan.schedule, plan.recompute and true or false
+  opt.split = table.concat(plan.split or {}, ',')
+  opt.devices = plan.groups * plan.stages
+  opt.threads = plan.threads or opt.threads
+  opt.predicted_step_ms = plan.predicted_step_ms or plan.step_ms
+  opt.plan_label = plan.label or ('%dx%dx%d'):format(plan.groups, plan.stages, plan.micro_batches)
+end
+
+-- --plan=auto: every layout of this machine's cores as CPU devices, ranked by simulation.
+local function plan_machine(opt, net, sample)
+  local plan = require 'tandem.plan'
+  local r = plan.search{net = net, sample = sample, batch = opt.batch, cost = 'measured',
+                        topologies = plan.machine{memory = opt.memory ~= '' and opt.memory or nil},
+                        layout = opt.layout, top = 5}
+  print(('planner: batch %d on this machine\'s %d cores, %d layouts simulated from measured profiles')
+        :format(opt.batch, core.cores(), r.considered))
+  io.write(r.table)
+  local best = r.plans[1]
+  if not best then error('the planner found no layout that fits the memory', 0) end
+  print(('planner: chose %s on %d CPU device(s) of %d thread(s): %.2f ms a step predicted')
+        :format(best.label, best.groups * best.stages, best.threads, best.step_ms))
+  return best
+end
+
+-- The devices and the parallel table of T.Engine, from the options (and, with --plan, from the
+-- planner's choice for `net` on samples of `sample_shape`).
+function M.layout(opt, net, sample_shape)
+  if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
+  if opt.plan == 'auto' then
+    assert(net and sample_shape, 'T.parallel.layout(opt, net, sample_shape): --plan=auto needs the net')
+    apply_plan(opt, plan_machine(opt, net, sample_shape))
+  elseif opt.plan ~= '' then
+    local plan = require('tandem.plan').load(opt.plan)
+    apply_plan(opt, plan)
+    print(('plan %s: %s, %.2f ms a step predicted'):format(opt.plan, opt.plan_label, opt.predicted_step_ms or 0))
+  end
   local n = opt.devices > 0 and opt.devices or opt.groups * opt.stages
   if n ~= opt.groups * opt.stages then
     error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
@@ -43,7 +86,15 @@ function M.layout(opt)
   local devices = core.devices('cpu', n, {threads = opt.threads,
                                          memory = opt.memory ~= '' and opt.memory or nil})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
-                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm}
+                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
+                   recompute = opt.recompute}
+end
+
+-- With a plan: the measured step time (ms) beside the predicted one.
+function M.compare(opt, measured_ms)
+  if not opt.predicted_step_ms then return end
+  print(('step time: measured %.2f ms, predicted %.2f ms (%+.0f%%) for plan %s'):format(
+    measured_ms, opt.predicted_step_ms, 100 * (opt.predicted_step_ms / measured_ms - 1), opt.plan_label))
 end
 
 local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end

@@ -19,7 +19,7 @@ return function(args)
     error(('--batch=%d is larger than the training set (%d images)'):format(opt.batch, train:size()), 0)
   end
 
-  local devices, parallel = T.parallel.layout(opt)
+  local devices, parallel = T.parallel.layout(opt, net, sample_shape)
   local engine = T.Engine{
     net = net,
     devices = devices,

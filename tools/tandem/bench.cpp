@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "lua_state.h"
 
 namespace tandem::tool {
 
@@ -14,20 +13,7 @@ int command_bench(const Args& args) {
                      "[--layout=channels_last|contiguous] [--iters=N] [--warmup=N] [--json]\n");
         return 2;
     }
-    LuaState state("bench");
-    lua_State* L = state.get();
-    lua_getglobal(L, "require");
-    lua_pushstring(L, "tandem.bench");
-    if (call_protected(L, 1, 1) != 0) {
-        report_error(L);
-        return 1;
-    }
-    if (!push_options(L, args)) return 2;
-    if (call_protected(L, 1, 0) != 0) {
-        report_error(L);
-        return 1;
-    }
-    return 0;
+    return run_lua_command("bench", "tandem.bench", nullptr, args);
 }
 
 }  // namespace tandem::tool

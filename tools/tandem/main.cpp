@@ -17,12 +17,14 @@ struct Command {
     int (*run)(const Args&);
 };
 
-// Every sub-command. plan joins this list when it exists.
+// Every sub-command.
 const Command kCommands[] = {
     {"run", "RECIPE [--key=value ...] [--flag]", "run a Lua recipe with options", command_run},
     {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
     {"bench", "NET [--batch=N] [--threads=T] [--json]",
      "time each layer and the whole training step of a net", command_bench},
+    {"plan", "RECIPE --batch=B [--topology=NAME] [--devices=N] [--write=FILE] [--trace=FILE]",
+     "rank every layout (groups, stages, micro-batches, schedule) by simulation", command_plan},
     {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
      "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},
     {"import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",

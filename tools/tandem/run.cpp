@@ -54,6 +54,27 @@ bool push_options(lua_State* L, const Args& args) {
     return true;
 }
 
+int run_lua_command(const char* command, const char* module, const char* function, const Args& args) {
+    LuaState state(command);
+    lua_State* L = state.get();
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    if (call_protected(L, 1, 1) != 0) {
+        report_error(L);
+        return 1;
+    }
+    if (function) {
+        lua_getfield(L, -1, function);
+        lua_remove(L, -2);
+    }
+    if (!push_options(L, args)) return 2;
+    if (call_protected(L, 1, 0) != 0) {
+        report_error(L);
+        return 1;
+    }
+    return 0;
+}
+
 namespace {
 
 // require('tandem.host').recipe and .recipe_dir: T.recipe_dir lets a recipe load files

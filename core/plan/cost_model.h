@@ -1,0 +1,111 @@
+// Cost models: what one micro-batch costs on a device of a topology, per top-level layer.
+//
+// Two kinds:
+//  - AnalyticCostModel, for devices we cannot run (GPUs from the hardware table): a roofline
+//    per layer from its shapes. Forward time = max(FLOPs / attained rate, bytes moved /
+//    attained bandwidth) + one launch per kernel; backward = twice the forward FLOPs (the
+//    gradient of the input and of the weights), once for the first layer (no input gradient).
+//  - MeasuredCostModel, for the CPU devices here: the profiler's medians at each micro-batch
+//    size, taken on a device with the topology device's thread count, cached.
+//
+// Both start from NetShapes: the net's per-sample FLOPs and bytes, computed from the layers'
+// shapes without allocating anything.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/profiler.h"
+#include "plan/stage_cost.h"
+#include "plan/topology.h"
+
+namespace tandem {
+
+// One top-level layer, per sample (activations and FLOPs grow with the batch; weights do not).
+struct LayerShape {
+    std::string name, kind;
+    double forward_flops = 0;         // one sample's forward
+    std::size_t parameter_bytes = 0;
+    std::size_t input_bytes = 0;      // one sample's input
+    std::size_t output_bytes = 0;     // one sample's output
+    std::size_t saved_bytes = 0;      // what it keeps for backward besides its input
+    int kernels = 1;                  // leaf layers in it: kernels launched a pass
+};
+
+struct NetShapes {
+    std::vector<LayerShape> layers;
+    Shape sample;                     // C x H x W
+    std::int64_t classes = 0;         // the last layer's width
+    std::size_t parameter_bytes() const;
+    double forward_flops() const;     // one sample
+};
+
+NetShapes net_shapes(Sequential& net, const Shape& sample);
+
+class CostModel {
+public:
+    virtual ~CostModel() = default;
+    // Cost of one micro-batch of `batch` samples through each top-level layer on `device`.
+    virtual std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const = 0;
+    // The loss's forward and backward on the last stage, and what else a step spends per
+    // micro-batch there (label copy, bookkeeping).
+    virtual double loss_ms(const TopologyDevice& device, std::int64_t batch) const = 0;
+    // The optimizer step over `parameter_bytes` of weights on `device`.
+    virtual double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const = 0;
+    // CPU devices: the receiving worker copies an activation or gradient itself, at this rate
+    // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
+    virtual double copy_gbs() const = 0;
+    virtual double handoff_ms() const = 0;
+};
+
+class AnalyticCostModel final : public CostModel {
+public:
+    // `momentum`: the optimizer keeps a buffer per weight.
+    AnalyticCostModel(NetShapes shapes, bool momentum);
+    std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
+    double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
+    double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
+    double copy_gbs() const override { return 0; }
+    double handoff_ms() const override { return 0; }
+
+private:
+    NetShapes shapes_;
+    bool momentum_;
+};
+
+class MeasuredCostModel final : public CostModel {
+public:
+    // profile(threads, batch): the net profiled on a CPU device with that many threads.
+    using Profiler = std::function<NetProfile(int threads, std::int64_t batch)>;
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs, double handoff_ms);
+    std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
+    double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
+    double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
+    double copy_gbs() const override { return copy_gbs_; }
+    double handoff_ms() const override { return handoff_ms_; }
+    // How many profiles were taken (each distinct thread count and batch once).
+    std::size_t profiles_taken() const;
+
+private:
+    const NetProfile& profile(const TopologyDevice& device, std::int64_t batch) const;
+
+    NetShapes shapes_;
+    bool momentum_;
+    Profiler profiler_;
+    double copy_gbs_, handoff_ms_;
+    mutable std::mutex mutex_;
+    mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
+};
+
+// This machine's single-thread copy rate (GB/s) and the time to wake a waiting thread (ms),
+// measured in a few milliseconds: the MeasuredCostModel's transfer figures.
+double measure_copy_gbs();
+double measure_handoff_ms();
+
+}  // namespace tandem

@@ -1,0 +1,106 @@
+#include "plan/hardware.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/format.h"
+
+namespace tandem {
+namespace {
+
+// Attainable fractions. compute_fraction: NVIDIA's DeepLearningExamples list about 370 images/s
+// for FP32 ResNet-50 training on one V100 16 GB; at 24.6 GFLOP an image (3 x 8.2 forward, a
+// multiply-add counted as two) that is 9.1 TFLOP/s, 0.58 of the SXM2 peak. We take 0.6 for every
+// model: our assumption for the others, not a measurement. bandwidth_fraction: Jia et al.,
+// "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking" (2018), measured 750 of
+// V100's 900 GB/s: 0.83; we take 0.8 throughout. launch_us: a kernel launch costs 3-7 us on
+// these generations (CUDA C Best Practices Guide, "Kernel launch overhead"); we take 5.
+const std::vector<DeviceModel>& device_table() {
+    static const std::vector<DeviceModel> table = {
+        // Tesla K20c: 3.52 TFLOP/s FP32, 5 GB GDDR5 at 208 GB/s (NVIDIA Tesla K20 board
+        // specification BD-06455). Kepler's cuDNN convolutions reach less: we take 0.5.
+        {"K20c", 3.52, 0, 5, 208, 0.5, 0.75, 7},
+        // Tesla V100 PCIe 32 GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor, 900 GB/s HBM2 (NVIDIA
+        // Tesla V100 datasheet, 2018). The PCIe card: what a server of PCIe switches holds.
+        {"V100", 14.0, 112, 32, 900, 0.6, 0.8, 5},
+        // Tesla V100 SXM2 32 GB: 15.7 TFLOP/s FP32, 125 tensor, 900 GB/s (same datasheet).
+        {"V100-SXM2", 15.7, 125, 32, 900, 0.6, 0.8, 5},
+        // A100 SXM4 40 GB: 19.5 TFLOP/s FP32, 312 FP16 tensor (dense), 1,555 GB/s HBM2 (NVIDIA
+        // A100 Tensor Core GPU datasheet).
+        {"A100", 19.5, 312, 40, 1555, 0.6, 0.8, 5},
+        // A100 SXM4 80 GB: the same rates, 2,039 GB/s HBM2e (same datasheet).
+        {"A100-80GB", 19.5, 312, 80, 2039, 0.6, 0.8, 5},
+        // H100 SXM5 80 GB: 67 TFLOP/s FP32, 989 FP16 tensor (dense), 3.35 TB/s HBM3 (NVIDIA
+        // H100 Tensor Core GPU datasheet).
+        {"H100", 67.0, 989, 80, 3350, 0.6, 0.8, 5},
+    };
+    return table;
+}
+
+// Bandwidth: one direction, what a large copy attains (below the raw signalling rate, which
+// is given beside it). Latency: one hop's fixed cost, including the DMA set-up for the first.
+const std::vector<LinkModel>& link_table() {
+    static const std::vector<LinkModel> table = {
+        // PCIe 3.0 x16: 8 GT/s x 16 lanes x 128/130 = 15.75 GB/s raw (PCI-SIG PCIe 3.0
+        // specification); CUDA's bandwidthTest shows 12-13 GB/s pinned.
+        {"pcie3_x16", 12.0, 1.5},
+        // PCIe 4.0 x16: 31.5 GB/s raw; about 25 GB/s attained.
+        {"pcie4_x16", 25.0, 1.5},
+        // PCIe 5.0 x16: 63 GB/s raw; about 50 GB/s attained.
+        {"pcie5_x16", 50.0, 1.5},
+        // Intel QPI at 9.6 GT/s: 19.2 GB/s a direction (Xeon E5 v4 datasheet). GPU peer traffic
+        // between sockets is staged through host memory (no peer access across the I/O hub):
+        // NVIDIA's p2pBandwidthLatencyTest on such servers typically shows 8-10 GB/s.
+        {"qpi", 9.0, 5.0},
+        // Intel UPI at 10.4 GT/s: 20.8 GB/s a direction (Xeon Scalable datasheet); staged as above.
+        {"upi", 10.0, 5.0},
+        // NVLink 2 (V100): 25 GB/s a direction per link (Tesla V100 whitepaper); DGX-1 pairs use
+        // one or two links, given as `count` in the topology. About 22 GB/s attained per link.
+        {"nvlink2", 22.0, 2.0},
+        // NVLink 3 through NVSwitch (A100): 12 links x 25 GB/s = 300 GB/s a direction per GPU
+        // (A100 datasheet); about 240 attained.
+        {"nvlink3", 240.0, 2.0},
+        // NVLink 4 through NVSwitch (H100): 18 links x 25 GB/s = 450 GB/s a direction per GPU
+        // (H100 datasheet); about 360 attained.
+        {"nvlink4", 360.0, 2.0},
+        // InfiniBand EDR 4x: 100 Gb/s = 12.5 GB/s; HDR 200 Gb/s; NDR 400 Gb/s (InfiniBand Trade
+        // Association roadmap). Latency through one switch: about 1.5 us (NVIDIA ConnectX
+        // adapter and Quantum switch briefs).
+        {"ib_edr", 11.5, 1.5},
+        {"ib_hdr", 23.0, 1.5},
+        {"ib_ndr", 46.0, 1.5},
+        // Ethernet: 10/25/100 Gb/s = 1.25/3.1/12.5 GB/s raw; about 90% attained by TCP, with
+        // about 20 us of kernel and stack latency a message.
+        {"eth_10g", 1.1, 20.0},
+        {"eth_25g", 2.8, 20.0},
+        {"eth_100g", 11.0, 20.0},
+        // Between CPU devices of one process: a copy in shared memory. The planner measures it on
+        // the machine at hand and uses that figure instead; this is a DDR4 server's single-thread
+        // copy rate, for topologies read without measuring.
+        {"shared_memory", 8.0, 0.5},
+    };
+    return table;
+}
+
+template <class Model>
+std::vector<std::string> names_of(const std::vector<Model>& table) {
+    std::vector<std::string> names;
+    for (const auto& m : table) names.push_back(m.name);
+    return names;
+}
+
+template <class Model>
+const Model& find(const std::vector<Model>& table, std::string_view name, const char* what) {
+    const auto it = std::find_if(table.begin(), table.end(), [&](const Model& m) { return m.name == name; });
+    if (it != table.end()) return *it;
+    TANDEM_THROW(ConfigError) << "unknown " << what << " '" << name << "'; known: " << join(names_of(table), ", ");
+}
+
+}  // namespace
+
+const DeviceModel& device_model(std::string_view name) { return find(device_table(), name, "device model"); }
+const LinkModel& link_model(std::string_view name) { return find(link_table(), name, "link model"); }
+std::vector<std::string> device_model_names() { return names_of(device_table()); }
+std::vector<std::string> link_model_names() { return names_of(link_table()); }
+
+}  // namespace tandem

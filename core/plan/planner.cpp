@@ -1,0 +1,189 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/format.h"
+
+namespace tandem {
+namespace {
+
+std::vector<int> placement(const std::string& kind, int groups, int stages) {
+    std::vector<int> devices(static_cast<std::size_t>(groups * stages));
+    for (int g = 0; g < groups; ++g)
+        for (int s = 0; s < stages; ++s)
+            devices[static_cast<std::size_t>(g * stages + s)] = kind == "spread" ? s * groups + g : g * stages + s;
+    return devices;
+}
+
+void rank(std::vector<RankedPlan>& plans) {
+    std::stable_sort(plans.begin(), plans.end(), [](const RankedPlan& a, const RankedPlan& b) {
+        if (a.simulation.images_per_s != b.simulation.images_per_s)
+            return a.simulation.images_per_s > b.simulation.images_per_s;
+        return a.simulation.peak_bytes() < b.simulation.peak_bytes();
+    });
+}
+
+std::string fixed(double value, int decimals) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    return buffer;
+}
+
+}  // namespace
+
+const RankedPlan* PlanSearch::pure_data_parallel() const {
+    for (const auto& p : plans)
+        if (p.plan.stages == 1 && p.plan.groups > 1) return &p;
+    return nullptr;
+}
+
+const RankedPlan* PlanSearch::pure_pipeline() const {
+    for (const auto& p : plans)
+        if (p.plan.groups == 1 && p.plan.stages > 1 && p.plan.schedule == PipelineSchedule::gpipe) return &p;
+    return nullptr;
+}
+
+PlanSearch search_plans(const Topology& topology, const CostModel& costs, const PlannerOptions& o) {
+    const int n = o.devices > 0 ? o.devices : topology.device_count();
+    TANDEM_CHECK_AS(ConfigError, n <= topology.device_count())
+        << "cannot plan for " << n << " devices: topology '" << topology.name() << "' has " << topology.device_count();
+    TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "planning needs a batch size, got " << o.batch;
+    PlanSearch search;
+    const TopologyDevice& first = topology.device(0);
+    for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);
+    const std::size_t layers = search.layer_names.size();
+
+    for (int stages = 1; stages <= n; ++stages) {
+        if (n % stages != 0 || static_cast<std::size_t>(stages) > layers) continue;
+        const int groups = n / stages;
+        if (o.batch % groups != 0) continue;
+        const std::vector<PipelineSchedule> schedules =
+            stages == 1 ? std::vector{PipelineSchedule::gpipe}
+                        : std::vector{PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
+        const std::vector<std::string> placements =
+            groups > 1 && stages > 1 ? std::vector<std::string>{"packed", "spread"} : std::vector<std::string>{"packed"};
+        for (const auto schedule : schedules) {
+            for (int micro_batches : o.micro_batches) {
+                if ((o.batch / groups) % micro_batches != 0) continue;
+                // One stage gains nothing from micro-batches but memory: more only when fewer did not fit.
+                if (stages == 1 && micro_batches > 1 && !search.plans.empty() &&
+                    search.plans.back().plan.stages == 1 && search.plans.back().plan.groups == groups)
+                    continue;
+                for (const auto& place : placements) {
+                    ++search.considered;
+                    bool placed = false;
+                    for (bool recompute : {false, true}) {
+                        Plan plan;
+                        plan.groups = groups, plan.stages = stages, plan.micro_batches = micro_batches;
+                        plan.schedule = schedule, plan.recompute = recompute;
+                        plan.batch = o.batch, plan.algorithm = o.algorithm, plan.bucket_bytes = o.bucket_bytes;
+                        plan.devices = placement(place, groups, stages);
+                        plan.placement = place;
+                        // Cut for the devices of group 0; each stage's cap is the smallest among its replicas.
+                        PartitionOptions po;
+                        po.stages = stages, po.schedule = schedule, po.micro_batches = micro_batches;
+                        po.recompute = {recompute};
+                        for (int s = 0; s < stages; ++s) {
+                            std::size_t cap = SIZE_MAX;
+                            for (int g = 0; g < groups; ++g)
+                                cap = std::min(cap, topology.device(plan.devices[static_cast<std::size_t>(g * stages + s)]).memory_bytes);
+                            po.caps.push_back(cap);
+                        }
+                        const auto table = costs.layer_costs(topology.device(plan.devices[0]), plan.micro_batch());
+                        RankedPlan ranked;
+                        try {
+                            ranked.partition = best_partition(table, po);
+                        } catch (const ConfigError&) {
+                            continue;  // no split fits: try recomputation
+                        }
+                        plan.cuts = ranked.partition.cuts;
+                        ranked.simulation = simulate(plan, topology, costs);
+                        if (!ranked.simulation.fits()) continue;
+                        ranked.plan = std::move(plan);
+                        ranked.topology = topology.name();
+                        ranked.threads = first.cpu ? first.threads : 0;
+                        search.plans.push_back(std::move(ranked));
+                        placed = true;
+                        break;
+                    }
+                    if (!placed) ++search.over_memory;
+                }
+            }
+        }
+    }
+    rank(search.plans);
+    return search;
+}
+
+void merge_plans(PlanSearch& into, PlanSearch other) {
+    into.considered += other.considered;
+    into.over_memory += other.over_memory;
+    if (into.layer_names.empty()) into.layer_names = other.layer_names;
+    for (auto& p : other.plans) into.plans.push_back(std::move(p));
+    rank(into.plans);
+}
+
+std::string format_plans(const PlanSearch& search, std::size_t top) {
+    std::ostringstream out;
+    const RankedPlan* dp = search.pure_data_parallel();
+    const double dp_rate = dp ? dp->simulation.images_per_s : 0;
+    out << "  #  plan (G x S x M)         placement  devices   step ms   images/s  bubble  exposed comm  peak memory    vs data parallel\n";
+    auto row = [&](const std::string& rank, const RankedPlan& r) {
+        const Simulation& s = r.simulation;
+        std::string label = r.plan.label();
+        label.resize(std::max<std::size_t>(label.size(), 24), ' ');
+        std::string placement = r.plan.placement;
+        placement.resize(std::max<std::size_t>(placement.size(), 9), ' ');
+        std::string devices = std::to_string(r.plan.groups * r.plan.stages);
+        if (r.threads > 0) devices += " x " + std::to_string(r.threads) + "t";
+        devices.resize(std::max<std::size_t>(devices.size(), 8), ' ');
+        char line[256];
+        std::snprintf(line, sizeof line, "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s\n", rank.c_str(),
+                      label.c_str(), placement.c_str(), devices.c_str(), s.step_ms, s.images_per_s, 100 * s.bubble,
+                      s.exposed_comm_ms, format_bytes(double(s.peak_bytes())).c_str(),
+                      dp_rate > 0 ? (fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%").c_str() : "-");
+        out << line;
+    };
+    for (std::size_t i = 0; i < std::min(top, search.plans.size()); ++i) row(std::to_string(i + 1), search.plans[i]);
+    auto reference = [&](const RankedPlan* r, const char* what) {
+        if (!r) {
+            out << "     (" << what << ": no plan fits)\n";
+            return;
+        }
+        const auto index = static_cast<std::size_t>(r - search.plans.data());
+        if (index < top) return;
+        row(std::to_string(index + 1), *r);
+    };
+    reference(dp, "pure data parallel");
+    reference(search.pure_pipeline(), "pure pipeline");
+    out << search.plans.size() << " plans ranked of " << search.considered << " layouts; " << search.over_memory
+        << " did not fit any device's memory\n";
+    return out.str();
+}
+
+std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
+    const Plan& p = r.plan;
+    std::ostringstream out;
+    out << "-- Written by `tandem plan`: the fastest simulated layout on topology '" << r.topology << "' for a batch of "
+        << p.batch << ".\n-- Use it with `tandem run RECIPE --plan=THIS_FILE`.\n";
+    out << "return {\n";
+    out << "  groups = " << p.groups << ", stages = " << p.stages << ", micro_batches = " << p.micro_batches << ",\n";
+    out << "  schedule = '" << pipeline_schedule_name(p.schedule) << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
+    out << "  split = {";
+    for (std::size_t i = 0; i < p.cuts.size(); ++i)
+        out << (i ? ", " : "") << "'" << search.layer_names.at(p.cuts[i] - 1) << "'";
+    out << "},\n";
+    out << "  placement = '" << p.placement << "', devices = {";
+    for (std::size_t i = 0; i < p.devices.size(); ++i) out << (i ? ", " : "") << p.devices[i];
+    out << "},\n";
+    out << "  threads = " << r.threads << ", batch = " << p.batch << ", topology = '" << r.topology << "',\n";
+    out << "  predicted_step_ms = " << fixed(r.simulation.step_ms, 3) << ", predicted_images_per_s = "
+        << fixed(r.simulation.images_per_s, 1) << ",\n";
+    out << "}\n";
+    return out.str();
+}
+
+}  // namespace tandem

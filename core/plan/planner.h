@@ -1,0 +1,62 @@
+// Planner: which layout to train a net in on a topology, decided by simulation.
+//
+// It enumerates groups x stages = the device count, micro-batch counts that split the batch
+// evenly, both schedules, and two placements when there are groups and stages both:
+//   packed: a group's stages on neighbouring devices (in the topology's order, which lists the
+//           devices under one switch together), so stage-to-stage copies stay under a switch;
+//   spread: the replicas of a stage on neighbouring devices, so the all-reduce stays local.
+// For each it cuts the net with the partitioner (the slowest stage smallest within every cap);
+// a layout that does not fit is tried again with recomputation (and, with one stage, more
+// micro-batches) before it is dropped. The survivors are simulated and ranked by images/s.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/partitioner.h"
+#include "plan/simulator.h"
+
+namespace tandem {
+
+struct PlannerOptions {
+    std::int64_t batch = 0;                              // global batch
+    int devices = 0;                                     // 0: every device of the topology
+    std::vector<int> micro_batches = {1, 2, 4, 8, 16, 32};
+    ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+    std::size_t bucket_bytes = std::size_t(25) << 20;
+};
+
+struct RankedPlan {
+    Plan plan;
+    Simulation simulation;
+    Partition partition;
+    std::string topology;    // its name
+    int threads = 0;         // kernel threads of its devices (CPU topologies; 0 for GPUs)
+};
+
+struct PlanSearch {
+    std::vector<RankedPlan> plans;  // fastest first
+    int considered = 0;             // layouts tried
+    int over_memory = 0;            // of which none fitted
+    std::vector<std::string> layer_names;
+
+    // The fastest pure data-parallel (G = devices, S = 1) and pure pipeline (G = 1, GPipe)
+    // plans; null when none fitted.
+    const RankedPlan* pure_data_parallel() const;
+    const RankedPlan* pure_pipeline() const;
+};
+
+PlanSearch search_plans(const Topology& topology, const CostModel& costs, const PlannerOptions& options);
+// Adds `other`'s plans (another topology of the same machine: other device counts) and ranks all.
+void merge_plans(PlanSearch& into, PlanSearch other);
+
+// The ranked table: the top `top` plans and, for reference, the best pure data-parallel and
+// pure pipeline ones, with step time, images/s, bubble, exposed communication, peak memory,
+// and the speed against pure data parallelism.
+std::string format_plans(const PlanSearch& search, std::size_t top = 10);
+
+// A Lua file `tandem run RECIPE --plan=FILE` reads: groups, stages, micro-batches, schedule,
+// recompute, the cuts by layer name, the devices and their threads, and the prediction.
+std::string plan_to_lua(const RankedPlan& plan, const PlanSearch& search);
+
+}  // namespace tandem

@@ -1,0 +1,564 @@
+#include "plan/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace tandem {
+namespace {
+
+constexpr double kEpsilon = 1e-9;
+
+// A compute activity: `work` ms at full speed; devices in a CPU pool share its cores.
+struct Activity {
+    double remaining = 0;
+    int pool = -1;        // -1: runs at full speed (a GPU)
+    int threads = 1;      // cores it asks of the pool
+    double started = 0;
+    std::function<void(double start, double end)> done;
+};
+
+// One entry of a device's queue.
+struct Item {
+    enum Kind { compute, reduce } kind = compute;
+    double work_ms = 0;
+    int wait = -1;            // signal that must be set first
+    int send = -1;            // signal this op's result goes to (a copy to another device)
+    int send_to = -1;         // plan device receiving it
+    std::size_t send_bytes = 0;
+    int collective = -1;      // for collectives: index into the step's collectives
+    std::string name, category;
+    int micro = -1;
+    std::size_t hold = 0;     // bytes held from the start of this op ...
+    std::size_t release = 0;  // ... bytes released at its end
+    std::size_t transient = 0;  // bytes alive only during the op
+    bool counts_busy = false;
+};
+
+struct Collective {
+    std::vector<int> members;  // plan devices
+    std::size_t bytes = 0;
+    int stage = 0, bucket = 0;
+    int arrived = 0;
+    bool started = false, finished = false;
+    double start = 0;
+};
+
+class StepSimulator {
+public:
+    StepSimulator(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace)
+        : plan_(plan), topology_(topology), costs_(costs), trace_(trace) {}
+
+    Simulation run();
+
+private:
+    void check_plan();
+    void build_queues();
+    void start_ready();
+    void start_item(int device);
+    void start_activity(Activity activity);
+    void finish_item(int device, double start, double end);
+    void send(int from, int to, int signal, std::size_t bytes, double at);
+    void start_collective(int c);
+    void collective_step(int c, int step);
+    double reserve(int from, int to, std::size_t bytes, double at);
+    void set_signal(int signal, double at);
+    void span(int device, const std::string& track_suffix, const std::string& name, const std::string& category,
+              double start, double end, std::vector<TraceArg> args = {});
+    int signal(int direction, int group, int stage, int micro) const;
+    bool on_cpu(int device) const { return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu; }
+    void compute_phase_done(int device);
+    void start_updates();
+    double cpu_collective_ms(std::size_t bytes, int ranks) const;
+
+    const Plan& plan_;
+    const Topology& topology_;
+    const CostModel& costs_;
+    bool trace_;
+    int count_ = 0;  // plan devices
+    std::vector<int> device_of_;  // plan device -> topology device
+    std::vector<std::vector<LayerCost>> stage_costs_;  // per plan device
+    std::vector<std::size_t> bounds_;
+    Simulation sim_;
+
+    double now_ = 0;
+    std::vector<std::vector<Item>> queues_;
+    std::vector<std::size_t> position_;
+    std::vector<bool> busy_;
+    std::vector<std::size_t> live_, static_bytes_;
+    std::vector<bool> signal_set_;
+    std::vector<double> signal_at_;
+    std::vector<Collective> collectives_;
+    std::vector<int> lane_free_;           // per stage: next collective index on its comm lane (GPUs)
+    std::vector<double> channel_free_;
+    std::vector<Activity> running_;
+    struct Timed {
+        double at;
+        long seq;
+        std::function<void()> run;
+        bool operator>(const Timed& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    };
+    std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
+    long seq_ = 0;
+    int phase_done_ = 0, updates_left_ = -1;
+    double last_backward_ = 0, all_compute_done_ = 0, step_end_ = 0;
+    std::vector<bool> compute_done_;
+};
+
+int StepSimulator::signal(int direction, int group, int stage, int micro) const {
+    // direction 0: activation into `stage`; 1: gradient into `stage`.
+    return ((direction * plan_.groups + group) * plan_.stages + stage) * plan_.micro_batches + micro;
+}
+
+void StepSimulator::check_plan() {
+    const Plan& p = plan_;
+    TANDEM_CHECK_AS(ConfigError, p.groups >= 1 && p.stages >= 1 && p.micro_batches >= 1)
+        << "plan " << p.label() << ": groups, stages and micro-batches must be at least 1";
+    count_ = p.groups * p.stages;
+    TANDEM_CHECK_AS(ConfigError, p.batch > 0 && p.batch % (p.groups * p.micro_batches) == 0)
+        << "plan " << p.label() << ": a batch of " << p.batch << " does not split into " << p.groups << " x "
+        << p.micro_batches << " equal micro-batches";
+    if (p.devices.empty()) {
+        for (int i = 0; i < count_; ++i) device_of_.push_back(i);
+    } else {
+        device_of_ = p.devices;
+    }
+    TANDEM_CHECK_AS(ConfigError, static_cast<int>(device_of_.size()) == count_)
+        << "plan " << p.label() << " needs " << count_ << " devices, got " << device_of_.size();
+    TANDEM_CHECK_AS(ConfigError, count_ <= topology_.device_count())
+        << "plan " << p.label() << " needs " << count_ << " devices; topology '" << topology_.name()
+        << "' has " << topology_.device_count();
+    for (std::size_t i = 0; i < device_of_.size(); ++i) {
+        (void)topology_.device(device_of_[i]);
+        for (std::size_t j = 0; j < i; ++j)
+            TANDEM_CHECK_AS(ConfigError, device_of_[i] != device_of_[j])
+                << "plan " << p.label() << " puts two stages on device '"
+                << topology_.device(device_of_[i]).name << "'";
+    }
+}
+
+void StepSimulator::build_queues() {
+    const Plan& p = plan_;
+    const std::int64_t micro = p.micro_batch();
+    queues_.assign(static_cast<std::size_t>(count_), {});
+    for (int g = 0; g < p.groups; ++g) {
+        for (int s = 0; s < p.stages; ++s) {
+            const int d = g * p.stages + s;
+            const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
+            auto costs = costs_.layer_costs(device, micro);
+            if (bounds_.empty()) {
+                bounds_.push_back(0);
+                for (std::size_t c : p.cuts) bounds_.push_back(c);
+                bounds_.push_back(costs.size());
+                TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
+                    << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
+                for (std::size_t i = 1; i < bounds_.size(); ++i)
+                    TANDEM_CHECK_AS(ConfigError, bounds_[i - 1] < bounds_[i])
+                        << "plan " << p.label() << ": cuts must increase within 1.." << costs.size() - 1;
+            }
+            const std::size_t begin = bounds_[static_cast<std::size_t>(s)], end = bounds_[static_cast<std::size_t>(s) + 1];
+            const StageCosts table(costs);
+            const bool last = s == p.stages - 1, first = s == 0;
+            double fwd = 0, bwd = 0;
+            for (std::size_t i = begin; i < end; ++i) fwd += costs[i].forward_ms, bwd += costs[i].backward_ms;
+            const StageMemory one = table.memory(begin, end, 1, false);
+            const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
+            const std::size_t kept = p.recompute ? input : one.activations;
+            SimulatedDevice sd;
+            sd.name = device.name;
+            sd.group = g, sd.stage = s;
+            sd.memory = one;
+            sd.cap = device.memory_bytes;
+            sim_.devices.push_back(sd);
+            static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
+
+            // A CPU worker copies what it receives itself; a GPU's copy engine does it beside.
+            const bool cpu = device.cpu;
+            const double copy_in = cpu && !first ? static_cast<double>(input) / (costs_.copy_gbs() * 1e6) : 0;
+            const double copy_grad = cpu && !last ? static_cast<double>(output) / (costs_.copy_gbs() * 1e6) : 0;
+            const double loss = last ? costs_.loss_ms(device, micro) : 0;
+            auto& q = queues_[static_cast<std::size_t>(d)];
+            for (const StageOp& op : stage_ops(p.schedule, p.stages, s, p.micro_batches)) {
+                Item it;
+                it.micro = op.micro_batch;
+                it.counts_busy = true;
+                if (op.kind == StageOp::forward) {
+                    it.name = "forward", it.category = "forward";
+                    it.work_ms = fwd + loss + copy_in;
+                    if (!first) it.wait = signal(0, g, s, op.micro_batch);
+                    if (!last) {
+                        it.send = signal(0, g, s + 1, op.micro_batch);
+                        it.send_to = d + 1;
+                        it.send_bytes = output;
+                    }
+                    it.hold = kept;
+                    it.transient = output;
+                } else {
+                    it.name = "backward", it.category = "backward";
+                    it.work_ms = bwd + (p.recompute ? fwd : 0) + copy_grad;
+                    if (!last) it.wait = signal(1, g, s, op.micro_batch);
+                    if (!first) {
+                        it.send = signal(1, g, s - 1, op.micro_batch);
+                        it.send_to = d - 1;
+                        it.send_bytes = input;
+                    }
+                    // Recomputation rebuilds one micro-batch's activations for its backward.
+                    it.transient = (p.recompute ? one.activations - input : 0) + output + input;
+                    it.release = kept;
+                }
+                q.push_back(std::move(it));
+            }
+            if (p.groups > 1) {
+                // One collective per bucket, shared by stage s of every group (made once, by group 0).
+                const std::size_t params = one.gradients;
+                const std::size_t buckets = std::max<std::size_t>(1, (params + p.bucket_bytes - 1) / p.bucket_bytes);
+                for (std::size_t b = 0; b < buckets && params > 0; ++b) {
+                    if (g == 0) {
+                        Collective c;
+                        for (int gg = 0; gg < p.groups; ++gg) c.members.push_back(gg * p.stages + s);
+                        c.bytes = std::min(p.bucket_bytes, params - b * p.bucket_bytes);
+                        c.stage = s, c.bucket = static_cast<int>(b);
+                        collectives_.push_back(c);
+                    }
+                    Item it;
+                    it.kind = Item::reduce;
+                    it.name = "all-reduce", it.category = "allreduce";
+                    // Collectives of stage s are listed stage by stage, bucket by bucket.
+                    it.collective = -1 - static_cast<int>(b);  // resolved below
+                    q.push_back(std::move(it));
+                }
+            }
+            stage_costs_.push_back(std::move(costs));
+        }
+    }
+    // Resolve each collective item to its index: the collectives of stage s, bucket b.
+    for (int d = 0; d < count_; ++d)
+        for (auto& it : queues_[static_cast<std::size_t>(d)])
+            if (it.kind == Item::reduce) {
+                const int s = d % p.stages, b = -1 - it.collective;
+                for (std::size_t c = 0; c < collectives_.size(); ++c)
+                    if (collectives_[c].stage == s && collectives_[c].bucket == b) it.collective = static_cast<int>(c);
+            }
+}
+
+double StepSimulator::cpu_collective_ms(std::size_t bytes, int ranks) const {
+    // The in-process communicator: each step a worker reads two chunks and writes one, then
+    // waits for its neighbour.
+    const double rate = costs_.copy_gbs() * 1e6;
+    const double n = ranks;
+    if (plan_.algorithm == ReduceAlgorithm::ring)
+        return 2 * (n - 1) * (1.5 * static_cast<double>(bytes) / n / rate + costs_.handoff_ms());
+    const double levels = std::ceil(std::log2(n));
+    return 2 * levels * (1.5 * static_cast<double>(bytes) / rate + costs_.handoff_ms());
+}
+
+void StepSimulator::span(int device, const std::string& suffix, const std::string& name, const std::string& category,
+                         double start, double end, std::vector<TraceArg> args) {
+    if (!trace_) return;
+    TraceEvent e;
+    e.name = name, e.category = category;
+    e.track = sim_.devices[static_cast<std::size_t>(device)].name + suffix;
+    e.start_us = start * 1e3, e.duration_us = (end - start) * 1e3;
+    e.args = std::move(args);
+    sim_.events.push_back(std::move(e));
+}
+
+void StepSimulator::set_signal(int signal, double at) {
+    timed_.push({at, seq_++, [this, signal] { signal_set_[static_cast<std::size_t>(signal)] = true; }});
+}
+
+double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
+    // First come, first served: the copy waits for every channel on its route to be free,
+    // then holds them all for its time.
+    const auto route = topology_.route(device_of_[static_cast<std::size_t>(from)], device_of_[static_cast<std::size_t>(to)]);
+    double start = at;
+    for (int c : route) start = std::max(start, channel_free_[static_cast<std::size_t>(c)]);
+    const double end = start + topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
+                                                 device_of_[static_cast<std::size_t>(to)], bytes);
+    for (int c : route) channel_free_[static_cast<std::size_t>(c)] = end;
+    return end;
+}
+
+void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, double at) {
+    if (on_cpu(from) && on_cpu(to)) {
+        set_signal(signal_id, at + costs_.handoff_ms());  // the receiver copies it in its op
+        return;
+    }
+    const double end = reserve(from, to, bytes, at);
+    span(to, " copy", "receive", "transfer", end - topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
+                                                                     device_of_[static_cast<std::size_t>(to)], bytes),
+         end, {TraceArg("bytes", bytes)});
+    set_signal(signal_id, end);
+}
+
+void StepSimulator::start_activity(Activity activity) {
+    activity.started = now_;
+    running_.push_back(std::move(activity));
+}
+
+void StepSimulator::start_item(int d) {
+    auto& item = queues_[static_cast<std::size_t>(d)][position_[static_cast<std::size_t>(d)]];
+    const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
+    busy_[static_cast<std::size_t>(d)] = true;
+    auto& live = live_[static_cast<std::size_t>(d)];
+    live += item.hold;
+    auto& sd = sim_.devices[static_cast<std::size_t>(d)];
+    sd.peak_bytes = std::max(sd.peak_bytes, static_bytes_[static_cast<std::size_t>(d)] + live + item.transient);
+    Activity a;
+    a.remaining = item.work_ms;
+    a.pool = device.cpu ? device.pool : -1;
+    a.threads = device.threads;
+    a.done = [this, d](double start, double end) { finish_item(d, start, end); };
+    start_activity(std::move(a));
+}
+
+void StepSimulator::finish_item(int d, double start, double end) {
+    const auto ud = static_cast<std::size_t>(d);
+    Item& item = queues_[ud][position_[ud]];
+    live_[ud] -= item.release;
+    busy_[ud] = false;
+    if (item.counts_busy) {
+        sim_.devices[ud].busy_ms += end - start;
+        if (item.category == "backward") last_backward_ = std::max(last_backward_, end);
+    }
+    span(d, "", item.name, item.category, start, end,
+         {TraceArg("micro_batch", item.micro), TraceArg("stage", sim_.devices[ud].stage)});
+    if (item.send >= 0) send(d, item.send_to, item.send, item.send_bytes, end);
+    ++position_[ud];
+    if (position_[ud] == queues_[ud].size()) compute_phase_done(d);
+}
+
+void StepSimulator::start_collective(int ci) {
+    Collective& c = collectives_[static_cast<std::size_t>(ci)];
+    c.started = true;
+    c.start = now_;
+    const int n = static_cast<int>(c.members.size());
+    if (on_cpu(c.members.front())) {
+        // The workers reduce in shared memory: all members busy until the last step.
+        for (int m : c.members) busy_[static_cast<std::size_t>(m)] = true;
+        Activity a;
+        a.remaining = cpu_collective_ms(c.bytes, n);
+        a.pool = topology_.device(device_of_[static_cast<std::size_t>(c.members.front())]).pool;
+        a.threads = n;
+        a.done = [this, ci](double start, double end) {
+            Collective& cc = collectives_[static_cast<std::size_t>(ci)];
+            cc.finished = true;
+            for (int m : cc.members) {
+                span(m, "", "all-reduce", "allreduce", start, end, {TraceArg("bytes", cc.bytes)});
+                busy_[static_cast<std::size_t>(m)] = false;
+                const auto um = static_cast<std::size_t>(m);
+                ++position_[um];
+                if (position_[um] == queues_[um].size()) compute_phase_done(m);
+            }
+        };
+        start_activity(std::move(a));
+        return;
+    }
+    collective_step(ci, 0);
+}
+
+void StepSimulator::collective_step(int ci, int step) {
+    // GPUs: the copies of one step go out together; the next step starts when all have landed.
+    Collective& c = collectives_[static_cast<std::size_t>(ci)];
+    const int n = static_cast<int>(c.members.size());
+    double end = now_;
+    int steps = 0;
+    if (plan_.algorithm == ReduceAlgorithm::ring) {
+        steps = 2 * (n - 1);
+        const std::size_t chunk = (c.bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+        for (int r = 0; r < n; ++r) end = std::max(end, reserve(c.members[static_cast<std::size_t>(r)],
+                                                                c.members[static_cast<std::size_t>((r + 1) % n)], chunk, now_));
+    } else {
+        // Binomial tree: levels 1, 2, 4, ... reduce towards rank 0, then the same in reverse.
+        const int levels = static_cast<int>(std::ceil(std::log2(n)));
+        steps = 2 * levels;
+        const int level = step < levels ? step : 2 * levels - 1 - step;
+        const int stride = 1 << level;
+        for (int r = 0; r + stride < n; r += 2 * stride) {
+            const int a = c.members[static_cast<std::size_t>(r)], b = c.members[static_cast<std::size_t>(r + stride)];
+            end = std::max(end, step < levels ? reserve(b, a, c.bytes, now_) : reserve(a, b, c.bytes, now_));
+        }
+    }
+    if (step + 1 < steps) {
+        timed_.push({end, seq_++, [this, ci, step] { collective_step(ci, step + 1); }});
+        return;
+    }
+    timed_.push({end, seq_++, [this, ci] {
+        Collective& cc = collectives_[static_cast<std::size_t>(ci)];
+        cc.finished = true;
+        for (int m : cc.members) span(m, " comm", "all-reduce", "allreduce", cc.start, now_, {TraceArg("bytes", cc.bytes)});
+        ++lane_free_[static_cast<std::size_t>(cc.stage)];
+        for (int m : cc.members) compute_phase_done(m);
+    }});
+}
+
+void StepSimulator::compute_phase_done(int d) {
+    // A device is done with the compute phase when its queue is through and, on GPUs, every
+    // collective it joined has finished.
+    const auto ud = static_cast<std::size_t>(d);
+    if (compute_done_[ud] || position_[ud] < queues_[ud].size()) return;
+    for (const auto& c : collectives_)
+        if (!c.finished && std::find(c.members.begin(), c.members.end(), d) != c.members.end()) return;
+    compute_done_[ud] = true;
+    if (++phase_done_ == count_) {
+        all_compute_done_ = now_;
+        start_updates();
+    }
+}
+
+void StepSimulator::start_updates() {
+    updates_left_ = count_;
+    for (int d = 0; d < count_; ++d) {
+        const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
+        Activity a;
+        a.remaining = costs_.update_ms(device, sim_.devices[static_cast<std::size_t>(d)].memory.weights);
+        a.pool = device.cpu ? device.pool : -1;
+        a.threads = device.threads;
+        a.done = [this, d](double start, double end) {
+            span(d, "", "optimizer", "optimizer", start, end);
+            if (--updates_left_ == 0) step_end_ = end;
+        };
+        start_activity(std::move(a));
+    }
+}
+
+void StepSimulator::start_ready() {
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int d = 0; d < count_; ++d) {
+            const auto ud = static_cast<std::size_t>(d);
+            if (busy_[ud] || position_[ud] >= queues_[ud].size()) continue;
+            Item& item = queues_[ud][position_[ud]];
+            if (item.kind == Item::compute) {
+                if (item.wait >= 0 && !signal_set_[static_cast<std::size_t>(item.wait)]) continue;
+                start_item(d);
+                changed = true;
+                continue;
+            }
+            Collective& c = collectives_[static_cast<std::size_t>(item.collective)];
+            if (on_cpu(d)) {
+                // Every member waits at the collective until all have arrived.
+                if (c.started) continue;
+                busy_[ud] = true;
+                if (++c.arrived == static_cast<int>(c.members.size())) start_collective(item.collective);
+                changed = true;
+                continue;
+            }
+            // GPUs: the worker posts the collective on its stream and goes on.
+            ++c.arrived;
+            ++position_[ud];
+            changed = true;
+            if (position_[ud] == queues_[ud].size()) compute_phase_done(d);
+        }
+        // GPU collectives of a stage run one after another on its communication lane.
+        for (std::size_t c = 0; c < collectives_.size(); ++c) {
+            Collective& col = collectives_[c];
+            if (col.started || on_cpu(col.members.front()) || col.arrived < static_cast<int>(col.members.size())) continue;
+            int before = 0;
+            for (std::size_t k = 0; k < c; ++k) before += collectives_[k].stage == col.stage;
+            if (lane_free_[static_cast<std::size_t>(col.stage)] != before) continue;
+            start_collective(static_cast<int>(c));
+            changed = true;
+        }
+    }
+}
+
+Simulation StepSimulator::run() {
+    check_plan();
+    channel_free_.assign(topology_.channels().size(), 0.0);
+    build_queues();
+    position_.assign(static_cast<std::size_t>(count_), 0);
+    busy_.assign(static_cast<std::size_t>(count_), false);
+    live_.assign(static_cast<std::size_t>(count_), 0);
+    compute_done_.assign(static_cast<std::size_t>(count_), false);
+    signal_set_.assign(static_cast<std::size_t>(2 * plan_.groups * plan_.stages * plan_.micro_batches), false);
+    lane_free_.assign(static_cast<std::size_t>(plan_.stages), 0);
+    for (int d = 0; d < count_; ++d) compute_phase_done(d);  // an empty queue (cannot happen) is done
+
+    const auto& pools = topology_.pools();
+    while (true) {
+        start_ready();
+        if (running_.empty() && timed_.empty()) break;
+        // Rates: a pool's cores shared in proportion when over-asked.
+        std::vector<double> demand(pools.size(), 0.0);
+        for (const auto& a : running_)
+            if (a.pool >= 0) demand[static_cast<std::size_t>(a.pool)] += a.threads;
+        auto rate = [&](const Activity& a) {
+            if (a.pool < 0) return 1.0;
+            const double d = demand[static_cast<std::size_t>(a.pool)];
+            return std::min(1.0, static_cast<double>(pools[static_cast<std::size_t>(a.pool)]) / d);
+        };
+        double next = std::numeric_limits<double>::infinity();
+        if (!timed_.empty()) next = timed_.top().at;
+        for (const auto& a : running_) next = std::min(next, now_ + a.remaining / rate(a));
+        for (auto& a : running_) a.remaining -= (next - now_) * rate(a);
+        now_ = next;
+        // Finish activities first (their results may set signals at this instant), then timed events.
+        std::vector<Activity> finished;
+        for (auto it = running_.begin(); it != running_.end();) {
+            if (it->remaining <= kEpsilon) {
+                finished.push_back(std::move(*it));
+                it = running_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (auto& a : finished) a.done(a.started, now_);
+        while (!timed_.empty() && timed_.top().at <= now_ + kEpsilon) {
+            auto t = timed_.top();
+            timed_.pop();
+            t.run();
+        }
+    }
+    TANDEM_CHECK(updates_left_ == 0) << "simulation of plan " << plan_.label() << " stalled at " << now_
+                                     << " ms (" << phase_done_ << " of " << count_ << " devices done): a bug";
+
+    Simulation& s = sim_;
+    s.step_ms = step_end_;
+    s.images_per_s = step_end_ > 0 ? static_cast<double>(plan_.batch) * 1e3 / step_end_ : 0;
+    s.compute_ms = last_backward_;
+    double busy = 0;
+    for (const auto& d : s.devices) busy += d.busy_ms;
+    s.bubble = last_backward_ > 0 ? std::max(0.0, 1 - busy / (count_ * last_backward_)) : 0;
+    s.exposed_comm_ms = std::max(0.0, all_compute_done_ - last_backward_);
+    s.update_ms = step_end_ - all_compute_done_;
+    return s;
+}
+
+}  // namespace
+
+std::string Plan::label() const {
+    std::ostringstream out;
+    out << groups << "x" << stages << "x" << micro_batches;
+    if (stages > 1) out << " " << pipeline_schedule_name(schedule);
+    if (recompute) out << " recompute";
+    return out.str();
+}
+
+bool Simulation::fits() const {
+    return std::all_of(devices.begin(), devices.end(), [](const SimulatedDevice& d) { return d.peak_bytes <= d.cap; });
+}
+
+std::size_t Simulation::peak_bytes() const {
+    std::size_t peak = 0;
+    for (const auto& d : devices) peak = std::max(peak, d.peak_bytes);
+    return peak;
+}
+
+Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace) {
+    return StepSimulator(plan, topology, costs, trace).run();
+}
+
+void write_simulated_trace(const Simulation& simulation, const std::string& path) {
+    Trace trace;
+    for (const auto& e : simulation.events) trace.add(e.track, e.name, e.category, e.start_us, e.duration_us, e.args);
+    trace.write(path);
+}
+
+}  // namespace tandem

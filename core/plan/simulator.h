@@ -1,0 +1,84 @@
+// Simulator: one training step of a plan on a topology, event by event, before anything runs.
+//
+// What it plays out, as the engine runs it (core/parallel/engine*.cpp):
+//  - each device's ops in its schedule's order (parallel/schedule.h), one at a time: forward
+//    and backward of every micro-batch of its stage, the loss on the last stage;
+//  - a micro-batch's activation goes to the next stage after its forward, its gradient back
+//    after its backward. Between GPUs the copy crosses the topology's channels (one direction
+//    of each link on the route), which copies share first come, first served; between CPU
+//    devices the receiving worker copies it itself, as part of its op;
+//  - when a stage's last backward is done, its gradients are all-reduced with the same stage
+//    of the other groups, bucket by bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree:
+//    a binomial reduce then broadcast). On GPUs the copies use the channels and overlap other
+//    stages' backward; on CPU devices the workers do it (every member waits for the others);
+//  - once every device has finished (the engine's barrier: a failed step changes no weight),
+//    each device runs its optimizer step.
+// CPU devices share their machine's cores: while the busy devices ask for more threads than the
+// pool has, each runs slower in proportion (processor sharing).
+//
+// Output: step time, images/s, the bubble (the devices' idle share until the last backward),
+// the communication left exposed after it, each device's peak memory, and the spans as a Chrome
+// trace with the engine's tracks (device names) and categories.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/trace.h"
+#include "parallel/communicator.h"
+#include "parallel/schedule.h"
+#include "plan/cost_model.h"
+#include "plan/stage_cost.h"
+#include "plan/topology.h"
+
+namespace tandem {
+
+struct Plan {
+    int groups = 1, stages = 1, micro_batches = 1;
+    PipelineSchedule schedule = PipelineSchedule::gpipe;
+    bool recompute = false;               // every stage recomputes its activations
+    std::vector<std::size_t> cuts;        // S - 1 cut points (partitioner.h)
+    // The topology device running stage s of group g, at g * S + s; empty: 0, 1, 2, ...
+    std::vector<int> devices;
+    std::int64_t batch = 0;               // global batch: G x M micro-batches of batch / (G M)
+    ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+    std::size_t bucket_bytes = std::size_t(25) << 20;
+    std::string placement;                // how devices were chosen, for the tables
+
+    std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
+    // "2x2x4 1f1b" and " recompute" when it does.
+    std::string label() const;
+};
+
+struct SimulatedDevice {
+    std::string name;
+    int group = 0, stage = 0;
+    StageMemory memory;                   // static part and one micro-batch's activations
+    std::size_t peak_bytes = 0;           // simulated peak (static + live activations + transients)
+    std::size_t cap = 0;
+    double busy_ms = 0;                   // forward and backward time
+};
+
+struct Simulation {
+    double step_ms = 0;
+    double images_per_s = 0;
+    double compute_ms = 0;                // when the last backward ends
+    double bubble = 0;                    // devices' idle share of [0, compute_ms]
+    double exposed_comm_ms = 0;           // all-reduce after the last backward, before the updates
+    double update_ms = 0;                 // the optimizer phase
+    std::vector<SimulatedDevice> devices; // per plan device, g * S + s
+    std::vector<TraceEvent> events;       // when asked for
+
+    bool fits() const;
+    std::size_t peak_bytes() const;       // the largest device peak
+};
+
+// Throws ConfigError for a plan that does not fit the topology or the net (devices, cuts,
+// a batch that does not split into G x M equal micro-batches).
+Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace = false);
+
+// Writes the simulated spans as a Chrome trace (the format of Trace::write).
+void write_simulated_trace(const Simulation& simulation, const std::string& path);
+
+}  // namespace tandem

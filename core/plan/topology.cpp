@@ -1,0 +1,190 @@
+#include "plan/topology.h"
+
+#include <sstream>
+
+#include "base/error.h"
+#include "base/format.h"
+
+namespace tandem {
+
+Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
+    const auto& nodes = spec_.nodes;
+    const std::string where = "topology '" + spec_.name + "': ";
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        TANDEM_CHECK_AS(ConfigError, !nodes[i].name.empty()) << where << "node " << i + 1 << " has no name";
+        for (std::size_t j = 0; j < i; ++j)
+            TANDEM_CHECK_AS(ConfigError, nodes[j].name != nodes[i].name)
+                << where << "two nodes are called '" << nodes[i].name << "'";
+    }
+
+    // The tree: one root, every other node's parent known, no cycle.
+    const int n = static_cast<int>(nodes.size());
+    parent_.assign(static_cast<std::size_t>(n), -1);
+    int root = -1;
+    for (int i = 0; i < n; ++i) {
+        const auto& node = nodes[static_cast<std::size_t>(i)];
+        if (node.parent.empty()) {
+            TANDEM_CHECK_AS(ConfigError, root < 0)
+                << where << "'" << nodes[static_cast<std::size_t>(root)].name << "' and '" << node.name
+                << "' both have no parent: every node but the root must be linked to one";
+            root = i;
+            continue;
+        }
+        parent_[static_cast<std::size_t>(i)] = node_index(node.parent, node.name);
+        TANDEM_CHECK_AS(ConfigError, !node.link.empty())
+            << where << "node '" << node.name << "' has parent '" << node.parent << "' but no link to it";
+    }
+    TANDEM_CHECK_AS(ConfigError, root >= 0) << where << "no root: every node has a parent, so they form a cycle";
+    depth_.assign(static_cast<std::size_t>(n), -1);
+    depth_[static_cast<std::size_t>(root)] = 0;
+    for (int i = 0; i < n; ++i) {
+        // Walk up until a node of known depth; more than n steps means a cycle.
+        std::vector<int> path;
+        int at = i;
+        while (depth_[static_cast<std::size_t>(at)] < 0) {
+            path.push_back(at);
+            TANDEM_CHECK_AS(ConfigError, static_cast<int>(path.size()) <= n) << [&] {
+                std::string cycle;
+                for (std::size_t k = 0; k < path.size() && k <= static_cast<std::size_t>(n); ++k)
+                    cycle += nodes[static_cast<std::size_t>(path[k])].name + " -> ";
+                return where + "the parents form a cycle: " + cycle + "...";
+            }();
+            at = parent_[static_cast<std::size_t>(at)];
+        }
+        for (auto it = path.rbegin(); it != path.rend(); ++it)
+            depth_[static_cast<std::size_t>(*it)] = depth_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(*it)])] + 1;
+    }
+
+    // Channels for every tree link, devices and their CPU pools.
+    up_.assign(static_cast<std::size_t>(n), -1);
+    down_.assign(static_cast<std::size_t>(n), -1);
+    std::vector<int> pool_of_node(static_cast<std::size_t>(n), -1);
+    for (int i = 0; i < n; ++i) {
+        const auto& node = nodes[static_cast<std::size_t>(i)];
+        if (node.cores > 0) {
+            pool_of_node[static_cast<std::size_t>(i)] = static_cast<int>(pool_cores_.size());
+            pool_cores_.push_back(node.cores);
+        }
+        if (parent_[static_cast<std::size_t>(i)] < 0) continue;
+        const LinkModel& link = link_model(node.link);
+        up_[static_cast<std::size_t>(i)] = add_channel(node.name, node.parent, link, 1);
+        down_[static_cast<std::size_t>(i)] = add_channel(node.parent, node.name, link, 1);
+    }
+    for (int i = 0; i < n; ++i) {
+        const auto& node = nodes[static_cast<std::size_t>(i)];
+        if (node.device.empty()) continue;
+        TopologyDevice d;
+        d.name = node.name;
+        d.model = node.device;
+        d.cpu = node.device == "cpu";
+        d.threads = node.threads;
+        TANDEM_CHECK_AS(ConfigError, node.threads >= 1)
+            << where << "device '" << node.name << "' has " << node.threads << " threads";
+        if (d.cpu) {
+            for (int at = i; at >= 0 && d.pool < 0; at = parent_[static_cast<std::size_t>(at)])
+                d.pool = pool_of_node[static_cast<std::size_t>(at)];
+            TANDEM_CHECK_AS(ConfigError, d.pool >= 0)
+                << where << "CPU device '" << node.name << "' is under no node that gives its cores";
+            TANDEM_CHECK_AS(ConfigError, node.memory_bytes > 0)
+                << where << "CPU device '" << node.name << "' needs its memory";
+            d.memory_bytes = node.memory_bytes;
+        } else {
+            const DeviceModel& model = device_model(node.device);
+            d.memory_bytes = node.memory_bytes > 0 ? node.memory_bytes
+                                                   : static_cast<std::size_t>(model.memory_gib * double(1 << 30));
+        }
+        device_node_.push_back(i);
+        devices_.push_back(std::move(d));
+    }
+    TANDEM_CHECK_AS(ConfigError, !devices_.empty()) << where << "no devices (a node with device = ...)";
+
+    const std::size_t count = devices_.size();
+    peer_.assign(count, std::vector<int>(count, -1));
+    for (const auto& p : spec_.peers) {
+        const int a = device_index(p.a), b = device_index(p.b);
+        TANDEM_CHECK_AS(ConfigError, a != b) << where << "peer link from '" << p.a << "' to itself";
+        TANDEM_CHECK_AS(ConfigError, p.count >= 1)
+            << where << "peer link " << p.a << " - " << p.b << " has count " << p.count;
+        const LinkModel& link = link_model(p.link);
+        peer_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = add_channel(p.a, p.b, link, p.count);
+        peer_[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = add_channel(p.b, p.a, link, p.count);
+    }
+}
+
+int Topology::node_index(const std::string& name, const std::string& referrer) const {
+    for (std::size_t i = 0; i < spec_.nodes.size(); ++i)
+        if (spec_.nodes[i].name == name) return static_cast<int>(i);
+    TANDEM_THROW(ConfigError) << "topology '" << spec_.name << "': node '" << referrer
+                              << "' names an unknown parent '" << name << "'";
+}
+
+int Topology::add_channel(const std::string& from, const std::string& to, const LinkModel& link, int count) {
+    channels_.push_back({from + "->" + to, link.bandwidth_gbs * count, link.latency_us});
+    return static_cast<int>(channels_.size()) - 1;
+}
+
+const TopologyDevice& Topology::device(int index) const {
+    TANDEM_CHECK(index >= 0 && index < device_count())
+        << "device " << index << " of topology '" << spec_.name << "' (it has " << device_count() << ")";
+    return devices_[static_cast<std::size_t>(index)];
+}
+
+int Topology::device_index(const std::string& name) const {
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+        if (devices_[i].name == name) return static_cast<int>(i);
+    std::vector<std::string> names;
+    for (const auto& d : devices_) names.push_back(d.name);
+    TANDEM_THROW(ConfigError) << "topology '" << spec_.name << "' has no device '" << name
+                              << "'; its devices: " << join(names, ", ");
+}
+
+std::vector<int> Topology::route(int from, int to) const {
+    (void)device(from), (void)device(to);
+    if (from == to) return {};
+    const int direct = peer_[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+    if (direct >= 0) return {direct};
+    int a = device_node_[static_cast<std::size_t>(from)], b = device_node_[static_cast<std::size_t>(to)];
+    std::vector<int> up, down;
+    while (a != b) {
+        if (depth_[static_cast<std::size_t>(a)] >= depth_[static_cast<std::size_t>(b)]) {
+            up.push_back(up_[static_cast<std::size_t>(a)]);
+            a = parent_[static_cast<std::size_t>(a)];
+        } else {
+            down.push_back(down_[static_cast<std::size_t>(b)]);
+            b = parent_[static_cast<std::size_t>(b)];
+        }
+    }
+    up.insert(up.end(), down.rbegin(), down.rend());
+    return up;
+}
+
+double Topology::copy_ms(int from, int to, std::size_t bytes) const {
+    double latency_us = 0, bandwidth = 0;
+    for (int c : route(from, to)) {
+        const Channel& ch = channels_[static_cast<std::size_t>(c)];
+        latency_us += ch.latency_us;
+        bandwidth = bandwidth == 0 ? ch.bandwidth_gbs : std::min(bandwidth, ch.bandwidth_gbs);
+    }
+    if (bandwidth == 0) return 0;
+    return latency_us / 1e3 + static_cast<double>(bytes) / (bandwidth * 1e6);
+}
+
+std::string Topology::describe() const {
+    std::ostringstream out;
+    out << "topology " << spec_.name << ": " << devices_.size() << " devices\n";
+    for (std::size_t i = 0; i < spec_.nodes.size(); ++i) {
+        const auto& node = spec_.nodes[i];
+        out << std::string(2 * static_cast<std::size_t>(depth_[i]) + 2, ' ') << node.name;
+        if (!node.device.empty())
+            out << " [" << node.device << ", "
+                << format_bytes(double(devices_[static_cast<std::size_t>(device_index(node.name))].memory_bytes)) << "]";
+        if (node.cores > 0) out << " (" << node.cores << " cores)";
+        if (!node.parent.empty()) out << "  <- " << node.link;
+        out << "\n";
+    }
+    for (const auto& p : spec_.peers)
+        out << "  peer " << p.a << " <-> " << p.b << ": " << p.count << " x " << p.link << "\n";
+    return out.str();
+}
+
+}  // namespace tandem

@@ -1,0 +1,105 @@
+// Topology: the devices of a machine (or several) and the links between them, as the planner
+// and the simulator see them.
+//
+// The wiring is a tree: every node but the root names its parent and the link to it (a GPU to
+// its PCIe switch, a switch to its socket, a socket to the I/O hub, a node's NIC to the network
+// switch). Peer links (NVLink) join two devices directly, beside the tree. A copy from device
+// a to device b takes the peer link when there is one, otherwise the tree path up from a to
+// the lowest common ancestor and down to b. Each link is two channels, one a direction: two
+// copies in opposite directions do not share bandwidth, two in the same direction do.
+//
+// CPU devices (device 'cpu') share their machine's cores: the nearest ancestor that gives
+// `cores` is the pool their kernel threads run on, and the simulator slows them down when
+// busy devices ask for more threads than the pool has.
+//
+// Topologies are written as Lua files (recipes/topologies/*.lua), turned into a TopologySpec by
+// the binding; Topology checks the spec and throws ConfigError naming the node and what is wrong
+// (an unknown parent, device model or link, a cycle, a node not connected to the root).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "plan/hardware.h"
+
+namespace tandem {
+
+struct TopologyNodeSpec {
+    std::string name;
+    std::string parent;            // empty for the root
+    std::string link;              // link model to the parent (hardware.h); required with a parent
+    std::string device;            // device model ('V100', ...) or 'cpu'; empty for a switch or hub
+    std::size_t memory_bytes = 0;  // a device's memory; 0: its model's
+    int threads = 1;               // a CPU device's kernel threads
+    int cores = 0;                 // a machine's cores, shared by the CPU devices under it
+};
+
+struct PeerLinkSpec {
+    std::string a, b;   // two devices
+    std::string link;   // link model
+    int count = 1;      // parallel links (bandwidth adds up)
+};
+
+struct TopologySpec {
+    std::string name;
+    std::vector<TopologyNodeSpec> nodes;
+    std::vector<PeerLinkSpec> peers;
+};
+
+struct TopologyDevice {
+    std::string name;
+    std::string model;         // 'V100', 'cpu'
+    bool cpu = false;
+    std::size_t memory_bytes = 0;
+    int threads = 1;
+    int pool = -1;             // index into Topology::pools() for CPU devices, -1 otherwise
+};
+
+// One direction of a link: what a copy occupies.
+struct Channel {
+    std::string name;          // "gpu0->switch0"
+    double bandwidth_gbs = 0;
+    double latency_us = 0;
+};
+
+class Topology {
+public:
+    explicit Topology(TopologySpec spec);
+
+    const std::string& name() const { return spec_.name; }
+    int device_count() const { return static_cast<int>(devices_.size()); }
+    // Devices in the order the spec lists them: the order plans place stages in.
+    const TopologyDevice& device(int index) const;
+    const std::vector<TopologyDevice>& devices() const { return devices_; }
+    // Index of the device called `name`; throws ConfigError if there is none.
+    int device_index(const std::string& name) const;
+    const std::vector<Channel>& channels() const { return channels_; }
+    // Cores of each CPU pool.
+    const std::vector<int>& pools() const { return pool_cores_; }
+
+    // The channels a copy from device `from` to device `to` crosses, in order; empty when
+    // from == to.
+    std::vector<int> route(int from, int to) const;
+    // The time of a copy of `bytes` alone on that route, in ms.
+    double copy_ms(int from, int to, std::size_t bytes) const;
+
+    // One line per device and link, for `tandem plan`.
+    std::string describe() const;
+
+private:
+    int node_index(const std::string& name, const std::string& referrer) const;
+    int add_channel(const std::string& from, const std::string& to, const LinkModel& link, int count);
+
+    TopologySpec spec_;
+    std::vector<int> parent_;                  // per node; -1 for the root
+    std::vector<int> depth_;                   // per node
+    std::vector<int> up_, down_;               // per node: channel to / from its parent
+    std::vector<int> device_node_;             // per device: its node
+    std::vector<TopologyDevice> devices_;
+    std::vector<Channel> channels_;
+    std::vector<int> pool_cores_;
+    std::vector<std::vector<int>> peer_;       // [from device][to device]: channel or -1
+};
+
+}  // namespace tandem

@@ -1,0 +1,385 @@
+// Planning from Lua: core.plan_topology (check a topology and describe it), core.plan_search
+// (rank every layout by simulation) and core.plan_simulate (one plan's simulated step). The
+// Lua side (lua/tandem/plan.lua, T.plan) loads topology files and prints the tables.
+//
+// Arguments are plain tables:
+//   topology = {name =, nodes = {{name =, parent =, link =, device =, memory =, threads =,
+//               cores =}, ...}, peers = {{'gpu0', 'gpu1', link = 'nvlink2', count = 2}, ...}}
+//   net = Sequential, sample = {C, H, W}, batch = global batch,
+//   cost = 'measured' (CPU devices, profiled here) or 'analytic' (the hardware table),
+//   momentum = true, layout = 'channels_last', seed = 1
+#include <algorithm>
+#include <thread>
+
+#include "base/error.h"
+#include "base/format.h"
+#include "binding.h"
+#include "check.h"
+#include "device/cpu/cpu_device.h"
+#include "objects.h"
+#include "plan/planner.h"
+#include "wrap.h"
+
+namespace tandem::lua {
+namespace {
+
+// Field `key` of the table at absolute index `table`, pushed; returns its Lua type.
+int get(lua_State* L, int table, const char* key) {
+    lua_getfield(L, table, key);
+    return lua_type(L, -1);
+}
+
+std::string string_field(lua_State* L, int table, const char* key, const std::string& fallback = "") {
+    std::string value = fallback;
+    if (get(L, table, key) == LUA_TSTRING) value = lua_tostring(L, -1);
+    else if (!lua_isnil(L, -1)) throw ConfigError(std::string("topology field '") + key + "' must be a string");
+    lua_pop(L, 1);
+    return value;
+}
+
+double number_field(lua_State* L, int table, const char* key, double fallback) {
+    double value = fallback;
+    if (get(L, table, key) == LUA_TNUMBER) value = lua_tonumber(L, -1);
+    else if (!lua_isnil(L, -1)) throw ConfigError(std::string("field '") + key + "' must be a number");
+    lua_pop(L, 1);
+    return value;
+}
+
+std::size_t bytes_field(lua_State* L, int table, const char* key) {
+    std::size_t value = 0;
+    const int type = get(L, table, key);
+    if (type == LUA_TNUMBER) value = static_cast<std::size_t>(lua_tonumber(L, -1));
+    else if (type == LUA_TSTRING) value = parse_bytes(lua_tostring(L, -1));
+    else if (type != LUA_TNIL) throw ConfigError(std::string("field '") + key + "' must be bytes or a size ('16GB')");
+    lua_pop(L, 1);
+    return value;
+}
+
+TopologySpec read_topology(lua_State* L, int index) {
+    if (!lua_istable(L, index)) throw ArgError(index, "a topology table expected, got " + type_name(L, index));
+    TopologySpec spec;
+    spec.name = string_field(L, index, "name", "topology");
+    if (get(L, index, "nodes") != LUA_TTABLE)
+        throw ConfigError("topology '" + spec.name + "': 'nodes' must be a list of node tables");
+    const int nodes = lua_gettop(L);
+    for (int i = 1;; ++i) {
+        lua_rawgeti(L, nodes, i);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            break;
+        }
+        const int node = lua_gettop(L);
+        if (!lua_istable(L, node))
+            throw ConfigError("topology '" + spec.name + "': node " + std::to_string(i) + " is not a table");
+        TopologyNodeSpec n;
+        n.name = string_field(L, node, "name");
+        n.parent = string_field(L, node, "parent");
+        n.link = string_field(L, node, "link");
+        n.device = string_field(L, node, "device");
+        n.memory_bytes = bytes_field(L, node, "memory");
+        n.threads = static_cast<int>(number_field(L, node, "threads", 1));
+        n.cores = static_cast<int>(number_field(L, node, "cores", 0));
+        spec.nodes.push_back(std::move(n));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    if (get(L, index, "peers") == LUA_TTABLE) {
+        const int peers = lua_gettop(L);
+        for (int i = 1;; ++i) {
+            lua_rawgeti(L, peers, i);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            const int peer = lua_gettop(L);
+            PeerLinkSpec p;
+            lua_rawgeti(L, peer, 1);
+            lua_rawgeti(L, peer, 2);
+            if (!lua_isstring(L, -2) || !lua_isstring(L, -1))
+                throw ConfigError("topology '" + spec.name + "': peer link " + std::to_string(i) +
+                                  " must name two devices: {'gpu0', 'gpu1', link = 'nvlink2'}");
+            p.a = lua_tostring(L, -2), p.b = lua_tostring(L, -1);
+            lua_pop(L, 2);
+            p.link = string_field(L, peer, "link");
+            p.count = static_cast<int>(number_field(L, peer, "count", 1));
+            spec.peers.push_back(std::move(p));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return spec;
+}
+
+// The cost model the arguments at `args` ask for.
+std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
+    lua_getfield(L, args, "net");
+    auto net = check_sequential_ptr(L, lua_gettop(L));
+    lua_pop(L, 1);
+    lua_getfield(L, args, "sample");
+    const Shape sample = check_shape(L, lua_gettop(L));
+    lua_pop(L, 1);
+    const bool momentum = option_bool(L, args, "momentum", true);
+    NetShapes shapes = net_shapes(*net, sample);
+    const std::string kind = option_string(L, args, "cost", "analytic");
+    if (kind == "analytic") return std::make_unique<AnalyticCostModel>(std::move(shapes), momentum);
+    if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
+    ProfileOptions po;
+    po.layout = option_string(L, args, "layout", "channels_last") == "contiguous" ? Layout::contiguous
+                                                                                 : Layout::channels_last;
+    po.seed = static_cast<std::uint64_t>(option_int(L, args, "seed", 1));
+    po.warmup = static_cast<int>(option_int(L, args, "warmup", 2));
+    po.iterations = static_cast<int>(option_int(L, args, "iterations", 7));
+    auto profiler = [net, sample, po](int threads, std::int64_t batch) {
+        // A copy of the net on a device of its own: the recipe's net and devices stay as they are.
+        auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
+        NetProfile p;
+        {
+            auto copy = std::static_pointer_cast<Sequential>(net->clone());
+            CrossEntropy loss;
+            p = profile_net(*copy, loss, *device, sample, batch, po);
+        }
+        return p;
+    };
+    return std::make_unique<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
+                                               measure_handoff_ms());
+}
+
+void set_number(lua_State* L, const char* key, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+}
+
+void set_string(lua_State* L, const char* key, const std::string& value) {
+    lua_pushstring(L, value.c_str());
+    lua_setfield(L, -2, key);
+}
+
+void push_simulation(lua_State* L, const Simulation& s) {
+    set_number(L, "step_ms", s.step_ms);
+    set_number(L, "images_per_s", s.images_per_s);
+    set_number(L, "compute_ms", s.compute_ms);
+    set_number(L, "bubble", s.bubble);
+    set_number(L, "exposed_comm_ms", s.exposed_comm_ms);
+    set_number(L, "update_ms", s.update_ms);
+    set_number(L, "peak_bytes", static_cast<double>(s.peak_bytes()));
+    lua_createtable(L, static_cast<int>(s.devices.size()), 0);
+    for (std::size_t i = 0; i < s.devices.size(); ++i) {
+        const auto& d = s.devices[i];
+        lua_createtable(L, 0, 6);
+        set_string(L, "name", d.name);
+        set_number(L, "group", d.group + 1);
+        set_number(L, "stage", d.stage + 1);
+        set_number(L, "peak_bytes", static_cast<double>(d.peak_bytes));
+        set_number(L, "cap", static_cast<double>(d.cap));
+        set_number(L, "busy_ms", d.busy_ms);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "devices");
+}
+
+void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
+    const Plan& p = r.plan;
+    lua_createtable(L, 0, 20);
+    set_number(L, "groups", p.groups);
+    set_number(L, "stages", p.stages);
+    set_number(L, "micro_batches", p.micro_batches);
+    set_string(L, "schedule", std::string(pipeline_schedule_name(p.schedule)));
+    lua_pushboolean(L, p.recompute);
+    lua_setfield(L, -2, "recompute");
+    set_string(L, "placement", p.placement);
+    set_string(L, "label", p.label());
+    set_string(L, "topology", r.topology);
+    set_number(L, "threads", r.threads);
+    lua_createtable(L, static_cast<int>(p.cuts.size()), 0);
+    for (std::size_t i = 0; i < p.cuts.size(); ++i) {
+        lua_pushstring(L, search.layer_names.at(p.cuts[i] - 1).c_str());
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "split");
+    lua_createtable(L, static_cast<int>(p.devices.size()), 0);
+    for (std::size_t i = 0; i < p.devices.size(); ++i) {
+        lua_pushinteger(L, p.devices[i]);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "devices");
+    set_string(L, "lua", plan_to_lua(r, search));
+    push_simulation(L, r.simulation);
+}
+
+PlannerOptions planner_options(lua_State* L, int args) {
+    PlannerOptions o;
+    o.batch = option_int(L, args, "batch", 0);
+    o.devices = static_cast<int>(option_int(L, args, "devices", 0));
+    const std::string algorithm = option_string(L, args, "algorithm", "ring");
+    o.algorithm = parse_reduce_algorithm(algorithm);
+    o.bucket_bytes = static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
+    if (get(L, args, "micro_batches") == LUA_TTABLE) {
+        o.micro_batches.clear();
+        for (int i = 1;; ++i) {
+            lua_rawgeti(L, -1, i);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            o.micro_batches.push_back(static_cast<int>(lua_tointeger(L, -1)));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return o;
+}
+
+// The topologies of the arguments: `topology = {...}` or `topologies = {{...}, {...}}`.
+std::vector<Topology> topologies(lua_State* L, int args) {
+    std::vector<Topology> out;
+    if (get(L, args, "topologies") == LUA_TTABLE) {
+        const int list = lua_gettop(L);
+        for (int i = 1;; ++i) {
+            lua_rawgeti(L, list, i);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            out.emplace_back(read_topology(L, lua_gettop(L)));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    if (get(L, args, "topology") == LUA_TTABLE) out.emplace_back(read_topology(L, lua_gettop(L)));
+    lua_pop(L, 1);
+    if (out.empty()) throw ConfigError("planning needs a topology (topology = {...} or topologies = {...})");
+    return out;
+}
+
+const std::initializer_list<const char*> kPlanKeys = {
+    "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
+    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "top", "trace", "plan"};
+
+// core.plan_topology(spec) -> description text, device count; raises on bad input.
+int plan_topology(lua_State* L) {
+    const Topology t(read_topology(L, 1));
+    lua_pushstring(L, t.describe().c_str());
+    lua_pushinteger(L, t.device_count());
+    return 2;
+}
+
+// core.plan_search{...} -> {plans = {...}, table = text, considered =, over_memory =, profiles =}
+int plan_search(lua_State* L) {
+    check_options(L, 1, "T.plan.search", kPlanKeys);
+    const auto tops = topologies(L, 1);
+    const auto costs = cost_model(L, 1);
+    const PlannerOptions o = planner_options(L, 1);
+    PlanSearch search;
+    for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
+    const std::string trace = option_string(L, 1, "trace", "");
+    if (!trace.empty() && !search.plans.empty()) {
+        const RankedPlan& best = search.plans.front();
+        for (const auto& t : tops)
+            if (t.name() == best.topology) write_simulated_trace(simulate(best.plan, t, *costs, true), trace);
+    }
+    lua_createtable(L, 0, 5);
+    lua_createtable(L, static_cast<int>(search.plans.size()), 0);
+    for (std::size_t i = 0; i < search.plans.size(); ++i) {
+        push_plan(L, search.plans[i], search);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "plans");
+    set_string(L, "table", format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
+    set_number(L, "considered", search.considered);
+    set_number(L, "over_memory", search.over_memory);
+    if (auto* measured = dynamic_cast<const MeasuredCostModel*>(costs.get()))
+        set_number(L, "profiles", static_cast<double>(measured->profiles_taken()));
+    return 1;
+}
+
+// core.plan_simulate{..., plan = {groups =, stages =, micro_batches =, schedule =, recompute =,
+// split = {names or 1-based indices}, devices = {topology device indices, 0-based}}}
+// -> {step_ms, images_per_s, bubble, exposed_comm_ms, compute_ms, update_ms, peak_bytes, devices}
+int plan_simulate(lua_State* L) {
+    check_options(L, 1, "T.plan.simulate", kPlanKeys);
+    const auto tops = topologies(L, 1);
+    const auto costs = cost_model(L, 1);
+    if (get(L, 1, "plan") != LUA_TTABLE) throw ConfigError("T.plan.simulate needs plan = {groups =, stages =, ...}");
+    const int pt = lua_gettop(L);
+    check_options(L, pt, "T.plan.simulate's plan",
+                  {"groups", "stages", "micro_batches", "schedule", "recompute", "split", "devices", "placement"});
+    Plan plan;
+    plan.groups = static_cast<int>(option_int(L, pt, "groups", 1));
+    plan.stages = static_cast<int>(option_int(L, pt, "stages", 1));
+    plan.micro_batches = static_cast<int>(option_int(L, pt, "micro_batches", 1));
+    plan.schedule = parse_pipeline_schedule(option_string(L, pt, "schedule", "gpipe"));
+    plan.recompute = option_bool(L, pt, "recompute", false);
+    plan.batch = option_int(L, 1, "batch", 0);
+    plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));
+    plan.bucket_bytes = static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
+    std::vector<std::string> names;
+    for (const auto& c : costs->layer_costs(tops.front().device(0), 1)) names.push_back(c.name);
+    std::vector<CutSpec> specs;
+    if (get(L, pt, "split") == LUA_TTABLE) {
+        for (int i = 1;; ++i) {
+            lua_rawgeti(L, -1, i);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            if (lua_type(L, -1) == LUA_TNUMBER) specs.emplace_back(static_cast<std::int64_t>(lua_tointeger(L, -1)));
+            else specs.emplace_back(std::string(lua_tostring(L, -1)));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    if (specs.empty() && plan.stages > 1) {
+        // No split given: the partitioner's, as `tandem plan` would choose it.
+        PartitionOptions po;
+        po.stages = plan.stages, po.schedule = plan.schedule, po.micro_batches = plan.micro_batches;
+        po.recompute = {plan.recompute};
+        po.caps = {tops.front().device(0).memory_bytes};
+        plan.cuts = best_partition(costs->layer_costs(tops.front().device(0), plan.micro_batch()), po).cuts;
+    } else {
+        plan.cuts = parse_cuts(specs, names, plan.stages);
+    }
+    if (get(L, pt, "devices") == LUA_TTABLE) {
+        for (int i = 1;; ++i) {
+            lua_rawgeti(L, -1, i);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1)));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    const std::string trace = option_string(L, 1, "trace", "");
+    const Simulation s = simulate(plan, tops.front(), *costs, !trace.empty());
+    if (!trace.empty()) write_simulated_trace(s, trace);
+    lua_createtable(L, 0, 10);
+    push_simulation(L, s);
+    lua_createtable(L, static_cast<int>(plan.cuts.size()), 0);
+    for (std::size_t i = 0; i < plan.cuts.size(); ++i) {
+        lua_pushstring(L, names.at(plan.cuts[i] - 1).c_str());
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "split");
+    return 1;
+}
+
+// core.cores(): the machine's logical cores.
+int cores(lua_State* L) {
+    lua_pushinteger(L, static_cast<lua_Integer>(std::max(1u, std::thread::hardware_concurrency())));
+    return 1;
+}
+
+const luaL_Reg kFunctions[] = {
+    {"cores", wrap<cores>},
+    {"plan_topology", wrap<plan_topology>},
+    {"plan_search", wrap<plan_search>},
+    {"plan_simulate", wrap<plan_simulate>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void register_plan(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+
+}  // namespace tandem::lua

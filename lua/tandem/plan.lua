@@ -1,0 +1,178 @@
+-- T.plan: how to lay a net out on devices, decided by simulation before anything runs
+-- (core/plan, lua/bind_plan.cpp), and the `tandem plan` command.
+--
+--   local topo = T.plan.topology('server8_pcie')                -- recipes/topologies/*.lua
+--   local r = T.plan.search{net = net, sample = {3, 224, 224}, batch = 256, topology = topo}
+--   print(r.table)                                              -- ranked plans
+--   local best = r.plans[1]                                     -- groups, stages, split, ...
+--
+-- cost = 'analytic' (default for GPU topologies) models devices from the hardware table;
+-- cost = 'measured' (CPU topologies) profiles the net on this machine.
+local core = require 'tandem.core'
+
+local M = {}
+
+-- recipes/topologies, found from this file's place (lua/tandem/plan.lua in the source tree,
+-- share/tandem/lua/tandem/plan.lua installed).
+local function topology_dir()
+  local here = debug.getinfo(1, 'S').source:gsub('^@', '')
+  local root = here:gsub('/lua/tandem/plan%.lua$', '')
+  return root .. '/recipes/topologies'
+end
+
+-- A topology: a name in recipes/topologies ('dgx1'), a path to a .lua file, or a table. Files
+-- return a table or a function of options returning one. Checked: raises on bad input.
+function M.topology(name, opt)
+  local spec = name
+  if type(name) == 'string' then
+    local path = name:find('/') and name or ('%s/%s.lua'):format(topology_dir(), name)
+    local chunk, err = loadfile(path)
+    if not chunk then
+      error(("topology '%s': %s"):format(name, err), 2)
+    end
+    spec = chunk()
+    if type(spec) == 'function' then spec = spec(opt or {}) end
+  end
+  if type(spec) ~= 'table' then error('a topology must be a table of nodes, got ' .. type(spec), 2) end
+  spec.description, spec.device_count = core.plan_topology(spec)
+  return spec
+end
+
+-- This machine as CPU topologies: 1, 2, ... `cores` devices splitting the cores between them
+-- (opt.devices: only that many).
+function M.machine(opt)
+  opt = opt or {}
+  local cores = opt.cores or core.cores()
+  local list = {}
+  for n = 1, cores do
+    if (not opt.devices or opt.devices == 0 or opt.devices == n) and cores % n == 0 then
+      list[#list + 1] = M.topology('cpu', {devices = n, threads = opt.threads ~= 0 and opt.threads or nil,
+                                           cores = cores, memory = opt.memory})
+    end
+  end
+  if #list == 0 then error(('no CPU layout of %s devices on %d cores'):format(opt.devices, cores), 2) end
+  return list
+end
+
+local function is_cpu(topology)
+  for _, node in ipairs(topology.nodes) do
+    if node.device and node.device ~= 'cpu' then return false end
+  end
+  return true
+end
+
+local function with_cost(args)
+  local copy = {}
+  for k, v in pairs(args) do copy[k] = v end
+  if copy.cost == nil or copy.cost == 'auto' then
+    local t = copy.topology or (copy.topologies or {})[1]
+    copy.cost = t and is_cpu(t) and 'measured' or 'analytic'
+  end
+  return copy
+end
+
+-- Every layout ranked: {plans = {{groups, stages, micro_batches, schedule, recompute, split,
+-- placement, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
+function M.search(args)
+  local full = with_cost(args)
+  local r = core.plan_search(full)
+  r.cost = full.cost
+  return r
+end
+
+-- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
+-- schedule, recompute, split}.
+function M.simulate(args) return core.plan_simulate(with_cost(args)) end
+
+-- A plan file written by `tandem plan --write`.
+function M.load(path)
+  local chunk, err = loadfile(path)
+  if not chunk then error(('plan file %s: %s'):format(path, err), 2) end
+  local plan = chunk()
+  if type(plan) ~= 'table' or not plan.groups or not plan.stages then
+    error(('plan file %s must return a table with groups, stages, micro_batches, ...'):format(path), 2)
+  end
+  return plan
+end
+
+-- ---- `tandem plan RECIPE --topology=NAME --batch=B [--devices=N] [--cost=auto|measured|analytic]
+--       [--top=10] [--write=FILE] [--trace=FILE] [--classes=N] [--threads=T] [--memory=4GB]
+--       [--iterations=7] [--warmup=2]` (the last two: profiling, for measured costs)
+
+local Done = {}  -- raised to stop a recipe once its net is planned
+
+local function plan_net(net, sample, opt)
+  local topologies
+  if opt.topology == '' or opt.topology == 'machine' then
+    topologies = M.machine{devices = opt.devices, threads = opt.threads,
+                           memory = opt.memory ~= '' and opt.memory or nil}
+  else
+    local options = {}
+    for k, v in pairs(opt) do options[k] = v end
+    topologies = {M.topology(opt.topology, options)}
+    print(topologies[1].description)
+  end
+  local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
+                     devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
+                     cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
+                     iterations = opt.iterations, warmup = opt.warmup}
+  print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
+  io.write(r.table)
+  local best = r.plans[1]
+  if not best then error('no plan fits the devices\' memory', 0) end
+  print(('best: %s (%s placement), split after %s: %.2f ms a step, %.0f images/s predicted')
+        :format(best.label, best.placement, #best.split > 0 and table.concat(best.split, ', ') or '-',
+                best.step_ms, best.images_per_s))
+  if opt.write ~= '' then
+    local f = assert(io.open(opt.write, 'w'))
+    f:write(best.lua)
+    f:close()
+    print('plan written to ' .. opt.write .. ' (tandem run RECIPE --plan=' .. opt.write .. ')')
+  end
+  if opt.trace ~= '' then print('simulated trace: ' .. opt.trace) end
+  return r
+end
+
+function M.main(args)
+  local T = require 'tandem'
+  local file = args[1]
+  if not file then
+    error('usage: tandem plan RECIPE|NET --batch=B [--topology=NAME] [--devices=N] [--write=FILE]', 0)
+  end
+  local named = {}
+  for k, v in pairs(args) do
+    if type(k) == 'string' then named[k] = v end
+  end
+  local opt = T.options(named, {batch = 0, topology = 'machine', devices = 0, cost = 'auto', top = 10,
+                               write = '', trace = '', classes = 0, threads = 0, memory = '',
+                               model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2})
+  if opt.batch < 1 then error('tandem plan: --batch=B is required (the global batch to plan for)', 0) end
+  -- Topology options that are not given stay nil for the topology file's defaults.
+  for _, key in ipairs{'model', 'memory'} do if opt[key] == '' then opt[key] = nil end end
+  for _, key in ipairs{'nodes', 'gpus', 'threads'} do if opt[key] == 0 then opt[key] = nil end end
+  opt.memory = opt.memory or ''
+  opt.threads = opt.threads or 0
+  -- A recipe stops in T.parallel.layout, where its net is planned; a net file returns a builder.
+  local parallel = require 'tandem.parallel'
+  parallel.planning = function(net, sample)
+    plan_net(net, sample, opt)
+    error(Done, 0)
+  end
+  local chunk, err = loadfile(file)
+  if not chunk then error(err, 0) end
+  T.recipe_dir = file:match('^(.*)/[^/]*$') or '.'  -- as `tandem run` sets it
+  -- The recipe gets the batch alone: the other options are the planner's, not the recipe's.
+  local ok, result = pcall(chunk, {batch = opt.batch})
+  parallel.planning = nil
+  if not ok then
+    if result == Done then return end
+    error(result, 0)
+  end
+  if type(result) ~= 'function' then
+    error(file .. ': neither a net file (returning a builder) nor a recipe using T.parallel.layout', 0)
+  end
+  local net, sample = result{classes = opt.classes > 0 and opt.classes or nil}
+  plan_net(net, sample, opt)
+end
+
+return M

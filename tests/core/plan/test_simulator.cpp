@@ -1,0 +1,228 @@
+// The simulator on cases worked out by hand, and the planner's promises: the pipeline formula
+// (M + S - 1) t, a link shared by two copies, all-reduce exposure, the update after the barrier,
+// CPU devices sharing cores, and no plan over a device's memory.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "plan/planner.h"
+#include "plan/simulator.h"
+
+namespace tandem::test {
+namespace {
+
+// Every layer costs the same per sample: forward f ms, backward b ms, `act` bytes a sample,
+// `weights` bytes of parameters.
+class TableCosts final : public CostModel {
+public:
+    TableCosts(int layers, double f, double b, std::size_t act, std::size_t weights, double loss = 0, double update = 0)
+        : layers_(layers), f_(f), b_(b), act_(act), weights_(weights), loss_(loss), update_(update) {}
+    std::vector<LayerCost> layer_costs(const TopologyDevice&, std::int64_t batch) const override {
+        std::vector<LayerCost> costs;
+        const auto n = static_cast<std::size_t>(batch);
+        for (int i = 0; i < layers_; ++i) {
+            LayerCost c;
+            c.name = "layer" + std::to_string(i + 1);
+            c.forward_ms = f_ * double(batch), c.backward_ms = b_ * double(batch);
+            c.parameter_bytes = weights_, c.optimizer_bytes = weights_;
+            c.input_bytes = c.output_bytes = act_ * n;
+            costs.push_back(c);
+        }
+        return costs;
+    }
+    double loss_ms(const TopologyDevice&, std::int64_t) const override { return loss_; }
+    double update_ms(const TopologyDevice&, std::size_t bytes) const override {
+        return weights_ == 0 ? 0 : update_ * double(bytes) / double(weights_ * std::size_t(layers_));
+    }
+    double copy_gbs() const override { return 1e9; }  // copies between CPU devices: free
+    double handoff_ms() const override { return 0; }
+
+private:
+    int layers_;
+    double f_, b_;
+    std::size_t act_, weights_;
+    double loss_, update_;
+};
+
+// n CPU devices of `threads` threads on a machine of `cores` cores.
+Topology cpus(int n, int cores, int threads = 1, std::size_t memory = std::size_t(1) << 30) {
+    TopologySpec spec;
+    spec.name = "cpus";
+    spec.nodes.push_back({"host", "", "", "", 0, 1, cores});
+    for (int i = 0; i < n; ++i)
+        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", memory, threads, 0});
+    return Topology(spec);
+}
+
+// Four V100s, two under each of two switches joined by a root complex.
+Topology gpus() {
+    TopologySpec spec;
+    spec.name = "gpus";
+    spec.nodes.push_back({"root", "", "", "", 0, 1, 0});
+    for (int w = 0; w < 2; ++w) {
+        const std::string sw = "switch" + std::to_string(w);
+        spec.nodes.push_back({sw, "root", "pcie3_x16", "", 0, 1, 0});
+        for (int g = 0; g < 2; ++g) spec.nodes.push_back({"gpu" + std::to_string(2 * w + g), sw, "pcie3_x16", "V100", 0, 1, 0});
+    }
+    return Topology(spec);
+}
+
+Plan plan(int groups, int stages, int micro, std::int64_t batch, std::vector<std::size_t> cuts,
+          PipelineSchedule schedule = PipelineSchedule::gpipe) {
+    Plan p;
+    p.groups = groups, p.stages = stages, p.micro_batches = micro, p.batch = batch, p.cuts = std::move(cuts);
+    p.schedule = schedule;
+    return p;
+}
+
+double span_start(const Simulation& s, const std::string& track, const std::string& name, int micro) {
+    for (const auto& e : s.events) {
+        if (e.track != track || e.name != name) continue;
+        for (const auto& a : e.args)
+            if (a.key == "micro_batch" && std::get<std::int64_t>(a.value) == micro) return e.start_us / 1e3;
+    }
+    ADD_FAILURE() << "no span " << name << " micro-batch " << micro << " on " << track;
+    return -1;
+}
+
+TEST(Simulator, OneStageRunsItsMicroBatchesBackToBack) {
+    const Topology t = cpus(1, 4);
+    const TableCosts costs(3, 0.5, 1.0, 100, 1000, 0.25, 2.0);
+    // Batch 8 in 2 micro-batches of 4: each 3 layers x 4 samples x (0.5 + 1.0) ms + 0.25 ms loss.
+    const Simulation s = simulate(plan(1, 1, 2, 8, {}), t, costs);
+    EXPECT_NEAR(s.step_ms, 2 * (3 * 4 * 1.5 + 0.25) + 2.0, 1e-9);
+    EXPECT_NEAR(s.images_per_s, 8 * 1e3 / s.step_ms, 1e-9);
+    EXPECT_NEAR(s.bubble, 0, 1e-12);
+    EXPECT_NEAR(s.update_ms, 2.0, 1e-9);
+    // Weights, gradients, momentum; activations of both micro-batches (GPipe) at the peak.
+    EXPECT_EQ(s.devices[0].memory.weights, 3000u);
+    EXPECT_GE(s.devices[0].peak_bytes, 3 * 3000u + 2 * 3 * 400u);
+}
+
+TEST(Simulator, EqualStagesTakeMPlusSMinusOneSlots) {
+    // S stages of one layer each, t = f + b per micro-batch and stage: (M + S - 1) t, both
+    // schedules.
+    const TableCosts costs(4, 1.0, 2.0, 10, 0);
+    for (const auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+        for (const int m : {1, 4, 8}) {
+            const Topology t = cpus(4, 4);
+            const Simulation s = simulate(plan(1, 4, m, m, {1, 2, 3}, schedule), t, costs, true);
+            EXPECT_NEAR(s.step_ms, (m + 4 - 1) * 3.0, 1e-9) << pipeline_schedule_name(schedule) << " M=" << m;
+            EXPECT_NEAR(s.bubble, 1 - double(m) / (m + 3), 1e-9);
+        }
+    }
+}
+
+TEST(Simulator, CpuDevicesOverTheirCoresSlowDown) {
+    // Two one-thread devices, data parallel, no weights: on 2 cores they run side by side, on
+    // one core each at half speed.
+    const TableCosts costs(2, 1.0, 1.0, 10, 0);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 2), costs).step_ms, 2 * 2 * 2.0, 1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 1), costs).step_ms, 2 * 2 * 2.0 * 2, 1e-9);
+    // Two-thread devices on 2 cores: half speed as well.
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 2, 2), costs).step_ms, 16.0, 1e-9);
+}
+
+TEST(Simulator, CopiesSharingAChannelWaitForEachOther) {
+    // Two groups of two stages, no weights (no all-reduce). Stage 0 of both groups on switch 0,
+    // stage 1 on switch 1: both activations cross switch0 -> root -> switch1 at once, and the
+    // second lands one copy later. With each group under its own switch, both land together.
+    const Topology t = gpus();
+    const TableCosts costs(2, 0.001, 0.002, std::size_t(12) << 20, 0);
+    Plan shared = plan(2, 2, 1, 2, {1});
+    shared.devices = {0, 2, 1, 3};
+    const Simulation s = simulate(shared, t, costs, true);
+    const double copy = t.copy_ms(0, 2, std::size_t(12) << 20);
+    // Forward of one layer on one sample: the roofline of a V100 (0.001 ms is in the table).
+    const double forward = 0.001;
+    const double first = span_start(s, "gpu2", "forward", 0);
+    const double second = span_start(s, "gpu3", "forward", 0);  // micro-batches count within a group
+    EXPECT_NEAR(first, forward + copy, 1e-9);
+    EXPECT_NEAR(second, forward + 2 * copy, 1e-9);
+
+    Plan apart = shared;
+    apart.devices = {0, 1, 2, 3};
+    const Simulation a = simulate(apart, t, costs, true);
+    EXPECT_NEAR(span_start(a, "gpu1", "forward", 0), forward + t.copy_ms(0, 1, std::size_t(12) << 20), 1e-9);
+    EXPECT_NEAR(span_start(a, "gpu3", "forward", 0), forward + t.copy_ms(2, 3, std::size_t(12) << 20), 1e-9);
+}
+
+TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
+    // Two groups x two stages on GPUs, the replicas of a stage under one switch; stage 1's
+    // all-reduce starts after its last backward, while stage 0 still runs backward; stage 0's
+    // all-reduce is exposed: 2 buckets (25 + 23 MiB), each a ring of 2 steps of half a bucket.
+    const Topology t = gpus();
+    const std::size_t weights = std::size_t(48) << 20;
+    const TableCosts costs(2, 1.0, 2.0, 1000, weights);
+    Plan p = plan(2, 2, 2, 4, {1});
+    p.devices = {0, 2, 1, 3};
+    const Simulation s = simulate(p, t, costs, true);
+    auto ring_ms = [&](int a, int b) {
+        double ms = 0;
+        for (std::size_t left = weights; left > 0;) {
+            const std::size_t bucket = std::min(left, p.bucket_bytes);
+            ms += 2 * t.copy_ms(a, b, bucket / 2);
+            left -= bucket;
+        }
+        return ms;
+    };
+    EXPECT_NEAR(s.exposed_comm_ms, ring_ms(0, 1), 1e-6);
+    bool stage1_overlaps = false;
+    for (const auto& e : s.events)
+        if (e.track == "gpu2 comm" && e.start_us / 1e3 < s.compute_ms) stage1_overlaps = true;
+    EXPECT_TRUE(stage1_overlaps) << "stage 1's all-reduce should start while stage 0 is in backward";
+    EXPECT_NEAR(s.step_ms, s.compute_ms + s.exposed_comm_ms + s.update_ms, 1e-9);
+
+    // Replicas across the switches: both stages' all-reduces cross switch0 -> root -> switch1,
+    // so stage 0's waits for what is left of stage 1's before it can start.
+    p.devices = {0, 1, 2, 3};
+    const Simulation shared = simulate(p, t, costs, true);
+    EXPECT_GT(shared.exposed_comm_ms, ring_ms(0, 2) + 1.0);
+}
+
+TEST(Simulator, RejectsPlansThatDoNotFit) {
+    const Topology t = cpus(2, 2);
+    const TableCosts costs(3, 1, 1, 10, 0);
+    EXPECT_THROW(simulate(plan(1, 2, 3, 8, {1}), t, costs), ConfigError);      // 8 in 3 micro-batches
+    EXPECT_THROW(simulate(plan(1, 3, 1, 8, {1, 2}), t, costs), ConfigError);   // 3 devices of 2
+    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {}), t, costs), ConfigError);       // no cut
+    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {3}), t, costs), ConfigError);      // cut past the end
+}
+
+TEST(Planner, NeverReturnsAPlanOverACap) {
+    // 8 layers of 4 MiB weights (12 MiB with gradient and momentum) and 1 MiB a sample of
+    // activations, on 4 devices of 64 MiB: pure data parallel cannot hold the weights.
+    const std::size_t mib = std::size_t(1) << 20;
+    const Topology t = cpus(4, 4, 1, 64 * mib);
+    const TableCosts costs(8, 0.1, 0.2, mib, 4 * mib, 0.1, 1.0);
+    PlannerOptions o;
+    o.batch = 16;
+    const PlanSearch search = search_plans(t, costs, o);
+    ASSERT_FALSE(search.plans.empty());
+    EXPECT_GT(search.over_memory, 0);
+    EXPECT_EQ(search.pure_data_parallel(), nullptr);
+    for (const auto& r : search.plans) {
+        EXPECT_TRUE(r.simulation.fits()) << r.plan.label();
+        for (const auto& d : r.simulation.devices) EXPECT_LE(d.peak_bytes, 64 * mib) << r.plan.label() << " " << d.name;
+    }
+    for (std::size_t i = 1; i < search.plans.size(); ++i)
+        EXPECT_GE(search.plans[i - 1].simulation.images_per_s, search.plans[i].simulation.images_per_s);
+    const std::string table = format_plans(search);
+    EXPECT_NE(table.find("pure data parallel: no plan fits"), std::string::npos) << table;
+    const std::string lua = plan_to_lua(search.plans.front(), search);
+    EXPECT_NE(lua.find("groups = " + std::to_string(search.plans.front().plan.groups)), std::string::npos) << lua;
+}
+
+TEST(Planner, PrefersDataParallelWhenEverythingFitsAndCommunicationIsFree) {
+    const Topology t = cpus(4, 4);
+    const TableCosts costs(4, 0.1, 0.2, 100, 0, 0, 0);
+    PlannerOptions o;
+    o.batch = 32;
+    const PlanSearch search = search_plans(t, costs, o);
+    ASSERT_FALSE(search.plans.empty());
+    EXPECT_EQ(search.plans.front().plan.label(), "4x1x1");
+    ASSERT_NE(search.pure_pipeline(), nullptr);
+    EXPECT_EQ(search.pure_pipeline()->plan.groups, 1);
+}
+
+}  // namespace
+}  // namespace tandem::test

@@ -1,0 +1,107 @@
+-- T.plan and `tandem plan`: topology files load (and bad ones are rejected clearly), the
+-- planner ranks layouts on this machine's CPU devices and on the GPU topologies, a plan file
+-- round-trips into a recipe's options.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local S = dofile('tests/lua/support.lua')
+local nn = T.nn
+
+local function small_net()
+  return nn.Sequential{
+    nn.Conv2d(1, 4, 3, {pad = 1}), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(4, 8, 3, {pad = 1}), nn.ReLU(),
+    nn.Flatten(), nn.Linear(8 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3),
+  }, {1, 8, 8}
+end
+
+t.test('every topology file loads', function()
+  for _, name in ipairs{'server8_pcie', 'dgx1', 'cluster'} do
+    local topo = T.plan.topology(name)
+    t.ok(topo.device_count >= 8, name .. ': ' .. topo.device_count .. ' devices')
+    t.ok(topo.description:find('gpu'), topo.description)
+  end
+  local cpu = T.plan.topology('cpu', {devices = 4, threads = 1, cores = 2})
+  t.eq(cpu.device_count, 4)
+  t.eq(cpu.name, 'cpu4x1t')
+  t.eq(#T.plan.machine{cores = 2}, 2)  -- 1 device of 2 threads, 2 devices of 1
+end)
+
+t.test('bad topologies are clear errors', function()
+  local function with(change)
+    local spec = dofile('recipes/topologies/server8_pcie.lua')()
+    change(spec)
+    return function() T.plan.topology(spec) end
+  end
+  t.raises(with(function(s) s.nodes[4].device = 'V200' end), {"unknown device model 'V200'", 'V100'})
+  t.raises(with(function(s) s.nodes[4].parent = 'nowhere' end), "unknown parent 'nowhere'")
+  t.raises(with(function(s) s.nodes[4].link = nil end), 'but no link')
+  t.raises(with(function(s) s.nodes[2].parent = 'switch0' end), 'cycle')
+  t.raises(with(function(s) s.nodes[4].parent = nil end), 'both have no parent')
+  t.raises(with(function(s) s.peers = {{'gpu0', 'gpu42', link = 'nvlink2'}} end), "no device 'gpu42'")
+  t.raises(function() T.plan.topology('no_such_topology') end, 'no_such_topology')
+end)
+
+t.test('the planner ranks CPU layouts from measured profiles', function()
+  local net, sample = small_net()
+  local r = T.plan.search{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
+                          topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'})}
+  t.eq(r.cost, 'measured')
+  t.ok(#r.plans >= 3, r.table)
+  for i = 2, #r.plans do t.ok(r.plans[i - 1].images_per_s >= r.plans[i].images_per_s) end
+  t.ok(r.table:find('2x1x1'), r.table)
+  t.ok(r.profiles >= 2, 'profiles taken: ' .. tostring(r.profiles))
+  for _, p in ipairs(r.plans) do
+    t.eq(p.groups * p.stages, 2)
+    t.eq(#p.split, p.stages - 1)
+    for _, d in ipairs(p.devices) do t.ok(true, d) end
+  end
+  -- The same plan simulated on its own gives the same step time.
+  local best = r.plans[1]
+  local again = T.plan.simulate{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
+                                topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'}),
+                                plan = {groups = best.groups, stages = best.stages, micro_batches = best.micro_batches,
+                                        schedule = best.schedule, split = best.split}}
+  t.ok(again.step_ms > 0 and #again.devices == 2)
+end)
+
+t.test('a plan file sets a recipe\'s layout', function()
+  local net, sample = small_net()
+  local r = T.plan.search{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
+                          topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'})}
+  local pipeline
+  for _, p in ipairs(r.plans) do if p.stages == 2 then pipeline = p break end end
+  local path = S.tmpname('.lua')
+  S.write(path, pipeline.lua)
+  local plan = T.plan.load(path)
+  t.eq(plan.stages, 2)
+  t.eq(plan.split[1], pipeline.split[1])
+  local opt = T.options({plan = path}, T.parallel.defaults{batch = 16})
+  local devices, parallel = T.parallel.layout(opt, net, sample)
+  t.eq(#devices, 2)
+  t.eq(parallel.stages, 2)
+  t.eq(parallel.micro_batches, pipeline.micro_batches)
+  t.eq(parallel.split, pipeline.split[1])
+  S.cleanup()
+end)
+
+t.test('tandem plan on the 8-GPU server and on this machine', function()
+  local out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua', '--topology=server8_pcie', '--batch=256'}
+  t.eq(rc, 0, out)
+  t.ok(out:find('plans for a batch of 256 %(analytic costs%)'), out)
+  t.ok(out:find('8x1x1'), out)
+  t.ok(out:find('1x8x'), 'the pure pipeline reference row: ' .. out)
+  local path = S.tmpname('.lua')
+  local trace = S.tmpname('.json')
+  out, rc = S.tandem{'plan', 'recipes/fashion_mnist.lua', '--batch=64', '--devices=2',
+                     '--write=' .. path, '--trace=' .. trace, '--iterations=2'}
+  t.eq(rc, 0, out)
+  t.ok(out:find('measured costs'), out)
+  t.ok(T.plan.load(path).groups >= 1)
+  t.ok(S.read(trace):find('"traceEvents"'), 'a Chrome trace')
+  out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua'}
+  t.eq(rc, 1)
+  t.ok(out:find('%-%-batch=B is required'), out)
+  S.cleanup()
+end)
+
+t.finish()
