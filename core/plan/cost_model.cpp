@@ -100,6 +100,8 @@ std::vector<LayerCost> AnalyticCostModel::layer_costs(const TopologyDevice& devi
         c.input_bytes = l.input_bytes * scale;
         c.saved_bytes = l.saved_bytes * scale;
         c.output_bytes = l.output_bytes * scale;
+        // Backward holds the output's gradient and writes the input's.
+        c.workspace_bytes = (l.input_bytes + l.output_bytes) * scale;
         costs.push_back(std::move(c));
     }
     return costs;

@@ -38,6 +38,19 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
     profile.input = x_shape;
     const std::size_t n = net.size();
     std::vector<std::vector<double>> fwd(n), bwd(n);
+    std::vector<std::size_t> transient(n, 0);
+    std::size_t step_peak = 0;  // the peak over whole steps, from the per-layer peaks
+    Allocator& allocator = device.allocator();
+    // Peak use during `run` above what was in use before it and after it.
+    auto scratch = [&](std::size_t layer, auto&& run) {
+        const std::size_t before = allocator.stats().in_use;
+        allocator.reset_peak();
+        run();
+        const MemoryStats after = allocator.stats();
+        const std::size_t kept = std::max(before, after.in_use);
+        step_peak = std::max(step_peak, after.peak);
+        transient[layer] = std::max(transient[layer], after.peak > kept ? after.peak - kept : 0);
+    };
     std::vector<double> step_times, update_times;
 
     device.worker().run([&] {
@@ -53,7 +66,6 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         Sgd sgd(SgdOptions{0.01f, 0.9f, 0.f, 0.f, false});
         const auto params = named_parameters(net);
 
-        device.allocator().reset_peak();
         for (int it = 0; it < o.warmup + o.iterations; ++it) {
             const bool timed = it >= o.warmup;
             Tape tape;
@@ -63,7 +75,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
             std::vector<Tensor> acts{x};
             for (std::size_t i = 0; i < n; ++i) {
                 const auto t0 = Clock::now();
-                acts.push_back(net.forward_range(acts.back(), pass, i, i + 1));
+                scratch(i, [&] { acts.push_back(net.forward_range(acts.back(), pass, i, i + 1)); });
                 if (timed) fwd[i].push_back(ms_since(t0));
             }
             loss.forward(acts.back(), labels, pass);
@@ -71,7 +83,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
             for (std::size_t i = n; i-- > 0;) {
                 const auto t0 = Clock::now();
                 pass.need_dx = i > 0;  // as the engine runs it: no gradient for the images
-                g = net.backward_range(g, pass, i, i + 1);
+                scratch(i, [&] { g = net.backward_range(g, pass, i, i + 1); });
                 if (timed) bwd[i].push_back(ms_since(t0));
             }
             const auto u0 = Clock::now();
@@ -81,8 +93,8 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
                 step_times.push_back(ms_since(step_start));
             }
         }
-        profile.peak_bytes = device.allocator().stats().peak;
     });
+    profile.peak_bytes = step_peak;
 
     Shape shape = x_shape;
     for (std::size_t i = 0; i < n; ++i) {
@@ -97,6 +109,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         lp.backward_ms = median(bwd[i]);
         lp.flops = layer.forward_flops(shape);
         lp.memory = layer.memory_estimate(shape);
+        lp.transient_bytes = transient[i];
         profile.train_flops += 3 * lp.flops;
         profile.layers.push_back(lp);
         shape = out_shapes[i];

@@ -176,6 +176,8 @@ void StepSimulator::build_queues() {
             sd.cap = device.memory_bytes;
             sim_.devices.push_back(sd);
             static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
+            std::size_t workspace = 0;  // the largest scratch of its layers, while one runs
+            for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
 
             // A CPU worker copies what it receives itself; a GPU's copy engine does it beside.
             const bool cpu = device.cpu;
@@ -197,7 +199,7 @@ void StepSimulator::build_queues() {
                         it.send_bytes = output;
                     }
                     it.hold = kept;
-                    it.transient = output;
+                    it.transient = output + workspace;
                 } else {
                     it.name = "backward", it.category = "backward";
                     it.work_ms = bwd + (p.recompute ? fwd : 0) + copy_grad;
@@ -208,7 +210,7 @@ void StepSimulator::build_queues() {
                         it.send_bytes = input;
                     }
                     // Recomputation rebuilds one micro-batch's activations for its backward.
-                    it.transient = (p.recompute ? one.activations - input : 0) + output + input;
+                    it.transient = (p.recompute ? one.activations - input : 0) + output + input + workspace;
                     it.release = kept;
                 }
                 q.push_back(std::move(it));

@@ -20,6 +20,7 @@ std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum) {
         c.input_bytes = input;
         c.saved_bytes = lp.memory.saved_bytes;
         c.output_bytes = lp.memory.output_bytes;
+        c.workspace_bytes = lp.transient_bytes;
         input = c.output_bytes;
         costs.push_back(std::move(c));
     }

@@ -49,6 +49,7 @@ struct LayerCost {
     std::size_t input_bytes = 0;      // its input, kept for backward (the previous output)
     std::size_t saved_bytes = 0;      // what else it keeps for backward (masks, indices, ...)
     std::size_t output_bytes = 0;     // its output: what a transfer after it moves
+    std::size_t workspace_bytes = 0;  // scratch its forward or backward needs while it runs
 
     double time_ms() const { return forward_ms + backward_ms; }
     std::size_t activation_bytes() const { return input_bytes + saved_bytes; }

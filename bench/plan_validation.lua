@@ -1,0 +1,108 @@
+-- The planner against the engine on this machine's CPU devices (issue 5's validation):
+--   build/tandem run bench/plan_validation.lua [--net=smallbn] [--batch=64] [--iters=8]
+--                                              [--warmup=2] [--plans=...] [--top5] [--json]
+-- For each plan (2-4 one-thread CPU devices: pure data parallel, pure pipeline and hybrid,
+-- both schedules), the simulator's step time from profiles measured here, and the engine's
+-- median step time measured right after on random data; then the error. With --top5, the
+-- planner's top 5 for 4 devices are measured too: is its first choice the fastest measured?
+local T = require 'tandem'
+
+local opt = T.options(..., {
+  net = 'smallbn', batch = 64, iters = 8, warmup = 2, top5 = false, json = false,
+  plans = '2x1x1,1x2x4:gpipe,1x2x4:1f1b,4x1x1,1x4x8:gpipe,1x4x8:1f1b,2x2x4:gpipe,2x2x4:1f1b',
+})
+
+local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
+local build = dofile(nets_dir .. opt.net .. '.lua')
+local cores = T.cores()
+
+local function random_batch(sample, n, classes)
+  local count = n
+  for _, d in ipairs(sample) do count = count * d end
+  local values, labels = {}, {}
+  for i = 1, count do values[i] = math.sin(i * 0.37) end
+  for i = 1, n do labels[i] = (i * 7) % classes end
+  local shape = {n}
+  for _, d in ipairs(sample) do shape[#shape + 1] = d end
+  return T.tensor(values, shape), T.tensor(labels, {n}, {dtype = 'i32'})
+end
+
+local function median(list)
+  table.sort(list)
+  local n = #list
+  return n % 2 == 1 and list[(n + 1) / 2] or 0.5 * (list[n / 2] + list[n / 2 + 1])
+end
+
+-- The engine's median step (ms) for a plan, on fresh one-thread devices.
+local function measure(p)
+  local net, sample = build{classes = 10}
+  local devices = T.devices('cpu', p.groups * p.stages, {threads = 1})
+  local engine = T.Engine{net = net, devices = devices,
+                          optim = T.optim.SGD{lr = 0.01, momentum = 0.9}, layout = 'channels_last',
+                          parallel = {groups = p.groups, stages = p.stages, micro_batches = p.micro_batches,
+                                      schedule = p.schedule, split = p.split, recompute = p.recompute}}
+  local images, labels = random_batch(sample, opt.batch, 10)
+  local times = {}
+  for i = 1, opt.warmup + opt.iters do
+    local t0 = T.now()
+    engine:step(images, labels)
+    if i > opt.warmup then times[#times + 1] = 1000 * (T.now() - t0) end
+  end
+  engine:free()
+  return median(times)
+end
+
+local function parse(item)
+  local g, s, m, schedule = item:match('^(%d+)x(%d+)x(%d+):?(%w*)$')
+  assert(g, 'a plan is GxSxM[:gpipe|1f1b], got ' .. item)
+  return {groups = tonumber(g), stages = tonumber(s), micro_batches = tonumber(m),
+          schedule = schedule ~= '' and schedule or 'gpipe'}
+end
+
+local rows = {}
+local net, sample = build{classes = 10}
+local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
+print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here'):format(
+  opt.net, opt.batch, cores))
+print(('%-16s %-22s %12s %12s %8s'):format('plan', 'split', 'simulated', 'measured', 'error'))
+local function report(label, p, simulated)
+  local measured = measure(p)
+  local row = {plan = label, split = table.concat(p.split or {}, ','), simulated_ms = simulated,
+               measured_ms = measured, error = simulated / measured - 1}
+  rows[#rows + 1] = row
+  print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%%'):format(label, row.split, simulated, measured, 100 * row.error))
+  io.stdout:flush()
+  return row
+end
+
+for item in opt.plans:gmatch('[^,]+') do
+  local p = parse(item)
+  local sim = T.plan.simulate{net = net, sample = sample, batch = opt.batch, topology = topology(p.groups * p.stages),
+                              plan = p}
+  p.split = sim.split
+  report(item, p, sim.step_ms)
+end
+
+if opt.top5 then
+  local r = T.plan.search{net = net, sample = sample, batch = opt.batch, topology = topology(4), top = 5}
+  print('the planner\'s top 5 for 4 devices, measured:')
+  local best_measured, first
+  for i = 1, math.min(5, #r.plans) do
+    local p = r.plans[i]
+    local row = report(('#%d %s'):format(i, p.label), p, p.step_ms)
+    if i == 1 then first = row.measured_ms end
+    best_measured = math.min(best_measured or math.huge, row.measured_ms)
+  end
+  print(('planner\'s choice: %.2f ms measured; fastest of its top 5: %.2f ms (%s)'):format(
+    first, best_measured, first <= best_measured * 1.0 and 'the choice' or 'another plan'))
+end
+
+local worst = 0
+for _, r in ipairs(rows) do worst = math.max(worst, math.abs(r.error)) end
+print(('largest error: %.1f%% over %d plans'):format(100 * worst, #rows))
+if opt.json then
+  for _, r in ipairs(rows) do
+    print(('{"plan": %q, "split": %q, "simulated_ms": %.3f, "measured_ms": %.3f, "error": %.4f}')
+          :format(r.plan, r.split, r.simulated_ms, r.measured_ms, r.error))
+  end
+end
