@@ -137,6 +137,9 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         span.arg("micro_batch", k).arg("stage", stage);
         pass.need_dx = !first;  // nobody reads the gradient of the images
         Tensor dx = replica.net->backward_range(dy, pass, begin, end);
+        // What forward kept for this micro-batch is spent: free it now, so a stage holds only
+        // the micro-batches in flight (1F1B's bound), not every one until the step ends.
+        tapes[mi].clear();
         if (deterministic) {
             for (auto& np : stage_parameters(group, stage)) {
                 micro_grads[mi].push_back(np.parameter->grad.clone());

@@ -41,13 +41,15 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
     std::vector<std::size_t> transient(n, 0);
     std::size_t step_peak = 0;  // the peak over whole steps, from the per-layer peaks
     Allocator& allocator = device.allocator();
-    // Peak use during `run` above what was in use before it and after it.
+    // Peak use during `run` above what was in use before it or after it.
     auto scratch = [&](std::size_t layer, auto&& run) {
         const std::size_t before = allocator.stats().in_use;
         allocator.reset_peak();
         run();
         const MemoryStats after = allocator.stats();
-        const std::size_t kept = std::max(before, after.in_use);
+        // Above the lower of the two: the larger of the gradients coming in and going out (or
+        // the output) is part of what a layer needs while it runs.
+        const std::size_t kept = std::min(before, after.in_use);
         step_peak = std::max(step_peak, after.peak);
         transient[layer] = std::max(transient[layer], after.peak > kept ? after.peak - kept : 0);
     };

@@ -20,8 +20,8 @@ struct LayerProfile {
     double backward_ms = 0;
     double flops = 0;        // forward floating-point operations for the whole batch
     MemoryEstimate memory;
-    // Scratch memory its forward or backward needed at its peak beyond what it left behind
-    // (kernel workspaces, layout reorders, gradient buffers), measured.
+    // Memory its forward or backward needed at its peak beyond what was in use before or
+    // after it (its output or gradients, kernel workspaces, layout reorders), measured.
     std::size_t transient_bytes = 0;
 };
 

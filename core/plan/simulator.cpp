@@ -168,7 +168,9 @@ void StepSimulator::build_queues() {
             for (std::size_t i = begin; i < end; ++i) fwd += costs[i].forward_ms, bwd += costs[i].backward_ms;
             const StageMemory one = table.memory(begin, end, 1, false);
             const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
-            const std::size_t kept = p.recompute ? input : one.activations;
+            // A micro-batch in flight keeps its layers' inputs and saved tensors and, since the
+            // last layer keeps its own output for backward (ReLU does), the stage's output.
+            const std::size_t kept = p.recompute ? input : one.activations + output;
             SimulatedDevice sd;
             sd.name = device.name;
             sd.group = g, sd.stage = s;
@@ -176,7 +178,8 @@ void StepSimulator::build_queues() {
             sd.cap = device.memory_bytes;
             sim_.devices.push_back(sd);
             static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
-            std::size_t workspace = 0;  // the largest scratch of its layers, while one runs
+            // What one layer needs while it runs (its output or gradients, scratch): the largest.
+            std::size_t workspace = 0;
             for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
 
             // A CPU worker copies what it receives itself; a GPU's copy engine does it beside.
@@ -199,7 +202,7 @@ void StepSimulator::build_queues() {
                         it.send_bytes = output;
                     }
                     it.hold = kept;
-                    it.transient = output + workspace;
+                    it.transient = workspace;
                 } else {
                     it.name = "backward", it.category = "backward";
                     it.work_ms = bwd + (p.recompute ? fwd : 0) + copy_grad;
@@ -210,7 +213,9 @@ void StepSimulator::build_queues() {
                         it.send_bytes = input;
                     }
                     // Recomputation rebuilds one micro-batch's activations for its backward.
-                    it.transient = (p.recompute ? one.activations - input : 0) + output + input + workspace;
+                    // The gradient received from the next stage stays alive through the whole
+                    // op; recomputation rebuilds one micro-batch's activations (and output).
+                    it.transient = (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
                     it.release = kept;
                 }
                 q.push_back(std::move(it));
