@@ -6,6 +6,8 @@ SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 RECIPE ?= recipes/fashion_mnist.lua
 NET ?= recipes/nets/smallbn.lua
 ARGS ?=
+# The default run asks the planner for the best layout of this machine's CPU devices.
+RUN_ARGS ?= --plan=auto
 # Tests that start threads, run again under ThreadSanitizer.
 THREADED_TESTS ?= Worker*:Engine*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:Loader*:BoundedQueue*:DbBuilder*
 TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$(CURDIR)/tests/tsan.supp
@@ -22,7 +24,7 @@ build: deps
 	@cmake --build $(BUILD)
 
 run: build
-	$(BUILD)/tandem run $(RECIPE) $(ARGS)
+	$(BUILD)/tandem run $(RECIPE) $(RUN_ARGS) $(ARGS)
 
 # Sanitizer runs first, so ctest's summary closes the output.
 test: build sanitize

@@ -97,7 +97,8 @@ end
 
 -- ---- `tandem plan RECIPE --topology=NAME --batch=B [--devices=N] [--cost=auto|measured|analytic]
 --       [--top=10] [--write=FILE] [--trace=FILE] [--classes=N] [--threads=T] [--memory=4GB]
---       [--iterations=7] [--warmup=2]` (the last two: profiling, for measured costs)
+--       [--algorithm=ring|tree] [--iterations=7] [--warmup=2]` (the last two: profiling, for
+--       measured costs)
 
 local Done = {}  -- raised to stop a recipe once its net is planned
 
@@ -115,7 +116,7 @@ local function plan_net(net, sample, opt)
   local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
                      devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
-                     iterations = opt.iterations, warmup = opt.warmup}
+                     iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
   io.write(r.table)
   local best = r.plans[1]
@@ -145,7 +146,8 @@ function M.main(args)
   end
   local opt = T.options(named, {batch = 0, topology = 'machine', devices = 0, cost = 'auto', top = 10,
                                write = '', trace = '', classes = 0, threads = 0, memory = '',
-                               model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2})
+                               model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2,
+                               algorithm = 'ring'})
   if opt.batch < 1 then error('tandem plan: --batch=B is required (the global batch to plan for)', 0) end
   -- Topology options that are not given stay nil for the topology file's defaults.
   for _, key in ipairs{'model', 'memory'} do if opt[key] == '' then opt[key] = nil end end
