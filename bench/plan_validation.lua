@@ -33,8 +33,8 @@ local function median(list)
   return n % 2 == 1 and list[(n + 1) / 2] or 0.5 * (list[n / 2] + list[n / 2 + 1])
 end
 
--- The engine's median step (ms) for a plan, on fresh one-thread devices.
-local function measure(p)
+-- An engine for a plan, on fresh one-thread devices, warmed up.
+local function engine_for(p)
   local net, sample = build{classes = 10}
   local devices = T.devices('cpu', p.groups * p.stages, {threads = 1})
   local engine = T.Engine{net = net, devices = devices,
@@ -42,14 +42,28 @@ local function measure(p)
                           parallel = {groups = p.groups, stages = p.stages, micro_batches = p.micro_batches,
                                       schedule = p.schedule, split = p.split, recompute = p.recompute}}
   local images, labels = random_batch(sample, opt.batch, 10)
-  local times = {}
-  for i = 1, opt.warmup + opt.iters do
-    local t0 = T.now()
-    engine:step(images, labels)
-    if i > opt.warmup then times[#times + 1] = 1000 * (T.now() - t0) end
+  for _ = 1, opt.warmup do engine:step(images, labels) end
+  return {engine = engine, images = images, labels = labels, times = {}}
+end
+
+-- The engines' median step times (ms), the plans taking turns step by step so that whatever
+-- else runs on the machine weighs on all alike.
+local function measure_all(plans)
+  local runs = {}
+  for i, p in ipairs(plans) do runs[i] = engine_for(p) end
+  for _ = 1, opt.iters do
+    for _, run in ipairs(runs) do
+      local t0 = T.now()
+      run.engine:step(run.images, run.labels)
+      run.times[#run.times + 1] = 1000 * (T.now() - t0)
+    end
   end
-  engine:free()
-  return median(times)
+  local out = {}
+  for i, run in ipairs(runs) do
+    out[i] = median(run.times)
+    run.engine:free()
+  end
+  return out
 end
 
 local function parse(item)
@@ -64,37 +78,45 @@ local net, sample = build{classes = 10}
 local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
 print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here'):format(
   opt.net, opt.batch, cores))
-print(('%-16s %-22s %12s %12s %8s'):format('plan', 'split', 'simulated', 'measured', 'error'))
-local function report(label, p, simulated)
-  local measured = measure(p)
-  local row = {plan = label, split = table.concat(p.split or {}, ','), simulated_ms = simulated,
-               measured_ms = measured, error = simulated / measured - 1}
-  rows[#rows + 1] = row
-  print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%%'):format(label, row.split, simulated, measured, 100 * row.error))
-  io.stdout:flush()
-  return row
+
+-- Simulates each plan, then measures them all; prints one row per plan.
+local function compare(labels, plans, simulated)
+  local measured = measure_all(plans)
+  print(('%-16s %-22s %12s %12s %8s'):format('plan', 'split', 'simulated', 'measured', 'error'))
+  local out = {}
+  for i, p in ipairs(plans) do
+    local row = {plan = labels[i], split = table.concat(p.split or {}, ','), simulated_ms = simulated[i],
+                 measured_ms = measured[i], error = simulated[i] / measured[i] - 1}
+    rows[#rows + 1] = row
+    out[i] = row
+    print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%%'):format(row.plan, row.split, row.simulated_ms,
+                                                          row.measured_ms, 100 * row.error))
+  end
+  return out
 end
 
+local labels, plans, simulated = {}, {}, {}
 for item in opt.plans:gmatch('[^,]+') do
   local p = parse(item)
   local sim = T.plan.simulate{net = net, sample = sample, batch = opt.batch, topology = topology(p.groups * p.stages),
                               plan = p}
   p.split = sim.split
-  report(item, p, sim.step_ms)
+  labels[#labels + 1], plans[#plans + 1], simulated[#simulated + 1] = item, p, sim.step_ms
 end
+compare(labels, plans, simulated)
 
 if opt.top5 then
   local r = T.plan.search{net = net, sample = sample, batch = opt.batch, topology = topology(4), top = 5}
   print('the planner\'s top 5 for 4 devices, measured:')
-  local best_measured, first
+  labels, plans, simulated = {}, {}, {}
   for i = 1, math.min(5, #r.plans) do
-    local p = r.plans[i]
-    local row = report(('#%d %s'):format(i, p.label), p, p.step_ms)
-    if i == 1 then first = row.measured_ms end
-    best_measured = math.min(best_measured or math.huge, row.measured_ms)
+    labels[i], plans[i], simulated[i] = ('#%d %s'):format(i, r.plans[i].label), r.plans[i], r.plans[i].step_ms
   end
-  print(('planner\'s choice: %.2f ms measured; fastest of its top 5: %.2f ms (%s)'):format(
-    first, best_measured, first <= best_measured * 1.0 and 'the choice' or 'another plan'))
+  local top = compare(labels, plans, simulated)
+  local fastest = 1
+  for i, row in ipairs(top) do if row.measured_ms < top[fastest].measured_ms then fastest = i end end
+  print(('planner\'s choice: %.2f ms measured; the fastest of its top 5 measured: %s (%.2f ms)'):format(
+    top[1].measured_ms, top[fastest].plan, top[fastest].measured_ms))
 end
 
 local worst = 0

@@ -63,11 +63,15 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
         const std::vector<PipelineSchedule> schedules =
             stages == 1 ? std::vector{PipelineSchedule::gpipe}
                         : std::vector{PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
-        const std::vector<std::string> placements =
-            groups > 1 && stages > 1 ? std::vector<std::string>{"packed", "spread"} : std::vector<std::string>{"packed"};
+        // On a flat topology every placement is the same.
+        const std::vector<std::string> placements = groups > 1 && stages > 1 && !topology.flat()
+                                                        ? std::vector<std::string>{"packed", "spread"}
+                                                        : std::vector<std::string>{"packed"};
         for (const auto schedule : schedules) {
             for (int micro_batches : o.micro_batches) {
                 if ((o.batch / groups) % micro_batches != 0) continue;
+                // With one micro-batch both schedules are the same.
+                if (micro_batches == 1 && schedule == PipelineSchedule::one_f_one_b) continue;
                 // One stage gains nothing from micro-batches but memory: more only when fewer did not fit.
                 if (stages == 1 && micro_batches > 1 && !search.plans.empty() &&
                     search.plans.back().plan.stages == 1 && search.plans.back().plan.groups == groups)

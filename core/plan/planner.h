@@ -1,7 +1,8 @@
 // Planner: which layout to train a net in on a topology, decided by simulation.
 //
 // It enumerates groups x stages = the device count, micro-batch counts that split the batch
-// evenly, both schedules, and two placements when there are groups and stages both:
+// evenly, both schedules (one when there is one micro-batch), and two placements when there
+// are groups and stages both and the topology is not flat:
 //   packed: a group's stages on neighbouring devices (in the topology's order, which lists the
 //           devices under one switch together), so stage-to-stage copies stay under a switch;
 //   spread: the replicas of a stage on neighbouring devices, so the all-reduce stays local.

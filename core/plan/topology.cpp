@@ -169,6 +169,16 @@ double Topology::copy_ms(int from, int to, std::size_t bytes) const {
     return latency_us / 1e3 + static_cast<double>(bytes) / (bandwidth * 1e6);
 }
 
+bool Topology::flat() const {
+    if (!spec_.peers.empty()) return false;
+    const auto& first = spec_.nodes[static_cast<std::size_t>(device_node_.front())];
+    for (int node : device_node_) {
+        const auto& n = spec_.nodes[static_cast<std::size_t>(node)];
+        if (n.parent != first.parent || n.link != first.link) return false;
+    }
+    return true;
+}
+
 std::string Topology::describe() const {
     std::ostringstream out;
     out << "topology " << spec_.name << ": " << devices_.size() << " devices\n";

@@ -84,6 +84,10 @@ public:
     // The time of a copy of `bytes` alone on that route, in ms.
     double copy_ms(int from, int to, std::size_t bytes) const;
 
+    // Whether every device hangs off the same node with the same link and there are no peer
+    // links: then where a stage runs makes no difference.
+    bool flat() const;
+
     // One line per device and link, for `tandem plan`.
     std::string describe() const;
 
