@@ -76,8 +76,16 @@ end
 local rows = {}
 local net, sample = build{classes = 10}
 local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
-print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here'):format(
-  opt.net, opt.batch, cores))
+-- Other work on the machine skews both the profiles and the measurements: say how much there was.
+local function load_average()
+  local f = io.open('/proc/loadavg')
+  if not f then return '?' end
+  local text = f:read('*l')
+  f:close()
+  return text:match('^(%S+)')
+end
+print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here; load %s'):format(
+  opt.net, opt.batch, cores, load_average()))
 
 -- Simulates each plan, then measures them all; prints one row per plan.
 local function compare(labels, plans, simulated)
@@ -121,7 +129,7 @@ end
 
 local worst = 0
 for _, r in ipairs(rows) do worst = math.max(worst, math.abs(r.error)) end
-print(('largest error: %.1f%% over %d plans'):format(100 * worst, #rows))
+print(('largest error: %.1f%% over %d plans; load %s'):format(100 * worst, #rows, load_average()))
 if opt.json then
   for _, r in ipairs(rows) do
     print(('{"plan": %q, "split": %q, "simulated_ms": %.3f, "measured_ms": %.3f, "error": %.4f}')

@@ -104,4 +104,16 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
   S.cleanup()
 end)
 
+t.test('the default recipe plans itself with --plan=auto', function()
+  local dir = S.tmpname('_run')
+  local out, rc = S.tandem{'run', 'recipes/fashion_mnist.lua', '--plan=auto', '--epochs=1', '--max_steps=4',
+                           '--batch=64', '--checkpoints=' .. dir .. '/ck', '--log=' .. dir .. '/log.jsonl'}
+  t.eq(rc, 0, out)
+  t.ok(out:find('planner: batch 64 on this machine'), out)
+  t.ok(out:find('planner: chose %d+x%d+x%d+'), out)
+  t.ok(out:find('step time: measured [%d.]+ ms, predicted [%d.]+ ms'), out)
+  os.execute('rm -rf ' .. S.quote(dir))
+  S.cleanup()
+end)
+
 t.finish()
