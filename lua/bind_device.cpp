@@ -118,11 +118,6 @@ int device_threads(lua_State* L) {
     return 1;
 }
 
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
 // d:memory(): {in_use, peak, cached, cap, allocations}, in bytes.
 int device_memory(lua_State* L) {
     const MemoryStats s = check_device(L, 1)->allocator().stats();

@@ -283,11 +283,6 @@ int loader_batches_per_epoch(lua_State* L) {
     return 1;
 }
 
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
 // loader:stats() -> {batches, wait_seconds, warm_wait_seconds, warm_seconds, wait_fraction,
 //   records_read, read_rate, images_decoded, decode_rate, decode_threads, batches_assembled,
 //   assemble_rate, skipped}

@@ -61,13 +61,7 @@ TopologySpec read_topology(lua_State* L, int index) {
     spec.name = string_field(L, index, "name", "topology");
     if (get(L, index, "nodes") != LUA_TTABLE)
         throw ConfigError("topology '" + spec.name + "': 'nodes' must be a list of node tables");
-    const int nodes = lua_gettop(L);
-    for (int i = 1;; ++i) {
-        lua_rawgeti(L, nodes, i);
-        if (lua_isnil(L, -1)) {
-            lua_pop(L, 1);
-            break;
-        }
+    for_each_item(L, lua_gettop(L), [&](int i) {
         const int node = lua_gettop(L);
         if (!lua_istable(L, node))
             throw ConfigError("topology '" + spec.name + "': node " + std::to_string(i) + " is not a table");
@@ -80,17 +74,10 @@ TopologySpec read_topology(lua_State* L, int index) {
         n.threads = static_cast<int>(number_field(L, node, "threads", 1));
         n.cores = static_cast<int>(number_field(L, node, "cores", 0));
         spec.nodes.push_back(std::move(n));
-        lua_pop(L, 1);
-    }
+    });
     lua_pop(L, 1);
     if (get(L, index, "peers") == LUA_TTABLE) {
-        const int peers = lua_gettop(L);
-        for (int i = 1;; ++i) {
-            lua_rawgeti(L, peers, i);
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                break;
-            }
+        for_each_item(L, lua_gettop(L), [&](int i) {
             const int peer = lua_gettop(L);
             PeerLinkSpec p;
             lua_rawgeti(L, peer, 1);
@@ -103,8 +90,7 @@ TopologySpec read_topology(lua_State* L, int index) {
             p.link = string_field(L, peer, "link");
             p.count = static_cast<int>(number_field(L, peer, "count", 1));
             spec.peers.push_back(std::move(p));
-            lua_pop(L, 1);
-        }
+        });
     }
     lua_pop(L, 1);
     return spec;
@@ -142,16 +128,6 @@ std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
     };
     return std::make_unique<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
                                                measure_handoff_ms());
-}
-
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
-void set_string(lua_State* L, const char* key, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, key);
 }
 
 void push_simulation(lua_State* L, const Simulation& s) {
@@ -215,15 +191,7 @@ PlannerOptions planner_options(lua_State* L, int args) {
     o.bucket_bytes = static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
     if (get(L, args, "micro_batches") == LUA_TTABLE) {
         o.micro_batches.clear();
-        for (int i = 1;; ++i) {
-            lua_rawgeti(L, -1, i);
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                break;
-            }
-            o.micro_batches.push_back(static_cast<int>(lua_tointeger(L, -1)));
-            lua_pop(L, 1);
-        }
+        for_each_item(L, lua_gettop(L), [&](int) { o.micro_batches.push_back(static_cast<int>(lua_tointeger(L, -1))); });
     }
     lua_pop(L, 1);
     return o;
@@ -233,16 +201,7 @@ PlannerOptions planner_options(lua_State* L, int args) {
 std::vector<Topology> topologies(lua_State* L, int args) {
     std::vector<Topology> out;
     if (get(L, args, "topologies") == LUA_TTABLE) {
-        const int list = lua_gettop(L);
-        for (int i = 1;; ++i) {
-            lua_rawgeti(L, list, i);
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                break;
-            }
-            out.emplace_back(read_topology(L, lua_gettop(L)));
-            lua_pop(L, 1);
-        }
+        for_each_item(L, lua_gettop(L), [&](int) { out.emplace_back(read_topology(L, lua_gettop(L))); });
     }
     lua_pop(L, 1);
     if (get(L, args, "topology") == LUA_TTABLE) out.emplace_back(read_topology(L, lua_gettop(L)));
@@ -316,16 +275,10 @@ int plan_simulate(lua_State* L) {
     for (const auto& c : costs->layer_costs(tops.front().device(0), 1)) names.push_back(c.name);
     std::vector<CutSpec> specs;
     if (get(L, pt, "split") == LUA_TTABLE) {
-        for (int i = 1;; ++i) {
-            lua_rawgeti(L, -1, i);
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                break;
-            }
+        for_each_item(L, lua_gettop(L), [&](int) {
             if (lua_type(L, -1) == LUA_TNUMBER) specs.emplace_back(static_cast<std::int64_t>(lua_tointeger(L, -1)));
             else specs.emplace_back(std::string(lua_tostring(L, -1)));
-            lua_pop(L, 1);
-        }
+        });
     }
     lua_pop(L, 1);
     if (specs.empty() && plan.stages > 1) {
@@ -339,15 +292,7 @@ int plan_simulate(lua_State* L) {
         plan.cuts = parse_cuts(specs, names, plan.stages);
     }
     if (get(L, pt, "devices") == LUA_TTABLE) {
-        for (int i = 1;; ++i) {
-            lua_rawgeti(L, -1, i);
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                break;
-            }
-            plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1)));
-            lua_pop(L, 1);
-        }
+        for_each_item(L, lua_gettop(L), [&](int) { plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1))); });
     }
     lua_pop(L, 1);
     const std::string trace = option_string(L, 1, "trace", "");

@@ -16,16 +16,6 @@ namespace {
 
 using LogPtr = std::shared_ptr<MetricsLog>;
 
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
-void set_string(lua_State* L, const char* key, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, key);
-}
-
 // core.profile(net, sample_shape, device, {batch =, warmup =, iterations =, layout =, seed =})
 // -> {layers = {{name, kind, options, output, parameters, forward_ms, backward_ms, flops}...},
 //     batch, step_ms, update_ms, train_flops, peak_bytes}

@@ -241,4 +241,14 @@ std::string option_string(lua_State* L, int index, const char* key, const std::s
                                     });
 }
 
+void set_number(lua_State* L, const char* key, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+}
+
+void set_string(lua_State* L, const char* key, const std::string& value) {
+    lua_pushstring(L, value.c_str());
+    lua_setfield(L, -2, key);
+}
+
 }  // namespace tandem::lua

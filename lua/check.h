@@ -114,4 +114,23 @@ std::string option_string(lua_State* L, int index, const char* key, const std::s
 // Whether the options table at `index` has `key` (false when there is no table).
 bool has_option(lua_State* L, int index, const char* key);
 
+// Field `key` of the table on top of the stack, for results returned as tables.
+void set_number(lua_State* L, const char* key, double value);
+void set_string(lua_State* L, const char* key, const std::string& value);
+
+// Calls `each(i)` with the list's i-th item pushed (1-based), for every item of the list (a
+// table) at absolute index `list`, popping it after.
+template <class F>
+void for_each_item(lua_State* L, int list, F&& each) {
+    for (int i = 1;; ++i) {
+        lua_rawgeti(L, list, i);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            return;
+        }
+        each(i);
+        lua_pop(L, 1);
+    }
+}
+
 }  // namespace tandem::lua

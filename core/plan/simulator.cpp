@@ -42,6 +42,7 @@ struct Item {
 
 struct Collective {
     std::vector<int> members;  // plan devices
+    std::vector<int> ring;     // the members in ring order (GPUs), found on first use
     std::size_t bytes = 0;
     int stage = 0, bucket = 0;
     int arrived = 0;
@@ -378,8 +379,16 @@ void StepSimulator::collective_step(int ci, int step) {
     if (plan_.algorithm == ReduceAlgorithm::ring) {
         steps = 2 * (n - 1);
         const std::size_t chunk = (c.bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-        for (int r = 0; r < n; ++r) end = std::max(end, reserve(c.members[static_cast<std::size_t>(r)],
-                                                                c.members[static_cast<std::size_t>((r + 1) % n)], chunk, now_));
+        if (c.ring.empty()) {
+            // NCCL orders its ring by the topology: the members in a fast ring.
+            std::vector<int> placed;
+            for (int m : c.members) placed.push_back(device_of_[static_cast<std::size_t>(m)]);
+            for (int device : topology_.ring_order(placed))
+                c.ring.push_back(c.members[static_cast<std::size_t>(std::find(placed.begin(), placed.end(), device) - placed.begin())]);
+        }
+        for (int r = 0; r < n; ++r)
+            end = std::max(end, reserve(c.ring[static_cast<std::size_t>(r)], c.ring[static_cast<std::size_t>((r + 1) % n)],
+                                        chunk, now_));
     } else {
         // Binomial tree: levels 1, 2, 4, ... reduce towards rank 0, then the same in reverse.
         const int levels = static_cast<int>(std::ceil(std::log2(n)));

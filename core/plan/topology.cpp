@@ -169,6 +169,55 @@ double Topology::copy_ms(int from, int to, std::size_t bytes) const {
     return latency_us / 1e3 + static_cast<double>(bytes) / (bandwidth * 1e6);
 }
 
+std::vector<int> Topology::ring_order(const std::vector<int>& devices) const {
+    const std::size_t n = devices.size();
+    if (n < 3) return devices;
+    // Hop costs: a 1 MiB copy weighs bandwidth and latency.
+    constexpr std::size_t probe = std::size_t(1) << 20;
+    std::vector<std::vector<double>> hop(n, std::vector<double>(n, 0));
+    for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = 0; b < n; ++b)
+            if (a != b) hop[a][b] = copy_ms(devices[a], devices[b], probe);
+    // A ring is as fast as its slowest hop. Up to 9 devices: every ring from the first device,
+    // depth first, pruned by the best slowest hop so far; beyond: greedy nearest neighbour.
+    std::vector<std::size_t> ring{0}, best;
+    std::vector<bool> used(n, false);
+    used[0] = true;
+    double best_slowest = 0;
+    auto search = [&](auto&& self, double slowest) -> void {
+        if (!best.empty() && slowest >= best_slowest) return;
+        if (ring.size() == n) {
+            const double closing = std::max(slowest, hop[ring.back()][0]);
+            if (best.empty() || closing < best_slowest) best = ring, best_slowest = closing;
+            return;
+        }
+        for (std::size_t next = 1; next < n; ++next) {
+            if (used[next]) continue;
+            used[next] = true;
+            ring.push_back(next);
+            self(self, std::max(slowest, hop[ring[ring.size() - 2]][next]));
+            ring.pop_back();
+            used[next] = false;
+            if (n > 9) break;  // greedy: only the first choice below
+        }
+    };
+    if (n <= 9) {
+        search(search, 0.0);
+    } else {
+        while (ring.size() < n) {
+            std::size_t pick = 0;
+            for (std::size_t next = 1; next < n; ++next)
+                if (!used[next] && (pick == 0 || hop[ring.back()][next] < hop[ring.back()][pick])) pick = next;
+            used[pick] = true;
+            ring.push_back(pick);
+        }
+        best = ring;
+    }
+    std::vector<int> out;
+    for (std::size_t i : best) out.push_back(devices[i]);
+    return out;
+}
+
 bool Topology::flat() const {
     if (!spec_.peers.empty()) return false;
     const auto& first = spec_.nodes[static_cast<std::size_t>(device_node_.front())];

@@ -84,6 +84,11 @@ public:
     // The time of a copy of `bytes` alone on that route, in ms.
     double copy_ms(int from, int to, std::size_t bytes) const;
 
+    // `devices` reordered into a ring whose slowest hop is as fast as it can be, as NCCL builds
+    // its rings over NVLink and the nearest switches: exhaustive up to 9 devices, greedy
+    // (nearest unvisited next) beyond.
+    std::vector<int> ring_order(const std::vector<int>& devices) const;
+
     // Whether every device hangs off the same node with the same link and there are no peer
     // links: then where a stage runs makes no difference.
     bool flat() const;

@@ -3,22 +3,12 @@
 -- (2017). Each GPU has six NVLinks: its quad is fully connected, with two links on two of the
 -- pairs, and two links go to its counterpart in the other quad. Which pairs are doubled is our
 -- reading of the whitepaper's figure.
+local here = debug.getinfo(1, 'S').source:gsub('^@', ''):gsub('[^/]*$', '')
+
 return function(opt)
   opt = opt or {}
-  local model = opt.model or 'V100-SXM2'
-  local nodes = {{name = 'ioh'}}
-  for s = 0, 1 do
-    local socket = 'socket' .. s
-    nodes[#nodes + 1] = {name = socket, parent = 'ioh', link = 'qpi'}
-    for w = 0, 1 do
-      local switch = 'switch' .. (2 * s + w)
-      nodes[#nodes + 1] = {name = switch, parent = socket, link = 'pcie3_x16'}
-      for g = 0, 1 do
-        nodes[#nodes + 1] = {name = 'gpu' .. (4 * s + 2 * w + g), parent = switch,
-                             link = 'pcie3_x16', device = model}
-      end
-    end
-  end
+  -- The PCIe tree is the 8-GPU server's.
+  local spec = dofile(here .. 'server8_pcie.lua'){model = opt.model or 'V100-SXM2'}
   local peers = {}
   local function link(a, b, count)
     peers[#peers + 1] = {'gpu' .. a, 'gpu' .. b, link = 'nvlink2', count = count}
@@ -28,5 +18,5 @@ return function(opt)
     link(q, q + 3, 2); link(q + 1, q + 2, 2)
   end
   for i = 0, 3 do link(i, i + 4, 2) end  -- the cube's edges between the quads
-  return {name = 'dgx1', nodes = nodes, peers = peers}
+  return {name = 'dgx1', nodes = spec.nodes, peers = peers}
 end

@@ -2,6 +2,8 @@
 // bad input (unknown device model, parent or link, cycles, nodes left unconnected).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "base/error.h"
 #include "plan/topology.h"
 
@@ -65,6 +67,26 @@ TEST(Topology, PeerLinksGoDirect) {
     EXPECT_EQ(t.channels()[static_cast<std::size_t>(t.route(5, 0)[0])].name, "gpu5->gpu0");
     EXPECT_NEAR(t.copy_ms(0, 5, 44000000), 2e-3 + 44000000 / 44.0e6, 1e-9);  // two links: 44 GB/s
     EXPECT_EQ(t.route(0, 4).size(), 6u);                                       // no peer link: the tree
+}
+
+TEST(Topology, RingsFollowPeerLinks) {
+    // Two NVLink quads joined gpu i <-> gpu i + 4, beside the PCIe tree: a ring in index order
+    // would cross the sockets from gpu3 to gpu4; the ring order keeps every hop on NVLink.
+    TopologySpec spec = server();
+    for (int q : {0, 4}) {
+        for (int a = 0; a < 4; ++a)
+            for (int b = a + 1; b < 4; ++b)
+                spec.peers.push_back({"gpu" + std::to_string(q + a), "gpu" + std::to_string(q + b), "nvlink2", 1});
+    }
+    for (int i = 0; i < 4; ++i) spec.peers.push_back({"gpu" + std::to_string(i), "gpu" + std::to_string(i + 4), "nvlink2", 1});
+    const Topology t(spec);
+    const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+    const auto ring = t.ring_order(all);
+    ASSERT_EQ(ring.size(), 8u);
+    EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), 8u);
+    for (std::size_t i = 0; i < ring.size(); ++i)
+        EXPECT_EQ(t.route(ring[i], ring[(i + 1) % ring.size()]).size(), 1u)
+            << "hop " << ring[i] << " -> " << ring[(i + 1) % ring.size()] << " leaves NVLink";
 }
 
 TEST(Topology, CpuDevicesShareTheirMachinesCores) {
