@@ -246,8 +246,11 @@ int plan_search(lua_State* L) {
     set_string(L, "table", format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
     set_number(L, "considered", search.considered);
     set_number(L, "over_memory", search.over_memory);
-    if (auto* measured = dynamic_cast<const MeasuredCostModel*>(costs.get()))
+    if (auto* measured = dynamic_cast<const MeasuredCostModel*>(costs.get())) {
         set_number(L, "profiles", static_cast<double>(measured->profiles_taken()));
+        set_number(L, "copy_gbs", measured->copy_gbs());
+        set_number(L, "handoff_ms", measured->handoff_ms());
+    }
     return 1;
 }
 

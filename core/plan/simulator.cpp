@@ -185,7 +185,8 @@ void StepSimulator::build_queues() {
 
             // A CPU worker copies what it receives itself; a GPU's copy engine does it beside.
             const bool cpu = device.cpu;
-            const double copy_in = cpu && !first ? static_cast<double>(input) / (costs_.copy_gbs() * 1e6) : 0;
+            // (The first stage's worker copies its slice of the images too.)
+            const double copy_in = cpu ? static_cast<double>(input) / (costs_.copy_gbs() * 1e6) : 0;
             const double copy_grad = cpu && !last ? static_cast<double>(output) / (costs_.copy_gbs() * 1e6) : 0;
             const double loss = last ? costs_.loss_ms(device, micro) : 0;
             auto& q = queues_[static_cast<std::size_t>(d)];

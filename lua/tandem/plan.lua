@@ -118,6 +118,10 @@ local function plan_net(net, sample, opt)
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
                      iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
+  if r.profiles then
+    print(('measured here: %d profiles; copies between devices at %.1f GB/s, a hand-off %.0f us')
+          :format(r.profiles, r.copy_gbs, 1000 * r.handoff_ms))
+  end
   io.write(r.table)
   local best = r.plans[1]
   if not best then error('no plan fits the devices\' memory', 0) end
