@@ -1,0 +1,80 @@
+// The analytic cost model from shapes: FLOPs and bytes per sample from the layers, times that
+// scale with the batch, the first layer's backward without an input gradient, the roofline's
+// memory-bound side, and the shapes' memory figures.
+#include <gtest/gtest.h>
+
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+#include "plan/cost_model.h"
+
+namespace tandem::test {
+namespace {
+
+Conv2dOptions conv64() {
+    Conv2dOptions d;
+    d.in_channels = 64, d.out_channels = 64, d.kernel_h = d.kernel_w = 3, d.pad_h = d.pad_w = 1;
+    return d;
+}
+
+std::shared_ptr<Sequential> net() {
+    Conv2dOptions c;
+    c.in_channels = 3, c.out_channels = 64, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
+    Conv2dOptions d = c;
+    d.in_channels = 64;
+    return std::make_shared<Sequential>(std::vector<LayerPtr>{
+        std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<Conv2d>(d), std::make_shared<ReLU>(),
+        std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64 * 32 * 32, 10, true, "kaiming"})});
+}
+
+TopologyDevice v100() {
+    TopologyDevice d;
+    d.name = "gpu0", d.model = "V100";
+    return d;
+}
+
+TEST(CostModel, ShapesGiveFlopsAndBytesPerSample) {
+    auto n = net();
+    const NetShapes s = net_shapes(*n, Shape({3, 32, 32}));
+    ASSERT_EQ(s.layers.size(), 6u);
+    // conv2: 64 x 64 x 3 x 3 multiply-adds per output pixel, 32 x 32 pixels, two FLOPs each.
+    EXPECT_DOUBLE_EQ(s.layers[2].forward_flops, 2.0 * 64 * 64 * 9 * 32 * 32);
+    EXPECT_EQ(s.layers[0].input_bytes, 3u * 32 * 32 * 4);
+    EXPECT_EQ(s.layers[0].output_bytes, 64u * 32 * 32 * 4);
+    EXPECT_EQ(s.layers[5].parameter_bytes, (64u * 32 * 32 * 10 + 10) * 4);
+    EXPECT_EQ(s.classes, 10);
+}
+
+TEST(CostModel, AnalyticTimesFollowTheRoofline) {
+    auto n = net();
+    const AnalyticCostModel model(net_shapes(*n, Shape({3, 32, 32})), true);
+    const DeviceModel& m = device_model("V100");
+    const double flops_per_ms = m.fp32_tflops * m.compute_fraction * 1e9;
+    const auto one = model.layer_costs(v100(), 32);
+    const auto two = model.layer_costs(v100(), 64);
+    // conv2 is compute-bound: its time is FLOPs over the attained rate, plus a launch.
+    const double conv2 = 2.0 * 64 * 64 * 9 * 32 * 32 * 32 / flops_per_ms + m.launch_us / 1e3;
+    EXPECT_NEAR(one[2].forward_ms, conv2, 1e-9);
+    EXPECT_NEAR(one[2].backward_ms, 2 * (conv2 - m.launch_us / 1e3) + 2 * m.launch_us / 1e3, 1e-9);
+    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a net
+    // whose first layer is conv2's twin, compute-bound).
+    auto tail = std::make_shared<Sequential>(std::vector<LayerPtr>{std::make_shared<Conv2d>(conv64()), std::make_shared<ReLU>()});
+    const auto first = AnalyticCostModel(net_shapes(*tail, Shape({64, 32, 32})), true).layer_costs(v100(), 32);
+    EXPECT_NEAR(first[0].backward_ms, conv2 + m.launch_us / 1e3, 1e-9);
+    // ReLU is memory-bound: bytes over the attained bandwidth.
+    const double relu_bytes = 3.0 * 64 * 32 * 32 * 4 * 32;  // input, output and the saved output
+    EXPECT_GT(one[1].forward_ms, 0.5 * relu_bytes / (m.bandwidth_gbs * m.bandwidth_fraction * 1e6));
+    // Twice the batch, about twice the time (launches aside); weights do not grow.
+    EXPECT_NEAR(two[2].forward_ms - m.launch_us / 1e3, 2 * (one[2].forward_ms - m.launch_us / 1e3), 1e-9);
+    EXPECT_EQ(two[5].parameter_bytes, one[5].parameter_bytes);
+    EXPECT_EQ(two[5].optimizer_bytes, one[5].parameter_bytes);  // momentum
+    EXPECT_EQ(two[2].input_bytes, 2 * one[2].input_bytes);
+    EXPECT_GT(model.update_ms(v100(), one[5].parameter_bytes), 0);
+    TopologyDevice unknown = v100();
+    unknown.model = "V9000";
+    EXPECT_THROW(model.layer_costs(unknown, 1), ConfigError);
+}
+
+}  // namespace
+}  // namespace tandem::test
