@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
     {"bench", "NET [--batch=N] [--threads=T] [--json]",
      "time each layer and the whole training step of a net", command_bench},
+    {"devices", "", "list the compiled backends and the devices present", command_devices},
     {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
      "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},
     {"import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",
