@@ -37,10 +37,10 @@ public:
 
     ~NcclCommunicator() override {
         for (auto& r : ranks_) {
-            if (r->comm) {
-                DeviceGuard guard(r->device->index());
-                ncclCommDestroy(r->comm);  // cannot throw from here; errors leave it to exit
-            }
+            // A destructor cannot throw (no DeviceGuard); errors leave the rest to process exit.
+            if (r->comm && cudaSetDevice(r->device->index()) == cudaSuccess)
+                ncclCommDestroy(r->comm);
+            cudaGetLastError();
             if (r->scratch) r->device->allocator().deallocate(r->scratch, sizeof(float));
         }
     }

@@ -27,11 +27,17 @@ void* CudaAllocator::raw_allocate(std::size_t bytes) {
 }
 
 void CudaAllocator::raw_free(void* ptr) {
-    DeviceGuard guard(ordinal_);
-    // A cached block may still be read or written by queued kernels: wait for them before
-    // the memory goes back to the driver. Only the cache release path comes here (rare).
-    // Errors cannot propagate from the destructor's path; a failing free leaks the block.
-    if (cudaDeviceSynchronize() != cudaSuccess || cudaFree(ptr) != cudaSuccess) cudaGetLastError();
+    // Runs from destructors (~CudaAllocator, ~CudaDevice): nothing here may throw, so no
+    // DeviceGuard; a failure leaks the block to the driver, which reclaims it at exit.
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+    if (cudaSetDevice(ordinal_) == cudaSuccess) {
+        // A cached block may still be read or written by queued kernels: wait for them before
+        // the memory goes back to the driver. Only the cache release path comes here (rare).
+        if (cudaDeviceSynchronize() == cudaSuccess) cudaFree(ptr);
+    }
+    if (previous >= 0 && previous != ordinal_) cudaSetDevice(previous);
+    cudaGetLastError();
 }
 
 PinnedBuffer::~PinnedBuffer() {

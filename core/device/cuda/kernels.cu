@@ -1,6 +1,5 @@
-// The CUDA backend's own kernels (see kernels.cuh). Grid-stride loops over 64-bit indices; the
-// launch geometry comes from the same rule as plan.h's launch_for (256 threads, <= 65535
-// blocks), restated here because this file sees no C++20 header.
+// The CUDA backend's own kernels (see kernels.cuh). Grid-stride loops over 64-bit indices,
+// 256 threads per block and at most 65535 blocks (enough to fill any current GPU).
 #include <cfloat>
 
 #include "base/rng.h"

@@ -94,15 +94,6 @@ std::optional<std::string> lrn_unsupported(const LrnConfig& c) {
     return std::nullopt;
 }
 
-Launch launch_for(std::int64_t count) {
-    constexpr unsigned kThreads = 256;
-    // Grid-stride loops: enough blocks to fill any current GPU several times over.
-    constexpr std::int64_t kMaxBlocks = 65535;
-    const std::int64_t blocks = std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1,
-                                                         kMaxBlocks);
-    return Launch{static_cast<unsigned>(blocks), kThreads};
-}
-
 float unbiased_to_biased(std::int64_t m) {
     return m > 1 ? float(double(m - 1) / double(m)) : 0.f;
 }

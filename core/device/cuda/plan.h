@@ -70,13 +70,6 @@ std::size_t default_workspace_budget(std::size_t memory_cap);
 // channel later than PyTorch (look-behind (size-1)/2 instead of size/2).
 std::optional<std::string> lrn_unsupported(const LrnConfig& c);
 
-// Threads per block and blocks for an element-wise kernel over `count` elements (grid-stride
-// loops, so the grid is capped).
-struct Launch {
-    unsigned blocks = 0, threads = 0;
-};
-Launch launch_for(std::int64_t count);
-
 // Biased (1/m) from unbiased (1/(m-1)) variance: cuDNN's running variance is unbiased, our
 // kernel contract returns the biased batch variance. 0 for m = 1 (one value has no spread).
 float unbiased_to_biased(std::int64_t m);
