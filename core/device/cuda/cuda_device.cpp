@@ -144,9 +144,13 @@ bool CudaDevice::peer_access(const CudaDevice& other) {
     TANDEM_CUDA_CALL(cudaDeviceCanAccessPeer(&can, index(), other.index()));
     if (can) {
         const cudaError_t status = cudaDeviceEnablePeerAccess(other.index(), 0);
-        // Another user of this process may have enabled it already: that is success.
+        // Another user of this process may have enabled it already: that is success. Past
+        // the hardware's peer limit (8 per GPU) copies are staged through the host instead.
         if (status == cudaErrorPeerAccessAlreadyEnabled) {
             cudaGetLastError();
+        } else if (status == cudaErrorTooManyPeers) {
+            cudaGetLastError();
+            can = 0;
         } else {
             TANDEM_CUDA_CALL(status);
         }
