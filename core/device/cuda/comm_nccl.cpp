@@ -177,8 +177,8 @@ private:
                 // After the kernels that produced the data, on the communication stream.
                 stream_wait(d.comm_stream(), d.compute_stream(), d.index());
                 cuda::check_nccl(enqueue(r.comm, d.comm_stream()),
-                           std::string(call) + " on " + d.name() + " (rank " +
-                               std::to_string(rank) + ")");
+                                 std::string(call) + " on " + d.name() + " (rank " +
+                                     std::to_string(rank) + ")");
                 TANDEM_CUDA_CALL(cudaEventRecord(done, d.comm_stream()));
                 // Kernels queued after this call read the reduced data.
                 stream_wait(d.compute_stream(), d.comm_stream(), d.index());
@@ -202,6 +202,7 @@ private:
                 return;
             }
             if (status != cudaErrorNotReady) TANDEM_CUDA_CALL(status);
+            cudaGetLastError();  // "not ready" is no error: keep it out of the next check
             ncclResult_t async = ncclSuccess;
             {
                 std::lock_guard lock(r.mutex);
