@@ -2,7 +2,7 @@
 # configures and builds with CMake + Ninja, then trains (run) or runs every test (test).
 BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON
-SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_CUDA=OFF
 RECIPE ?= recipes/fashion_mnist.lua
 NET ?= recipes/nets/smallbn.lua
 ARGS ?=

@@ -12,7 +12,11 @@
 
 #include "base/format.h"
 #include "binding.h"
+#include "device/backends.h"
 #include "device/cpu/cpu_device.h"
+#if TANDEM_CUDA
+#include "device/cuda/cuda_backend.h"
+#endif
 #include "objects.h"
 #include "wrap.h"
 
@@ -58,43 +62,79 @@ void push_device(lua_State* L, std::shared_ptr<Device> device) {
 
 namespace {
 
+// Option `key` of the table at `index` as a byte count: '512MB' or a number; `fallback` when
+// absent.
+std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t fallback) {
+    if (!has_option(L, index, key)) return fallback;
+    lua_getfield(L, index, key);
+    std::size_t bytes = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        bytes = parse_bytes(lua_tostring(L, -1));
+    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) > 0) {
+        bytes = static_cast<std::size_t>(lua_tonumber(L, -1));
+    } else {
+        const std::string got = type_name(L, -1);
+        lua_pop(L, 1);
+        throw ArgError(index, std::string("option '") + key +
+                                  "' must be a size such as '512MB' or a byte count, got " + got);
+    }
+    lua_pop(L, 1);
+    return bytes;
+}
+
+// Pushes a list of devices (owned with retire() as the deleter: see the top of this file).
+void push_devices(lua_State* L, const std::vector<std::shared_ptr<Device>>& devices) {
+    lua_createtable(L, static_cast<int>(devices.size()), 0);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        push_device(L, devices[i]);
+        lua_rawseti(L, -2, static_cast<int>(i) + 1);
+    }
+}
+
+// T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =}]): one device per GPU.
+int cuda_devices_new(lua_State* L) {
+    int wanted = -1;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        if (std::string(lua_tostring(L, 2)) != "all")
+            throw ArgError(2, "device count must be a number or 'all'");
+    } else {
+        wanted = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
+    }
+    check_options(L, 3, "T.devices", {"memory", "workspace", "benchmark"});
+    // Throws "no CUDA device: ..." (not compiled, no GPU or driver, or too few GPUs).
+    const int count = cuda_devices_to_make(backend_status(), wanted);
+#if TANDEM_CUDA
+    CudaDeviceOptions options;
+    options.memory = option_bytes(L, 3, "memory", 0);
+    options.workspace = option_bytes(L, 3, "workspace", 0);
+    options.benchmark = option_bool(L, 3, "benchmark", false);
+    std::vector<std::shared_ptr<Device>> devices;
+    for (int i = 0; i < count; ++i)
+        devices.push_back(std::shared_ptr<Device>(make_cuda_device(i, options).release(), retire));
+    push_devices(L, devices);
+    return 1;
+#else
+    (void)count;
+    return 0;  // unreachable: cuda_devices_to_make throws when CUDA is not compiled in
+#endif
+}
+
 // T.devices(kind, n [, {memory = '512MB' | bytes, threads = k}]): a list of n new devices.
 int devices_new(lua_State* L) {
     const std::string kind = check_string(L, 1);
+    if (kind == "cuda") return cuda_devices_new(L);
+    if (kind != "cpu") throw ArgError(1, "unknown device kind '" + kind + "' (known: cpu, cuda)");
     const auto count = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
     check_options(L, 3, "T.devices", {"memory", "threads"});
-    if (kind == "cuda" && !TANDEM_CUDA)
-        TANDEM_THROW(ConfigError) << "T.devices: cuda is not compiled into this build "
-                                     "(TANDEM_CUDA=OFF; compiled backends: cpu)";
-    if (kind != "cpu") throw ArgError(1, "unknown device kind '" + kind + "' (known: cpu, cuda)");
     CpuDeviceOptions options;
-    if (has_option(L, 3, "memory")) {
-        lua_getfield(L, 3, "memory");
-        if (lua_type(L, -1) == LUA_TSTRING) {
-            options.memory = parse_bytes(lua_tostring(L, -1));
-        } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) > 0) {
-            options.memory = static_cast<std::size_t>(lua_tonumber(L, -1));
-        } else {
-            const std::string got = type_name(L, -1);
-            lua_pop(L, 1);
-            throw ArgError(3,
-                           "option 'memory' must be a size such as '512MB' or a byte count, "
-                           "got " +
-                               got);
-        }
-        lua_pop(L, 1);
-    }
+    options.memory = option_bytes(L, 3, "memory", 0);
     options.threads = static_cast<int>(option_int(L, 3, "threads", 0));
     if (options.threads < 0) throw ArgError(3, "option 'threads' must be positive");
 
     std::vector<std::shared_ptr<Device>> devices;
     for (int i = 0; i < count; ++i)
         devices.push_back(std::shared_ptr<Device>(new CpuDevice(i, options), retire));
-    lua_createtable(L, count, 0);
-    for (int i = 0; i < count; ++i) {
-        push_device(L, devices[static_cast<std::size_t>(i)]);
-        lua_rawseti(L, -2, i + 1);
-    }
+    push_devices(L, devices);
     return 1;
 }
 

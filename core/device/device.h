@@ -46,6 +46,13 @@ public:
     // Copies raw bytes into this device's memory from host memory, and back.
     virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+    // Copies raw bytes into this device's memory from `src_device`'s memory, directly (a GPU
+    // peer copy, say). Returns false when this device has no such path; the caller then goes
+    // through host memory. (optional)
+    virtual bool copy_from_device(void* /*dst*/, Device& /*src_device*/, const void* /*src*/,
+                                  std::size_t /*bytes*/) {
+        return false;
+    }
     // Waits for all work this device has started (CPU kernels are synchronous: nothing to do).
     virtual void synchronize() {}
 

@@ -70,5 +70,8 @@ private:
 
 // Defined by each backend; the registry's constructor calls those compiled in.
 void register_cpu_kernels(KernelRegistry& registry);
+#if TANDEM_CUDA
+void register_cuda_kernels(KernelRegistry& registry);  // device/cuda/register.cpp
+#endif
 
 }  // namespace tandem

@@ -116,7 +116,20 @@ end)
 
 t.test('device errors', function()
   t.raises(function() T.devices('gpu', 1) end, "unknown device kind 'gpu' (known: cpu, cuda)")
-  t.raises(function() T.devices('cuda', 1) end, 'cuda is not compiled into this build')
+  local has_cuda = false
+  for _, b in ipairs(T.backends) do has_cuda = has_cuda or b == 'cuda' end
+  if not has_cuda then
+    t.raises(function() T.devices('cuda', 1) end,
+             {'no CUDA device', 'cuda is not compiled into this build'})
+  else
+    -- Compiled in: succeeds on a GPU machine, otherwise says no GPU or driver was found.
+    local ok, err = pcall(T.devices, 'cuda', 'all')
+    t.ok(ok or tostring(err):find('no CUDA device: the backend is compiled in, but no GPU', 1,
+                                  true), tostring(err))
+  end
+  t.raises(function() T.devices('cuda', 'some') end, "device count must be a number or 'all'")
+  t.raises(function() T.devices('cuda', 1, {threads = 2}) end,
+           "T.devices: unknown option 'threads' (known: memory, workspace, benchmark)")
   t.raises(function() T.devices('cpu', 0) end, 'device count must be in [1, 256], got 0')
   t.raises(function() T.devices('cpu', 1.5) end, 'integer expected, got 1.5')
   t.raises(function() T.devices('cpu') end, "bad argument #2 to 'devices'")

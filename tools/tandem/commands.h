@@ -16,6 +16,7 @@ int command_test(const Args& args);   // test_runner.cpp
 int command_help(const Args& args);   // main.cpp
 int command_bench(const Args& args);  // bench.cpp
 int command_plan(const Args& args);   // plan.cpp
+int command_devices(const Args& args);  // devices.cpp
 // The data tools (issue 3).
 int command_mkdb(const Args& args);        // mkdb.cpp
 int command_import_idx(const Args& args);  // import_idx.cpp

@@ -25,6 +25,7 @@ const Command kCommands[] = {
      "time each layer and the whole training step of a net", command_bench},
     {"plan", "RECIPE --batch=B [--topology=NAME] [--devices=N] [--write=FILE] [--trace=FILE]",
      "rank every layout (groups, stages, micro-batches, schedule) by simulation", command_plan},
+    {"devices", "", "list the compiled backends and the devices present", command_devices},
     {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
      "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},
     {"import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",

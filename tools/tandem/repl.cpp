@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "device/backends.h"
 #include "lua_state.h"
 #include "version.h"
 
@@ -114,12 +115,9 @@ void load_tandem(lua_State* L) {
 }
 
 void print_banner() {
-    std::printf("Tandem %s (%s). Backends: cpu (oneDNN)", TANDEM_VERSION, LUAJIT_VERSION);
-#if TANDEM_CUDA
-    std::printf(", cuda.\n");
-#else
-    std::printf("; cuda is not compiled in (TANDEM_CUDA=OFF).\n");
-#endif
+    std::printf("Tandem %s (%s).\n", TANDEM_VERSION, LUAJIT_VERSION);
+    // The same line as the first of `tandem devices`.
+    std::printf("%s\n", backends_line(backend_status()).c_str());
     std::printf("T = require 'tandem' is loaded. Ctrl-D quits.\n");
     std::fflush(stdout);
 }

@@ -1,0 +1,215 @@
+// Conv2d on cuDNN's legacy convolution API (still in cuDNN 9): forward, backward data and
+// backward filter, each with an algorithm chosen once, when the kernel is built, under the
+// device's workspace budget (plan.h: choose_algorithm). By default cuDNN's heuristics order
+// the candidates (cudnnGet*Algorithm_v7, no GPU time); with the device's `benchmark` option
+// cudnnFind*AlgorithmEx times them on scratch tensors. Every candidate's workspace size is
+// asked of cuDNN itself (cudnnGet*WorkspaceSize), so the budget check does not depend on
+// which of the two filled the perf struct's memory field.
+#include <vector>
+
+#include "base/format.h"
+#include "device/cuda/check.h"
+#include "device/cuda/cudnn_desc.h"
+#include "device/cuda/kernels_cuda.h"
+
+namespace tandem::cuda {
+namespace {
+
+class Conv2dCudnn final : public Conv2dKernel {
+public:
+    Conv2dCudnn(Device& device, const Conv2dConfig& c)
+        : device_(as_cuda(device)),
+          config_(c),
+          x_(dims4(c.n, c.c, c.h, c.w, c.layout, "Conv2d src")),
+          y_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst")),
+          bias_(dims4(1, c.out_channels, 1, 1, Layout::contiguous, "Conv2d bias")),
+          w_(checked_int(c.out_channels, "Conv2d out_channels"),
+             checked_int(c.c / c.groups, "Conv2d in_channels / groups"),
+             checked_int(c.kernel_h, "Conv2d kernel"), checked_int(c.kernel_w, "Conv2d kernel")),
+          conv_(c) {
+        device_.activate();
+        int n = 0, ch = 0, h = 0, w = 0;
+        TANDEM_CUDNN_CALL(
+            cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), w_.get(), &n, &ch, &h, &w));
+        TANDEM_CHECK_AS(ShapeError, n == c.n && ch == c.out_channels && h == c.out_h() &&
+                                        w == c.out_w())
+            << "Conv2d: cuDNN computes a " << n << "x" << ch << "x" << h << "x" << w
+            << " output, the layer expects " << c.n << "x" << c.out_channels << "x" << c.out_h()
+            << "x" << c.out_w();
+        choose_algorithms();
+    }
+
+    void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                 Tensor& dst) override {
+        const auto& c = config_;
+        const void* x = float_ptr(src, device_, c.n * c.c * c.h * c.w, "Conv2d forward src");
+        const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d forward weights");
+        void* y = float_ptr(dst, device_, dst_numel(), "Conv2d forward dst");
+        device_.activate();
+        TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(),
+                                                  w, conv_.get(), fwd_, workspace(fwd_bytes_),
+                                                  fwd_bytes_, &kZero, y_.get(), y));
+        if (c.bias) {
+            const void* b = float_ptr(bias, device_, c.out_channels, "Conv2d forward bias");
+            TANDEM_CUDNN_CALL(cudnnAddTensor(device_.cudnn(), &kOne, bias_.get(), b, &kOne,
+                                             y_.get(), y));
+        }
+    }
+
+    void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
+        const auto& c = config_;
+        const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
+        const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d backward weights");
+        void* dx = float_ptr(diff_src, device_, c.n * c.c * c.h * c.w, "Conv2d backward diff_src");
+        device_.activate();
+        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
+            device_.cudnn(), &kOne, w_.get(), w, y_.get(), dy, conv_.get(), data_,
+            workspace(data_bytes_), data_bytes_, &kZero, x_.get(), dx));
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        const auto& c = config_;
+        const void* x = float_ptr(src, device_, c.n * c.c * c.h * c.w, "Conv2d backward src");
+        const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
+        void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
+        device_.activate();
+        // beta = 1: the gradient is added into diff_weights (the kernel contract).
+        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+            device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
+            workspace(filter_bytes_), filter_bytes_, &kOne, w_.get(), dw));
+        if (c.bias) {
+            void* db = float_ptr(diff_bias, device_, c.out_channels, "Conv2d diff_bias");
+            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardBias(device_.cudnn(), &kOne, y_.get(), dy,
+                                                           &kOne, bias_.get(), db));
+        }
+    }
+
+private:
+    std::int64_t weights_numel() const {
+        const auto& c = config_;
+        return c.out_channels * (c.c / c.groups) * c.kernel_h * c.kernel_w;
+    }
+    std::int64_t dst_numel() const {
+        const auto& c = config_;
+        return c.n * c.out_channels * c.out_h() * c.out_w();
+    }
+    void* workspace(std::size_t bytes) { return bytes ? device_.workspace(bytes) : nullptr; }
+
+    std::string what(const char* pass) const {
+        const auto& c = config_;
+        return std::string("Conv2d ") + pass + " (" + std::to_string(c.n) + "x" +
+               std::to_string(c.c) + "x" + std::to_string(c.h) + "x" + std::to_string(c.w) +
+               " -> " + std::to_string(c.out_channels) + " channels, kernel " +
+               std::to_string(c.kernel_h) + "x" + std::to_string(c.kernel_w) + ", " +
+               device_.name() + ")";
+    }
+
+    // Candidates in cuDNN's order with each one's workspace asked of cuDNN; `size` returns
+    // the status of the workspace query for algorithm `a` and fills `bytes`.
+    template <class Perf, class SizeFn>
+    static std::vector<AlgoCandidate> candidates(const std::vector<Perf>& perf, int returned,
+                                                 SizeFn size) {
+        std::vector<AlgoCandidate> out;
+        for (int i = 0; i < returned; ++i) {
+            const Perf& p = perf[std::size_t(i)];
+            AlgoCandidate a{int(p.algo), p.status == CUDNN_STATUS_SUCCESS, p.time, 0};
+            if (a.ok) a.ok = size(p.algo, a.memory) == CUDNN_STATUS_SUCCESS;
+            out.push_back(a);
+        }
+        return out;
+    }
+
+    void choose_algorithms() {
+        auto h = device_.cudnn();
+        const std::size_t budget = device_.workspace_budget();
+        const bool timed = device_.benchmark();
+        // Scratch operands for the timed search, from the device's allocator (so they count
+        // against its cap) and dropped once the choice is made.
+        Tensor x, w, y;
+        if (timed) {
+            const auto& c = config_;
+            x = Tensor::empty({c.n * c.c * c.h * c.w}, device_);
+            w = Tensor::empty({weights_numel()}, device_);
+            y = Tensor::empty({dst_numel()}, device_);
+        }
+        void* ws = timed ? device_.workspace(budget) : nullptr;
+
+        {
+            int max = 0, returned = 0;
+            TANDEM_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
+            std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
+            if (timed)
+                TANDEM_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithmEx(
+                    h, x_.get(), x.raw(), w_.get(), w.raw(), conv_.get(), y_.get(), y.raw(), max,
+                    &returned, perf.data(), ws, budget));
+            else
+                TANDEM_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithm_v7(
+                    h, x_.get(), w_.get(), conv_.get(), y_.get(), max, &returned, perf.data()));
+            const auto list = candidates(perf, returned, [&](auto algo, std::size_t& bytes) {
+                return cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_.get(), conv_.get(),
+                                                               y_.get(), algo, &bytes);
+            });
+            const auto& pick = list[choose_algorithm(list, budget, what("forward"))];
+            fwd_ = cudnnConvolutionFwdAlgo_t(pick.algo);
+            fwd_bytes_ = pick.memory;
+        }
+        {
+            int max = 0, returned = 0;
+            TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
+            std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
+            if (timed)
+                TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                    h, w_.get(), w.raw(), y_.get(), y.raw(), conv_.get(), x_.get(), x.raw(), max,
+                    &returned, perf.data(), ws, budget));
+            else
+                TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    h, w_.get(), y_.get(), conv_.get(), x_.get(), max, &returned, perf.data()));
+            const auto list = candidates(perf, returned, [&](auto algo, std::size_t& bytes) {
+                return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                    h, w_.get(), y_.get(), conv_.get(), x_.get(), algo, &bytes);
+            });
+            const auto& pick = list[choose_algorithm(list, budget, what("backward data"))];
+            data_ = cudnnConvolutionBwdDataAlgo_t(pick.algo);
+            data_bytes_ = pick.memory;
+        }
+        {
+            int max = 0, returned = 0;
+            TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
+            std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
+            if (timed)
+                TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                    h, x_.get(), x.raw(), y_.get(), y.raw(), conv_.get(), w_.get(), w.raw(), max,
+                    &returned, perf.data(), ws, budget));
+            else
+                TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                    h, x_.get(), y_.get(), conv_.get(), w_.get(), max, &returned, perf.data()));
+            const auto list = candidates(perf, returned, [&](auto algo, std::size_t& bytes) {
+                return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                    h, x_.get(), y_.get(), conv_.get(), w_.get(), algo, &bytes);
+            });
+            const auto& pick = list[choose_algorithm(list, budget, what("backward filter"))];
+            filter_ = cudnnConvolutionBwdFilterAlgo_t(pick.algo);
+            filter_bytes_ = pick.memory;
+        }
+        if (timed) device_.synchronize();  // the scratch tensors go when this returns
+    }
+
+    CudaDevice& device_;
+    Conv2dConfig config_;
+    TensorDesc x_, y_, bias_;
+    FilterDesc w_;
+    ConvDesc conv_;
+    cudnnConvolutionFwdAlgo_t fwd_{};
+    cudnnConvolutionBwdDataAlgo_t data_{};
+    cudnnConvolutionBwdFilterAlgo_t filter_{};
+    std::size_t fwd_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Conv2dKernel> make_conv2d_cudnn(Device& device, const Conv2dConfig& config) {
+    return std::make_unique<Conv2dCudnn>(device, config);
+}
+
+}  // namespace tandem::cuda

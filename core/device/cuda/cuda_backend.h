@@ -1,0 +1,35 @@
+// The CUDA backend as the rest of the program sees it: no CUDA header, so the Lua binding and
+// the `tandem` command include it without the toolkit's. Compiled only when TANDEM_CUDA is on;
+// device/backends.h says what exists in either build.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+
+namespace tandem {
+
+struct CudaDeviceOptions {
+    std::size_t memory = 0;     // cap in bytes; 0: 95% of the GPU's free memory at creation
+    std::size_t workspace = 0;  // cuDNN workspace budget; 0: plan.h's default_workspace_budget
+    bool benchmark = false;     // time convolution algorithms (cudnnFind*Ex) instead of
+                                // taking cuDNN's heuristic order (cudnnGet*_v7)
+};
+
+// What cudaGetDeviceCount says. Never throws: a machine without a driver or GPU is a normal
+// outcome, described in `reason` (the runtime's error name and text).
+struct CudaProbe {
+    int count = 0;
+    std::string reason;                // empty when count > 0
+    std::vector<std::string> devices;  // "cuda:0 NVIDIA H100 80GB HBM3, 79.1 GB, sm_90"
+    std::string versions;              // "CUDA runtime 13.0, driver 13.0, cuDNN 9.19.0, NCCL 2.28.3"
+};
+CudaProbe probe_cuda();
+
+// GPU `index` (the CUDA ordinal) as a device. Throws BackendError naming the call on failure.
+std::unique_ptr<Device> make_cuda_device(int index, const CudaDeviceOptions& options);
+
+}  // namespace tandem

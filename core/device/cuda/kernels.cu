@@ -1,0 +1,357 @@
+// The CUDA backend's own kernels (see kernels.cuh). Grid-stride loops over 64-bit indices,
+// 256 threads per block and at most 65535 blocks (enough to fill any current GPU).
+#include <cfloat>
+
+#include "base/rng.h"
+#include "device/cuda/kernels.cuh"
+
+namespace tandem::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t n) {
+    const std::int64_t b = (n + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
+}
+
+#define TANDEM_GRID_STRIDE(i, n)                                                   \
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+         i += std::int64_t(gridDim.x) * blockDim.x)
+
+__global__ void add_kernel(const float* a, const float* b, float* z, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] = a[i] + b[i];
+}
+
+__global__ void accumulate_kernel(float* z, const float* x, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] += x[i];
+}
+
+__global__ void fill_kernel(float* z, float v, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] = v;
+}
+
+__global__ void scale_kernel(float* z, float f, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] *= f;
+}
+
+__global__ void sgd_kernel(float* w, const float* g, float* buf, std::int64_t n, float lr,
+                           float momentum, float dampening, float wd, bool nesterov, bool first) {
+    TANDEM_GRID_STRIDE(i, n) {
+        // Same operation order as the CPU loop (tensor_ops_cpu.cpp), so results agree to
+        // rounding (FMA contraction aside).
+        float d = g[i] + wd * w[i];
+        if (buf) {
+            buf[i] = first ? d : momentum * buf[i] + (1.0f - dampening) * d;
+            d = nesterov ? d + momentum * buf[i] : buf[i];
+        }
+        w[i] -= lr * d;
+    }
+}
+
+// Block sum of one double per thread; thread 0 gets the total.
+__device__ double block_sum(double v) {
+    __shared__ double shared[kThreads];
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
+        __syncthreads();
+    }
+    const double total = shared[0];
+    __syncthreads();  // the buffer is reused by a following call
+    return total;
+}
+
+__global__ void sum_squares_kernel(const float* x, std::int64_t n, double* partials) {
+    double v = 0;
+    TANDEM_GRID_STRIDE(i, n) v += double(x[i]) * double(x[i]);
+    const double total = block_sum(v);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+__global__ void dropout_forward_kernel(const float* x, float* y, unsigned char* m, std::int64_t n,
+                                       float p, std::uint64_t key, std::uint64_t first, bool nhwc,
+                                       std::int64_t c_dim, std::int64_t h_dim,
+                                       std::int64_t w_dim) {
+    const float keep_scale = 1.f / (1.f - p);
+    TANDEM_GRID_STRIDE(i, n) {
+        std::int64_t logical = i;
+        if (nhwc) {  // storage N x H x W x C -> logical ((n*C + c)*H + h)*W + w
+            const std::int64_t c = i % c_dim;
+            std::int64_t rest = i / c_dim;
+            const std::int64_t w = rest % w_dim;
+            rest /= w_dim;
+            const std::int64_t h = rest % h_dim;
+            const std::int64_t b = rest / h_dim;
+            logical = ((b * c_dim + c) * h_dim + h) * w_dim + w;
+        }
+        const bool kept = rng_uniform(key, first + static_cast<std::uint64_t>(logical)) >= p;
+        m[i] = kept;
+        y[i] = kept ? x[i] * keep_scale : 0.f;
+    }
+}
+
+__global__ void dropout_backward_kernel(const float* dy, const unsigned char* m, float* dx,
+                                        std::int64_t n, float p) {
+    const float keep_scale = 1.f / (1.f - p);
+    TANDEM_GRID_STRIDE(i, n) dx[i] = m[i] ? dy[i] * keep_scale : 0.f;
+}
+
+__global__ void cross_entropy_forward_kernel(const float* x, const float* log_p, const int* y,
+                                             float* prob, double* loss, int* correct,
+                                             int* bad_label, std::int64_t n, std::int64_t k,
+                                             float smoothing) {
+    const double on_label = 1.0 - smoothing, per_class = double(smoothing) / double(k);
+    TANDEM_GRID_STRIDE(i, n) {
+        const float* row = x + i * k;
+        const float* lp = log_p + i * k;
+        float* p = prob + i * k;
+        std::int64_t arg_max = 0;  // the first maximum wins ties, as on the CPU
+        double sum_log_p = 0;
+        for (std::int64_t j = 0; j < k; ++j) {
+            if (row[j] > row[arg_max]) arg_max = j;
+            p[j] = expf(lp[j]);
+            sum_log_p += lp[j];
+        }
+        const int label = y[i];
+        if (label < 0 || label >= k) {
+            atomicMin(bad_label, static_cast<int>(i));
+            loss[i] = 0;
+            correct[i] = 0;
+            continue;
+        }
+        loss[i] = -(on_label * double(lp[label]) + per_class * sum_log_p);
+        correct[i] = arg_max == label;
+    }
+}
+
+__global__ void cross_entropy_backward_kernel(const float* prob, const int* y, float* dx,
+                                              std::int64_t n, std::int64_t k, float smoothing,
+                                              float scale) {
+    const float on_label = 1.f - smoothing, per_class = smoothing / static_cast<float>(k);
+    TANDEM_GRID_STRIDE(e, n * k) {
+        const std::int64_t i = e / k, j = e % k;
+        const float target = per_class + (j == y[i] ? on_label : 0.f);
+        dx[e] = scale * (prob[e] - target);
+    }
+}
+
+__global__ void add_bias_rows_kernel(float* y, const float* b, std::int64_t n, std::int64_t f) {
+    TANDEM_GRID_STRIDE(e, n * f) y[e] += b[e % f];
+}
+
+__global__ void inverse_std_kernel(const float* var, float eps, float* inv, std::int64_t c) {
+    TANDEM_GRID_STRIDE(i, c) inv[i] = rsqrtf(var[i] + eps);
+}
+
+// One block per channel; the storage index of (sample b, spatial s) in channel ch.
+__device__ std::int64_t bn_at(std::int64_t b, std::int64_t ch, std::int64_t s, std::int64_t c,
+                              std::int64_t spatial, bool nhwc) {
+    return nhwc ? (b * spatial + s) * c + ch : (b * c + ch) * spatial + s;
+}
+
+__global__ void bn_constant_stats_backward_kernel(const float* x, const float* dy,
+                                                  const float* gamma, const float* mean,
+                                                  const float* var, float eps, float* dx,
+                                                  float* dgamma, float* dbeta, std::int64_t n,
+                                                  std::int64_t c, std::int64_t spatial,
+                                                  bool nhwc) {
+    const std::int64_t ch = blockIdx.x;
+    const float inv = rsqrtf(var[ch] + eps), mu = mean[ch], g = gamma[ch];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (std::int64_t e = threadIdx.x; e < n * spatial; e += blockDim.x) {
+        const std::int64_t at = bn_at(e / spatial, ch, e % spatial, c, spatial, nhwc);
+        const float d = dy[at];
+        sum_dy += d;
+        sum_dy_xhat += double(d) * double((x[at] - mu) * inv);
+        dx[at] = d * g * inv;
+    }
+    sum_dy = block_sum(sum_dy);
+    sum_dy_xhat = block_sum(sum_dy_xhat);
+    if (threadIdx.x == 0) {
+        dgamma[ch] += float(sum_dy_xhat);
+        dbeta[ch] += float(sum_dy);
+    }
+}
+
+// Storage index of (b, ch, h, w) in a tensor of c channels and hh x ww pixels.
+__device__ std::int64_t pool_at(std::int64_t b, std::int64_t ch, std::int64_t h, std::int64_t w,
+                                std::int64_t c, std::int64_t hh, std::int64_t ww, bool nhwc) {
+    return nhwc ? ((b * hh + h) * ww + w) * c + ch : ((b * c + ch) * hh + h) * ww + w;
+}
+
+struct Window {
+    std::int64_t h0, h1, w0, w1, divisor;
+};
+
+// The reference kernel's window for output (oh, ow): clipped to the input; the divisor counts
+// padding up to input + pad when count_include_pad.
+__device__ Window pool_window(const PoolShape& s, std::int64_t oh, std::int64_t ow) {
+    const std::int64_t hs = oh * s.stride_h - s.pad_h, ws = ow * s.stride_w - s.pad_w;
+    const std::int64_t he = min(hs + s.kernel_h, s.h + s.pad_h);
+    const std::int64_t we = min(ws + s.kernel_w, s.w + s.pad_w);
+    Window win{max(hs, std::int64_t(0)), min(he, s.h), max(ws, std::int64_t(0)), min(we, s.w), 0};
+    win.divisor = s.count_include_pad ? (he - hs) * (we - ws)
+                                      : (win.h1 - win.h0) * (win.w1 - win.w0);
+    return win;
+}
+
+__global__ void pool_forward_kernel(PoolShape s, const float* x, float* y, std::int32_t* arg) {
+    const std::int64_t total = s.n * s.c * s.out_h * s.out_w;
+    TANDEM_GRID_STRIDE(k, total) {  // k: logical (n, c, oh, ow) index, as the workspace
+        const std::int64_t ow = k % s.out_w, oh = (k / s.out_w) % s.out_h;
+        const std::int64_t ch = (k / (s.out_w * s.out_h)) % s.c, b = k / (s.out_w * s.out_h * s.c);
+        const Window win = pool_window(s, oh, ow);
+        float result;
+        if (s.max) {
+            float best = -FLT_MAX;
+            std::int32_t best_at = -1;
+            for (std::int64_t h = win.h0; h < win.h1; ++h)
+                for (std::int64_t w = win.w0; w < win.w1; ++w) {
+                    const float v = x[pool_at(b, ch, h, w, s.c, s.h, s.w, s.nhwc)];
+                    if (v > best || best_at < 0) {
+                        best = v;
+                        best_at = static_cast<std::int32_t>(h * s.w + w);
+                    }
+                }
+            result = best;
+            if (arg) arg[k] = best_at;
+        } else {
+            double sum = 0;
+            for (std::int64_t h = win.h0; h < win.h1; ++h)
+                for (std::int64_t w = win.w0; w < win.w1; ++w)
+                    sum += x[pool_at(b, ch, h, w, s.c, s.h, s.w, s.nhwc)];
+            result = float(sum / double(win.divisor));
+        }
+        y[pool_at(b, ch, oh, ow, s.c, s.out_h, s.out_w, s.nhwc)] = result;
+    }
+}
+
+// First and last output index along one axis whose window holds input position `i`.
+__device__ void covering(std::int64_t i, std::int64_t kernel, std::int64_t stride,
+                         std::int64_t pad, std::int64_t out, std::int64_t& lo, std::int64_t& hi) {
+    // o * stride - pad <= i < o * stride - pad + kernel
+    const std::int64_t a = i + pad - kernel + 1;
+    lo = a <= 0 ? 0 : (a + stride - 1) / stride;
+    hi = min((i + pad) / stride, out - 1);
+}
+
+__global__ void pool_backward_kernel(PoolShape s, const float* dy, const std::int32_t* arg,
+                                     float* dx) {
+    const std::int64_t total = s.n * s.c * s.h * s.w;
+    TANDEM_GRID_STRIDE(e, total) {  // e: logical (n, c, h, w) index of the input
+        const std::int64_t w = e % s.w, h = (e / s.w) % s.h;
+        const std::int64_t ch = (e / (s.w * s.h)) % s.c, b = e / (s.w * s.h * s.c);
+        std::int64_t oh0, oh1, ow0, ow1;
+        covering(h, s.kernel_h, s.stride_h, s.pad_h, s.out_h, oh0, oh1);
+        covering(w, s.kernel_w, s.stride_w, s.pad_w, s.out_w, ow0, ow1);
+        float sum = 0;
+        for (std::int64_t oh = oh0; oh <= oh1; ++oh)
+            for (std::int64_t ow = ow0; ow <= ow1; ++ow) {
+                const float g = dy[pool_at(b, ch, oh, ow, s.c, s.out_h, s.out_w, s.nhwc)];
+                if (s.max) {
+                    const std::int64_t k = ((b * s.c + ch) * s.out_h + oh) * s.out_w + ow;
+                    if (arg[k] == h * s.w + w) sum += g;
+                } else {
+                    sum += g / float(pool_window(s, oh, ow).divisor);
+                }
+            }
+        dx[pool_at(b, ch, h, w, s.c, s.h, s.w, s.nhwc)] = sum;
+    }
+}
+
+}  // namespace
+
+void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
+    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);
+}
+
+void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream) {
+    accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, src, n);
+}
+
+void fill(float* dst, float value, std::int64_t n, cudaStream_t stream) {
+    fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, value, n);
+}
+
+void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream) {
+    scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, factor, n);
+}
+
+void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
+                float lr, float momentum, float dampening, float weight_decay, bool nesterov,
+                bool first_step, cudaStream_t stream) {
+    sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, momentum_buffer, n, lr,
+                                                       momentum, dampening, weight_decay,
+                                                       nesterov, first_step);
+}
+
+void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream) {
+    sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream>>>(src, n, partials);
+}
+
+void dropout_forward(const float* src, float* dst, unsigned char* mask, std::int64_t n, float p,
+                     std::uint64_t key, std::uint64_t first, bool nhwc, std::int64_t channels,
+                     std::int64_t height, std::int64_t width, cudaStream_t stream) {
+    dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+        src, dst, mask, n, p, key, first, nhwc, channels, height, width);
+}
+
+void dropout_backward(const float* diff_dst, const unsigned char* mask, float* diff_src,
+                      std::int64_t n, float p, cudaStream_t stream) {
+    dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(diff_dst, mask, diff_src, n,
+                                                                     p);
+}
+
+void cross_entropy_forward(const float* logits, const float* log_p, const int* labels,
+                           float* probabilities, double* loss, int* correct, int* bad_label,
+                           std::int64_t n, std::int64_t classes, float smoothing,
+                           cudaStream_t stream) {
+    cross_entropy_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+        logits, log_p, labels, probabilities, loss, correct, bad_label, n, classes, smoothing);
+}
+
+void cross_entropy_backward(const float* probabilities, const int* labels, float* diff_logits,
+                            std::int64_t n, std::int64_t classes, float smoothing, float scale,
+                            cudaStream_t stream) {
+    cross_entropy_backward_kernel<<<blocks_for(n * classes), kThreads, 0, stream>>>(
+        probabilities, labels, diff_logits, n, classes, smoothing, scale);
+}
+
+void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t features,
+                   cudaStream_t stream) {
+    add_bias_rows_kernel<<<blocks_for(n * features), kThreads, 0, stream>>>(dst, bias, n,
+                                                                            features);
+}
+
+void inverse_std(const float* variance, float epsilon, float* inv_std, std::int64_t channels,
+                 cudaStream_t stream) {
+    inverse_std_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(variance, epsilon, inv_std,
+                                                                      channels);
+}
+
+void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
+                                        const float* gamma, const float* mean,
+                                        const float* variance, float epsilon, float* diff_src,
+                                        float* diff_gamma, float* diff_beta, std::int64_t n,
+                                        std::int64_t channels, std::int64_t spatial, bool nhwc,
+                                        cudaStream_t stream) {
+    bn_constant_stats_backward_kernel<<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(
+        src, diff_dst, gamma, mean, variance, epsilon, diff_src, diff_gamma, diff_beta, n,
+        channels, spatial, nhwc);
+}
+
+void pool_forward(const PoolShape& s, const float* src, float* dst, std::int32_t* argmax,
+                  cudaStream_t stream) {
+    pool_forward_kernel<<<blocks_for(s.n * s.c * s.out_h * s.out_w), kThreads, 0, stream>>>(
+        s, src, dst, argmax);
+}
+
+void pool_backward(const PoolShape& s, const float* diff_dst, const std::int32_t* argmax,
+                   float* diff_src, cudaStream_t stream) {
+    pool_backward_kernel<<<blocks_for(s.n * s.c * s.h * s.w), kThreads, 0, stream>>>(
+        s, diff_dst, argmax, diff_src);
+}
+
+}  // namespace tandem::cuda::kernels

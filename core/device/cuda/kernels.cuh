@@ -1,0 +1,80 @@
+// The CUDA backend's own kernels, where no cuDNN or cuBLAS call fits. Raw pointers, sizes and
+// a stream only (STYLE: .cu files see no Tensor, Device or exception), all launched
+// asynchronously on `stream`; the caller checks cudaGetLastError after each launch.
+// Layout: `nhwc` selects channels_last storage (N x H x W x C) for 4-D tensors.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem::cuda::kernels {
+
+// Element-wise, over n floats in storage order.
+void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream);
+void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
+void fill(float* dst, float value, std::int64_t n, cudaStream_t stream);
+void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream);
+// PyTorch's SGD (see TensorOpsKernel::sgd_update); momentum_buffer is null without momentum.
+void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
+                float lr, float momentum, float dampening, float weight_decay, bool nesterov,
+                bool first_step, cudaStream_t stream);
+// Per-block partial sums of squares in double: `blocks` values into partials (device).
+constexpr int kSumBlocks = 256;
+void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);
+
+// Dropout with the CPU's mask: element with logical (NCHW) index i is kept when
+// rng_uniform(key, first + i) >= p. For nhwc the logical index is rebuilt from c, h, w.
+void dropout_forward(const float* src, float* dst, unsigned char* mask, std::int64_t n, float p,
+                     std::uint64_t key, std::uint64_t first, bool nhwc, std::int64_t channels,
+                     std::int64_t height, std::int64_t width, cudaStream_t stream);
+void dropout_backward(const float* diff_dst, const unsigned char* mask, float* diff_src,
+                      std::int64_t n, float p, cudaStream_t stream);
+
+// Cross-entropy from log-probabilities (cuDNN's log softmax), one thread per sample: writes
+// probabilities, each sample's loss (double) and whether its first arg-max logit is the label,
+// and the lowest sample index with a label outside [0, classes) into *bad_label (which the
+// caller sets to n beforehand).
+void cross_entropy_forward(const float* logits, const float* log_p, const int* labels,
+                           float* probabilities, double* loss, int* correct, int* bad_label,
+                           std::int64_t n, std::int64_t classes, float smoothing,
+                           cudaStream_t stream);
+// diff_logits = scale * (probabilities - target); an out-of-range label counts as no class.
+void cross_entropy_backward(const float* probabilities, const int* labels, float* diff_logits,
+                            std::int64_t n, std::int64_t classes, float smoothing, float scale,
+                            cudaStream_t stream);
+
+// dst (n x features, row-major) += bias broadcast over rows.
+void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t features,
+                   cudaStream_t stream);
+
+// inv_std[c] = 1 / sqrt(variance[c] + epsilon).
+void inverse_std(const float* variance, float epsilon, float* inv_std, std::int64_t channels,
+                 cudaStream_t stream);
+// Batch norm backward with the statistics as constants (evaluation mode), one block per channel:
+//   diff_src = diff_dst * gamma * inv_std;  diff_gamma += sum diff_dst * (x - mean) * inv_std;
+//   diff_beta += sum diff_dst.
+void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
+                                        const float* gamma, const float* mean,
+                                        const float* variance, float epsilon, float* diff_src,
+                                        float* diff_gamma, float* diff_beta, std::int64_t n,
+                                        std::int64_t channels, std::int64_t spatial, bool nhwc,
+                                        cudaStream_t stream);
+
+// Pooling with the reference kernel's rules (core/device/cpu/reference/pool2d_reference.cpp):
+// windows clipped to the input, PyTorch's divisors, max ties to the first in row-major window
+// order, and argmax as int32 h * W + w per output element in logical order.
+struct PoolShape {
+    std::int64_t n, c, h, w, out_h, out_w;
+    std::int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    bool max, count_include_pad, nhwc;
+};
+// argmax may be null (max pooling in evaluation).
+void pool_forward(const PoolShape& s, const float* src, float* dst, std::int32_t* argmax,
+                  cudaStream_t stream);
+// Gathers into every input element from the outputs whose window holds it (no atomics, so
+// the result is deterministic). argmax is required for max pooling.
+void pool_backward(const PoolShape& s, const float* diff_dst, const std::int32_t* argmax,
+                   float* diff_src, cudaStream_t stream);
+
+}  // namespace tandem::cuda::kernels

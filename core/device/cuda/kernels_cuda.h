@@ -1,0 +1,23 @@
+// Factories of the CUDA backend's kernels; register.cpp lists them all in one place.
+// `cudnn`/`cublas` kernels run on those libraries, `cuda` ones on our own kernels.cu.
+#pragma once
+
+#include <memory>
+
+#include "device/device.h"
+#include "layers/kernels.h"
+
+namespace tandem::cuda {
+
+std::unique_ptr<TensorOpsKernel> make_tensor_ops_cuda(Device&, const TensorOpsConfig&);
+std::unique_ptr<ReluKernel> make_relu_cudnn(Device&, const ReluConfig&);
+std::unique_ptr<DropoutKernel> make_dropout_cuda(Device&, const DropoutConfig&);
+std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cudnn(
+    Device&, const SoftmaxCrossEntropyConfig&);
+std::unique_ptr<BatchNormKernel> make_batch_norm_cudnn(Device&, const BatchNormConfig&);
+std::unique_ptr<Pool2dKernel> make_pool2d_cuda(Device&, const Pool2dConfig&);
+std::unique_ptr<LrnKernel> make_lrn_cudnn(Device&, const LrnConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_cudnn(Device&, const Conv2dConfig&);
+std::unique_ptr<LinearKernel> make_linear_cublas(Device&, const LinearConfig&);
+
+}  // namespace tandem::cuda

@@ -1,0 +1,23 @@
+// The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers.
+#include "device/cuda/kernels_cuda.h"
+#include "device/registry.h"
+
+namespace tandem {
+
+void register_cuda_kernels(KernelRegistry& r) {
+    using namespace cuda;
+    constexpr auto kCuda = DeviceKind::cuda;
+    r.add<TensorOpsKernel>(kCuda, "cuda", make_tensor_ops_cuda);
+    r.add<ReluKernel>(kCuda, "cudnn", make_relu_cudnn);
+    r.add<DropoutKernel>(kCuda, "cuda", make_dropout_cuda);
+    r.add<SoftmaxCrossEntropyKernel>(kCuda, "cudnn", make_softmax_cross_entropy_cudnn);
+    r.add<BatchNormKernel>(kCuda, "cudnn", make_batch_norm_cudnn);
+    // Pooling on our kernels: the contract keeps argmax indices for backward, while
+    // cudnnPoolingBackward needs the layer's input and output, which backward is not given.
+    r.add<Pool2dKernel>(kCuda, "cuda", make_pool2d_cuda);
+    r.add<LrnKernel>(kCuda, "cudnn", make_lrn_cudnn);
+    r.add<Conv2dKernel>(kCuda, "cudnn", make_conv2d_cudnn);
+    r.add<LinearKernel>(kCuda, "cublas", make_linear_cublas);
+}
+
+}  // namespace tandem

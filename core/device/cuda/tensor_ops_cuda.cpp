@@ -1,0 +1,121 @@
+// TensorOps on the GPU: element-wise kernels (kernels.cu) on the compute stream, layout copies
+// through cudnnTransformTensor, and a deterministic sum of squares (fixed per-block partials,
+// summed on the host in order).
+#include <vector>
+
+#include "device/cuda/check.h"
+#include "device/cuda/cudnn_desc.h"
+#include "device/cuda/kernels.cuh"
+#include "device/cuda/kernels_cuda.h"
+
+namespace tandem::cuda {
+namespace {
+
+void check_same(const Tensor& a, const Tensor& b, const char* op) {
+    TANDEM_CHECK_AS(ShapeError, a.shape() == b.shape() && a.layout() == b.layout())
+        << op << ": " << a.description() << " and " << b.description()
+        << " differ in shape or layout";
+}
+
+class TensorOpsCuda final : public TensorOpsKernel {
+public:
+    explicit TensorOpsCuda(Device& device) : device_(as_cuda(device)) {}
+
+    void add(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "add");
+        check_same(a, dst, "add");
+        const auto n = a.numel();
+        const float* x = float_ptr(a, device_, n, "add a");
+        const float* y = float_ptr(b, device_, n, "add b");
+        float* z = float_ptr(dst, device_, n, "add dst");
+        device_.activate();
+        kernels::add(x, y, z, n, stream());
+        check_launch("add");
+    }
+
+    void accumulate(Tensor& dst, const Tensor& src) override {
+        check_same(dst, src, "accumulate");
+        const auto n = dst.numel();
+        float* z = float_ptr(dst, device_, n, "accumulate dst");
+        const float* x = float_ptr(src, device_, n, "accumulate src");
+        device_.activate();
+        kernels::accumulate(z, x, n, stream());
+        check_launch("accumulate");
+    }
+
+    void fill(Tensor& dst, float value) override {
+        float* z = float_ptr(dst, device_, -1, "fill dst");
+        device_.activate();
+        kernels::fill(z, value, dst.numel(), stream());
+        check_launch("fill");
+    }
+
+    void scale(Tensor& dst, float factor) override {
+        float* z = float_ptr(dst, device_, -1, "scale dst");
+        device_.activate();
+        kernels::scale(z, factor, dst.numel(), stream());
+        check_launch("scale");
+    }
+
+    void copy(const Tensor& src, Tensor& dst) override {
+        TANDEM_CHECK_AS(ShapeError, src.shape() == dst.shape() && src.dtype() == dst.dtype())
+            << "copy: " << src.description() << " into " << dst.description();
+        void* to = device_ptr(dst, device_, dst.dtype(), -1, "copy dst");
+        const void* from = device_ptr(src, device_, src.dtype(), -1, "copy src");
+        device_.activate();
+        if (src.layout() == dst.layout()) {
+            TANDEM_CUDA_CALL(cudaMemcpyAsync(to, from, src.nbytes(), cudaMemcpyDeviceToDevice,
+                                             stream()));
+            return;
+        }
+        if (src.dtype() != DType::f32) {  // integer tensors across layouts: rare, via the host
+            dst.copy_from(src);
+            return;
+        }
+        const Shape& s = src.shape();  // channels_last implies rank 4
+        const TensorDesc a(dims4(s[0], s[1], s[2], s[3], src.layout(), "copy src"));
+        const TensorDesc b(dims4(s[0], s[1], s[2], s[3], dst.layout(), "copy dst"));
+        TANDEM_CUDNN_CALL(
+            cudnnTransformTensor(device_.cudnn(), &kOne, a.get(), from, &kZero, b.get(), to));
+    }
+
+    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
+                    const SgdHyper& h, bool first_step) override {
+        check_same(weights, grad, "sgd_update");
+        const auto n = weights.numel();
+        float* w = float_ptr(weights, device_, n, "sgd_update weights");
+        const float* g = float_ptr(grad, device_, n, "sgd_update grad");
+        float* buf = h.momentum != 0
+                         ? float_ptr(momentum_buffer, device_, n, "sgd_update momentum buffer")
+                         : nullptr;
+        device_.activate();
+        kernels::sgd_update(w, g, buf, n, h.lr, h.momentum, h.dampening, h.weight_decay,
+                            h.nesterov, first_step, stream());
+        check_launch("sgd_update");
+    }
+
+    double sum_squares(const Tensor& src) override {
+        const float* x = float_ptr(src, device_, -1, "sum_squares src");
+        device_.activate();
+        Tensor partials = Tensor::empty({kernels::kSumBlocks * 2}, device_);  // doubles
+        kernels::sum_squares(x, src.numel(), static_cast<double*>(partials.raw()), stream());
+        check_launch("sum_squares");
+        std::vector<double> host(kernels::kSumBlocks);
+        device_.copy_to_host(host.data(), partials.raw(), host.size() * sizeof(double));
+        double total = 0;
+        for (double v : host) total += v;
+        return total;
+    }
+
+private:
+    cudaStream_t stream() const { return device_.compute_stream(); }
+    CudaDevice& device_;
+};
+
+}  // namespace
+
+std::unique_ptr<TensorOpsKernel> make_tensor_ops_cuda(Device& device, const TensorOpsConfig&) {
+    return std::make_unique<TensorOpsCuda>(device);
+}
+
+}  // namespace tandem::cuda

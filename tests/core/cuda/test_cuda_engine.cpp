@@ -1,0 +1,90 @@
+// The engine on GPUs computes what it computes on the CPU: a small conv / batch-norm / pool /
+// linear / dropout net trained a few steps on one GPU against one CPU device, and as two
+// pipeline stages on two GPUs (activations and gradients crossing through the transfers)
+// against one GPU. Skipped, saying why, without the GPUs.
+#include <map>
+
+#include "device/cpu/cpu_device.h"
+#include "layers/batch_norm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/pool2d.h"
+#include "layers/relu.h"
+#include "parallel/engine.h"
+#include "support/cuda_parity.h"
+#include "support/toy_batch.h"
+
+namespace tandem::test {
+namespace {
+
+std::shared_ptr<Sequential> small_net() {
+    Conv2dOptions c;
+    c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
+    Pool2dOptions p;
+    p.kernel_h = p.kernel_w = 2;
+    return std::make_shared<Sequential>(std::vector<LayerPtr>{
+        std::make_shared<Conv2d>(c), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Dropout>(0.25f),
+        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
+}
+
+// The shared test devices, owned elsewhere (see support/cuda_test.h).
+std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, [](Device*) {}); }
+
+std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices,
+                                                int stages, Layout layout) {
+    EngineOptions o;
+    o.net = small_net();
+    o.devices = std::move(devices);
+    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.seed = 11;
+    o.layout = layout;
+    o.parallel.stages = stages;
+    // One micro-batch: batch norm then sees the same samples as on one device.
+    o.parallel.micro_batches = 1;
+    Engine engine(o);
+    for (int s = 0; s < 3; ++s) {
+        const Batch b = make_batch(s, 12);
+        engine.step(b.images, b.labels);
+    }
+    std::map<std::string, std::vector<float>> w;
+    for (auto& p : named_parameters(engine.net())) w[p.name] = p.parameter->value.to_vector();
+    for (auto& b : named_buffers(engine.net())) w[b.name] = b.parameter->value.to_vector();
+    return w;
+}
+
+void expect_same_weights(const std::map<std::string, std::vector<float>>& got,
+                         const std::map<std::string, std::vector<float>>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [name, values] : want) {
+        const auto& g = got.at(name);
+        ASSERT_EQ(g.size(), values.size()) << name;
+        for (std::size_t i = 0; i < g.size(); ++i)
+            ASSERT_NEAR(g[i], values[i], 1e-3 * std::max(1.f, std::fabs(values[i])))
+                << name << " [" << i << "]";
+    }
+}
+
+TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        expect_same_weights(train({unowned(gpu())}, 1, layout),
+                            train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+                                  1, layout));
+    }
+}
+
+TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
+    TANDEM_REQUIRE_GPUS(2);
+    expect_same_weights(
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 2, Layout::contiguous),
+        train({unowned(cuda_test_device(0))}, 1, Layout::contiguous));
+}
+
+}  // namespace
+}  // namespace tandem::test

@@ -1,0 +1,296 @@
+// Every CUDA kernel against the CPU backend's, forward and backward, on random data, in both
+// layouts where the kind has them. Skipped, saying why, without a GPU.
+#include <cstring>
+
+#include "layers/kernel_cache.h"
+#include "support/cuda_parity.h"
+
+namespace tandem::test {
+namespace {
+
+constexpr double kTol = 1e-4;
+
+TEST(CudaLayers, Conv2d) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last})
+        for (std::int64_t groups : {1, 2}) {
+            const Conv2dConfig c{2, 4, 9, 7, 6, 3, 3, 2, 1, 1, 1, groups, true, layout};
+            SCOPED_TRACE(std::string(layout_name(layout)) + " groups " + std::to_string(groups));
+            auto ck = kernel_on<Conv2dKernel>(cpu(), c);
+            auto gk = kernel_on<Conv2dKernel>(gpu(), c);
+            const Tensor x = random_tensor({2, 4, 9, 7}, cpu(), 1, -1, 1, layout);
+            const Tensor w = random_tensor({6, 4 / groups, 3, 3}, cpu(), 2);
+            const Tensor b = random_tensor({6}, cpu(), 3);
+            const Shape out{2, 6, c.out_h(), c.out_w()};
+            const Tensor dy = random_tensor(out, cpu(), 4, -1, 1, layout);
+            Tensor y = Tensor::empty(out, cpu(), DType::f32, layout);
+            Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
+            ck->forward(x, w, b, y);
+            gk->forward(x.to(gpu()), w.to(gpu()), b.to(gpu()), gy);
+            expect_near(gy, y, kTol, "forward");
+
+            Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+            Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+            ck->backward_data(dy, w, dx);
+            gk->backward_data(dy.to(gpu()), w.to(gpu()), gdx);
+            expect_near(gdx, dx, kTol, "backward_data");
+
+            // Both add into the same non-zero gradients.
+            Tensor dw = random_tensor(w.shape(), cpu(), 5), db = random_tensor({6}, cpu(), 6);
+            Tensor gdw = dw.to(gpu()), gdb = db.to(gpu());
+            ck->backward_weights(x, dy, dw, db);
+            gk->backward_weights(x.to(gpu()), dy.to(gpu()), gdw, gdb);
+            expect_near(gdw, dw, kTol, "backward_weights");
+            expect_near(gdb, db, kTol, "backward bias");
+        }
+}
+
+TEST(CudaLayers, BatchNorm) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last})
+        for (bool training : {true, false}) {
+            SCOPED_TRACE(std::string(layout_name(layout)) + (training ? " train" : " eval"));
+            const BatchNormConfig c{3, 5, 4, 6, 1e-5f, training, layout};
+            auto ck = kernel_on<BatchNormKernel>(cpu(), c);
+            auto gk = kernel_on<BatchNormKernel>(gpu(), c);
+            const Tensor x = random_tensor({3, 5, 4, 6}, cpu(), 7, -2, 3, layout);
+            const Tensor dy = random_tensor(x.shape(), cpu(), 8, -1, 1, layout);
+            const Tensor gamma = random_tensor({5}, cpu(), 9, 0.5f, 1.5f);
+            const Tensor beta = random_tensor({5}, cpu(), 10);
+            Tensor mean = random_tensor({5}, cpu(), 11), var = random_tensor({5}, cpu(), 12, 0.5f, 2);
+            Tensor gmean = mean.to(gpu()), gvar = var.to(gpu());
+            Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+            Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+            ck->forward(x, gamma, beta, mean, var, y);
+            gk->forward(x.to(gpu()), gamma.to(gpu()), beta.to(gpu()), gmean, gvar, gy);
+            expect_near(gy, y, kTol, "forward");
+            expect_near(gmean, mean, kTol, "mean");
+            expect_near(gvar, var, kTol, "variance (biased)");
+
+            Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+            Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+            Tensor dg = random_tensor({5}, cpu(), 13), dbeta = random_tensor({5}, cpu(), 14);
+            Tensor gdg = dg.to(gpu()), gdbeta = dbeta.to(gpu());
+            ck->backward(x, dy, gamma, mean, var, dx, dg, dbeta);
+            gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg, gdbeta);
+            expect_near(gdx, dx, 5 * kTol, "diff_src");
+            expect_near(gdg, dg, 5 * kTol, "diff_gamma");
+            expect_near(gdbeta, dbeta, kTol, "diff_beta");
+        }
+}
+
+TEST(CudaLayers, Relu) {
+    TANDEM_REQUIRE_GPUS(1);
+    const ReluConfig c{Shape{4, 3, 5, 5}, Layout::channels_last};
+    auto ck = kernel_on<ReluKernel>(cpu(), c);
+    auto gk = kernel_on<ReluKernel>(gpu(), c);
+    const Tensor x = random_tensor(c.shape, cpu(), 15, -1, 1, c.layout);
+    const Tensor dy = random_tensor(c.shape, cpu(), 16, -1, 1, c.layout);
+    Tensor y = Tensor::empty(c.shape, cpu(), DType::f32, c.layout);
+    Tensor gy = Tensor::empty(c.shape, gpu(), DType::f32, c.layout);
+    ck->forward(x, y);
+    gk->forward(x.to(gpu()), gy);
+    expect_near(gy, y, 0, "forward");
+    Tensor dx = Tensor::empty(c.shape, cpu(), DType::f32, c.layout);
+    Tensor gdx = Tensor::empty(c.shape, gpu(), DType::f32, c.layout);
+    ck->backward(y, dy, dx);
+    gk->backward(gy, dy.to(gpu()), gdx);
+    expect_near(gdx, dx, 0, "backward");
+}
+
+TEST(CudaLayers, Pool2d) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last})
+        for (PoolKind kind : {PoolKind::max, PoolKind::average})
+            for (bool ceil : {false, true})
+                for (bool include_pad : {false, true}) {
+                    const Pool2dConfig c{kind, 2, 3, 7, 8, 3, 3, 2, 2, 1, 1, ceil, include_pad,
+                                         layout};
+                    SCOPED_TRACE(std::string(layout_name(layout)) +
+                                 (kind == PoolKind::max ? " max" : " avg") + (ceil ? " ceil" : "") +
+                                 (include_pad ? " include_pad" : ""));
+                    auto ck = kernel_on<Pool2dKernel>(cpu(), c);
+                    auto gk = kernel_on<Pool2dKernel>(gpu(), c);
+                    const Shape out{2, 3, c.out_h(), c.out_w()};
+                    const Tensor x = random_tensor({2, 3, 7, 8}, cpu(), 17, -1, 1, layout);
+                    const Tensor dy = random_tensor(out, cpu(), 18, -1, 1, layout);
+                    Tensor ws = Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
+                    Tensor gws =
+                        Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
+                    Tensor y = Tensor::empty(out, cpu(), DType::f32, layout);
+                    Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
+                    ck->forward(x, y, ws);
+                    gk->forward(x.to(gpu()), gy, gws);
+                    expect_near(gy, y, kTol, "forward");
+                    Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+                    Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+                    ck->backward(dy, ws, dx);
+                    gk->backward(dy.to(gpu()), gws, gdx);
+                    expect_near(gdx, dx, kTol, "backward");
+                }
+}
+
+TEST(CudaLayers, Lrn) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        const LrnConfig c{2, 7, 3, 4, 5, 0.8f, 0.75f, 1.5f, layout};
+        auto ck = kernel_on<LrnKernel>(cpu(), c);
+        auto gk = kernel_on<LrnKernel>(gpu(), c);
+        const Tensor x = random_tensor({2, 7, 3, 4}, cpu(), 19, -1.5f, 1.5f, layout);
+        const Tensor dy = random_tensor(x.shape(), cpu(), 20, -1, 1, layout);
+        Tensor ws = Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
+        Tensor gws = Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
+        Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+        Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+        ck->forward(x, y, ws);
+        gk->forward(x.to(gpu()), gy, gws);
+        expect_near(gy, y, kTol, "forward");
+        Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+        Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+        ck->backward(x, dy, ws, dx);
+        gk->backward(x.to(gpu()), dy.to(gpu()), gws, gdx);
+        expect_near(gdx, dx, kTol, "backward");
+    }
+}
+
+TEST(CudaLayers, Linear) {
+    TANDEM_REQUIRE_GPUS(1);
+    const LinearConfig c{5, 33, 17, true};
+    auto ck = kernel_on<LinearKernel>(cpu(), c);
+    auto gk = kernel_on<LinearKernel>(gpu(), c);
+    const Tensor x = random_tensor({5, 33}, cpu(), 21), w = random_tensor({17, 33}, cpu(), 22);
+    const Tensor b = random_tensor({17}, cpu(), 23), dy = random_tensor({5, 17}, cpu(), 24);
+    Tensor y = Tensor::empty({5, 17}, cpu()), gy = Tensor::empty({5, 17}, gpu());
+    ck->forward(x, w, b, y);
+    gk->forward(x.to(gpu()), w.to(gpu()), b.to(gpu()), gy);
+    expect_near(gy, y, kTol, "forward");
+    Tensor dx = Tensor::empty({5, 33}, cpu()), gdx = Tensor::empty({5, 33}, gpu());
+    ck->backward_data(dy, w, dx);
+    gk->backward_data(dy.to(gpu()), w.to(gpu()), gdx);
+    expect_near(gdx, dx, kTol, "backward_data");
+    Tensor dw = random_tensor({17, 33}, cpu(), 25), db = random_tensor({17}, cpu(), 26);
+    Tensor gdw = dw.to(gpu()), gdb = db.to(gpu());
+    ck->backward_weights(x, dy, dw, db);
+    gk->backward_weights(x.to(gpu()), dy.to(gpu()), gdw, gdb);
+    expect_near(gdw, dw, kTol, "backward_weights (accumulated)");
+    expect_near(gdb, db, kTol, "bias gradient (accumulated)");
+}
+
+// The very mask the CPU draws, in both layouts, and for a micro-batch offset (`first`).
+TEST(CudaLayers, DropoutMasksMatchTheCpu) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        const Shape shape{3, 4, 5, 6};
+        const DropoutConfig c{shape.numel()};
+        auto ck = kernel_on<DropoutKernel>(cpu(), c);
+        auto gk = kernel_on<DropoutKernel>(gpu(), c);
+        const Tensor x = random_tensor(shape, cpu(), 27, -1, 1, layout);
+        const Tensor dy = random_tensor(shape, cpu(), 28, -1, 1, layout);
+        Tensor m = Tensor::empty(shape, cpu(), DType::u8, layout);
+        Tensor gm = Tensor::empty(shape, gpu(), DType::u8, layout);
+        Tensor y = Tensor::empty(shape, cpu(), DType::f32, layout);
+        Tensor gy = Tensor::empty(shape, gpu(), DType::f32, layout);
+        ck->forward(x, 0.3f, 1234, 360, m, y);
+        gk->forward(x.to(gpu()), 0.3f, 1234, 360, gm, gy);
+        expect_near(gy, y, 0, "forward (same mask, same scale)");
+        std::vector<unsigned char> host(std::size_t(shape.numel()));
+        gpu().copy_to_host(host.data(), gm.raw(), host.size());
+        EXPECT_EQ(0, std::memcmp(host.data(), m.data<unsigned char>(), host.size())) << "mask";
+        Tensor dx = Tensor::empty(shape, cpu(), DType::f32, layout);
+        Tensor gdx = Tensor::empty(shape, gpu(), DType::f32, layout);
+        ck->backward(dy, m, 0.3f, dx);
+        gk->backward(dy.to(gpu()), gm, 0.3f, gdx);
+        expect_near(gdx, dx, 0, "backward");
+    }
+}
+
+TEST(CudaLayers, SoftmaxCrossEntropy) {
+    TANDEM_REQUIRE_GPUS(1);
+    const SoftmaxCrossEntropyConfig c{6, 10};
+    auto ck = kernel_on<SoftmaxCrossEntropyKernel>(cpu(), c);
+    auto gk = kernel_on<SoftmaxCrossEntropyKernel>(gpu(), c);
+    const Tensor x = random_tensor({6, 10}, cpu(), 29, -4, 4);
+    Tensor labels = Tensor::empty({6}, cpu(), DType::i32);
+    for (int i = 0; i < 6; ++i) labels.data<int>()[i] = (i * 7) % 10;
+    for (float smoothing : {0.f, 0.1f}) {
+        Tensor p = Tensor::empty({6, 10}, cpu()), gp = Tensor::empty({6, 10}, gpu());
+        const LossSums want = ck->forward(x, labels, smoothing, p);
+        const LossSums got = gk->forward(x.to(gpu()), labels.to(gpu()), smoothing, gp);
+        EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::max(1.0, want.loss));
+        EXPECT_EQ(got.correct, want.correct);
+        EXPECT_EQ(got.count, want.count);
+        expect_near(gp, p, kTol, "probabilities");
+        Tensor dx = Tensor::empty({6, 10}, cpu()), gdx = Tensor::empty({6, 10}, gpu());
+        ck->backward(p, labels, smoothing, 0.5f, dx);
+        gk->backward(gp, labels.to(gpu()), smoothing, 0.5f, gdx);
+        expect_near(gdx, dx, kTol, "diff_logits");
+    }
+    labels.data<int>()[4] = 10;
+    Tensor gp = Tensor::empty({6, 10}, gpu());
+    try {
+        gk->forward(x.to(gpu()), labels.to(gpu()), 0.f, gp);
+        ADD_FAILURE() << "an out-of-range label was accepted";
+    } catch (const DataError& e) {
+        EXPECT_EQ(std::string(e.what()), "label 10 of sample 4 is outside [0, 10)");
+    }
+}
+
+TEST(CudaLayers, TensorOps) {
+    TANDEM_REQUIRE_GPUS(1);
+    TensorOpsKernel& c = tensor_ops(cpu());
+    TensorOpsKernel& g = tensor_ops(gpu());
+    const Shape s{2, 3, 4, 5};
+    const Tensor a = random_tensor(s, cpu(), 30), b = random_tensor(s, cpu(), 31);
+    Tensor z = Tensor::empty(s, cpu()), gz = Tensor::empty(s, gpu());
+    c.add(a, b, z);
+    g.add(a.to(gpu()), b.to(gpu()), gz);
+    expect_near(gz, z, 0, "add");
+    c.accumulate(z, a);
+    g.accumulate(gz, a.to(gpu()));
+    expect_near(gz, z, 0, "accumulate");
+    c.scale(z, 0.25f);
+    g.scale(gz, 0.25f);
+    expect_near(gz, z, 0, "scale");
+    EXPECT_NEAR(g.sum_squares(gz), c.sum_squares(z), 1e-9 * c.sum_squares(z));
+    c.fill(z, 3.f);
+    g.fill(gz, 3.f);
+    expect_near(gz, z, 0, "fill");
+    // Layout copies both ways.
+    Tensor nhwc = Tensor::empty(s, gpu(), DType::f32, Layout::channels_last);
+    g.copy(a.to(gpu()), nhwc);
+    expect_near(nhwc, a, 0, "copy to channels_last");
+    Tensor back = Tensor::empty(s, gpu());
+    g.copy(nhwc, back);
+    expect_near(back, a, 0, "copy back");
+    // SGD with momentum and Nesterov, two steps.
+    const SgdHyper h{0.1f, 0.9f, 0.f, 5e-4f, true};
+    Tensor w = random_tensor(s, cpu(), 32), buf = Tensor::zeros(s, cpu());
+    Tensor gw = w.to(gpu()), gbuf = buf.to(gpu());
+    for (int step = 0; step < 2; ++step) {
+        c.sgd_update(w, b, buf, h, step == 0);
+        g.sgd_update(gw, b.to(gpu()), gbuf, h, step == 0);
+    }
+    expect_near(gw, w, 1e-6, "sgd weights");
+    expect_near(gbuf, buf, 1e-6, "sgd momentum");
+}
+
+// A kernel handed a tensor of another device refuses it by name, before any GPU work.
+TEST(CudaLayers, WrongDeviceIsABackendError) {
+    TANDEM_REQUIRE_GPUS(1);
+    const ReluConfig c{Shape{8}, Layout::contiguous};
+    auto gk = kernel_on<ReluKernel>(gpu(), c);
+    const Tensor x = random_tensor({8}, cpu(), 33);
+    Tensor y = Tensor::empty({8}, gpu());
+    try {
+        gk->forward(x, y);
+        ADD_FAILURE();
+    } catch (const BackendError& e) {
+        EXPECT_NE(std::string(e.what()).find("ReLU forward src: Tensor(8, f32, "), std::string::npos)
+            << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test

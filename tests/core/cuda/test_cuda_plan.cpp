@@ -1,0 +1,145 @@
+// The CUDA backend's host-side layout logic (no GPU needed): cuDNN dimensions and strides,
+// the cuBLAS GEMM arguments of Linear (run here by a naive column-major GEMM and compared with
+// the CPU reference kernel), the algorithm choice under a workspace budget, LRN limits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/error.h"
+#include "device/cuda/plan.h"
+#include "device/registry.h"
+#include "support/grad_check.h"
+
+namespace tandem::test {
+namespace {
+
+using namespace tandem::cuda;
+
+TEST(CudaPlan, DimsMatchTensorStrides) {
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        const Dims4 d = dims4(2, 3, 4, 5, layout, "test");
+        const auto s = layout_strides(Shape{2, 3, 4, 5}, layout);
+        EXPECT_EQ((std::vector<std::int64_t>{d.stride_n, d.stride_c, d.stride_h, d.stride_w}), s);
+        EXPECT_EQ(d.n, 2);
+        EXPECT_EQ(d.w, 5);
+    }
+}
+
+TEST(CudaPlan, SizesPastIntAreShapeErrors) {
+    EXPECT_THROW(dims4(1 << 16, 1 << 16, 1, 1, Layout::contiguous, "Conv2d src"), ShapeError);
+    try {
+        checked_int(std::int64_t(1) << 31, "Linear batch");
+        ADD_FAILURE();
+    } catch (const ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Linear batch: 2147483648 does not fit"),
+                  std::string::npos);
+    }
+}
+
+// cublasSgemm's definition, column-major, on the host.
+void host_gemm(const Gemm& g, const float* a, const float* b, float* c) {
+    for (int i = 0; i < g.m; ++i)
+        for (int j = 0; j < g.n; ++j) {
+            double sum = 0;
+            for (int p = 0; p < g.k; ++p) {
+                const float av = g.transpose_a ? a[p + i * g.lda] : a[i + p * g.lda];
+                const float bv = g.transpose_b ? b[j + p * g.ldb] : b[p + j * g.ldb];
+                sum += double(av) * bv;
+            }
+            c[i + j * g.ldc] = float(sum + double(g.beta) * c[i + j * g.ldc]);
+        }
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.f, std::fabs(want[i]))) << what << " " << i;
+}
+
+TEST(CudaPlan, LinearGemmsMatchTheReferenceKernel) {
+    const LinearConfig c{3, 5, 4, false};
+    Device& host = test_device();
+    auto ref = KernelRegistry::instance().make<LinearKernel>(host, c, "reference");
+    const Tensor x = random_tensor({3, 5}, host, 1);
+    const Tensor w = random_tensor({4, 5}, host, 2);
+    const Tensor dy = random_tensor({3, 4}, host, 3);
+    Tensor undefined;
+
+    Tensor y = Tensor::zeros({3, 4}, host);
+    ref->forward(x, w, undefined, y);
+    std::vector<float> got(12, 0.f);
+    host_gemm(linear_forward_gemm(c), w.data<float>(), x.data<float>(), got.data());
+    expect_close(got, y.to_vector(), "forward");
+
+    Tensor dx = Tensor::zeros({3, 5}, host);
+    ref->backward_data(dy, w, dx);
+    got.assign(15, 0.f);
+    host_gemm(linear_backward_data_gemm(c), w.data<float>(), dy.data<float>(), got.data());
+    expect_close(got, dx.to_vector(), "backward_data");
+
+    // Accumulates: both start from the same non-zero gradient.
+    Tensor dw = random_tensor({4, 5}, host, 4);
+    got = dw.to_vector();
+    ref->backward_weights(x, dy, dw, undefined);
+    host_gemm(linear_backward_weights_gemm(c), x.data<float>(), dy.data<float>(), got.data());
+    EXPECT_EQ(linear_backward_weights_gemm(c).beta, 1.f);
+    expect_close(got, dw.to_vector(), "backward_weights");
+}
+
+TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
+    const std::vector<AlgoCandidate> list{
+        {7, false, 0.1f, 0},      // fastest but failed: skipped
+        {1, true, 0.2f, 5000},    // over the budget
+        {6, true, 0.3f, 1000},    // first to fit
+        {0, true, 0.9f, 0},
+    };
+    EXPECT_EQ(choose_algorithm(list, 2000, "Conv2d forward"), 2u);
+    EXPECT_EQ(choose_algorithm(list, 5000, "Conv2d forward"), 1u);
+    EXPECT_EQ(choose_algorithm(list, 0, "Conv2d forward"), 3u);
+    try {
+        choose_algorithm(std::vector<AlgoCandidate>(list.begin(), list.begin() + 3), 512,
+                         "Conv2d forward (2x3x8x8)");
+        ADD_FAILURE();
+    } catch (const BackendError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "Conv2d forward (2x3x8x8): no algorithm fits the workspace budget of 512 B (the "
+                  "smallest, algorithm 6, needs 1000 B); raise the device's workspace option");
+    }
+    EXPECT_THROW(choose_algorithm(std::vector<AlgoCandidate>{{7, false, 0, 0}}, 1 << 20, "x"),
+                 BackendError);
+    EXPECT_THROW(choose_algorithm({}, 1 << 20, "x"), BackendError);
+}
+
+TEST(CudaPlan, WorkspaceBudget) {
+    constexpr std::size_t MiB = std::size_t(1) << 20;
+    EXPECT_EQ(default_workspace_budget(256 * MiB), 64 * MiB);
+    EXPECT_EQ(default_workspace_budget(4096 * MiB), 256 * MiB);
+    EXPECT_EQ(default_workspace_budget(80 * 1024 * MiB), 1024 * MiB);
+}
+
+TEST(CudaPlan, LrnLimits) {
+    LrnConfig c{1, 8, 2, 2, 5, 1e-4f, 0.75f, 2.f, Layout::contiguous};
+    EXPECT_FALSE(lrn_unsupported(c));
+    c.size = 1;
+    EXPECT_FALSE(lrn_unsupported(c));
+    c.size = 4;
+    EXPECT_NE(lrn_unsupported(c).value_or("").find("even LRN window"), std::string::npos);
+    c.size = 17;
+    EXPECT_NE(lrn_unsupported(c).value_or("").find("1 to 16 channels"), std::string::npos);
+    c.size = 3;
+    c.k = 0;
+    EXPECT_NE(lrn_unsupported(c).value_or("").find("k >= 1e-5"), std::string::npos);
+    c.k = 1;
+    c.beta = 0;
+    EXPECT_NE(lrn_unsupported(c).value_or("").find("beta >= 0.01"), std::string::npos);
+}
+
+TEST(CudaPlan, BiasedVariance) {
+    EXPECT_FLOAT_EQ(unbiased_to_biased(4), 0.75f);
+    EXPECT_EQ(unbiased_to_biased(1), 0.f);
+}
+
+}  // namespace
+}  // namespace tandem::test
