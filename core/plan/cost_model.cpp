@@ -166,6 +166,32 @@ double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t pa
     return total == 0 ? 0 : p->update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
 }
 
+double MeasuredCostModel::contention(int busy, int cores) const {
+    if (busy <= 1 || cores <= 1) return 1;
+    double all = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = contention_.find(cores); it != contention_.end()) all = it->second;
+    }
+    if (all == 0) {
+        // The net's step at a small batch, alone and then on every core at once.
+        constexpr std::int64_t batch = 16;
+        const double alone = profiler_(1, batch).step_ms;
+        std::vector<double> together(static_cast<std::size_t>(cores));
+        std::vector<std::thread> threads;
+        for (int c = 0; c < cores; ++c)
+            threads.emplace_back([&, c] { together[static_cast<std::size_t>(c)] = profiler_(1, batch).step_ms; });
+        for (auto& t : threads) t.join();
+        double mean = 0;
+        for (double t : together) mean += t / cores;
+        all = alone > 0 ? std::max(1.0, mean / alone) : 1.0;
+        std::lock_guard lock(mutex_);
+        contention_[cores] = all;
+    }
+    const int k = std::min(busy, cores);
+    return 1 + (all - 1) * static_cast<double>(k - 1) / static_cast<double>(cores - 1);
+}
+
 std::size_t MeasuredCostModel::profiles_taken() const {
     std::lock_guard lock(mutex_);
     return cache_.size();

@@ -62,6 +62,13 @@ public:
     // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
     virtual double copy_gbs() const = 0;
     virtual double handoff_ms() const = 0;
+    // CPU devices: how much slower each of `busy` one-thread kernels runs when that many run at
+    // once on a machine of `cores` cores (shared caches, memory bandwidth, hyper-threads): 1 for
+    // one, more for several. Over-subscription (busy > cores) is the simulator's own business.
+    virtual double contention(int busy, int cores) const {
+        (void)busy, (void)cores;
+        return 1;
+    }
 };
 
 class AnalyticCostModel final : public CostModel {
@@ -89,6 +96,9 @@ public:
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
     double copy_gbs() const override { return copy_gbs_; }
     double handoff_ms() const override { return handoff_ms_; }
+    // Measured once: the net's step on `cores` one-thread devices at once against one alone,
+    // interpolated linearly for fewer busy devices.
+    double contention(int busy, int cores) const override;
     // How many profiles were taken (each distinct thread count and batch once).
     std::size_t profiles_taken() const;
 
@@ -101,6 +111,7 @@ private:
     double copy_gbs_, handoff_ms_;
     mutable std::mutex mutex_;
     mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
+    mutable std::map<int, double> contention_;  // per core count: the slowdown of all busy
 };
 
 // This machine's single-thread copy rate (GB/s) and the time to wake a waiting thread (ms),

@@ -509,7 +509,10 @@ Simulation StepSimulator::run() {
         auto rate = [&](const Activity& a) {
             if (a.pool < 0) return 1.0;
             const double d = demand[static_cast<std::size_t>(a.pool)];
-            return std::min(1.0, static_cast<double>(pools[static_cast<std::size_t>(a.pool)]) / d);
+            const int cores = pools[static_cast<std::size_t>(a.pool)];
+            // Over-asked cores are shared in proportion; busy cores also slow each other down.
+            return std::min(1.0, static_cast<double>(cores) / d) /
+                   costs_.contention(static_cast<int>(std::ceil(d - kEpsilon)), cores);
         };
         double next = std::numeric_limits<double>::infinity();
         if (!timed_.empty()) next = timed_.top().at;
