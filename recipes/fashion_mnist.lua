@@ -54,8 +54,10 @@ if opt.source == 'lmdb' then
     assert(os.execute(cmd) == 0, 'could not build ' .. opt.lmdb .. ' with: ' .. cmd)
   end
   loader = T.data.Loader{
-    source = assert(T.data.lmdb(opt.lmdb)), batch = opt.batch, threads = opt.data_threads,
+    source = assert(T.data.lmdb(opt.lmdb)), threads = opt.data_threads,
+    batch = select(2, T.parallel.share(1, opt.batch)),  -- under MPI: this rank's part
     seed = opt.seed, layout = opt.layout,
+    shard = {index = T.mpi.rank() + 1, count = T.mpi.size()},  -- under MPI: each rank its shard
     transforms = {crop = 28, pad = opt.crop_pad, random_crop = opt.crop_pad > 0,
                   flip = opt.flip, mean = mean, std = std},
   }
@@ -67,6 +69,8 @@ local build = dofile(T.recipe_dir .. '/nets/smallbn.lua')
 local net, sample_shape = build{classes = test:classes()}
 local steps_per_epoch = loader and loader:batches_per_epoch()
                         or math.floor(train:size() / opt.batch)
+-- Under MPI the ranks' shards may differ by a batch: all stop at the shortest.
+steps_per_epoch = T.mpi.all_reduce({steps_per_epoch}, 'min')[1]
 local total_steps = steps_per_epoch * opt.epochs
 
 local devices, parallel = T.parallel.layout(opt)
@@ -104,7 +108,8 @@ for epoch = first_epoch, opt.epochs do
   else
     local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
     fetch = function(b)
-      return train:batch(order, (b - 1) * opt.batch + 1, opt.batch, augment, opt.seed, epoch)
+      local first, count = T.parallel.share((b - 1) * opt.batch + 1, opt.batch)  -- MPI: our part
+      return train:batch(order, first, count, augment, opt.seed, epoch)
     end
   end
   local sums = {loss = 0, correct = 0, seen = 0}

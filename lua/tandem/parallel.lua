@@ -3,7 +3,10 @@
 --   local opt = T.options(..., T.parallel.defaults{epochs = 10, batch = 128, stages = 2})
 --   local devices, parallel = T.parallel.layout(opt)       -- for T.Engine{devices =, parallel =}
 --   T.parallel.describe(engine, opt, sample_shape)          -- after T.Engine: the partition
+--   local first, count = T.parallel.share(first, count)     -- under MPI: this rank's part
 --
+-- Under mpirun every rank runs the recipe with these options: --groups is per process (the
+-- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
 -- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
 -- --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option).
@@ -46,11 +49,24 @@ function M.layout(opt)
                    schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm}
 end
 
+-- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the
+-- ranks take consecutive slices in rank order, as the engine's groups do. Outside MPI: all.
+function M.share(first, count)
+  local rank, size = core.mpi.rank(), core.mpi.size()
+  local from, to = math.floor(count * rank / size), math.floor(count * (rank + 1) / size)
+  return first + from, to - from
+end
+
 local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end
 
 -- Prints the layout and, on several devices, where each stage runs (placing the stages, which
 -- for split = 'auto' profiles the net first).
 function M.describe(engine, opt, sample_shape)
+  local ranks = core.mpi.size()
+  if ranks > 1 then
+    print(('MPI: %s x %s = %d replicas in all'):format(count(ranks, 'process', 'processes'),
+          count(opt.groups, 'group', 'groups'), ranks * opt.groups))
+  end
   if opt.groups * opt.stages == 1 then return end
   print(('%s: %s x %s x %s (%s), batch norm %s'):format(
     count(opt.groups * opt.stages, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
