@@ -3,6 +3,21 @@
 #include "base/error.h"
 
 namespace tandem {
+namespace {
+
+// The cross leg, run by local rank 0: when it fails, the local ranks waiting for rank 0 in
+// the leg after it must not wait on, so the local communicator is aborted with the reason.
+template <class Leg>
+void cross_leg(InprocCommunicator& local, Leg leg) {
+    try {
+        leg();
+    } catch (const std::exception& e) {
+        local.abort(e.what());
+        throw;
+    }
+}
+
+}  // namespace
 
 HierarchicalCommunicator::HierarchicalCommunicator(int local_ranks,
                                                    std::shared_ptr<Communicator> cross,
@@ -28,7 +43,7 @@ void HierarchicalCommunicator::all_reduce_sum(int rank, float* data, std::size_t
                                               ReduceAlgorithm algorithm) {
     const int local = local_rank(rank, "all_reduce_sum");
     local_.reduce_sum(local, data, count, 0);
-    if (local == 0) cross_->all_reduce_sum(process_, data, count, algorithm);
+    if (local == 0) cross_leg(local_, [&] { cross_->all_reduce_sum(process_, data, count, algorithm); });
     local_.broadcast(local, data, count, 0);
 }
 
@@ -40,7 +55,7 @@ void HierarchicalCommunicator::broadcast(int rank, float* data, std::size_t coun
     // The root's data reaches its process's local rank 0, then every process's, then everyone.
     if (process_ == root_process && root_local != 0)
         local_.broadcast(local, data, count, root_local);
-    if (local == 0) cross_->broadcast(process_, data, count, root_process);
+    if (local == 0) cross_leg(local_, [&] { cross_->broadcast(process_, data, count, root_process); });
     local_.broadcast(local, data, count, 0);
 }
 
@@ -50,7 +65,7 @@ void HierarchicalCommunicator::reduce_sum(int rank, float* data, std::size_t cou
         << "hierarchical reduce_sum: root " << root << " out of range for " << size() << " ranks";
     const int root_process = root / local_.size(), root_local = root % local_.size();
     local_.reduce_sum(local, data, count, 0);
-    if (local == 0) cross_->reduce_sum(process_, data, count, root_process);
+    if (local == 0) cross_leg(local_, [&] { cross_->reduce_sum(process_, data, count, root_process); });
     // The sum is at the root process's local rank 0; a root elsewhere in it takes a copy.
     if (process_ == root_process && root_local != 0) local_.broadcast(local, data, count, 0);
 }
@@ -58,7 +73,7 @@ void HierarchicalCommunicator::reduce_sum(int rank, float* data, std::size_t cou
 void HierarchicalCommunicator::barrier(int rank) {
     const int local = local_rank(rank, "barrier");
     local_.barrier(local);
-    if (local == 0) cross_->barrier(process_);
+    if (local == 0) cross_leg(local_, [&] { cross_->barrier(process_); });
     local_.barrier(local);
 }
 

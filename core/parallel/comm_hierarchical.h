@@ -17,7 +17,9 @@
 // library's all-reduce: the same sum in another order.
 //
 // Failure: abort() aborts the local communicator (waking local waiters) and the cross one (for
-// MPI: ending the job, since peers blocked in a collective cannot be released otherwise).
+// MPI: ending the job, since peers blocked in a collective cannot be released otherwise). When
+// the cross leg throws on local rank 0 (aborted elsewhere), the local communicator is aborted
+// too, so the local ranks waiting for rank 0's result wake instead of hanging.
 #pragma once
 
 #include <memory>
