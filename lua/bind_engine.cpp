@@ -288,6 +288,12 @@ int engine_steps(lua_State* L) {
     return 1;
 }
 
+// engine:bytes_sent(): bytes this process's groups sent to the others since construction.
+int engine_bytes_sent(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_engine(L, 1)->bytes_sent()));
+    return 1;
+}
+
 int engine_lr(lua_State* L) {
     lua_pushnumber(L, check_engine(L, 1)->current_lr());
     return 1;
@@ -366,6 +372,7 @@ const luaL_Reg kEngineMethods[] = {
     {"step", wrap<engine_step>},     {"evaluate_batch", wrap<engine_evaluate_batch>},
     {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
     {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
+    {"bytes_sent", wrap<engine_bytes_sent>},
     {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
     {"stages", wrap<engine_stages>}, {"write_trace", wrap<engine_write_trace>},
     {"prepare", wrap<engine_prepare>},

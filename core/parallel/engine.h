@@ -144,6 +144,10 @@ public:
     std::map<std::string, std::string> load(const std::string& path);
 
     std::int64_t steps() const { return step_; }
+    // Bytes this process's groups have sent through their communicators since construction
+    // (under MPI: the shared-memory legs and the network leg together; with one group per
+    // process only the network).
+    std::size_t bytes_sent() const;
     std::uint64_t seed() const { return options_.seed; }
     float current_lr() const;
     Sequential& net() { return *options_.net; }

@@ -90,6 +90,13 @@ void Engine::broadcast_weights() {
     }
 }
 
+std::size_t Engine::bytes_sent() const {
+    std::size_t total = 0;
+    for (const auto& comm : communicators_)
+        for (int g = 0; g < options_.parallel.groups; ++g) total += comm->bytes_sent(global_group(g));
+    return total;
+}
+
 LossSums Engine::evaluate_share(const Tensor& images, const Tensor& labels) {
     // Every process gets the same batch and evaluates its slice of it.
     const std::int64_t n = images.shape()[0];

@@ -9,7 +9,7 @@
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
 -- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
--- --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option).
+-- --batch_norm, --average_every, --trace (see docs/lua-api.md, T.Engine's parallel option).
 local core = require 'tandem.core'
 
 local M = {}
@@ -24,6 +24,7 @@ local defaults = {
   schedule = 'gpipe',     -- gpipe or 1f1b
   split = '',             -- stage cuts: layer names or indices (comma-separated), 'auto', or '' (even)
   batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
+  average_every = 0,      -- model averaging every k steps instead of synchronous SGD (0: off)
   trace = '',             -- write a Chrome trace of every worker to this file
 }
 
@@ -46,7 +47,8 @@ function M.layout(opt)
   local devices = core.devices('cpu', n, {threads = opt.threads,
                                          memory = opt.memory ~= '' and opt.memory or nil})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
-                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm}
+                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
+                   average_every = opt.average_every}
 end
 
 -- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the
@@ -80,8 +82,12 @@ function M.describe(engine, opt, sample_shape)
   end
 end
 
--- Writes the trace when --trace asked for one.
+-- Writes the trace when --trace asked for one; under MPI, says what rank 0 sent.
 function M.finish(engine, opt)
+  if core.mpi.size() > 1 and engine:steps() > 0 then
+    print(('MPI: rank 0 sent %.0f bytes per step (%d steps)'):format(engine:bytes_sent() / engine:steps(),
+                                                                     engine:steps()))
+  end
   if opt.trace ~= '' then
     engine:write_trace(opt.trace)
     print('trace: ' .. opt.trace .. ' (open it in Perfetto or chrome://tracing)')
