@@ -109,6 +109,30 @@ t.test('deterministic mode: 2 ranks x 2 groups give the bits of 1 process x 4 gr
   t.eq(max_difference(weights(mine), weights(one)), 0, 'weights against one process')
 end)
 
+t.test('2 ranks x 1 group x 2 stages: both stages reduce over MPI at once', function()
+  local pipe = {stages = 2, micro_batches = 2, schedule = '1f1b', split = {'pool1'}}
+  local function with(extra)
+    local p = {}
+    for k, v in pairs(pipe) do p[k] = v end
+    for k, v in pairs(extra) do p[k] = v end
+    return p
+  end
+  local _, mine = train_mpi(with{groups = 1}, 2, 5, 16)
+  local _, one = train_one(with{groups = 2, mpi = false}, 4, 5, 16)
+  t.eq(max_difference(weights(mine), weights(one)), 0, 'weights against one process')
+end)
+
+t.test("batch_norm = 'sync' gathers statistics over every rank", function()
+  local _, mine = train_mpi({groups = 1, batch_norm = 'sync'}, 1, 3, 16)
+  local _, one = train_one({groups = 2, batch_norm = 'sync', mpi = false}, 2, 3, 16)
+  local d = max_difference(weights(mine), weights(one))
+  t.ok(d < 1e-5, ('max difference %g'):format(d))
+  -- Per-replica statistics (micro) train otherwise: the sync run's did cross the ranks.
+  local _, apart = train_one({groups = 2, mpi = false}, 2, 3, 16)
+  local gap = max_difference(weights(mine), weights(apart))
+  t.ok(gap > 10 * d, ('sync against per-replica statistics: %g (sync against one process: %g)'):format(gap, d))
+end)
+
 t.test('model averaging every 2 steps is the mean of replicas trained apart', function()
   -- Definition: each replica takes plain SGD steps on its own shard (its own mean gradient);
   -- every k steps the weights become the mean over all replicas.
