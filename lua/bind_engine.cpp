@@ -135,12 +135,12 @@ Layout parse_layout(int index, const std::string& text) {
 
 // The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
 // split = {cut, ...} | 'auto', algorithm = 'ring' | 'tree', batch_norm = 'micro' | 'deferred',
-// recompute = bool | {bool per stage}, deterministic = bool, average_every = k}. A cut is a top-level layer's name or
+// recompute = bool | {bool per stage}, deterministic = bool, average_every = k, mpi = bool}. A cut is a top-level layer's name or
 // 1-based index: the next stage begins after it.
 ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     check_options(L, index, "T.Engine parallel",
                   {"groups", "stages", "micro_batches", "schedule", "split", "algorithm",
-                   "batch_norm", "recompute", "deterministic", "average_every"});
+                   "batch_norm", "recompute", "deterministic", "average_every", "mpi"});
     ParallelOptions p;
     p.groups = static_cast<int>(option_int(L, index, "groups", 1));
     p.stages = static_cast<int>(option_int(L, index, "stages", 1));
@@ -150,6 +150,7 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     p.batch_norm = parse_batch_norm_mode(option_string(L, index, "batch_norm", "micro"));
     p.deterministic = option_bool(L, index, "deterministic", false);
     p.average_every = static_cast<int>(option_int(L, index, "average_every", 0));
+    p.mpi = option_bool(L, index, "mpi", false);
     if (has_option(L, index, "recompute")) {
         lua_getfield(L, index, "recompute");
         if (lua_isboolean(L, -1)) {
@@ -287,6 +288,12 @@ int engine_steps(lua_State* L) {
     return 1;
 }
 
+// engine:bytes_sent(): bytes this process's groups sent to the others since construction.
+int engine_bytes_sent(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(check_engine(L, 1)->bytes_sent()));
+    return 1;
+}
+
 int engine_lr(lua_State* L) {
     lua_pushnumber(L, check_engine(L, 1)->current_lr());
     return 1;
@@ -365,6 +372,7 @@ const luaL_Reg kEngineMethods[] = {
     {"step", wrap<engine_step>},     {"evaluate_batch", wrap<engine_evaluate_batch>},
     {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
     {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
+    {"bytes_sent", wrap<engine_bytes_sent>},
     {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
     {"stages", wrap<engine_stages>}, {"write_trace", wrap<engine_write_trace>},
     {"prepare", wrap<engine_prepare>},

@@ -36,6 +36,7 @@ void register_loader(lua_State* L, int module);
 void register_engine(lua_State* L, int module);
 void register_profile(lua_State* L, int module);
 void register_plan(lua_State* L, int module);
+void register_mpi(lua_State* L, int module);
 
 // Ends the devices whose last reference went away (bind_device.cpp explains why they wait).
 // Call only after lua_close, when no tensor, layer or kernel can refer to them.

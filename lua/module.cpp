@@ -87,6 +87,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_engine(L, module);
     register_profile(L, module);
     register_plan(L, module);
+    register_mpi(L, module);
 
     lua_settop(L, module);
     return 1;

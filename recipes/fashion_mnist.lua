@@ -54,8 +54,10 @@ if opt.source == 'lmdb' then
     assert(os.execute(cmd) == 0, 'could not build ' .. opt.lmdb .. ' with: ' .. cmd)
   end
   loader = T.data.Loader{
-    source = assert(T.data.lmdb(opt.lmdb)), batch = opt.batch, threads = opt.data_threads,
+    source = assert(T.data.lmdb(opt.lmdb)), threads = opt.data_threads,
+    batch = select(2, T.parallel.share(1, opt.batch)),  -- under MPI: this rank's part
     seed = opt.seed, layout = opt.layout,
+    shard = {index = T.mpi.rank() + 1, count = T.mpi.size()},  -- under MPI: each rank its shard
     transforms = {crop = 28, pad = opt.crop_pad, random_crop = opt.crop_pad > 0,
                   flip = opt.flip, mean = mean, std = std},
   }
@@ -67,6 +69,8 @@ local build = dofile(T.recipe_dir .. '/nets/smallbn.lua')
 local net, sample_shape = build{classes = test:classes()}
 local steps_per_epoch = loader and loader:batches_per_epoch()
                         or math.floor(train:size() / opt.batch)
+-- Under MPI the ranks' shards may differ by a batch: all stop at the shortest.
+steps_per_epoch = T.mpi.all_reduce({steps_per_epoch}, 'min')[1]
 local total_steps = steps_per_epoch * opt.epochs
 
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
@@ -104,14 +108,15 @@ for epoch = first_epoch, opt.epochs do
   else
     local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
     fetch = function(b)
-      return train:batch(order, (b - 1) * opt.batch + 1, opt.batch, augment, opt.seed, epoch)
+      local first, count = T.parallel.share((b - 1) * opt.batch + 1, opt.batch)  -- MPI: our part
+      return train:batch(order, first, count, augment, opt.seed, epoch)
     end
   end
   local sums = {loss = 0, correct = 0, seen = 0}
   -- Data wait: time spent getting batches after the first (the pipeline filling), as a share
   -- of the time since that first batch arrived.
   local waited, warm_start, data_wait = 0, nil, 0
-  local stepping = 0  -- time inside engine:step after the first (warm) step
+  local stepping, timed = 0, 0  -- time inside engine:step after the first (warm) step
   for b = 1, steps_per_epoch do
     local t0 = T.now()
     local images, labels = fetch(b)
@@ -119,7 +124,7 @@ for epoch = first_epoch, opt.epochs do
     local t1 = T.now()
     if b == 1 then warm_start = t1 else waited = waited + (t1 - t0) end
     local r = engine:step(images, labels)
-    if b > 1 then stepping = stepping + (T.now() - t1) end
+    if b > 1 then stepping, timed = stepping + (T.now() - t1), timed + 1 end
     sums.loss = sums.loss + r.loss * r.samples
     sums.correct = sums.correct + r.accuracy * r.samples
     sums.seen = sums.seen + r.samples
@@ -130,9 +135,7 @@ for epoch = first_epoch, opt.epochs do
   end
   bar:finish()
   local rate, seconds = bar:rate(), bar:elapsed()
-  if epoch == first_epoch and engine:steps() > 1 then
-    T.parallel.compare(opt, 1000 * stepping / math.max(1, sums.seen / opt.batch - 1))
-  end
+  if epoch == first_epoch and timed > 0 then T.parallel.compare(opt, 1000 * stepping / timed) end
   local result = engine:evaluate(test, {batch = opt.eval_batch})
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
         :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,

@@ -11,6 +11,7 @@
 #include "parallel/buckets.h"
 #include "parallel/comm_inproc.h"
 #include "parallel/engine_internal.h"
+#include "parallel/mpi_world.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
 #include "plan/partitioner.h"
@@ -137,6 +138,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
+    if (p.mpi) join_processes();
     for (int g = 0; g < p.groups; ++g) {
         auto replica = std::make_unique<Replica>();
         replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
@@ -145,8 +147,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         replica->sgd = std::make_unique<Sgd>(options_.sgd);
         replicas_.push_back(std::move(replica));
     }
-    if (p.groups > 1)
-        for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_inproc_communicator(p.groups));
+    if (total_groups() > 1)
+        for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator());
     // The automatic split needs the input's shape: it waits for prepare().
     if (!p.auto_split || p.stages == 1) place(stage_bounds(options_.net->size(), p.stages, p.cuts));
 }
@@ -167,7 +169,8 @@ void Engine::place(std::vector<std::size_t> bounds) {
                     params.push_back({net.at(i).name() + "." + np.name, np.parameter});
             stage_parameters_.push_back(std::move(params));
         }
-    if (p.groups == 1) return;
+    if (processes_ > 1) broadcast_weights();
+    if (total_groups() == 1) return;
     // Backward produces gradients last layer first: buckets follow that order.
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s) {
@@ -187,7 +190,14 @@ void Engine::place(std::vector<std::size_t> bounds) {
 
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
     if (prepared()) return;
-    place(stage_bounds(options_.net->size(), options_.parallel.stages, auto_cuts(sample, batch)));
+    std::vector<std::size_t> cuts = auto_cuts(sample, batch);
+    // Under MPI each rank profiled for itself: rank 0's choice holds for all.
+    if (processes_ > 1) {
+        std::vector<std::uint64_t> shared(cuts.begin(), cuts.end());
+        mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
+        cuts.assign(shared.begin(), shared.end());
+    }
+    place(stage_bounds(options_.net->size(), options_.parallel.stages, cuts));
 }
 
 std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch) {
@@ -234,7 +244,9 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     prepare(sample_shape(images), n);
     StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
-    plan.loss_scale = 1.0f / static_cast<float>(n);
+    const auto [offset, global_batch] = share_batch(n);
+    plan.sample_offset = offset;
+    plan.loss_scale = 1.0f / static_cast<float>(global_batch);
     if (p.batch_norm == BatchNormMode::deferred) plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
     run(plan);
 
@@ -260,6 +272,10 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
 
 LossSums Engine::evaluate_batch(const Tensor& images, const Tensor& labels) {
     check_batch(images, labels);
+    return processes_ > 1 ? evaluate_share(images, labels) : evaluate_local(images, labels);
+}
+
+LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     const ParallelOptions& p = options_.parallel;
     const int n = static_cast<int>(std::min<std::int64_t>(images.shape()[0], 1 << 30));
     const int groups = std::max(1, std::min(p.groups, n));
@@ -296,7 +312,7 @@ void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) 
     TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "optimizer", "optimizer");
     replicas_[static_cast<std::size_t>(group)]->sgd->step(stage_parameters(group, stage), lr);
     const int every = options_.parallel.average_every;
-    if (every > 0 && plan.groups > 1 && (step_ + 1) % every == 0) average_weights(group, stage);
+    if (every > 0 && total_groups() > 1 && (step_ + 1) % every == 0) average_weights(group, stage);
     if (plan.statistics.empty()) return;
     // Deferred batch norm: the whole batch's statistics, merged over every group in group
     // order (every replica folds the same numbers), then folded in once.
@@ -325,15 +341,16 @@ void Engine::average_weights(int group, int stage) {
     Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
     GradientBuckets& buckets =
         *weight_buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
-    const float mean = 1.0f / static_cast<float>(options_.parallel.groups);
+    const float mean = 1.0f / static_cast<float>(total_groups());
     for (std::size_t b = 0; b < buckets.size(); ++b) {
         TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "average weights", "allreduce");
         span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
-        buckets.all_reduce(b, comm, group, ReduceAlgorithm::tree, mean);
+        buckets.all_reduce(b, comm, global_group(group), ReduceAlgorithm::tree, mean);
     }
 }
 
 void Engine::save(const std::string& path, const std::map<std::string, std::string>& metadata) {
+    if (process_ != 0) return;  // under MPI rank 0 writes for every process
     NamedTensors tensors;
     for (auto& p : named_parameters(*options_.net)) tensors.emplace_back("model." + p.name, p.parameter->value);
     for (auto& b : named_buffers(*options_.net)) tensors.emplace_back("model." + b.name, b.parameter->value);

@@ -83,6 +83,13 @@ struct ParallelOptions {
     // its own shard (its own mean gradient, no gradient all-reduce) and averages the weights
     // and buffers of all replicas every k steps, with a tree reduce.
     int average_every = 0;
+    // Spread the groups over the processes of the MPI job (mpi_world.h): every process runs
+    // `groups` of them, P x groups in all, with the same devices per process. Process r's
+    // batches are its share of the global batch (rank order); rank 0's weights are broadcast
+    // at placement; gradients and model averages go over a HierarchicalCommunicator per stage;
+    // evaluate_batch() sums every process's share; only rank 0 writes checkpoints. A failed
+    // step ends the job (mpi::abort_job). Not with batch_norm = 'deferred'.
+    bool mpi = false;
 };
 
 struct EngineOptions {
@@ -137,6 +144,10 @@ public:
     std::map<std::string, std::string> load(const std::string& path);
 
     std::int64_t steps() const { return step_; }
+    // Bytes this process's groups have sent through their communicators since construction
+    // (under MPI: the shared-memory legs and the network leg together; with one group per
+    // process only the network).
+    std::size_t bytes_sent() const;
     std::uint64_t seed() const { return options_.seed; }
     float current_lr() const;
     Sequential& net() { return *options_.net; }
@@ -161,6 +172,17 @@ private:
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);
     bool recomputes(int stage) const;
+    // The process-level part (engine_process.cpp), for parallel.mpi.
+    int total_groups() const { return processes_ * options_.parallel.groups; }
+    int global_group(int group) const { return process_ * options_.parallel.groups + group; }
+    void join_processes();
+    std::unique_ptr<Communicator> make_stage_communicator();
+    // This process's first sample in the global batch, and the global batch's size, given
+    // this process's batch of n (an all-gather of every process's n and step).
+    std::pair<std::int64_t, std::int64_t> share_batch(std::int64_t n);
+    void broadcast_weights();
+    LossSums evaluate_share(const Tensor& images, const Tensor& labels);
+    LossSums evaluate_local(const Tensor& images, const Tensor& labels);
     // Stage `stage` of group `group`'s parameters, named as in the whole net ("fc1.weight");
     // listed once by place(), read on every step.
     const std::vector<NamedParameter>& stage_parameters(int group, int stage) const;
@@ -179,6 +201,7 @@ private:
     // The same over weights and buffers, for model averaging.
     std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;
     std::int64_t step_ = 0;
+    int processes_ = 1, process_ = 0;  // the MPI job, with parallel.mpi
 };
 
 }  // namespace tandem

@@ -42,6 +42,7 @@ struct Engine::StepPlan {
     Tensor images, labels;
     std::uint64_t rng = 0;
     float loss_scale = 1;
+    std::int64_t sample_offset = 0;  // of this process's batch in the global batch (MPI)
     StepBoard board;
     std::vector<std::int64_t> starts;
     std::vector<LossSums> sums;  // per micro-batch, from the last stages

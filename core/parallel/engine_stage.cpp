@@ -87,7 +87,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         const int m = op.micro_batch, k = group * micro_batches + m;
         const auto mi = static_cast<std::size_t>(m);
         Pass pass{dev, plan.mode, k, tapes[mi], plan.rng};
-        pass.first_sample = plan.start(k);
+        pass.first_sample = plan.sample_offset + plan.start(k);
         pass.batch_statistics = statistics;
         if (op.kind == StageOp::forward) {
             const Tensor x = stage_input(plan, group, stage, m);
@@ -149,7 +149,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
     }
     if (deterministic) sum_in_canonical_order(micro_grads, stage_parameters(group, stage));
-    if (train && p.groups > 1 && p.average_every == 0) reduce_gradients(group, stage);
+    if (train && total_groups() > 1 && p.average_every == 0) reduce_gradients(group, stage);
 }
 
 void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
@@ -162,12 +162,12 @@ void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
     Trace* trace = options_.trace.get();
     Sgd::zero_grad(stage_parameters(group, stage));
 
-    Communicator* comm = p.groups > 1 ? communicators_[static_cast<std::size_t>(stage)].get() : nullptr;
+    Communicator* comm = total_groups() > 1 ? communicators_[static_cast<std::size_t>(stage)].get() : nullptr;
     auto sum_over_replicas = [&](std::vector<double>& values) {
         if (!comm) return;
         TraceSpan span(trace, dev.name(), "batch-norm statistics", "allreduce");
         std::vector<float> buffer(values.begin(), values.end());
-        comm->all_reduce_sum(group, buffer.data(), buffer.size(), p.algorithm);
+        comm->all_reduce_sum(global_group(group), buffer.data(), buffer.size(), p.algorithm);
         values.assign(buffer.begin(), buffer.end());
     };
     std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
@@ -178,7 +178,7 @@ void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
     for (int m = 0; m < micro_batches; ++m) {
         const int k = group * micro_batches + m;
         passes.push_back(Pass{dev, Mode::train, k, tapes[static_cast<std::size_t>(m)], plan.rng});
-        passes.back().first_sample = plan.start(k);
+        passes.back().first_sample = plan.sample_offset + plan.start(k);
         passes.back().sum_over_replicas = sum_over_replicas;
         passes.back().need_dx = !first;
         xs.push_back(stage_input(plan, group, stage, m));
@@ -214,7 +214,7 @@ void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
     if (!first)
         for (int m = 0; m < micro_batches; ++m)
             plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dxs[static_cast<std::size_t>(m)]));
-    if (p.groups > 1) reduce_gradients(group, stage);
+    if (total_groups() > 1) reduce_gradients(group, stage);
 }
 
 bool Engine::recomputes(int stage) const {
@@ -230,7 +230,7 @@ void Engine::reduce_gradients(int group, int stage) {
     for (std::size_t b = 0; b < buckets.size(); ++b) {
         TraceSpan span(options_.trace.get(), track, "all-reduce", "allreduce");
         span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
-        buckets.all_reduce(b, comm, group, options_.parallel.algorithm);
+        buckets.all_reduce(b, comm, global_group(group), options_.parallel.algorithm);
     }
 }
 

@@ -37,10 +37,13 @@ function M.Engine(o)
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
   local parallel = o.parallel
-  if type(parallel) == 'table' and parallel.split ~= nil then
+  -- Under mpirun with several ranks the groups spread over the processes unless told not to.
+  local mpi_default = core.mpi.size() > 1 and (type(parallel) ~= 'table' or parallel.mpi == nil)
+  if type(parallel) == 'table' and parallel.split ~= nil or mpi_default then
     parallel = {}
-    for k, v in pairs(o.parallel) do parallel[k] = v end
-    parallel.split = split_list(o.parallel.split)
+    for k, v in pairs(o.parallel or {}) do parallel[k] = v end
+    parallel.split = split_list(parallel.split)
+    if mpi_default then parallel.mpi = true end
   end
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
                          o.layout or 'channels_last', parallel or {},

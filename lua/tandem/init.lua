@@ -27,6 +27,9 @@ T.save = core.save
 T.load = core.load
 T.data = core.data
 
+-- The MPI job (lua/bind_mpi.cpp): T.mpi.rank(), T.mpi.size(), T.mpi.all_reduce{...}.
+T.mpi = core.mpi
+
 -- Options of a recipe merged over its defaults (lua/tandem/options.lua).
 T.options = require('tandem.options').recipe_options
 
@@ -55,7 +58,9 @@ T.cores = core.cores
 -- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
 T.profile = core.profile
 T.now = core.now
-T.MetricsLog = core.metrics_log
+-- Under MPI only rank 0 writes the log; the others' logs take the lines and drop them.
+T.MetricsLog = core.mpi.rank() == 0 and core.metrics_log
+  or function() return {write = function() end} end
 T.Progress = require 'tandem.progress'
 
 -- Layer printing and net:summary (lua/tandem/summary.lua).

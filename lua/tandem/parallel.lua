@@ -4,13 +4,16 @@
 --   local devices, parallel = T.parallel.layout(opt, net, sample_shape)  -- for T.Engine
 --   T.parallel.describe(engine, opt, sample_shape)          -- after T.Engine: the partition
 --   T.parallel.compare(opt, seconds / steps)                -- measured step beside the plan's
+--   local first, count = T.parallel.share(first, count)     -- under MPI: this rank's part
 --
+-- Under mpirun every rank runs the recipe with these options: --groups is per process (the
+-- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
 -- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
--- --recompute, --batch_norm, --trace (see docs/lua-api.md, T.Engine's parallel option), and
--- --plan: 'auto' asks the planner for the fastest layout on this machine's CPU devices (it
--- profiles the net, simulates every layout and prints the ranking); a file written by
--- `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
+-- --recompute, --batch_norm, --average_every, --trace (see docs/lua-api.md, T.Engine's parallel
+-- option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
+-- devices (it profiles the net, simulates every layout and prints the ranking); a file written
+-- by `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
 local core = require 'tandem.core'
 
 local M = {}
@@ -27,6 +30,7 @@ local defaults = {
   recompute = false,      -- every stage recomputes its activations in backward
   plan = '',              -- 'auto': the planner's choice for this machine; a plan file; '': as given
   batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
+  average_every = 0,      -- model averaging every k steps instead of synchronous SGD (0: off)
   trace = '',             -- write a Chrome trace of every worker to this file
 }
 
@@ -87,7 +91,7 @@ function M.layout(opt, net, sample_shape)
                                          memory = opt.memory ~= '' and opt.memory or nil})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
                    schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
-                   recompute = opt.recompute}
+                   recompute = opt.recompute, average_every = opt.average_every}
 end
 
 -- With a plan: the measured step time (ms) beside the predicted one.
@@ -97,11 +101,24 @@ function M.compare(opt, measured_ms)
     measured_ms, opt.predicted_step_ms, 100 * (opt.predicted_step_ms / measured_ms - 1), opt.plan_label))
 end
 
+-- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the
+-- ranks take consecutive slices in rank order, as the engine's groups do. Outside MPI: all.
+function M.share(first, count)
+  local rank, size = core.mpi.rank(), core.mpi.size()
+  local from, to = math.floor(count * rank / size), math.floor(count * (rank + 1) / size)
+  return first + from, to - from
+end
+
 local function count(n, one, many) return ('%d %s'):format(n, n == 1 and one or many) end
 
 -- Prints the layout and, on several devices, where each stage runs (placing the stages, which
 -- for split = 'auto' profiles the net first).
 function M.describe(engine, opt, sample_shape)
+  local ranks = core.mpi.size()
+  if ranks > 1 then
+    print(('MPI: %s x %s = %d replicas in all'):format(count(ranks, 'process', 'processes'),
+          count(opt.groups, 'group', 'groups'), ranks * opt.groups))
+  end
   if opt.groups * opt.stages == 1 then return end
   print(('%s: %s x %s x %s (%s), batch norm %s'):format(
     count(opt.groups * opt.stages, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
@@ -115,8 +132,12 @@ function M.describe(engine, opt, sample_shape)
   end
 end
 
--- Writes the trace when --trace asked for one.
+-- Writes the trace when --trace asked for one; under MPI, says what rank 0 sent.
 function M.finish(engine, opt)
+  if core.mpi.size() > 1 and engine:steps() > 0 then
+    print(('MPI: rank 0 sent %.0f bytes per step (%d steps)'):format(engine:bytes_sent() / engine:steps(),
+                                                                     engine:steps()))
+  end
   if opt.trace ~= '' then
     engine:write_trace(opt.trace)
     print('trace: ' .. opt.trace .. ' (open it in Perfetto or chrome://tracing)')

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "parallel/mpi_world.h"
 #include "version.h"
 
 namespace tandem::tool {
@@ -67,10 +68,42 @@ int command_help(const Args&) {
 
 }  // namespace tandem::tool
 
+namespace {
+
+// Under mpirun (tandem::mpi::launched) MPI starts before anything else and ends after the
+// command; a command that fails with several ranks ends the whole job (mpi::abort_job), so no
+// rank is left waiting for it.
+int run_command(int argc, char** argv);
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    using namespace tandem::tool;
     // Line-buffered even into a pipe or a file, so progress reaches logs as it happens.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    namespace mpi = tandem::mpi;
+    if (mpi::launched()) {
+        if (!mpi::built()) {
+            std::fprintf(stderr, "tandem: started by an MPI launcher, but this build has no MPI "
+                                 "(TANDEM_MPI): every process runs alone\n");
+        } else {
+            try {
+                mpi::initialize();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "tandem: %s\n", e.what());
+                return 1;
+            }
+        }
+    }
+    const int status = run_command(argc, argv);
+    if (status != 0) mpi::abort_job("the command failed (its error is above)");
+    mpi::finalize();
+    return status;
+}
+
+namespace {
+
+int run_command(int argc, char** argv) {
+    using namespace tandem::tool;
     try {
         if (argc < 2) return command_repl({});
         const std::string name = argv[1];
@@ -88,3 +121,5 @@ int main(int argc, char** argv) {
         return 1;
     }
 }
+
+}  // namespace

@@ -4,10 +4,15 @@
 // and as the global `opt`. "--micro-batches=4" becomes opt.micro_batches = 4: dashes in keys
 // turn into underscores, "true"/"false" into booleans, numeric text into numbers, anything
 // else stays a string; "--flag" alone is true. Other arguments go to opt[1], opt[2], ...
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "commands.h"
 #include "lua_state.h"
+#include "parallel/mpi_world.h"
 
 namespace tandem::tool {
 namespace {
@@ -101,6 +106,13 @@ int command_run(const Args& args) {
         return 2;
     }
     const std::string& recipe = args[0];
+    // Under MPI only rank 0 speaks on stdout (the progress bar, the summaries): the others'
+    // lines would repeat it. Their errors still reach stderr. TANDEM_ALL_RANKS=1 keeps all.
+    if (mpi::rank() > 0 && std::getenv("TANDEM_ALL_RANKS") == nullptr) {
+        std::fflush(stdout);
+        const int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, STDOUT_FILENO), close(null);
+    }
     LuaState state("run");
     lua_State* L = state.get();
     set_recipe(L, recipe);

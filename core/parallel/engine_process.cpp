@@ -1,0 +1,112 @@
+// Engine, the process-level part (parallel.mpi): joining the MPI job, each stage's
+// hierarchical communicator, this process's share of the global batch, rank 0's weights for
+// everyone, and evaluation shared out over the processes.
+#include <cstring>
+
+#include "base/error.h"
+#include "device/device.h"
+#include "parallel/comm_hierarchical.h"
+#include "parallel/engine_internal.h"
+#include "parallel/mpi_world.h"
+
+namespace tandem {
+
+void Engine::join_processes() {
+    const ParallelOptions& p = options_.parallel;
+    TANDEM_CHECK_AS(ConfigError, mpi::initialized())
+        << "Engine: parallel.mpi needs an MPI job: run under mpirun (`mpirun -np 2 tandem run "
+           "RECIPE`); this process was not started by an MPI launcher";
+    processes_ = mpi::size();
+    process_ = mpi::rank();
+    if (processes_ == 1) return;
+    TANDEM_CHECK_AS(ConfigError, p.batch_norm != BatchNormMode::deferred)
+        << "Engine: batch_norm = 'deferred' merges statistics within one process only; under "
+           "MPI use 'micro' or 'sync'";
+    TANDEM_CHECK_AS(ConfigError, p.stages == 1 || mpi::thread_multiple())
+        << "Engine: " << p.stages << " stages reduce concurrently over MPI, which needs "
+        << "MPI_THREAD_MULTIPLE; this MPI library does not grant it (use one stage per process)";
+    // Every process must run the same layout, or their collectives would not match: compare
+    // the options that shape them (the smallest and largest of each over the ranks).
+    const std::vector<double> mine{double(p.groups), double(p.stages), double(p.micro_batches),
+                                   double(p.average_every), double(p.deterministic),
+                                   double(p.algorithm), double(p.batch_norm),
+                                   double(p.bucket_bytes)};
+    std::vector<double> low = mine, high = mine;
+    mpi::all_reduce(low.data(), low.size(), "min");
+    mpi::all_reduce(high.data(), high.size(), "max");
+    const char* names[] = {"groups", "stages", "micro_batches", "average_every", "deterministic",
+                           "algorithm", "batch_norm", "bucket_bytes"};
+    for (std::size_t i = 0; i < mine.size(); ++i)
+        TANDEM_CHECK_AS(ConfigError, low[i] == high[i])
+            << "Engine: the MPI ranks disagree on parallel." << names[i] << " (from " << low[i]
+            << " to " << high[i] << "); every rank must run the same layout";
+}
+
+std::unique_ptr<Communicator> Engine::make_stage_communicator() {
+    const int groups = options_.parallel.groups;
+    if (processes_ == 1) return make_inproc_communicator(groups);
+    return std::make_unique<HierarchicalCommunicator>(
+        groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
+}
+
+std::pair<std::int64_t, std::int64_t> Engine::share_batch(std::int64_t n) {
+    if (processes_ == 1) return {0, n};
+    // One all-gather of (step, n): the step shows every rank is at the same step (a rank
+    // that skipped one would pair its collectives with the wrong step's).
+    TANDEM_CHECK_AS(ConfigError, n < (std::int64_t(1) << 31)) << "a batch of " << n << " is too large";
+    const std::vector<std::int64_t> all = mpi::all_gather((step_ << 31) | n);
+    std::int64_t offset = 0, total = 0;
+    for (int r = 0; r < processes_; ++r) {
+        const std::int64_t step = all[static_cast<std::size_t>(r)] >> 31;
+        const std::int64_t count = all[static_cast<std::size_t>(r)] & ((std::int64_t(1) << 31) - 1);
+        TANDEM_CHECK_AS(ConfigError, step == step_)
+            << "Engine: MPI rank " << r << " is at step " << step << ", rank " << process_
+            << " at step " << step_ << "; every rank must step together";
+        if (r < process_) offset += count;
+        total += count;
+    }
+    return {offset, total};
+}
+
+void Engine::broadcast_weights() {
+    // Rank 0's first replica to every process's, then to the other local replicas.
+    auto values = [](Sequential& net) {
+        auto all = named_parameters(net), buffers = named_buffers(net);
+        all.insert(all.end(), buffers.begin(), buffers.end());
+        return all;
+    };
+    const auto mine = values(*replicas_.front()->net);
+    for (const auto& np : mine) {
+        Tensor& t = np.parameter->value;
+        TANDEM_CHECK_AS(ConfigError, t.device().host_accessible())
+            << "Engine: '" << np.name << "' is on " << t.device().name()
+            << ", which the host cannot read; MPI needs host-accessible devices for now";
+        mpi::broadcast(t.raw(), t.nbytes(), 0);
+    }
+    for (std::size_t g = 1; g < replicas_.size(); ++g) {
+        const auto theirs = values(*replicas_[g]->net);
+        for (std::size_t i = 0; i < mine.size(); ++i)
+            theirs[i].parameter->value.copy_from(mine[i].parameter->value);
+    }
+}
+
+std::size_t Engine::bytes_sent() const {
+    std::size_t total = 0;
+    for (const auto& comm : communicators_)
+        for (int g = 0; g < options_.parallel.groups; ++g) total += comm->bytes_sent(global_group(g));
+    return total;
+}
+
+LossSums Engine::evaluate_share(const Tensor& images, const Tensor& labels) {
+    // Every process gets the same batch and evaluates its slice of it.
+    const std::int64_t n = images.shape()[0];
+    const std::int64_t begin = n * process_ / processes_, end = n * (process_ + 1) / processes_;
+    LossSums sums;
+    if (end > begin) sums = evaluate_local(images.narrow_batch(begin, end - begin),
+                                           labels.narrow_batch(begin, end - begin));
+    double totals[3] = {sums.loss, double(sums.correct), double(sums.count)};
+    mpi::all_reduce(totals, 3, "sum");
+    return {totals[0], static_cast<std::int64_t>(totals[1]), static_cast<std::int64_t>(totals[2])};
+}
+
+}  // namespace tandem

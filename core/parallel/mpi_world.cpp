@@ -1,0 +1,135 @@
+#include "parallel/mpi_world.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "base/error.h"
+#include "parallel/comm_mpi.h"
+
+#if TANDEM_MPI
+#include <mpi.h>
+#endif
+
+namespace tandem::mpi {
+namespace {
+
+bool g_initialized = false;
+bool g_thread_multiple = false;
+int g_rank = 0, g_size = 1;
+
+int env_int(const char* name, int fallback) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+
+}  // namespace
+
+bool built() { return TANDEM_MPI != 0; }
+
+bool launched() {
+    return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+           std::getenv("PMI_SIZE") != nullptr;
+}
+
+bool initialized() { return g_initialized; }
+bool thread_multiple() { return g_thread_multiple; }
+int rank() { return g_rank; }
+int size() { return g_size; }
+int local_size() { return std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)); }
+
+#if TANDEM_MPI
+
+void initialize() {
+    if (g_initialized) return;
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    g_initialized = true;
+    g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+    if (provided < MPI_THREAD_SERIALIZED) {
+        MPI_Finalize();
+        g_initialized = false;
+        g_rank = 0, g_size = 1;
+        TANDEM_THROW(ConfigError) << "the MPI library grants thread level " << provided
+                                  << "; Tandem needs at least MPI_THREAD_SERIALIZED";
+    }
+}
+
+void finalize() {
+    if (!g_initialized) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+    g_initialized = false;
+}
+
+void abort_job(const std::string& reason) {
+    if (!g_initialized || g_size < 2) return;
+    // Once per process: two failing workers must not interleave their reports.
+    static std::mutex once;
+    std::lock_guard lock(once);
+    std::fflush(stdout);
+    std::fprintf(stderr, "tandem: rank %d of %d failed: %s\ntandem: ending the MPI job\n", g_rank,
+                 g_size, reason.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);  // MPI_Abort does not return; should it, nothing here may go on
+}
+
+void all_reduce(double* data, std::size_t count, const std::string& op) {
+    MPI_Op mpi_op = MPI_SUM;
+    if (op == "min") mpi_op = MPI_MIN;
+    else if (op == "max") mpi_op = MPI_MAX;
+    else TANDEM_CHECK_AS(ConfigError, op == "sum") << "mpi all_reduce: unknown operation '" << op
+                                                   << "' (sum, min or max)";
+    if (!g_initialized || g_size == 1 || count == 0) return;
+    MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, mpi_op, MPI_COMM_WORLD);
+}
+
+void all_reduce_sum(float* data, std::size_t count) {
+    if (!g_initialized || g_size == 1 || count == 0) return;
+    MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+std::vector<std::int64_t> all_gather(std::int64_t value) {
+    std::vector<std::int64_t> all(static_cast<std::size_t>(g_size), value);
+    if (g_initialized && g_size > 1)
+        MPI_Allgather(&value, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    return all;
+}
+
+void broadcast(void* data, std::size_t bytes, int root) {
+    if (!g_initialized || g_size == 1 || bytes == 0) return;
+    MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+}
+
+void barrier() {
+    if (g_initialized && g_size > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+#else
+
+void initialize() {
+    TANDEM_THROW(ConfigError) << "this Tandem was built without MPI (TANDEM_MPI=OFF or no MPI "
+                                 "found); install libopenmpi-dev and rebuild";
+}
+void finalize() {}
+void abort_job(const std::string&) {}
+void all_reduce(double*, std::size_t, const std::string& op) {
+    TANDEM_CHECK_AS(ConfigError, op == "sum" || op == "min" || op == "max")
+        << "mpi all_reduce: unknown operation '" << op << "' (sum, min or max)";
+}
+void all_reduce_sum(float*, std::size_t) {}
+std::vector<std::int64_t> all_gather(std::int64_t value) { return {value}; }
+void broadcast(void*, std::size_t, int) {}
+void barrier() {}
+
+#endif
+
+std::unique_ptr<Communicator> make_mpi_communicator() {
+    return std::make_unique<MpiCommunicator>();
+}
+
+}  // namespace tandem::mpi

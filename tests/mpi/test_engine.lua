@@ -1,0 +1,211 @@
+-- The engine across the processes of an MPI job: run by ctest as
+--   mpirun --oversubscribe -np 2 tandem test tests/mpi/test_engine.lua
+-- Each rank runs every test; the references are single-process engines (parallel.mpi = false)
+-- that every rank computes for itself on the whole batch. Collectives never depend on a test's
+-- outcome, so a failing check cannot leave the other rank waiting.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local nn = T.nn
+
+local rank, size = T.mpi.rank(), T.mpi.size()
+assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
+
+local function net()
+  return nn.Sequential{
+    nn.Conv2d(1, 4, 3, {pad = 1}), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3),
+  }
+end
+
+-- The global batch of a step (the same on every rank).
+local function batch(n, step)
+  local values, labels = {}, {}
+  for i = 1, n do
+    local k = (i * 7 + step) % 3
+    labels[i] = k
+    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
+  end
+  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
+end
+
+-- This rank's consecutive part of a global batch (as T.parallel.share cuts it).
+local function part(images, labels)
+  local n = images:shape()[1]
+  local first, count = T.parallel.share(1, n)
+  local flat, labs = images:to_flat(), labels:to_flat()
+  local v, l = {}, {}
+  for i = first, first + count - 1 do
+    l[#l + 1] = labs[i]
+    for j = 1, 64 do v[#v + 1] = flat[(i - 1) * 64 + j] end
+  end
+  return T.tensor(v, {count, 1, 8, 8}), T.tensor(l, {count}, {dtype = 'i32'})
+end
+
+local function engine(parallel, devices, seed)
+  local model = net()
+  local e = T.Engine{net = model, devices = T.devices('cpu', devices, {threads = 1}),
+                     optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = seed or 4,
+                     parallel = parallel, layout = 'contiguous'}
+  return e, model
+end
+
+-- Every parameter and buffer, flattened, in name order.
+local function weights(model)
+  local all, names = {}, {}
+  local p = model:parameters()
+  for name in pairs(p) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    for _, x in ipairs(p[name]:to_flat()) do all[#all + 1] = x end
+  end
+  return all
+end
+
+local function max_difference(a, b)
+  local d = 0
+  for i = 1, math.max(#a, #b) do d = math.max(d, math.abs((a[i] or 0 / 0) - (b[i] or 0 / 0))) end
+  return d
+end
+
+-- Bits equal on every rank: each rank's values against rank 0's.
+local function same_on_every_rank(values)
+  local sum = T.mpi.all_reduce(values, 'max')
+  local low = T.mpi.all_reduce(values, 'min')
+  return max_difference(sum, low) == 0
+end
+
+local function train_mpi(parallel, devices, steps, n)
+  local e, model = engine(parallel, devices)
+  for step = 1, steps do e:step(part(batch(n, step))) end
+  return e, model
+end
+
+local function train_one(parallel, devices, steps, n)
+  local e, model = engine(parallel, devices)
+  for step = 1, steps do e:step(batch(n, step)) end
+  return e, model
+end
+
+t.test('2 ranks x 1 group train bit for bit like 1 process x 2 groups (5 steps)', function()
+  local _, mine = train_mpi({groups = 1}, 1, 5, 16)
+  local _, one = train_one({groups = 2, mpi = false}, 2, 5, 16)
+  local w = weights(mine)
+  t.eq(max_difference(w, weights(one)), 0, 'weights against one process')
+  t.ok(same_on_every_rank(w), 'every rank holds the same weights')
+end)
+
+t.test('2 ranks x 2 groups train like 1 process x 4 groups', function()
+  local _, mine = train_mpi({groups = 2}, 2, 5, 16)
+  local _, one = train_one({groups = 4, mpi = false}, 4, 5, 16)
+  local w = weights(mine)
+  local d = max_difference(w, weights(one))
+  t.ok(d < 1e-5, ('max difference %g'):format(d))
+  t.ok(same_on_every_rank(w), 'every rank holds the same weights')
+end)
+
+t.test('deterministic mode: 2 ranks x 2 groups give the bits of 1 process x 4 groups', function()
+  local _, mine = train_mpi({groups = 2, deterministic = true}, 2, 5, 16)
+  local _, one = train_one({groups = 4, deterministic = true, mpi = false}, 4, 5, 16)
+  t.eq(max_difference(weights(mine), weights(one)), 0, 'weights against one process')
+end)
+
+t.test('2 ranks x 1 group x 2 stages: both stages reduce over MPI at once', function()
+  local pipe = {stages = 2, micro_batches = 2, schedule = '1f1b', split = {'pool1'}}
+  local function with(extra)
+    local p = {}
+    for k, v in pairs(pipe) do p[k] = v end
+    for k, v in pairs(extra) do p[k] = v end
+    return p
+  end
+  local _, mine = train_mpi(with{groups = 1}, 2, 5, 16)
+  local _, one = train_one(with{groups = 2, mpi = false}, 4, 5, 16)
+  t.eq(max_difference(weights(mine), weights(one)), 0, 'weights against one process')
+end)
+
+t.test("batch_norm = 'sync' gathers statistics over every rank", function()
+  local _, mine = train_mpi({groups = 1, batch_norm = 'sync'}, 1, 3, 16)
+  local _, one = train_one({groups = 2, batch_norm = 'sync', mpi = false}, 2, 3, 16)
+  local d = max_difference(weights(mine), weights(one))
+  t.ok(d < 1e-5, ('max difference %g'):format(d))
+  -- Per-replica statistics (micro) train otherwise: the sync run's did cross the ranks.
+  local _, apart = train_one({groups = 2, mpi = false}, 2, 3, 16)
+  local gap = max_difference(weights(mine), weights(apart))
+  t.ok(gap > 10 * d, ('sync against per-replica statistics: %g (sync against one process: %g)'):format(gap, d))
+end)
+
+t.test('model averaging every 2 steps is the mean of replicas trained apart', function()
+  -- Definition: each replica takes plain SGD steps on its own shard (its own mean gradient);
+  -- every k steps the weights become the mean over all replicas.
+  local k = 2
+  local e, mine = engine({groups = 1, average_every = k}, 1)
+  local alone, alone_net = engine({groups = 1, mpi = false}, 1)
+  for step = 1, k do
+    e:step(part(batch(16, step)))
+    alone:step(part(batch(16, step)))
+    if step < k then
+      local apart = not same_on_every_rank(weights(mine))
+      t.ok(apart, 'before averaging the replicas differ')
+      t.eq(max_difference(weights(mine), weights(alone_net)), 0, 'before averaging: SGD on the shard')
+    end
+  end
+  local expected, params = {}, alone_net:parameters()
+  local names = {}
+  for name in pairs(params) do names[#names + 1] = name end
+  table.sort(names)  -- the same order of collectives on every rank
+  for _, name in ipairs(names) do
+    expected[name] = T.mpi.all_reduce_tensor(params[name]:clone()):to_flat()
+  end
+  local d = 0
+  for name, p in pairs(mine:parameters()) do
+    local got = p:to_flat()
+    for i = 1, #got do d = math.max(d, math.abs(got[i] - expected[name][i] * 0.5)) end
+  end
+  t.ok(d < 1e-6, ('averaged weights against the mean of the separate replicas: %g'):format(d))
+  t.ok(same_on_every_rank(weights(mine)), 'after averaging every rank holds the same weights')
+end)
+
+t.test('model averaging: 2 ranks x 2 groups against 1 process x 4 groups', function()
+  local _, mine = train_mpi({groups = 2, average_every = 2}, 2, 4, 16)
+  local _, one = train_one({groups = 4, average_every = 2, mpi = false}, 4, 4, 16)
+  local d = max_difference(weights(mine), weights(one))
+  t.ok(d < 1e-5, ('max difference %g'):format(d))
+end)
+
+t.test('evaluation: every rank sees the sums over the whole batch', function()
+  local e = train_mpi({groups = 1}, 1, 2, 16)
+  local one = train_one({groups = 2, mpi = false}, 2, 2, 16)
+  local images, labels = batch(30, 99)
+  local s, r = e:evaluate_batch(images, labels), one:evaluate_batch(images, labels)
+  t.eq(s.count, 30)
+  t.eq(s.correct, r.correct)
+  t.ok(math.abs(s.loss - r.loss) < 1e-9 * math.abs(r.loss), ('loss %.12g vs %.12g'):format(s.loss, r.loss))
+  t.ok(same_on_every_rank({s.loss, s.correct, s.count}), 'every rank sees the same sums')
+end)
+
+t.test('rank 0 alone writes checkpoints; every rank resumes from one', function()
+  -- One name for the job: rank 0's temporary name, handed over as a number.
+  local id = T.mpi.all_reduce({rank == 0 and (os.time() % 100000) * 1000 + math.random(999) or 0}, 'max')[1]
+  local path = ('/tmp/tandem-mpi-test-%d.safetensors'):format(id)
+  local e, model = train_mpi({groups = 1}, 1, 3, 16)
+  e:save(path .. '.rank' .. rank)
+  e:save(path)
+  T.mpi.barrier()
+  local mine = io.open(path .. '.rank' .. rank)
+  if mine then mine:close() end
+  t.eq(mine ~= nil, rank == 0, 'a checkpoint file written by this rank')
+  local fresh, fresh_model = engine({groups = 1}, 1, 77)
+  local meta = fresh:load(path)
+  t.eq(tonumber(meta.step), 3)
+  t.eq(fresh:steps(), 3)
+  t.eq(max_difference(weights(fresh_model), weights(model)), 0, 'resumed weights')
+  -- Both continue in step.
+  fresh:step(part(batch(16, 4)))
+  e:step(part(batch(16, 4)))
+  t.eq(max_difference(weights(fresh_model), weights(model)), 0, 'a step after resuming')
+  T.mpi.barrier()
+  if rank == 0 then os.remove(path); os.remove(path .. '.rank0') end
+end)
+
+t.test('ranks that disagree on the layout get a clear error, not a hang', function()
+  t.raises(function() engine({groups = rank + 1}, rank + 1) end, 'ranks disagree on parallel.groups')
+end)
