@@ -126,8 +126,9 @@ std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
         }
         return p;
     };
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::make_unique<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
-                                               measure_handoff_ms());
+                                               measure_handoff_ms(), measure_handoff_ms(cores));
 }
 
 void push_simulation(lua_State* L, const Simulation& s) {
@@ -250,6 +251,10 @@ int plan_search(lua_State* L) {
         set_number(L, "profiles", static_cast<double>(measured->profiles_taken()));
         set_number(L, "copy_gbs", measured->copy_gbs());
         set_number(L, "handoff_ms", measured->handoff_ms());
+        set_number(L, "busy_handoff_ms", measured->busy_handoff_ms());
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        if (!search.plans.empty())
+            set_number(L, "contention", measured->contention(cores, cores, search.plans.front().plan.micro_batch()));
     }
     return 1;
 }

@@ -1,6 +1,7 @@
 #include "plan/cost_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -124,9 +125,9 @@ double AnalyticCostModel::update_ms(const TopologyDevice& device, std::size_t pa
 // ---- measured
 
 MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs,
-                                     double handoff_ms)
+                                     double handoff_ms, double busy_handoff_ms)
     : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)),
-      copy_gbs_(copy_gbs), handoff_ms_(handoff_ms) {
+      copy_gbs_(copy_gbs), handoff_ms_(handoff_ms), busy_handoff_ms_(busy_handoff_ms) {
     TANDEM_CHECK_AS(ConfigError, copy_gbs_ > 0) << "the copy rate must be positive, got " << copy_gbs_;
 }
 
@@ -166,27 +167,44 @@ double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t pa
     return total == 0 ? 0 : p->update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
 }
 
-double MeasuredCostModel::contention(int busy, int cores) const {
+double MeasuredCostModel::contention(int busy, int cores, std::int64_t batch) const {
     if (busy <= 1 || cores <= 1) return 1;
+    const auto key = std::make_pair(cores, batch);
     double all = 0;
     {
         std::lock_guard lock(mutex_);
-        if (auto it = contention_.find(cores); it != contention_.end()) all = it->second;
+        if (auto it = contention_.find(key); it != contention_.end()) all = it->second;
     }
     if (all == 0) {
-        // The net's step at a small batch, alone and then on every core at once.
-        constexpr std::int64_t batch = 16;
-        const double alone = profiler_(1, batch).step_ms;
-        std::vector<double> together(static_cast<std::size_t>(cores));
-        std::vector<std::thread> threads;
-        for (int c = 0; c < cores; ++c)
-            threads.emplace_back([&, c] { together[static_cast<std::size_t>(c)] = profiler_(1, batch).step_ms; });
-        for (auto& t : threads) t.join();
-        double mean = 0;
-        for (double t : together) mean += t / cores;
-        all = alone > 0 ? std::max(1.0, mean / alone) : 1.0;
+        // The net's step alone (the profile) and on every core at once. Larger batches leave
+        // the caches sooner and share memory bandwidth: measured at the batch asked for.
+        TopologyDevice one;
+        one.cpu = true;
+        const double alone = profile(one, batch).step_ms;
+        auto concurrent = [&](int n) {
+            std::vector<double> times(static_cast<std::size_t>(n));
+            std::vector<std::thread> threads;
+            for (int c = 0; c < n; ++c)
+                threads.emplace_back([&, c] { times[static_cast<std::size_t>(c)] = profiler_(1, batch).step_ms; });
+            for (auto& t : threads) t.join();
+            double mean = 0;
+            for (double t : times) mean += t / n;
+            return mean;
+        };
+        all = alone > 0 ? std::max(1.0, concurrent(cores) / alone) : 1.0;
+        // Twice as many threads as cores: beyond the proportional share, time slicing evicts
+        // each one's working set.
+        const double over = alone > 0 ? std::max(1.0, concurrent(2 * cores) / (2 * alone)) : 1.0;
         std::lock_guard lock(mutex_);
-        contention_[cores] = all;
+        contention_[key] = all;
+        oversubscription_[key] = over;
+    }
+    if (busy > cores) {
+        std::lock_guard lock(mutex_);
+        // Between cores and twice as many busy threads: from `all` up to `over`.
+        const double over = std::max(all, oversubscription_[key]);
+        const double f = std::min(1.0, static_cast<double>(busy - cores) / cores);
+        return all + (over - all) * f;
     }
     const int k = std::min(busy, cores);
     return 1 + (all - 1) * static_cast<double>(k - 1) / static_cast<double>(cores - 1);
@@ -212,10 +230,17 @@ double measure_copy_gbs() {
     return rates[rates.size() / 2];
 }
 
-double measure_handoff_ms() {
+double measure_handoff_ms(int busy_cores) {
     // Two threads pass a token back and forth through a mutex and condition variable, as the
-    // engine's step board hands tensors between workers.
-    constexpr int rounds = 200;
+    // engine's step board hands tensors between workers; optionally while other threads spin.
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> spinners;
+    for (int i = 0; i < busy_cores; ++i)
+        spinners.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    const int rounds = busy_cores > 0 ? 40 : 200;
     std::mutex mutex;
     std::condition_variable changed;
     int token = 0;
@@ -236,6 +261,8 @@ double measure_handoff_ms() {
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     other.join();
+    stop = true;
+    for (auto& t : spinners) t.join();
     return ms / (2.0 * rounds);
 }
 

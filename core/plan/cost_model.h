@@ -62,11 +62,15 @@ public:
     // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
     virtual double copy_gbs() const = 0;
     virtual double handoff_ms() const = 0;
+    // The same hand-off while every core is busy: the woken worker waits for the scheduler to
+    // give it a core.
+    virtual double busy_handoff_ms() const { return handoff_ms(); }
     // CPU devices: how much slower each of `busy` one-thread kernels runs when that many run at
-    // once on a machine of `cores` cores (shared caches, memory bandwidth, hyper-threads): 1 for
-    // one, more for several. Over-subscription (busy > cores) is the simulator's own business.
-    virtual double contention(int busy, int cores) const {
-        (void)busy, (void)cores;
+    // once on a machine of `cores` cores, at micro-batches of `batch` (shared caches and memory
+    // bandwidth; with more busy than cores, what time slicing costs beyond the proportional
+    // share, which the simulator applies itself): 1 for one, more for several.
+    virtual double contention(int busy, int cores, std::int64_t batch) const {
+        (void)busy, (void)cores, (void)batch;
         return 1;
     }
 };
@@ -90,15 +94,18 @@ class MeasuredCostModel final : public CostModel {
 public:
     // profile(threads, batch): the net profiled on a CPU device with that many threads.
     using Profiler = std::function<NetProfile(int threads, std::int64_t batch)>;
-    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs, double handoff_ms);
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs, double handoff_ms,
+                      double busy_handoff_ms);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
     double copy_gbs() const override { return copy_gbs_; }
     double handoff_ms() const override { return handoff_ms_; }
-    // Measured once: the net's step on `cores` one-thread devices at once against one alone,
-    // interpolated linearly for fewer busy devices.
-    double contention(int busy, int cores) const override;
+    double busy_handoff_ms() const override { return busy_handoff_ms_; }
+    // Measured once per batch: the net's step on `cores` one-thread devices at once against
+    // one alone, interpolated linearly for fewer busy devices; and on twice as many, beyond the
+    // proportional share, for more.
+    double contention(int busy, int cores, std::int64_t batch) const override;
     // How many profiles were taken (each distinct thread count and batch once).
     std::size_t profiles_taken() const;
 
@@ -108,15 +115,17 @@ private:
     NetShapes shapes_;
     bool momentum_;
     Profiler profiler_;
-    double copy_gbs_, handoff_ms_;
+    double copy_gbs_, handoff_ms_, busy_handoff_ms_;
     mutable std::mutex mutex_;
     mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
-    mutable std::map<int, double> contention_;  // per core count: the slowdown of all busy
+    mutable std::map<std::pair<int, std::int64_t>, double> contention_;  // per (cores, batch): all busy
+    mutable std::map<std::pair<int, std::int64_t>, double> oversubscription_;  // twice as many busy
 };
 
 // This machine's single-thread copy rate (GB/s) and the time to wake a waiting thread (ms),
-// measured in a few milliseconds: the MeasuredCostModel's transfer figures.
+// measured in a few milliseconds: the MeasuredCostModel's transfer figures. With `busy_cores`
+// > 0, the wake-up is measured while that many other threads keep the cores busy.
 double measure_copy_gbs();
-double measure_handoff_ms();
+double measure_handoff_ms(int busy_cores = 0);
 
 }  // namespace tandem

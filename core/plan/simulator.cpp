@@ -295,7 +295,13 @@ double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
 
 void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, double at) {
     if (on_cpu(from) && on_cpu(to)) {
-        set_signal(signal_id, at + costs_.handoff_ms());  // the receiver copies it in its op
+        // The receiver copies it in its op; waking it takes longer while every core is busy.
+        const TopologyDevice& receiver = topology_.device(device_of_[static_cast<std::size_t>(to)]);
+        int busy = 0;
+        for (const auto& a : running_)
+            if (a.pool == receiver.pool) busy += a.threads;
+        const bool crowded = busy >= topology_.pools()[static_cast<std::size_t>(receiver.pool)];
+        set_signal(signal_id, at + (crowded ? costs_.busy_handoff_ms() : costs_.handoff_ms()));
         return;
     }
     const double end = reserve(from, to, bytes, at);
@@ -512,7 +518,7 @@ Simulation StepSimulator::run() {
             const int cores = pools[static_cast<std::size_t>(a.pool)];
             // Over-asked cores are shared in proportion; busy cores also slow each other down.
             return std::min(1.0, static_cast<double>(cores) / d) /
-                   costs_.contention(static_cast<int>(std::ceil(d - kEpsilon)), cores);
+                   costs_.contention(static_cast<int>(std::ceil(d - kEpsilon)), cores, plan_.micro_batch());
         };
         double next = std::numeric_limits<double>::infinity();
         if (!timed_.empty()) next = timed_.top().at;

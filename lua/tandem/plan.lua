@@ -108,8 +108,10 @@ local function plan_net(net, sample, opt)
     topologies = M.machine{devices = opt.devices, threads = opt.threads,
                            memory = opt.memory ~= '' and opt.memory or nil}
   else
-    local options = {}
-    for k, v in pairs(opt) do options[k] = v end
+    local options = {}  -- the topology file's options: those given (empty and 0 mean not given)
+    for k, v in pairs(opt) do
+      if v ~= '' and v ~= 0 then options[k] = v end
+    end
     topologies = {M.topology(opt.topology, options)}
     print(topologies[1].description)
   end
@@ -119,8 +121,10 @@ local function plan_net(net, sample, opt)
                      iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
   if r.profiles then
-    print(('measured here: %d profiles; copies between devices at %.1f GB/s, a hand-off %.0f us')
-          :format(r.profiles, r.copy_gbs, 1000 * r.handoff_ms))
+    print(('measured here: %d profiles; copies between devices at %.1f GB/s; a hand-off %.0f us '
+           .. '(%.0f us with every core busy); busy cores slow each other down %.2fx (the best plan\'s '
+           .. 'micro-batch)'):format(r.profiles, r.copy_gbs, 1000 * r.handoff_ms, 1000 * r.busy_handoff_ms,
+                                     r.contention or 1))
   end
   io.write(r.table)
   local best = r.plans[1]
