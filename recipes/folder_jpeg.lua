@@ -39,12 +39,14 @@ local function tandem_command(args)
 end
 if opt.train == '' then
   opt.train, opt.val = opt.synthetic .. '/train', opt.synthetic .. '/val'
+  -- Under MPI rank 0 makes the set; the others wait for it.
   for _, part in ipairs{{opt.train, opt.per_class, 1}, {opt.val, math.max(4, opt.per_class / 4), 2}} do
-    if not T.data.folder(part[1]) then
+    if T.mpi.rank() == 0 and not T.data.folder(part[1]) then
       tandem_command{'gen-images', part[1], '--classes=' .. opt.classes,
                      '--per-class=' .. math.floor(part[2]), '--seed=' .. part[3]}
     end
   end
+  T.mpi.barrier()
 end
 
 local mean, std = {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}
@@ -53,7 +55,9 @@ local build = dofile(T.recipe_dir .. '/nets/smallcolor.lua')
 local net, sample_shape = build{classes = source:classes(), size = opt.size}
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local train = T.data.Loader{
-  source = source, batch = opt.batch, threads = opt.data_threads,
+  source = source, threads = opt.data_threads,
+  batch = select(2, T.parallel.share(1, opt.batch)),  -- under MPI: this rank's part
+  shard = {index = T.mpi.rank() + 1, count = T.mpi.size()},  -- under MPI: each rank its shard
   seed = opt.seed, layout = opt.layout, device = devices[1],
   transforms = {resize = opt.resize, crop = opt.size, random_crop = true, flip = true,
                 brightness = 0.2, contrast = 0.2, saturation = 0.2, mean = mean, std = std},
@@ -64,7 +68,8 @@ local val = opt.val ~= '' and T.data.Loader{
   transforms = {resize = opt.resize, crop = opt.size, mean = mean, std = std},
 }
 print(('%s; %d batches of %d per epoch'):format(tostring(train), train:batches_per_epoch(), opt.batch))
-local steps_per_epoch = train:batches_per_epoch()
+-- Under MPI the ranks' shards may differ by a batch: all stop at the shortest.
+local steps_per_epoch = T.mpi.all_reduce({train:batches_per_epoch()}, 'min')[1]
 local engine = T.Engine{
   net = net, loss = T.nn.CrossEntropy(), devices = devices, parallel = parallel,
   trace = opt.trace ~= '',
@@ -82,7 +87,7 @@ for epoch = 1, opt.epochs do
   local sums = {loss = 0, correct = 0, seen = 0}
   local waited, warm_start, data_wait, b = 0, nil, 0, 0
   train:start(epoch)
-  while true do
+  while b < steps_per_epoch do
     local t0 = T.now()
     local images, labels = train:next()
     if not images then break end

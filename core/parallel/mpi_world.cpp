@@ -27,7 +27,12 @@ int env_int(const char* name, int fallback) {
 
 bool built() { return TANDEM_MPI != 0; }
 
+// Set in a rank's environment once it has started MPI: a program the rank runs (a recipe's
+// `tandem gen-images`, say) inherits the launcher's variables but is no rank of the job.
+constexpr const char* kRankMarker = "TANDEM_MPI_RANK_STARTED";
+
 bool launched() {
+    if (std::getenv(kRankMarker) != nullptr) return false;
     return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
            std::getenv("PMI_SIZE") != nullptr;
 }
@@ -47,6 +52,7 @@ void initialize() {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     g_initialized = true;
+    setenv(kRankMarker, "1", 1);
     g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     if (provided < MPI_THREAD_SERIALIZED) {
         MPI_Finalize();

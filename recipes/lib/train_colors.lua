@@ -42,8 +42,8 @@ return function(args)
     local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
     local sums = {loss = 0, correct = 0, seen = 0}
     for b = 1, steps_per_epoch do
-      local images, labels = train:batch(order, (b - 1) * opt.batch + 1, opt.batch, augment,
-                                         opt.seed, epoch)
+      local first, count = T.parallel.share((b - 1) * opt.batch + 1, opt.batch)  -- MPI: our part
+      local images, labels = train:batch(order, first, count, augment, opt.seed, epoch)
       local r = engine:step(images, labels)
       sums.loss = sums.loss + r.loss * r.samples
       sums.correct = sums.correct + r.accuracy * r.samples
