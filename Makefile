@@ -2,7 +2,9 @@
 # configures and builds with CMake + Ninja, then trains (run) or runs every test (test).
 BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON
-SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_CUDA=OFF
+# -O1: sanitizer builds compile 2-3 times faster than at -O2 with full debug info, and their
+# tests still run quickly.
+SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 -DTANDEM_CUDA=OFF
 RECIPE ?= recipes/fashion_mnist.lua
 NET ?= recipes/nets/smallbn.lua
 ARGS ?=
