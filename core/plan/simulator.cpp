@@ -83,7 +83,6 @@ private:
     bool trace_;
     int count_ = 0;  // plan devices
     std::vector<int> device_of_;  // plan device -> topology device
-    std::vector<std::vector<LayerCost>> stage_costs_;  // per plan device
     std::vector<std::size_t> bounds_;
     Simulation sim_;
 
@@ -214,7 +213,6 @@ void StepSimulator::build_queues() {
                         it.send_to = d - 1;
                         it.send_bytes = input;
                     }
-                    // Recomputation rebuilds one micro-batch's activations for its backward.
                     // The gradient received from the next stage stays alive through the whole
                     // op; recomputation rebuilds one micro-batch's activations (and output).
                     it.transient = (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
@@ -242,7 +240,6 @@ void StepSimulator::build_queues() {
                     q.push_back(std::move(it));
                 }
             }
-            stage_costs_.push_back(std::move(costs));
         }
     }
     // Resolve each collective item to its index: the collectives of stage s, bucket b.
