@@ -178,7 +178,7 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
         lua_pushinteger(L, p.devices[i]);
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
-    lua_setfield(L, -2, "devices");
+    lua_setfield(L, -2, "device_indices");  // `devices` is the simulation's, per device
     set_string(L, "lua", plan_to_lua(r, search));
     push_simulation(L, r.simulation);
 }
@@ -213,7 +213,7 @@ std::vector<Topology> topologies(lua_State* L, int args) {
 
 const std::initializer_list<const char*> kPlanKeys = {
     "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
-    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "top", "trace", "plan"};
+    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "top", "trace", "plan", "plans"};
 
 // core.plan_topology(spec) -> description text, device count; raises on bad input.
 int plan_topology(lua_State* L) {
@@ -259,15 +259,9 @@ int plan_search(lua_State* L) {
     return 1;
 }
 
-// core.plan_simulate{..., plan = {groups =, stages =, micro_batches =, schedule =, recompute =,
-// split = {names or 1-based indices}, devices = {topology device indices, 0-based}}}
-// -> {step_ms, images_per_s, bubble, exposed_comm_ms, compute_ms, update_ms, peak_bytes, devices}
-int plan_simulate(lua_State* L) {
-    check_options(L, 1, "T.plan.simulate", kPlanKeys);
-    const auto tops = topologies(L, 1);
-    const auto costs = cost_model(L, 1);
-    if (get(L, 1, "plan") != LUA_TTABLE) throw ConfigError("T.plan.simulate needs plan = {groups =, stages =, ...}");
-    const int pt = lua_gettop(L);
+// One plan table (at absolute index `pt`) of core.plan_simulate, read and checked.
+Plan read_plan(lua_State* L, int pt, const Topology& topology, const CostModel& costs,
+               const std::vector<std::string>& names) {
     check_options(L, pt, "T.plan.simulate's plan",
                   {"groups", "stages", "micro_batches", "schedule", "recompute", "split", "devices", "placement"});
     Plan plan;
@@ -279,8 +273,6 @@ int plan_simulate(lua_State* L) {
     plan.batch = option_int(L, 1, "batch", 0);
     plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));
     plan.bucket_bytes = static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
-    std::vector<std::string> names;
-    for (const auto& c : costs->layer_costs(tops.front().device(0), 1)) names.push_back(c.name);
     std::vector<CutSpec> specs;
     if (get(L, pt, "split") == LUA_TTABLE) {
         for_each_item(L, lua_gettop(L), [&](int) {
@@ -294,18 +286,19 @@ int plan_simulate(lua_State* L) {
         PartitionOptions po;
         po.stages = plan.stages, po.schedule = plan.schedule, po.micro_batches = plan.micro_batches;
         po.recompute = {plan.recompute};
-        po.caps = {tops.front().device(0).memory_bytes};
-        plan.cuts = best_partition(costs->layer_costs(tops.front().device(0), plan.micro_batch()), po).cuts;
+        po.caps = {topology.device(0).memory_bytes};
+        plan.cuts = best_partition(costs.layer_costs(topology.device(0), plan.micro_batch()), po).cuts;
     } else {
         plan.cuts = parse_cuts(specs, names, plan.stages);
     }
-    if (get(L, pt, "devices") == LUA_TTABLE) {
+    if (get(L, pt, "devices") == LUA_TTABLE)
         for_each_item(L, lua_gettop(L), [&](int) { plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1))); });
-    }
     lua_pop(L, 1);
-    const std::string trace = option_string(L, 1, "trace", "");
-    const Simulation s = simulate(plan, tops.front(), *costs, !trace.empty());
-    if (!trace.empty()) write_simulated_trace(s, trace);
+    return plan;
+}
+
+// Pushes {step_ms, ..., devices, split} for one simulated plan.
+void push_simulated(lua_State* L, const Simulation& s, const Plan& plan, const std::vector<std::string>& names) {
     lua_createtable(L, 0, 10);
     push_simulation(L, s);
     lua_createtable(L, static_cast<int>(plan.cuts.size()), 0);
@@ -314,6 +307,41 @@ int plan_simulate(lua_State* L) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "split");
+}
+
+// core.plan_simulate{..., plan = {groups =, stages =, micro_batches =, schedule =, recompute =,
+// split = {names or 1-based indices}, devices = {topology device indices, 0-based}}}
+// -> {step_ms, images_per_s, bubble, exposed_comm_ms, compute_ms, update_ms, peak_bytes, devices, split}
+// With plans = {{...}, {...}} instead: a list of those, every plan weighed with the same
+// profiles (one cost model), so that they compare on equal terms.
+int plan_simulate(lua_State* L) {
+    check_options(L, 1, "T.plan.simulate", kPlanKeys);
+    const auto tops = topologies(L, 1);
+    const auto costs = cost_model(L, 1);
+    const Topology& topology = tops.front();
+    std::vector<std::string> names;
+    for (const auto& c : costs->layer_costs(topology.device(0), 1)) names.push_back(c.name);
+    const std::string trace = option_string(L, 1, "trace", "");
+    auto run = [&](int pt) {
+        const Plan plan = read_plan(L, pt, topology, *costs, names);
+        const Simulation s = simulate(plan, topology, *costs, !trace.empty());
+        if (!trace.empty()) write_simulated_trace(s, trace);
+        push_simulated(L, s, plan, names);
+    };
+    if (get(L, 1, "plans") == LUA_TTABLE) {
+        const int list = lua_gettop(L);
+        lua_newtable(L);
+        const int out = lua_gettop(L);
+        for_each_item(L, list, [&](int i) {
+            run(lua_gettop(L));
+            lua_rawseti(L, out, i);
+        });
+        return 1;
+    }
+    lua_pop(L, 1);
+    if (get(L, 1, "plan") != LUA_TTABLE)
+        throw ConfigError("T.plan.simulate needs plan = {groups =, stages =, ...} or plans = {{...}, ...}");
+    run(lua_gettop(L));
     return 1;
 }
 

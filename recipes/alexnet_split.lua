@@ -10,25 +10,6 @@
 -- net that does not fit one device trains split; --trace=FILE writes a Chrome trace.
 local T = require 'tandem'
 
-local opt = T.options(..., T.parallel.defaults{
-  epochs = 3,
-  batch = 64,
-  train = 1536,           -- synthetic training images
-  test = 384,             -- synthetic test images
-  lr = 0.02,
-  momentum = 0.9,
-  weight_decay = 5e-4,
-  warmup_steps = 20,
-  seed = 1,
-  threads = 1,            -- kernel threads of each device
-  groups = 1,             -- worker groups (data parallel)
-  stages = 2,             -- pipeline stages per group (model parallel)
-  micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
-  schedule = '1f1b',      -- gpipe or 1f1b
-  split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
-  layout = 'channels_last',
-  max_steps = 0,          -- stop after this many steps (0: every epoch); for tests
-  eval_batch = 256,
-})
-
-dofile(T.recipe_dir .. '/lib/train_colors.lua'){opt = opt, net = 'alexnet64', size = 64}
+local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+local opt = T.options(..., colors.defaults{})
+colors.train{opt = opt, net = 'alexnet64', size = 64}

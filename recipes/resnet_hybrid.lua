@@ -11,25 +11,6 @@
 -- statistics (exact against one device, at the cost of gathering them); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
 local T = require 'tandem'
 
-local opt = T.options(..., T.parallel.defaults{
-  epochs = 3,
-  batch = 128,
-  train = 2560,           -- synthetic training images
-  test = 512,             -- synthetic test images
-  lr = 0.1,
-  momentum = 0.9,
-  weight_decay = 5e-4,
-  warmup_steps = 20,
-  seed = 1,
-  threads = 1,            -- kernel threads of each device
-  groups = 2,             -- worker groups (data parallel)
-  stages = 2,             -- pipeline stages per group (model parallel)
-  micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
-  schedule = '1f1b',      -- gpipe or 1f1b
-  split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
-  layout = 'channels_last',
-  max_steps = 0,          -- stop after this many steps (0: every epoch); for tests
-  eval_batch = 256,
-})
-
-dofile(T.recipe_dir .. '/lib/train_colors.lua'){opt = opt, net = 'resnet20', size = 32}
+local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+local opt = T.options(..., colors.defaults{batch = 128, train = 2560, test = 512, lr = 0.1, groups = 2})
+colors.train{opt = opt, net = 'resnet20', size = 32}

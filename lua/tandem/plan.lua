@@ -157,11 +157,6 @@ function M.main(args)
                                model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2,
                                algorithm = 'ring'})
   if opt.batch < 1 then error('tandem plan: --batch=B is required (the global batch to plan for)', 0) end
-  -- Topology options that are not given stay nil for the topology file's defaults.
-  for _, key in ipairs{'model', 'memory'} do if opt[key] == '' then opt[key] = nil end end
-  for _, key in ipairs{'nodes', 'gpus', 'threads'} do if opt[key] == 0 then opt[key] = nil end end
-  opt.memory = opt.memory or ''
-  opt.threads = opt.threads or 0
   -- A recipe stops in T.parallel.layout, where its net is planned; a net file returns a builder.
   local parallel = require 'tandem.parallel'
   parallel.planning = function(net, sample)

@@ -1,12 +1,41 @@
 -- The training loop the hybrid-parallel recipes share: a net of recipes/nets/ trained on the
 -- synthetic 10-class colour set (recipes/data/colors.lua) of size x size images, on the devices
 -- and layout of the recipe's T.parallel options; a progress bar and test accuracy each epoch.
---   dofile(T.recipe_dir .. '/lib/train_colors.lua'){opt = opt, net = 'resnet20', size = 32}
--- opt needs: epochs, batch, train, test, lr, momentum, weight_decay, warmup_steps, seed, layout,
--- max_steps, eval_batch and the T.parallel options.
+--   local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+--   local opt = T.options(..., colors.defaults{batch = 128, lr = 0.1, groups = 2})
+--   colors.train{opt = opt, net = 'resnet20', size = 32}
 local T = require 'tandem'
 
-return function(args)
+local M = {}
+
+-- The options every such recipe takes, with its own defaults over these (and the T.parallel
+-- options under them).
+function M.defaults(recipe)
+  local all = {
+    epochs = 3,
+    batch = 64,
+    train = 1536,           -- synthetic training images
+    test = 384,             -- synthetic test images
+    lr = 0.02,
+    momentum = 0.9,
+    weight_decay = 5e-4,
+    warmup_steps = 20,
+    seed = 1,
+    threads = 1,            -- kernel threads of each device
+    groups = 1,             -- worker groups (data parallel)
+    stages = 2,             -- pipeline stages per group (model parallel)
+    micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
+    schedule = '1f1b',      -- gpipe or 1f1b
+    split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
+    layout = 'channels_last',
+    max_steps = 0,          -- stop after this many steps (0: every epoch); for tests
+    eval_batch = 256,
+  }
+  for k, v in pairs(recipe) do all[k] = v end
+  return T.parallel.defaults(all)
+end
+
+function M.train(args)
   local opt, net_name, size = args.opt, args.net, args.size
   local colors = dofile(T.recipe_dir .. '/data/colors.lua')
   local train = colors{n = opt.train, size = size, classes = 10, seed = opt.seed}
@@ -60,3 +89,5 @@ return function(args)
   end
   T.parallel.finish(engine, opt)
 end
+
+return M

@@ -53,15 +53,24 @@ t.test('the planner ranks CPU layouts from measured profiles', function()
   for _, p in ipairs(r.plans) do
     t.eq(p.groups * p.stages, 2)
     t.eq(#p.split, p.stages - 1)
-    for _, d in ipairs(p.devices) do t.ok(true, d) end
+    local d = p.device_indices
+    t.eq(#d, 2)
+    t.ok(d[1] ~= d[2] and math.min(d[1], d[2]) == 0 and math.max(d[1], d[2]) == 1, 'devices 0 and 1')
+    t.eq(#p.devices, 2)  -- the simulation's per-device figures
+    t.ok(p.devices[1].peak_bytes > 0 and p.devices[1].peak_bytes <= p.devices[1].cap)
   end
-  -- The same plan simulated on its own gives the same step time.
+  -- Plans simulated together share one set of profiles; each gets its own result.
   local best = r.plans[1]
-  local again = T.plan.simulate{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
-                                topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'}),
-                                plan = {groups = best.groups, stages = best.stages, micro_batches = best.micro_batches,
-                                        schedule = best.schedule, split = best.split}}
-  t.ok(again.step_ms > 0 and #again.devices == 2)
+  local sims = T.plan.simulate{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
+                               topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'}),
+                               plans = {{groups = best.groups, stages = best.stages, micro_batches = best.micro_batches,
+                                         schedule = best.schedule, split = best.split},
+                                        {groups = 1, stages = 2, micro_batches = 4}}}
+  t.eq(#sims, 2)
+  t.ok(sims[1].step_ms > 0 and #sims[1].devices == 2)
+  t.eq(#sims[2].split, 1)  -- the partitioner's cut when none is given
+  t.raises(function() T.plan.simulate{net = net, sample = sample, batch = 16, topology = T.plan.topology('cpu')} end,
+           'needs plan')
 end)
 
 t.test('a plan file sets a recipe\'s layout', function()
