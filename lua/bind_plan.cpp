@@ -131,6 +131,39 @@ std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
                                                measure_handoff_ms(), measure_handoff_ms(cores));
 }
 
+// The machine figures a measured cost model rests on, as field `calibration` of the table on
+// top: copy_gbs, handoff_ms, busy_handoff_ms, profiles = {{threads, batch, step_ms}, ...} and
+// contention = {{cores, batch, all, over}, ...}. Nothing for the analytic model.
+void push_calibration(lua_State* L, const CostModel& costs) {
+    const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
+    if (!measured) return;
+    const MeasuredCostModel::Calibration c = measured->calibration();
+    lua_createtable(L, 0, 5);
+    set_number(L, "copy_gbs", c.copy_gbs);
+    set_number(L, "handoff_ms", c.handoff_ms);
+    set_number(L, "busy_handoff_ms", c.busy_handoff_ms);
+    lua_createtable(L, static_cast<int>(c.profiles.size()), 0);
+    for (std::size_t i = 0; i < c.profiles.size(); ++i) {
+        lua_createtable(L, 0, 3);
+        set_number(L, "threads", c.profiles[i].threads);
+        set_number(L, "batch", static_cast<double>(c.profiles[i].batch));
+        set_number(L, "step_ms", c.profiles[i].step_ms);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "profiles");
+    lua_createtable(L, static_cast<int>(c.contention.size()), 0);
+    for (std::size_t i = 0; i < c.contention.size(); ++i) {
+        lua_createtable(L, 0, 4);
+        set_number(L, "cores", c.contention[i].cores);
+        set_number(L, "batch", static_cast<double>(c.contention[i].batch));
+        set_number(L, "all", c.contention[i].all);
+        set_number(L, "over", c.contention[i].over);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "contention");
+    lua_setfield(L, -2, "calibration");
+}
+
 void push_simulation(lua_State* L, const Simulation& s) {
     set_number(L, "step_ms", s.step_ms);
     set_number(L, "images_per_s", s.images_per_s);
@@ -247,15 +280,7 @@ int plan_search(lua_State* L) {
     set_string(L, "table", format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
     set_number(L, "considered", search.considered);
     set_number(L, "over_memory", search.over_memory);
-    if (auto* measured = dynamic_cast<const MeasuredCostModel*>(costs.get())) {
-        set_number(L, "profiles", static_cast<double>(measured->profiles_taken()));
-        set_number(L, "copy_gbs", measured->copy_gbs());
-        set_number(L, "handoff_ms", measured->handoff_ms());
-        set_number(L, "busy_handoff_ms", measured->busy_handoff_ms());
-        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        if (!search.plans.empty())
-            set_number(L, "contention", measured->contention(cores, cores, search.plans.front().plan.micro_batch()));
-    }
+    push_calibration(L, *costs);
     return 1;
 }
 
@@ -327,6 +352,7 @@ int plan_simulate(lua_State* L) {
         const Simulation s = simulate(plan, topology, *costs, !trace.empty());
         if (!trace.empty()) write_simulated_trace(s, trace);
         push_simulated(L, s, plan, names);
+        push_calibration(L, *costs);
     };
     if (get(L, 1, "plans") == LUA_TTABLE) {
         const int list = lua_gettop(L);

@@ -215,6 +215,18 @@ std::size_t MeasuredCostModel::profiles_taken() const {
     return cache_.size();
 }
 
+MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
+    std::lock_guard lock(mutex_);
+    Calibration c;
+    c.copy_gbs = copy_gbs_;
+    c.handoff_ms = handoff_ms_;
+    c.busy_handoff_ms = busy_handoff_ms_;
+    for (const auto& [key, profile] : cache_) c.profiles.push_back({key.first, key.second, profile.step_ms});
+    for (const auto& [key, all] : contention_)
+        c.contention.push_back({key.first, key.second, all, std::max(all, oversubscription_.at(key))});
+    return c;
+}
+
 double measure_copy_gbs() {
     constexpr std::size_t bytes = std::size_t(32) << 20;
     std::vector<char> a(bytes, 1), b(bytes, 0);

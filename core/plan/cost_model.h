@@ -109,6 +109,26 @@ public:
     // How many profiles were taken (each distinct thread count and batch once).
     std::size_t profiles_taken() const;
 
+    // The machine figures measured so far, to print beside a plan: whoever reads a prediction
+    // can see what it rests on.
+    struct Calibration {
+        struct Profile {
+            int threads = 0;
+            std::int64_t batch = 0;
+            double step_ms = 0;
+        };
+        struct Contention {
+            int cores = 0;
+            std::int64_t batch = 0;
+            double all = 1;   // every core busy
+            double over = 1;  // twice as many busy as cores, beyond the proportional share
+        };
+        double copy_gbs = 0, handoff_ms = 0, busy_handoff_ms = 0;
+        std::vector<Profile> profiles;
+        std::vector<Contention> contention;
+    };
+    Calibration calibration() const;
+
 private:
     const NetProfile& profile(const TopologyDevice& device, std::int64_t batch) const;
 

@@ -100,6 +100,23 @@ end
 --       [--algorithm=ring|tree] [--iterations=7] [--warmup=2]` (the last two: profiling, for
 --       measured costs)
 
+-- What a measured prediction rests on, in a few lines: the copy rate and hand-off latency,
+-- the whole-step profiles, and how much busy cores slow each other down.
+function M.describe_calibration(c)
+  local lines = {('measured here: copies between devices at %.1f GB/s; a hand-off %.0f us (%.0f us '
+                  .. 'with every core busy)'):format(c.copy_gbs, 1000 * c.handoff_ms, 1000 * c.busy_handoff_ms)}
+  local profiles = {}
+  for _, p in ipairs(c.profiles) do
+    profiles[#profiles + 1] = ('%d: %.2f ms'):format(p.batch, p.step_ms)
+  end
+  if #profiles > 0 then lines[#lines + 1] = '  one device\'s step by micro-batch: ' .. table.concat(profiles, ', ') end
+  for _, k in ipairs(c.contention) do
+    lines[#lines + 1] = ('  micro-batch %d: %d busy cores slow each other %.2fx, %d busy threads %.2fx')
+                        :format(k.batch, k.cores, k.all, 2 * k.cores, k.over)
+  end
+  return table.concat(lines, '\n')
+end
+
 local Done = {}  -- raised to stop a recipe once its net is planned
 
 local function plan_net(net, sample, opt)
@@ -120,12 +137,7 @@ local function plan_net(net, sample, opt)
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
                      iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
-  if r.profiles then
-    print(('measured here: %d profiles; copies between devices at %.1f GB/s; a hand-off %.0f us '
-           .. '(%.0f us with every core busy); busy cores slow each other down %.2fx (the best plan\'s '
-           .. 'micro-batch)'):format(r.profiles, r.copy_gbs, 1000 * r.handoff_ms, 1000 * r.busy_handoff_ms,
-                                     r.contention or 1))
-  end
+  if r.calibration then print(M.describe_calibration(r.calibration)) end
   io.write(r.table)
   local best = r.plans[1]
   if not best then error('no plan fits the devices\' memory', 0) end

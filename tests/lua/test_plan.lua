@@ -49,7 +49,8 @@ t.test('the planner ranks CPU layouts from measured profiles', function()
   t.ok(#r.plans >= 3, r.table)
   for i = 2, #r.plans do t.ok(r.plans[i - 1].images_per_s >= r.plans[i].images_per_s) end
   t.ok(r.table:find('2x1x1'), r.table)
-  t.ok(r.profiles >= 2, 'profiles taken: ' .. tostring(r.profiles))
+  t.ok(#r.calibration.profiles >= 2, 'profiles taken: ' .. #r.calibration.profiles)
+  t.ok(r.calibration.copy_gbs > 0 and #r.calibration.contention >= 1, T.plan.describe_calibration(r.calibration))
   for _, p in ipairs(r.plans) do
     t.eq(p.groups * p.stages, 2)
     t.eq(#p.split, p.stages - 1)
