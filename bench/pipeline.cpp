@@ -1,6 +1,6 @@
 // tandem_bench_pipeline: what the parallel engine's timeline says about itself, on CPU devices.
 //
-//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--json]
+//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--bucket_kb=512] [--json]
 //
 // One reference net (a 4-conv + 2-fc CNN on 3x32x32, 13 top-level layers), trained on random
 // data by core/parallel/engine with a Trace; every number below comes from the spans of the
@@ -12,13 +12,15 @@
 //     1 - (time inside its forward, backward and transfer spans) / window. Waiting for a
 //     neighbour's activation or gradient is outside every span, so it counts as idle.
 //     Theory for equal stages and free transfers: (S-1)/(M+S-1).
-//  b. Overlap of the gradient all-reduce, 2x1 and 2x2x4 (1F1B): per worker, all-reduce time per
-//     step and bytes per step; "hidden (bwd, own group)": the share of all-reduce span time
-//     during which another worker of the same group is inside a backward span — the overlap
-//     that delayed per-stage communication is for (0 by construction with one stage per group);
-//     "hidden (any compute)": the share during which any other worker (either group) is inside
-//     a forward or backward span. An all-reduce span also holds the wait for the slower replica,
-//     so the second share is mostly that wait when groups have one stage.
+//  b. Overlap of the gradient all-reduce, 2x1 and 2x2x4 (1F1B), each with buckets reduced after
+//     the stage's last backward and during it (overlap_backward, on the stage's lane thread):
+//     per worker, all-reduce time per step and bytes per step; "hidden (bwd, own group)": the
+//     share of all-reduce span time during which a worker of the same group (the stage's own
+//     included) is inside a backward span — the overlap that delayed per-stage communication and
+//     in-backward buckets are for; "hidden (any compute)": the share during which any worker
+//     is inside a forward or backward span. An all-reduce span also holds the wait for the slower
+//     replica. Buckets of --bucket_kb (the reference net's 3 MB of gradients would fit one
+//     bucket of DDP's 25 MB, leaving nothing to overlap).
 //  c. Two devices of one kernel thread each (2x1 data parallel, 1x2x4 pipeline) against one
 //     device of two threads, images/s. (The nets of recipes/nets/: bench/parallel.lua.)
 //
@@ -53,6 +55,7 @@ struct Args {
     int warmup = 2;
     int steps = 5;
     int rounds = 3;  // every configuration this many times, in turns; medians reported
+    std::size_t bucket_kb = 512;
     bool json = false;
 };
 
@@ -68,9 +71,10 @@ Args parse_args(int argc, char** argv) {
         else if (const char* v = value("--warmup")) a.warmup = std::atoi(v);
         else if (const char* v = value("--steps")) a.steps = std::atoi(v);
         else if (const char* v = value("--rounds")) a.rounds = std::max(1, std::atoi(v));
+        else if (const char* v = value("--bucket_kb")) a.bucket_kb = static_cast<std::size_t>(std::max(1, std::atoi(v)));
         else if (s == "--json") a.json = true;
         else {
-            std::fprintf(stderr, "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--json]\n");
+            std::fprintf(stderr, "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--bucket_kb=512] [--json]\n");
             std::exit(2);
         }
     }
@@ -137,11 +141,13 @@ struct Config {  // one G x S x M layout
     int groups = 1, stages = 1, micro_batches = 1;
     PipelineSchedule schedule = PipelineSchedule::gpipe;
     int threads = 1;  // kernel threads per device
+    bool overlap = true;  // gradient buckets reduced during the last backward
 };
 
 struct Run {
     double images_per_s = 0;
     std::vector<std::vector<std::string>> tracks;   // [group][stage] device names
+    std::vector<std::vector<std::string>> reducers; // [group][stage] where its all-reduce spans are
     std::vector<std::vector<TraceEvent>> steps;      // each timed step's spans
     std::string partition;
 };
@@ -157,6 +163,8 @@ Run run(const Config& l, const Args& args) {
     o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro_batches;
     o.parallel.schedule = l.schedule;
     o.parallel.auto_split = l.stages > 1;
+    o.parallel.overlap_backward = l.overlap;
+    o.parallel.bucket_bytes = args.bucket_kb << 10;
     o.trace = std::make_shared<Trace>();
     auto trace = o.trace;
     Engine engine(std::move(o));
@@ -173,7 +181,12 @@ Run run(const Config& l, const Args& args) {
     r.partition = engine.partition_text();
     for (int g = 0; g < l.groups; ++g) {
         r.tracks.emplace_back();
-        for (int s = 0; s < l.stages; ++s) r.tracks.back().push_back(engine.stage_device(g, s).name());
+        r.reducers.emplace_back();
+        for (int s = 0; s < l.stages; ++s) {
+            const std::string& device = engine.stage_device(g, s).name();
+            r.tracks.back().push_back(device);
+            r.reducers.back().push_back(l.overlap && l.groups > 1 ? device + " all-reduce" : device);
+        }
     }
     for (int i = 0; i < args.warmup; ++i) engine.step(images, labels);
     double seconds = 0;
@@ -190,7 +203,7 @@ Run run(const Config& l, const Args& args) {
 
 std::string name(const Config& l) {
     return std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" + std::to_string(l.micro_batches) +
-           " " + std::string(pipeline_schedule_name(l.schedule));
+           " " + std::string(pipeline_schedule_name(l.schedule)) + (l.groups > 1 && !l.overlap ? " after" : "");
 }
 
 // ---- a. the bubble: per stage, idle share of the step window, summed over the timed steps.
@@ -228,37 +241,33 @@ Bubble bubble(const Run& r, const Config& l) {
 struct Overlap {
     double allreduce_ms_per_step = 0;  // per worker
     double bytes_per_step = 0;         // per worker
-    double hidden_backward = 0;        // share hidden behind another worker's backward, own group
-    double hidden_compute = 0;         // share hidden behind any other worker's forward/backward
+    double hidden_backward = 0;        // share hidden behind a backward of its own group
+    double hidden_compute = 0;         // share hidden behind any worker's forward/backward
 };
 
 Overlap overlap(const Run& r, const Config& l) {
     double total = 0, bytes = 0, hid_b = 0, hid_c = 0;
     for (const auto& events : r.steps) {
+        Intervals compute;  // any worker in forward or backward
+        std::vector<Intervals> backward(static_cast<std::size_t>(l.groups));  // per group
         for (int g = 0; g < l.groups; ++g)
-            for (int s = 0; s < l.stages; ++s) {
-                const std::string& me = r.tracks[static_cast<std::size_t>(g)][static_cast<std::size_t>(s)];
-                std::vector<Intervals> backward_same, compute_other;
-                for (int h = 0; h < l.groups; ++h)
-                    for (int t = 0; t < l.stages; ++t) {
-                        const std::string& other = r.tracks[static_cast<std::size_t>(h)][static_cast<std::size_t>(t)];
-                        if (other == me) continue;
-                        if (h == g) backward_same.push_back(spans_of(events, other, {"backward"}));
-                        compute_other.push_back(spans_of(events, other, {"forward", "backward"}));
-                    }
-                Intervals bs, co;
-                for (auto& v : backward_same) bs.insert(bs.end(), v.begin(), v.end());
-                for (auto& v : compute_other) co.insert(co.end(), v.begin(), v.end());
-                bs = merged(bs), co = merged(co);
+            for (const std::string& worker : r.tracks[static_cast<std::size_t>(g)]) {
+                const Intervals b = spans_of(events, worker, {"backward"}), c = spans_of(events, worker, {"forward", "backward"});
+                backward[static_cast<std::size_t>(g)].insert(backward[static_cast<std::size_t>(g)].end(), b.begin(), b.end());
+                compute.insert(compute.end(), c.begin(), c.end());
+            }
+        compute = merged(compute);
+        for (auto& b : backward) b = merged(b);
+        for (int g = 0; g < l.groups; ++g)
+            for (const std::string& reducer : r.reducers[static_cast<std::size_t>(g)])
                 for (const auto& e : events) {
-                    if (e.track != me || e.category != "allreduce") continue;
+                    if (e.track != reducer || e.category != "allreduce") continue;
                     const double a = e.start_us, b = e.start_us + e.duration_us;
                     total += e.duration_us;
                     bytes += static_cast<double>(int_arg(e, "bytes"));
-                    hid_b += covered(bs, a, b);
-                    hid_c += covered(co, a, b);
+                    hid_b += covered(backward[static_cast<std::size_t>(g)], a, b);
+                    hid_c += covered(compute, a, b);
                 }
-            }
     }
     const double per = double(r.steps.size()) * l.groups * l.stages;
     Overlap o;
@@ -334,13 +343,16 @@ int main(int argc, char** argv) {
     }
     json += "]";
 
-    out("\nb. all-reduce overlap (ring); per worker and step. hidden(bwd): share of all-reduce time while another\n"
-        "   worker of the same group is in backward; hidden(any): while any other worker is in forward/backward\n");
-    out("%-14s %12s %12s %12s %12s %10s\n", "layout", "allreduce ms", "MB/step", "hidden(bwd)", "hidden(any)",
+    out("\nb. all-reduce overlap (ring, %zu KB buckets), after the last backward or during it; per worker and step.\n"
+        "   hidden(bwd): share of all-reduce time while a worker of the same group is in backward; hidden(any):\n"
+        "   while any worker is in forward/backward\n", args.bucket_kb);
+    out("%-20s %12s %12s %12s %12s %10s\n", "layout", "allreduce ms", "MB/step", "hidden(bwd)", "hidden(any)",
         "images/s");
     json += ", \"overlap\": [";
-    const std::vector<Config> replicated{Config{2, 1, 1, PipelineSchedule::gpipe, 1},
-                                         Config{2, 2, 4, PipelineSchedule::one_f_one_b, 1}};
+    const std::vector<Config> replicated{Config{2, 1, 1, PipelineSchedule::gpipe, 1, false},
+                                         Config{2, 1, 1, PipelineSchedule::gpipe, 1, true},
+                                         Config{2, 2, 4, PipelineSchedule::one_f_one_b, 1, false},
+                                         Config{2, 2, 4, PipelineSchedule::one_f_one_b, 1, true}};
     std::vector<std::vector<std::pair<Overlap, double>>> overlaps(replicated.size());
     for (int round = 0; round < args.rounds; ++round)
         for (std::size_t i = 0; i < replicated.size(); ++i) {
@@ -357,7 +369,7 @@ int main(int argc, char** argv) {
         o.hidden_compute = median_of(rs, [](const R& r) { return r.first.hidden_compute; });
         const double rate = median_of(rs, [](const R& r) { return r.second; });
         const std::string layout = name(replicated[i]);
-        out("%-14s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", layout.c_str(), o.allreduce_ms_per_step,
+        out("%-20s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", layout.c_str(), o.allreduce_ms_per_step,
             o.bytes_per_step / 1e6, 100 * o.hidden_backward, 100 * o.hidden_compute, rate);
         std::snprintf(buf, sizeof buf,
                       "%s{\"layout\": \"%s\", \"allreduce_ms_per_step\": %.3f, \"bytes_per_step\": %.0f, "

@@ -135,12 +135,14 @@ Layout parse_layout(int index, const std::string& text) {
 
 // The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
 // split = {cut, ...} | 'auto', algorithm = 'ring' | 'tree', batch_norm = 'micro' | 'deferred',
-// recompute = bool | {bool per stage}, deterministic = bool, average_every = k, mpi = bool}. A cut is a top-level layer's name or
+// recompute = bool | {bool per stage}, deterministic = bool, average_every = k, mpi = bool,
+// bucket_bytes = n, overlap = bool}. A cut is a top-level layer's name or
 // 1-based index: the next stage begins after it.
 ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     check_options(L, index, "T.Engine parallel",
                   {"groups", "stages", "micro_batches", "schedule", "split", "algorithm",
-                   "batch_norm", "recompute", "deterministic", "average_every", "mpi"});
+                   "batch_norm", "recompute", "deterministic", "average_every", "mpi", "bucket_bytes",
+                   "overlap"});
     ParallelOptions p;
     p.groups = static_cast<int>(option_int(L, index, "groups", 1));
     p.stages = static_cast<int>(option_int(L, index, "stages", 1));
@@ -151,6 +153,10 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     p.deterministic = option_bool(L, index, "deterministic", false);
     p.average_every = static_cast<int>(option_int(L, index, "average_every", 0));
     p.mpi = option_bool(L, index, "mpi", false);
+    const double bucket_bytes = option_number(L, index, "bucket_bytes", static_cast<double>(p.bucket_bytes));
+    if (bucket_bytes < 1) throw ArgError(index, "parallel.bucket_bytes must be at least 1");
+    p.bucket_bytes = static_cast<std::size_t>(bucket_bytes);
+    p.overlap_backward = option_bool(L, index, "overlap", true);
     if (has_option(L, index, "recompute")) {
         lua_getfield(L, index, "recompute");
         if (lua_isboolean(L, -1)) {

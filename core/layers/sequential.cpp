@@ -137,7 +137,8 @@ Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin,
     return h;
 }
 
-Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end) {
+Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
+                                  const AfterLayer& after_layer) {
     const std::vector<Tensor> inputs = pass.saved.get(this, begin);
     TANDEM_CHECK(inputs.size() == end - begin)
         << "backward over layers [" << begin << ", " << end << ") after a forward over "
@@ -157,6 +158,7 @@ Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begi
             e.add_context(context(i, pass, "backward"));
             throw;
         }
+        if (after_layer) after_layer(i);
     }
     pass.saved.erase(this, begin);
     return g;
@@ -196,7 +198,8 @@ std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs
 }
 
 std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
-                                                    std::size_t begin, std::size_t end) {
+                                                    std::size_t begin, std::size_t end,
+                                                    const AfterLayer& after_layer) {
     std::vector<std::vector<Tensor>> inputs;
     for (Pass* pass : passes) {
         inputs.push_back(pass->saved.get(this, begin));
@@ -217,6 +220,7 @@ std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& d
             e.add_context(context(i, *passes.front(), "backward of micro-batches together"));
             throw;
         }
+        if (after_layer) after_layer(i);
     }
     for (Pass* pass : passes) pass->saved.erase(this, begin);
     return g;

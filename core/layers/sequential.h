@@ -6,6 +6,7 @@
 // position, the device, the micro-batch and the direction.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "layers/layer.h"
@@ -33,9 +34,14 @@ public:
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
 
+    // Called with a layer's index once its backward is done (its gradients are then final for
+    // this pass): the engine starts all-reducing them while backward goes on.
+    using AfterLayer = std::function<void(std::size_t)>;
+
     // Layers [begin, end) only: how a pipeline stage runs its slice of the net.
     Tensor forward_range(const Tensor& x, Pass& pass, std::size_t begin, std::size_t end);
-    Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end);
+    Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
+                          const AfterLayer& after_layer = nullptr);
 
     std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
@@ -44,7 +50,8 @@ public:
     std::vector<Tensor> forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
                                            std::size_t begin, std::size_t end);
     std::vector<Tensor> backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
-                                            std::size_t begin, std::size_t end);
+                                            std::size_t begin, std::size_t end,
+                                            const AfterLayer& after_layer = nullptr);
 
     std::vector<Layer*> children() override;
     void initialize(std::uint64_t seed) override;

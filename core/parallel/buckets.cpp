@@ -58,6 +58,12 @@ const GradientBuckets::Bucket& GradientBuckets::bucket(std::size_t index) const 
     return buckets_[index];
 }
 
+std::size_t GradientBuckets::complete_buckets(std::size_t final_gradients) const {
+    std::size_t n = 0;
+    while (n < buckets_.size() && buckets_[n].members.back() < final_gradients) ++n;
+    return n;
+}
+
 void GradientBuckets::pack(std::size_t index) {
     const Bucket& b = bucket(index);
     float* flat = b.flat.data<float>();

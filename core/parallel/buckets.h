@@ -41,6 +41,9 @@ public:
 
     std::size_t size() const { return buckets_.size(); }
     const Bucket& bucket(std::size_t index) const;
+    // How many leading buckets hold only gradients among the first `final_gradients` of the
+    // list: those the engine may reduce while backward fills the rest.
+    std::size_t complete_buckets(std::size_t final_gradients) const;
     // The gradients in the order given.
     const std::vector<std::pair<std::string, Tensor>>& grads() const { return grads_; }
 

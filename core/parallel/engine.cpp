@@ -12,6 +12,7 @@
 #include "parallel/comm_inproc.h"
 #include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
+#include "parallel/reduce_lane.h"
 #include "parallel/step_board.h"
 #include "parallel/transfer.h"
 #include "plan/partitioner.h"
@@ -178,6 +179,8 @@ void Engine::place(std::vector<std::size_t> bounds) {
             for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
             std::reverse(grads.begin(), grads.end());
             buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
+            if (reduces_during_backward())
+                lanes_.push_back(std::make_unique<ReduceLane>(stage_device(g, s).name() + " all-reduce"));
             if (p.average_every == 0) continue;
             std::vector<std::pair<std::string, Tensor>> values;
             for (auto& np : stage_parameters(g, s)) values.emplace_back(np.name, np.parameter->value);
@@ -298,6 +301,9 @@ void Engine::run(StepPlan& plan) {
                 } catch (...) {
                     const std::string reason = plan.board.fail(std::current_exception());
                     for (auto& c : communicators_) c->abort(reason);
+                    // Its lane's collectives now throw rather than wait: let them end before the
+                    // communicators are reset for the next step.
+                    if (!lanes_.empty()) lanes_[static_cast<std::size_t>(g * options_.parallel.stages + s)]->drain();
                     throw;
                 }
             }));

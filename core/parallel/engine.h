@@ -5,8 +5,9 @@
 // the net is cut into S contiguous stages, and the group's shard flows through them as M
 // micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its own
 // ops in order, handing activations forward and gradients back through transfers; as soon as
-// a stage's last backward is done it all-reduces its gradients with the other groups' copies
-// of the stage (while earlier stages are still in backward), then takes its optimizer step.
+// a stage's gradients are final it all-reduces them, bucket by bucket, with the other groups'
+// copies of the stage (while its own last backward and earlier stages' backward go on), then
+// takes its optimizer step.
 // G = S = M = 1 is plain one-device training.
 //
 // Every micro-batch's loss is scaled by 1 / (global batch), so the summed gradients are the
@@ -38,6 +39,7 @@
 namespace tandem {
 
 class GradientBuckets;
+class ReduceLane;
 class StepBoard;
 class Trace;
 
@@ -68,6 +70,11 @@ struct ParallelOptions {
     bool auto_split = false;
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets
+    // Reduce each bucket as soon as its gradients are final, during the stage's last backward
+    // micro-batch, on a thread of the stage's own (a ReduceLane), rather than after the whole
+    // backward. Deterministic mode and sync batch norm reduce after the backward whatever this
+    // says: their gradients (or the communicator) are not free until then.
+    bool overlap_backward = true;
     BatchNormMode batch_norm = BatchNormMode::micro;
     // Activation recomputation per stage (S entries, one for every stage, or none): such a
     // stage keeps only each micro-batch's input after forward and runs the forward again just
@@ -169,6 +176,11 @@ private:
     // engine's layout) for the first stage, the activation from the stage before otherwise.
     Tensor stage_input(StepPlan& plan, int group, int stage, int m);
     void reduce_gradients(int group, int stage);
+    // One bucket of the stage's gradients, all-reduced with the other groups; its trace span on
+    // `track` (the worker's, or its lane's).
+    void reduce_bucket(int group, int stage, std::size_t bucket, const std::string& track);
+    // Whether buckets are all-reduced during backward (on lanes_) in this run.
+    bool reduces_during_backward() const;
     void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);
     bool recomputes(int stage) const;
@@ -198,6 +210,8 @@ private:
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     // Per group and stage (index g * S + s), when G > 1.
     std::vector<std::unique_ptr<GradientBuckets>> buckets_;
+    // Per group and stage, when reduces_during_backward().
+    std::vector<std::unique_ptr<ReduceLane>> lanes_;
     // The same over weights and buffers, for model averaging.
     std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;
     std::int64_t step_ = 0;

@@ -1,6 +1,8 @@
 // Engine, one worker's part of a step: its stage's forward and backward passes for every
 // micro-batch in the schedule's order (or all together, for synchronised batch norm), the
 // hand-offs to the neighbouring stages, and the gradient all-reduce with the other groups.
+#include <algorithm>
+
 #include "base/error.h"
 #include "device/device.h"
 #include "io/trace.h"
@@ -8,6 +10,7 @@
 #include "parallel/buckets.h"
 #include "parallel/comm_inproc.h"
 #include "parallel/engine_internal.h"
+#include "parallel/reduce_lane.h"
 #include "parallel/transfer.h"
 
 namespace tandem {
@@ -83,6 +86,23 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     } else {
         for (int m = 0; m < micro_batches; ++m) ops.push_back({StageOp::forward, m});
     }
+    // Overlap: during the last backward, each bucket goes to the stage's lane as soon as the
+    // layers it covers are done (buckets run last layer first, as backward does).
+    const std::size_t index = static_cast<std::size_t>(group * p.stages + stage);
+    ReduceLane* lane = train && !lanes_.empty() ? lanes_[index].get() : nullptr;
+    std::size_t final_gradients = 0, posted = 0;
+    auto post_ready = [&](std::size_t ready) {
+        for (; posted < ready; ++posted)
+            lane->post([this, group, stage, b = posted, lane] { reduce_bucket(group, stage, b, lane->name()); });
+    };
+    Sequential::AfterLayer after_layer;
+    if (lane)
+        after_layer = [&](std::size_t i) {
+            final_gradients += named_parameters(replica.net->at(i)).size();
+            post_ready(buckets_[index]->complete_buckets(final_gradients));
+        };
+    const auto final_op = std::find_if(ops.rbegin(), ops.rend(), [](const StageOp& op) { return op.kind == StageOp::backward; });
+    const StageOp* last_backward = final_op == ops.rend() ? nullptr : &*final_op;
     for (const StageOp& op : ops) {
         const int m = op.micro_batch, k = group * micro_batches + m;
         const auto mi = static_cast<std::size_t>(m);
@@ -136,7 +156,8 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         TraceSpan span(trace, dev.name(), "backward", "backward");
         span.arg("micro_batch", k).arg("stage", stage);
         pass.need_dx = !first;  // nobody reads the gradient of the images
-        Tensor dx = replica.net->backward_range(dy, pass, begin, end);
+        const bool final_pass = &op == last_backward;
+        Tensor dx = replica.net->backward_range(dy, pass, begin, end, final_pass ? after_layer : nullptr);
         // What forward kept for this micro-batch is spent: free it now, so a stage holds only
         // the micro-batches in flight (1F1B's bound), not every one until the step ends.
         tapes[mi].clear();
@@ -149,7 +170,12 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
         if (!first) plan.board.put(LinkDirection::backward, group, stage - 1, m, std::move(dx));
     }
     if (deterministic) sum_in_canonical_order(micro_grads, stage_parameters(group, stage));
-    if (train && total_groups() > 1 && p.average_every == 0) reduce_gradients(group, stage);
+    if (lane) {
+        post_ready(buckets_[index]->size());
+        lane->wait();
+    } else if (train && total_groups() > 1 && p.average_every == 0) {
+        reduce_gradients(group, stage);
+    }
 }
 
 void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
@@ -223,15 +249,23 @@ bool Engine::recomputes(int stage) const {
     return r.size() == 1 ? r.front() : r[static_cast<std::size_t>(stage)];
 }
 
+bool Engine::reduces_during_backward() const {
+    const ParallelOptions& p = options_.parallel;
+    return total_groups() > 1 && p.average_every == 0 && p.overlap_backward && !p.deterministic &&
+           p.batch_norm != BatchNormMode::sync;
+}
+
 void Engine::reduce_gradients(int group, int stage) {
-    Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
+    const std::size_t buckets = buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)]->size();
+    for (std::size_t b = 0; b < buckets; ++b) reduce_bucket(group, stage, b, stage_device(group, stage).name());
+}
+
+void Engine::reduce_bucket(int group, int stage, std::size_t bucket, const std::string& track) {
     GradientBuckets& buckets = *buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
-    const std::string& track = stage_device(group, stage).name();
-    for (std::size_t b = 0; b < buckets.size(); ++b) {
-        TraceSpan span(options_.trace.get(), track, "all-reduce", "allreduce");
-        span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
-        buckets.all_reduce(b, comm, global_group(group), options_.parallel.algorithm);
-    }
+    TraceSpan span(options_.trace.get(), track, "all-reduce", "allreduce");
+    span.arg("bucket", bucket).arg("bytes", buckets.bucket(bucket).flat.nbytes());
+    buckets.all_reduce(bucket, *communicators_[static_cast<std::size_t>(stage)], global_group(group),
+                       options_.parallel.algorithm);
 }
 
 }  // namespace tandem

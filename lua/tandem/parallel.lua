@@ -10,7 +10,7 @@
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
 -- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
--- --recompute, --batch_norm, --average_every, --trace (see docs/lua-api.md, T.Engine's parallel
+-- --recompute, --batch_norm, --average_every, --overlap, --bucket_mb, --trace (see docs/lua-api.md, T.Engine's parallel
 -- option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
 -- devices (it profiles the net, simulates every layout and prints the ranking); a file written
 -- by `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
@@ -31,6 +31,8 @@ local defaults = {
   plan = '',              -- 'auto': the planner's choice for this machine; a plan file; '': as given
   batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
   average_every = 0,      -- model averaging every k steps instead of synchronous SGD (0: off)
+  overlap = true,         -- all-reduce gradient buckets during the last backward (false: after it)
+  bucket_mb = 25,         -- gradient all-reduce bucket size, MB
   trace = '',             -- write a Chrome trace of every worker to this file
 }
 
@@ -91,7 +93,8 @@ function M.layout(opt, net, sample_shape)
                                          memory = opt.memory ~= '' and opt.memory or nil})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
                    schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
-                   recompute = opt.recompute, average_every = opt.average_every}
+                   recompute = opt.recompute, average_every = opt.average_every,
+                   overlap = opt.overlap, bucket_bytes = math.floor(opt.bucket_mb * 1048576)}
 end
 
 -- With a plan: the measured step time (ms) beside the predicted one.

@@ -36,6 +36,11 @@ t.test('2 groups x 2 stages x 4 micro-batches train like one device', function()
   local split = train(engine({groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b',
                               split = {'flatten1'}}, 4))
   t.ok(math.abs(one - split) < 1e-4 * math.abs(one), ('loss %.7g vs %.7g'):format(one, split))
+  -- Small buckets reduced after backward give the same sums as reducing during it.
+  local after = train(engine({groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b',
+                              split = {'flatten1'}, overlap = false, bucket_bytes = 256}, 4))
+  t.eq(after, train(engine({groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b',
+                            split = {'flatten1'}, bucket_bytes = 256}, 4)))
   local by_index = train(engine({stages = 2, micro_batches = 2, split = '4'}, 2))
   t.ok(math.abs(one - by_index) < 1e-4 * math.abs(one), ('loss %.7g vs %.7g'):format(one, by_index))
 end)
@@ -46,6 +51,7 @@ t.test('a bad parallel option is a clear error', function()
   t.raises(function() engine({stages = 2, split = {7}}, 2) end, 'cut after layer 1..6')
   t.raises(function() engine({stages = 2, schedule = 'zigzag'}, 2) end, 'unknown pipeline schedule')
   t.raises(function() engine({stagez = 2}, 2) end, "unknown option 'stagez'")
+  t.raises(function() engine({groups = 2, bucket_bytes = 0}, 2) end, 'bucket_bytes must be at least 1')
 end)
 
 t.test('engine:stages() and a Chrome trace of every worker', function()
