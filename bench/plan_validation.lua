@@ -3,12 +3,14 @@
 --                                              [--warmup=2] [--plans=...] [--top5] [--json]
 -- For each plan (2-4 one-thread CPU devices: pure data parallel, pure pipeline and hybrid,
 -- both schedules), the simulator's step time from profiles measured here, and the engine's
--- median step time measured right after on random data; then the error. With --top5, the
+-- step time measured right after on random data; then the error. With --top5, the
 -- planner's top 5 for 4 devices are measured too: is its first choice the fastest measured?
+-- Profiles and measurements alike take the lower quartile of their timed iterations: the
+-- machine is shared, and other work only ever adds time (the median is printed beside).
 local T = require 'tandem'
 
 local opt = T.options(..., {
-  net = 'smallbn', batch = 64, iters = 8, warmup = 2, top5 = false, json = false,
+  net = 'smallbn', batch = 64, iters = 10, warmup = 2, profile_iters = 15, top5 = false, json = false,
   plans = '2x1x1,1x2x4:gpipe,1x2x4:1f1b,4x1x1,1x4x8:gpipe,1x4x8:1f1b,2x2x4:gpipe,2x2x4:1f1b',
 })
 
@@ -27,10 +29,15 @@ local function random_batch(sample, n, classes)
   return T.tensor(values, shape), T.tensor(labels, {n}, {dtype = 'i32'})
 end
 
-local function median(list)
-  table.sort(list)
-  local n = #list
-  return n % 2 == 1 and list[(n + 1) / 2] or 0.5 * (list[n / 2] + list[n / 2 + 1])
+-- The q-quantile of a list, interpolated between neighbours (0.5: the median).
+local function quantile(list, q)
+  local v = {}
+  for i, x in ipairs(list) do v[i] = x end
+  table.sort(v)
+  local at = 1 + q * (#v - 1)
+  local below = math.floor(at)
+  local above = math.min(below + 1, #v)
+  return v[below] + (v[above] - v[below]) * (at - below)
 end
 
 -- An engine for a plan, on fresh one-thread devices, warmed up.
@@ -46,7 +53,7 @@ local function engine_for(p)
   return {engine = engine, images = images, labels = labels, times = {}}
 end
 
--- The engines' median step times (ms), the plans taking turns step by step so that whatever
+-- The engines' step times (ms), lower quartile and median, the plans taking turns step by step so that whatever
 -- else runs on the machine weighs on all alike.
 local function measure_all(plans)
   local runs = {}
@@ -58,12 +65,12 @@ local function measure_all(plans)
       run.times[#run.times + 1] = 1000 * (T.now() - t0)
     end
   end
-  local out = {}
+  local quartile, median = {}, {}
   for i, run in ipairs(runs) do
-    out[i] = median(run.times)
+    quartile[i], median[i] = quantile(run.times, 0.25), quantile(run.times, 0.5)
     run.engine:free()
   end
-  return out
+  return quartile, median
 end
 
 local function parse(item)
@@ -89,32 +96,34 @@ print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profile
 
 -- Simulates each plan, then measures them all; prints one row per plan.
 local function compare(labels, plans, simulated)
-  local measured = measure_all(plans)
-  print(('%-16s %-22s %12s %12s %8s'):format('plan', 'split', 'simulated', 'measured', 'error'))
+  local measured, median = measure_all(plans)
+  print(('%-16s %-22s %12s %12s %8s %12s'):format('plan', 'split', 'simulated', 'measured', 'error', '(median)'))
   local out = {}
   for i, p in ipairs(plans) do
     local row = {plan = labels[i], split = table.concat(p.split or {}, ','), simulated_ms = simulated[i],
-                 measured_ms = measured[i], error = simulated[i] / measured[i] - 1}
+                 measured_ms = measured[i], median_ms = median[i], error = simulated[i] / measured[i] - 1}
     rows[#rows + 1] = row
     out[i] = row
-    print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%%'):format(row.plan, row.split, row.simulated_ms,
-                                                          row.measured_ms, 100 * row.error))
+    print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%% %9.2f ms'):format(row.plan, row.split, row.simulated_ms,
+                                                                   row.measured_ms, 100 * row.error, row.median_ms))
   end
   return out
 end
 
--- Every plan simulated in one call: one set of profiles for all, so they compare on equal terms.
--- A four-device topology serves the plans of fewer devices too (the cores are shared alike).
+-- Every plan simulated with one set of profiles, so they compare on equal terms. A four-device
+-- topology serves the plans of fewer devices too (the cores are shared alike).
 local labels, plans, simulated = {}, {}, {}
 for item in opt.plans:gmatch('[^,]+') do
   labels[#labels + 1], plans[#plans + 1] = item, parse(item)
 end
-local sims = T.plan.simulate{net = net, sample = sample, batch = opt.batch, topology = topology(4), plans = plans}
+-- One cost model for every simulation and the search: the same profiles weigh every plan.
+local costs = T.plan.costs{net = net, sample = sample, iterations = opt.profile_iters}
+local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topology(4), plans = plans}
 for i, sim in ipairs(sims) do plans[i].split, simulated[i] = sim.split, sim.step_ms end
 compare(labels, plans, simulated)
 
 if opt.top5 then
-  local r = T.plan.search{net = net, sample = sample, batch = opt.batch, topology = topology(4), top = 5}
+  local r = T.plan.search{costs = costs, batch = opt.batch, topology = topology(4), top = 5}
   print('the planner\'s top 5 for 4 devices, measured:')
   labels, plans, simulated = {}, {}, {}
   for i = 1, math.min(5, #r.plans) do
@@ -127,6 +136,7 @@ if opt.top5 then
     top[1].measured_ms, top[fastest].plan, top[fastest].measured_ms))
 end
 
+print(T.plan.describe_calibration(costs:calibration()))
 local worst = 0
 for _, r in ipairs(rows) do worst = math.max(worst, math.abs(r.error)) end
 print(('largest error: %.1f%% over %d plans; load %s'):format(100 * worst, #rows, load_average()))

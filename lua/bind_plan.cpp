@@ -96,8 +96,11 @@ TopologySpec read_topology(lua_State* L, int index) {
     return spec;
 }
 
-// The cost model the arguments at `args` ask for.
-std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
+using CostsPtr = std::shared_ptr<const CostModel>;
+
+// A new cost model from the arguments at `args`: net, sample, cost, momentum, and for measured
+// costs layout, seed, warmup and iterations.
+CostsPtr new_cost_model(lua_State* L, int args) {
     lua_getfield(L, args, "net");
     auto net = check_sequential_ptr(L, lua_gettop(L));
     lua_pop(L, 1);
@@ -107,7 +110,7 @@ std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
     const bool momentum = option_bool(L, args, "momentum", true);
     NetShapes shapes = net_shapes(*net, sample);
     const std::string kind = option_string(L, args, "cost", "analytic");
-    if (kind == "analytic") return std::make_unique<AnalyticCostModel>(std::move(shapes), momentum);
+    if (kind == "analytic") return std::make_shared<AnalyticCostModel>(std::move(shapes), momentum);
     if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     ProfileOptions po;
     po.layout = option_string(L, args, "layout", "channels_last") == "contiguous" ? Layout::contiguous
@@ -115,26 +118,50 @@ std::unique_ptr<CostModel> cost_model(lua_State* L, int args) {
     po.seed = static_cast<std::uint64_t>(option_int(L, args, "seed", 1));
     po.warmup = static_cast<int>(option_int(L, args, "warmup", 2));
     po.iterations = static_cast<int>(option_int(L, args, "iterations", 7));
-    auto profiler = [net, sample, po](int threads, std::int64_t batch) {
+    // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
+    po.quantile = 0.25;
+    auto profiler = [net, sample, po](int threads, std::int64_t batch, std::function<void()> after_step) {
         // A copy of the net on a device of its own: the recipe's net and devices stay as they are.
         auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
+        ProfileOptions options = po;
+        options.after_step = std::move(after_step);
         NetProfile p;
         {
             auto copy = std::static_pointer_cast<Sequential>(net->clone());
             CrossEntropy loss;
-            p = profile_net(*copy, loss, *device, sample, batch, po);
+            p = profile_net(*copy, loss, *device, sample, batch, options);
         }
         return p;
     };
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_unique<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
+    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
                                                measure_handoff_ms(), measure_handoff_ms(cores));
 }
 
+// The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other
+// calls: one set of profiles) when given, a new one otherwise.
+CostsPtr cost_model(lua_State* L, int args) {
+    lua_getfield(L, args, "costs");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return new_cost_model(L, args);
+    }
+    if (!luaL_testudata(L, -1, kPlanCostsType))
+        throw ConfigError("costs must be what T.plan.costs returns, got " + type_name(L, -1));
+    CostsPtr costs = check_box<CostsPtr>(L, lua_gettop(L), kPlanCostsType, "costs");
+    lua_pop(L, 1);
+    return costs;
+}
+
+const char* cost_kind(const CostModel& costs) {
+    return dynamic_cast<const MeasuredCostModel*>(&costs) ? "measured" : "analytic";
+}
+
 // The machine figures a measured cost model rests on, as field `calibration` of the table on
-// top: copy_gbs, handoff_ms, busy_handoff_ms, profiles = {{threads, batch, step_ms}, ...} and
-// contention = {{cores, batch, all, over}, ...}. Nothing for the analytic model.
-void push_calibration(lua_State* L, const CostModel& costs) {
+// top: copy_gbs, handoff_ms, busy_handoff_ms, profiles = {{threads, batch, step_ms}, ...},
+// contention = {{cores, batch, all, over}, ...}, all_reduce = {{ranks, algorithm, latency_ms,
+// ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing for the analytic model.
+void set_calibration(lua_State* L, const CostModel& costs) {
     const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
     if (!measured) return;
     const MeasuredCostModel::Calibration c = measured->calibration();
@@ -161,6 +188,24 @@ void push_calibration(lua_State* L, const CostModel& costs) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "contention");
+    lua_createtable(L, static_cast<int>(c.all_reduce.size()), 0);
+    for (std::size_t i = 0; i < c.all_reduce.size(); ++i) {
+        lua_createtable(L, 0, 4);
+        set_number(L, "ranks", c.all_reduce[i].ranks);
+        set_string(L, "algorithm", std::string(reduce_algorithm_name(c.all_reduce[i].algorithm)));
+        set_number(L, "latency_ms", c.all_reduce[i].latency_ms);
+        set_number(L, "ms_per_mb", c.all_reduce[i].ms_per_mb);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "all_reduce");
+    lua_createtable(L, static_cast<int>(c.updates.size()), 0);
+    for (std::size_t i = 0; i < c.updates.size(); ++i) {
+        lua_createtable(L, 0, 2);
+        set_number(L, "busy", c.updates[i].busy);
+        set_number(L, "slowdown", c.updates[i].slowdown);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, "updates");
     lua_setfield(L, -2, "calibration");
 }
 
@@ -223,6 +268,7 @@ PlannerOptions planner_options(lua_State* L, int args) {
     const std::string algorithm = option_string(L, args, "algorithm", "ring");
     o.algorithm = parse_reduce_algorithm(algorithm);
     o.bucket_bytes = static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
+    o.overlap_backward = option_bool(L, args, "overlap", true);
     if (get(L, args, "micro_batches") == LUA_TTABLE) {
         o.micro_batches.clear();
         for_each_item(L, lua_gettop(L), [&](int) { o.micro_batches.push_back(static_cast<int>(lua_tointeger(L, -1))); });
@@ -246,7 +292,38 @@ std::vector<Topology> topologies(lua_State* L, int args) {
 
 const std::initializer_list<const char*> kPlanKeys = {
     "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
-    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "top", "trace", "plan", "plans"};
+    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "overlap", "top", "trace", "plan",
+    "plans", "costs"};
+
+// core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
+// -> a cost model to pass to several searches and simulations (costs =), so that they weigh
+// plans with the same profiles and measured figures, each taken once.
+int plan_costs(lua_State* L) {
+    check_options(L, 1, "T.plan.costs",
+                  {"net", "sample", "cost", "momentum", "layout", "seed", "warmup", "iterations"});
+    push_box(L, kPlanCostsType, new_cost_model(L, 1));
+    return 1;
+}
+
+// costs:calibration() -> the measured figures so far (nil for analytic costs).
+int plan_costs_calibration(lua_State* L) {
+    const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
+    lua_newtable(L);
+    set_calibration(L, *costs);
+    lua_getfield(L, -1, "calibration");
+    return 1;
+}
+
+int plan_costs_tostring(lua_State* L) {
+    const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
+    lua_pushfstring(L, "PlanCosts(%s)", cost_kind(*costs));
+    return 1;
+}
+
+const luaL_Reg kCostsMethods[] = {
+    {"calibration", wrap<plan_costs_calibration>},
+    {nullptr, nullptr},
+};
 
 // core.plan_topology(spec) -> description text, device count; raises on bad input.
 int plan_topology(lua_State* L) {
@@ -280,7 +357,8 @@ int plan_search(lua_State* L) {
     set_string(L, "table", format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
     set_number(L, "considered", search.considered);
     set_number(L, "over_memory", search.over_memory);
-    push_calibration(L, *costs);
+    set_string(L, "cost", cost_kind(*costs));
+    set_calibration(L, *costs);
     return 1;
 }
 
@@ -298,6 +376,7 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const CostModel& 
     plan.batch = option_int(L, 1, "batch", 0);
     plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));
     plan.bucket_bytes = static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
+    plan.overlap_backward = option_bool(L, 1, "overlap", true);
     std::vector<CutSpec> specs;
     if (get(L, pt, "split") == LUA_TTABLE) {
         for_each_item(L, lua_gettop(L), [&](int) {
@@ -352,7 +431,7 @@ int plan_simulate(lua_State* L) {
         const Simulation s = simulate(plan, topology, *costs, !trace.empty());
         if (!trace.empty()) write_simulated_trace(s, trace);
         push_simulated(L, s, plan, names);
-        push_calibration(L, *costs);
+        set_calibration(L, *costs);
     };
     if (get(L, 1, "plans") == LUA_TTABLE) {
         const int list = lua_gettop(L);
@@ -382,11 +461,16 @@ const luaL_Reg kFunctions[] = {
     {"plan_topology", wrap<plan_topology>},
     {"plan_search", wrap<plan_search>},
     {"plan_simulate", wrap<plan_simulate>},
+    {"plan_costs", wrap<plan_costs>},
     {nullptr, nullptr},
 };
 
 }  // namespace
 
-void register_plan(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+void register_plan(lua_State* L, int module) {
+    define_type(L, module,
+                {kPlanCostsType, wrap<release_box<CostsPtr, kPlanCostsType>>, kCostsMethods, wrap<plan_costs_tostring>});
+    add_functions(L, module, kFunctions);
+}
 
 }  // namespace tandem::lua

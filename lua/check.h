@@ -38,6 +38,7 @@ inline constexpr const char* kEngineType = "tandem.Engine";
 inline constexpr const char* kSgdType = "tandem.SGD";
 inline constexpr const char* kScheduleType = "tandem.Schedule";
 inline constexpr const char* kMetricsLogType = "tandem.MetricsLog";
+inline constexpr const char* kPlanCostsType = "tandem.PlanCosts";
 
 // What a userdata holds. Empty once freed; the box itself is never destroyed, so a second
 // free (or __gc after :free()) finds it empty and does nothing.

@@ -2,12 +2,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "base/error.h"
+#include "device/cpu/cpu_device.h"
+#include "optim/sgd.h"
+#include "layers/kernel_cache.h"
 
 namespace tandem {
 namespace {
@@ -122,6 +128,16 @@ double AnalyticCostModel::update_ms(const TopologyDevice& device, std::size_t pa
     return passes * static_cast<double>(parameter_bytes) / bytes_per_ms(m) + m.launch_us / 1e3;
 }
 
+double CostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {
+    const double rate = copy_gbs() * 1e6;
+    const double n = ranks;
+    if (rate <= 0 || ranks < 2) return 0;
+    if (algorithm == ReduceAlgorithm::ring)
+        return 2 * (n - 1) * (1.5 * static_cast<double>(bytes) / n / rate + handoff_ms());
+    const double levels = std::ceil(std::log2(n));
+    return 2 * levels * (1.5 * static_cast<double>(bytes) / rate + handoff_ms());
+}
+
 // ---- measured
 
 MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs,
@@ -138,7 +154,7 @@ const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::
     std::lock_guard lock(mutex_);
     const auto key = std::make_pair(device.threads, batch);
     auto it = cache_.find(key);
-    if (it == cache_.end()) it = cache_.emplace(key, profiler_(device.threads, batch)).first;
+    if (it == cache_.end()) it = cache_.emplace(key, profiler_(device.threads, batch, nullptr)).first;
     return it->second;
 }
 
@@ -156,58 +172,118 @@ double MeasuredCostModel::loss_ms(const TopologyDevice& device, std::int64_t bat
 }
 
 double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const {
-    const NetProfile* p = nullptr;
+    // The update does not depend on the batch: one profile's, the same whatever else is cached.
+    const NetProfile& p = profile(device, 1);
+    const std::size_t total = shapes_.parameter_bytes();
+    return total == 0 ? 0 : p.update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
+}
+
+namespace {
+
+// Between 1 (one busy) and `all` (every core busy), linearly; beyond the cores, from `all` up
+// to `over` at twice as many busy threads.
+double slowdown(int busy, int cores, double all, double over) {
+    if (busy <= 1 || cores <= 1) return 1;
+    if (busy > cores) {
+        const double f = std::min(1.0, static_cast<double>(busy - cores) / cores);
+        return all + (std::max(all, over) - all) * f;
+    }
+    return 1 + (all - 1) * static_cast<double>(busy - 1) / static_cast<double>(cores - 1);
+}
+
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std::int64_t batch) const {
+    const auto key = std::make_pair(cores, batch);
     {
         std::lock_guard lock(mutex_);
-        for (const auto& [key, profile] : cache_)
-            if (key.first == device.threads) p = &profile;
+        if (auto it = slowdowns_.find(key); it != slowdowns_.end()) return it->second;
     }
-    if (!p) p = &profile(device, 1);
-    const std::size_t total = shapes_.parameter_bytes();
-    return total == 0 ? 0 : p->update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
+    // The net's step alone and on every core at once (and on twice as many threads as cores:
+    // beyond the proportional share, time slicing evicts each one's working set, and the
+    // threads get the cores in turns, not evenly). The threads pass a barrier after every step,
+    // as the engine's workers do, so a step lasts as long as its slowest thread's. Larger
+    // batches leave the caches sooner and share memory bandwidth: measured at the batch asked
+    // for. Other work on the machine comes and goes within seconds: each trial takes its own
+    // `alone` right before, and the median of three trials counts.
+    auto concurrent = [&](int n) {
+        std::barrier steps(n);
+        std::vector<double> times(static_cast<std::size_t>(n));
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+        std::vector<std::thread> threads;
+        for (int c = 0; c < n; ++c)
+            threads.emplace_back([&, c] {
+                try {
+                    times[static_cast<std::size_t>(c)] = profiler_(1, batch, [&] { steps.arrive_and_wait(); }).step_ms;
+                } catch (...) {
+                    // Failed inside a step: leave the barrier, so the others do not wait for it.
+                    errors[static_cast<std::size_t>(c)] = std::current_exception();
+                    steps.arrive_and_drop();
+                }
+            });
+        for (auto& t : threads) t.join();
+        for (const auto& e : errors)
+            if (e) std::rethrow_exception(e);
+        double mean = 0;
+        for (double t : times) mean += t / n;
+        return mean;
+    };
+    constexpr int trials = 3;
+    std::vector<double> all, over;
+    for (int t = 0; t < trials; ++t) {
+        const double alone = profiler_(1, batch, nullptr).step_ms;
+        if (alone <= 0) break;
+        all.push_back(std::max(1.0, concurrent(cores) / alone));
+        over.push_back(std::max(1.0, concurrent(2 * cores) / (2 * alone)));
+    }
+    Slowdowns s;
+    s.all = median_of(all), s.over = median_of(over);
+    std::lock_guard lock(mutex_);
+    return slowdowns_.emplace(key, s).first->second;
 }
 
 double MeasuredCostModel::contention(int busy, int cores, std::int64_t batch) const {
     if (busy <= 1 || cores <= 1) return 1;
-    const auto key = std::make_pair(cores, batch);
-    double all = 0;
-    {
-        std::lock_guard lock(mutex_);
-        if (auto it = contention_.find(key); it != contention_.end()) all = it->second;
+    const Slowdowns& s = slowdowns(cores, batch);
+    return slowdown(busy, cores, s.all, s.over);
+}
+
+double MeasuredCostModel::update_contention(int busy, int cores, std::int64_t) const {
+    if (busy <= 1 || cores <= 1) return 1;
+    std::lock_guard lock(mutex_);
+    auto it = update_slowdowns_.find(busy);
+    if (it == update_slowdowns_.end()) {
+        // Beyond the cores, what time slicing costs on top of the proportional share (which
+        // the simulator applies itself).
+        const double share = std::max(1.0, static_cast<double>(busy) / cores);
+        const double measured = measure_update_slowdown(shapes_.parameter_bytes(), busy, momentum_);
+        it = update_slowdowns_.emplace(busy, std::max(1.0, measured / share)).first;
     }
-    if (all == 0) {
-        // The net's step alone (the profile) and on every core at once. Larger batches leave
-        // the caches sooner and share memory bandwidth: measured at the batch asked for.
-        TopologyDevice one;
-        one.cpu = true;
-        const double alone = profile(one, batch).step_ms;
-        auto concurrent = [&](int n) {
-            std::vector<double> times(static_cast<std::size_t>(n));
-            std::vector<std::thread> threads;
-            for (int c = 0; c < n; ++c)
-                threads.emplace_back([&, c] { times[static_cast<std::size_t>(c)] = profiler_(1, batch).step_ms; });
-            for (auto& t : threads) t.join();
-            double mean = 0;
-            for (double t : times) mean += t / n;
-            return mean;
-        };
-        all = alone > 0 ? std::max(1.0, concurrent(cores) / alone) : 1.0;
-        // Twice as many threads as cores: beyond the proportional share, time slicing evicts
-        // each one's working set.
-        const double over = alone > 0 ? std::max(1.0, concurrent(2 * cores) / (2 * alone)) : 1.0;
-        std::lock_guard lock(mutex_);
-        contention_[key] = all;
-        oversubscription_[key] = over;
+    return it->second;
+}
+
+double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {
+    if (ranks < 2) return 0;
+    const auto key = std::make_pair(ranks, algorithm);
+    std::lock_guard lock(mutex_);
+    auto it = all_reduce_.find(key);
+    if (it == all_reduce_.end()) {
+        // Two sizes a bucket spans (a small one is mostly the steps' hand-offs, a large one the
+        // memory traffic): a line through them.
+        constexpr std::size_t small = std::size_t(64) << 10, large = std::size_t(8) << 20;
+        const double t_small = measure_all_reduce_ms(small, ranks, algorithm);
+        const double t_large = measure_all_reduce_ms(large, ranks, algorithm);
+        const double per_byte = std::max(0.0, (t_large - t_small) / static_cast<double>(large - small));
+        const double latency = std::max(0.0, t_small - per_byte * static_cast<double>(small));
+        it = all_reduce_.emplace(key, std::make_pair(latency, per_byte)).first;
     }
-    if (busy > cores) {
-        std::lock_guard lock(mutex_);
-        // Between cores and twice as many busy threads: from `all` up to `over`.
-        const double over = std::max(all, oversubscription_[key]);
-        const double f = std::min(1.0, static_cast<double>(busy - cores) / cores);
-        return all + (over - all) * f;
-    }
-    const int k = std::min(busy, cores);
-    return 1 + (all - 1) * static_cast<double>(k - 1) / static_cast<double>(cores - 1);
+    return it->second.first + it->second.second * static_cast<double>(bytes);
 }
 
 std::size_t MeasuredCostModel::profiles_taken() const {
@@ -222,8 +298,11 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     c.handoff_ms = handoff_ms_;
     c.busy_handoff_ms = busy_handoff_ms_;
     for (const auto& [key, profile] : cache_) c.profiles.push_back({key.first, key.second, profile.step_ms});
-    for (const auto& [key, all] : contention_)
-        c.contention.push_back({key.first, key.second, all, std::max(all, oversubscription_.at(key))});
+    for (const auto& [key, d] : slowdowns_)
+        c.contention.push_back({key.first, key.second, d.all, std::max(d.all, d.over)});
+    for (const auto& [busy, slowdown] : update_slowdowns_) c.updates.push_back({busy, slowdown});
+    for (const auto& [key, line] : all_reduce_)
+        c.all_reduce.push_back({key.first, key.second, line.first, line.second * 1e6});
     return c;
 }
 
@@ -276,6 +355,68 @@ double measure_handoff_ms(int busy_cores) {
     stop = true;
     for (auto& t : spinners) t.join();
     return ms / (2.0 * rounds);
+}
+
+double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) {
+    // As the engine's lanes do it: every rank on its own thread, through the in-process
+    // communicator, a few times; rank 0's median call.
+    constexpr int calls = 5;
+    const auto comm = make_inproc_communicator(ranks);
+    const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
+    std::vector<double> times;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r)
+        threads.emplace_back([&, r] {
+            std::vector<float> data(count, 1.0f);
+            for (int i = 0; i < calls; ++i) {
+                comm->barrier(r);
+                const auto t0 = std::chrono::steady_clock::now();
+                comm->all_reduce_sum(r, data.data(), count, algorithm);
+                if (r == 0)
+                    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            }
+        });
+    for (auto& t : threads) t.join();
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+double measure_update_slowdown(std::size_t bytes, int threads, bool momentum) {
+    // Each thread updates weights of its own on a one-thread device, all released at once by
+    // a barrier, as the engine's devices are after a step; against one thread alone.
+    const auto count = static_cast<std::int64_t>(std::max<std::size_t>(1, bytes / sizeof(float)));
+    auto run = [&](int n) {
+        constexpr int steps = 5;
+        std::barrier start(n);
+        std::vector<std::vector<double>> times(static_cast<std::size_t>(n));
+        std::vector<std::thread> workers;
+        for (int t = 0; t < n; ++t)
+            workers.emplace_back([&, t] {
+                CpuDevice device(80 + t, CpuDeviceOptions{0, 1});
+                device.worker().run([&] {
+                    Parameter p{"weight", Tensor::empty(Shape{count}, device), Tensor::empty(Shape{count}, device)};
+                    tensor_ops(device).fill(p.value, 0.5f);
+                    tensor_ops(device).fill(p.grad, 0.01f);
+                    const std::vector<NamedParameter> params{{"weight", &p}};
+                    Sgd sgd(SgdOptions{0.01f, momentum ? 0.9f : 0.f, 0.f, 0.f, false});
+                    sgd.step(params, 0.01f);  // the momentum buffer, and the pages, once
+                    for (int i = 0; i < steps; ++i) {
+                        start.arrive_and_wait();
+                        const auto t0 = std::chrono::steady_clock::now();
+                        sgd.step(params, 0.01f);
+                        times[static_cast<std::size_t>(t)].push_back(
+                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                    }
+                });
+            });
+        for (auto& w : workers) w.join();
+        std::vector<double> all;
+        for (const auto& v : times) all.insert(all.end(), v.begin(), v.end());
+        std::sort(all.begin(), all.end());
+        return all[all.size() / 2];
+    };
+    const double alone = run(1);
+    return alone > 0 ? run(threads) / alone : 1.0;
 }
 
 }  // namespace tandem

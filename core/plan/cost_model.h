@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/communicator.h"
 #include "plan/profiler.h"
 #include "plan/stage_cost.h"
 #include "plan/topology.h"
@@ -65,11 +66,22 @@ public:
     // The same hand-off while every core is busy: the woken worker waits for the scheduler to
     // give it a core.
     virtual double busy_handoff_ms() const { return handoff_ms(); }
+    // CPU devices: an all-reduce of `bytes` among `ranks` devices of one machine, in shared
+    // memory (the in-process communicator), as wall time when nothing else runs. By default
+    // from the copy rate and the hand-off: each step a rank reads two chunks and writes one,
+    // then waits for its neighbour.
+    virtual double cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const;
     // CPU devices: how much slower each of `busy` one-thread kernels runs when that many run at
     // once on a machine of `cores` cores, at micro-batches of `batch` (shared caches and memory
     // bandwidth; with more busy than cores, what time slicing costs beyond the proportional
     // share, which the simulator applies itself): 1 for one, more for several.
     virtual double contention(int busy, int cores, std::int64_t batch) const {
+        (void)busy, (void)cores, (void)batch;
+        return 1;
+    }
+    // The same for the optimizer's update on `busy` devices at once (they all update right
+    // after the step's barrier): memory-bound, it is slowed in its own way.
+    virtual double update_contention(int busy, int cores, std::int64_t batch) const {
         (void)busy, (void)cores, (void)batch;
         return 1;
     }
@@ -92,8 +104,9 @@ private:
 
 class MeasuredCostModel final : public CostModel {
 public:
-    // profile(threads, batch): the net profiled on a CPU device with that many threads.
-    using Profiler = std::function<NetProfile(int threads, std::int64_t batch)>;
+    // profile(threads, batch, after_step): the net profiled on a CPU device with that many
+    // threads; `after_step`, when set, goes to ProfileOptions::after_step.
+    using Profiler = std::function<NetProfile(int threads, std::int64_t batch, std::function<void()> after_step)>;
     MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs, double handoff_ms,
                       double busy_handoff_ms);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
@@ -102,10 +115,17 @@ public:
     double copy_gbs() const override { return copy_gbs_; }
     double handoff_ms() const override { return handoff_ms_; }
     double busy_handoff_ms() const override { return busy_handoff_ms_; }
-    // Measured once per batch: the net's step on `cores` one-thread devices at once against
-    // one alone, interpolated linearly for fewer busy devices; and on twice as many, beyond the
-    // proportional share, for more.
+    // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
+    // barrier after every step, as the engine's workers do) against one alone, interpolated
+    // linearly for fewer busy devices; and on twice as many, beyond the proportional share,
+    // for more. The median of three trials.
     double contention(int busy, int cores, std::int64_t batch) const override;
+    // The optimizer's update on `busy` devices at once against one alone (beyond the
+    // proportional share), measured once per count with the net's weights.
+    double update_contention(int busy, int cores, std::int64_t batch) const override;
+    // Measured: the in-process communicator's all-reduce at two sizes for each rank count and
+    // algorithm (once each), as latency + bytes x time per byte.
+    double cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const override;
     // How many profiles were taken (each distinct thread count and batch once).
     std::size_t profiles_taken() const;
 
@@ -120,12 +140,23 @@ public:
         struct Contention {
             int cores = 0;
             std::int64_t batch = 0;
-            double all = 1;   // every core busy
+            double all = 1;   // a step with every core busy
             double over = 1;  // twice as many busy as cores, beyond the proportional share
+        };
+        struct Update {
+            int busy = 0;          // devices updating at once
+            double slowdown = 1;   // against one alone, beyond the proportional share
+        };
+        struct AllReduce {
+            int ranks = 0;
+            ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+            double latency_ms = 0, ms_per_mb = 0;
         };
         double copy_gbs = 0, handoff_ms = 0, busy_handoff_ms = 0;
         std::vector<Profile> profiles;
         std::vector<Contention> contention;
+        std::vector<AllReduce> all_reduce;
+        std::vector<Update> updates;
     };
     Calibration calibration() const;
 
@@ -138,8 +169,15 @@ private:
     double copy_gbs_, handoff_ms_, busy_handoff_ms_;
     mutable std::mutex mutex_;
     mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
-    mutable std::map<std::pair<int, std::int64_t>, double> contention_;  // per (cores, batch): all busy
-    mutable std::map<std::pair<int, std::int64_t>, double> oversubscription_;  // twice as many busy
+    // How much slower a step runs with every core busy, and with twice as many busy threads
+    // beyond the proportional share; per (cores, batch), measured once.
+    struct Slowdowns {
+        double all = 1, over = 1;
+    };
+    const Slowdowns& slowdowns(int cores, std::int64_t batch) const;
+    mutable std::map<std::pair<int, std::int64_t>, Slowdowns> slowdowns_;
+    mutable std::map<int, double> update_slowdowns_;  // per busy devices
+    mutable std::map<std::pair<int, ReduceAlgorithm>, std::pair<double, double>> all_reduce_;  // ms, ms per byte
 };
 
 // This machine's single-thread copy rate (GB/s) and the time to wake a waiting thread (ms),
@@ -147,5 +185,12 @@ private:
 // > 0, the wake-up is measured while that many other threads keep the cores busy.
 double measure_copy_gbs();
 double measure_handoff_ms(int busy_cores = 0);
+// The in-process communicator's all-reduce of `bytes` among `ranks` threads: the median wall
+// time of a few calls (ms).
+double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm);
+// How much slower SGD's update of `bytes` of weights (with a momentum buffer or not) runs on
+// `threads` one-thread devices at the same moment than on one alone: memory-bound, it is
+// slowed far more by its neighbours than a convolution is.
+double measure_update_slowdown(std::size_t bytes, int threads, bool momentum);
 
 }  // namespace tandem

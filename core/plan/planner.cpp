@@ -84,6 +84,7 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         plan.groups = groups, plan.stages = stages, plan.micro_batches = micro_batches;
                         plan.schedule = schedule, plan.recompute = recompute;
                         plan.batch = o.batch, plan.algorithm = o.algorithm, plan.bucket_bytes = o.bucket_bytes;
+                        plan.overlap_backward = o.overlap_backward;
                         plan.devices = placement(place, groups, stages);
                         plan.placement = place;
                         // Cut for the devices of group 0; each stage's cap is the smallest among its replicas.

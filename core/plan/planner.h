@@ -25,6 +25,7 @@ struct PlannerOptions {
     std::vector<int> micro_batches = {1, 2, 4, 8, 16, 32};
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
+    bool overlap_backward = true;                        // as the engine's option
 };
 
 struct RankedPlan {

@@ -16,11 +16,14 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
+// The q-quantile, interpolated between neighbours (q = 0.5: the median).
+double quantile(std::vector<double> v, double q) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
-    const std::size_t mid = v.size() / 2;
-    return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+    const double at = q * static_cast<double>(v.size() - 1);
+    const auto below = static_cast<std::size_t>(at);
+    const std::size_t above = std::min(below + 1, v.size() - 1);
+    return v[below] + (v[above] - v[below]) * (at - static_cast<double>(below));
 }
 
 }  // namespace
@@ -90,8 +93,10 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
             }
             const auto u0 = Clock::now();
             sgd.step(params, 0.01f);
+            const double update = ms_since(u0);
+            if (o.after_step) o.after_step();
             if (timed) {
-                update_times.push_back(ms_since(u0));
+                update_times.push_back(update);
                 step_times.push_back(ms_since(step_start));
             }
         }
@@ -107,8 +112,8 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         lp.options = layer.options_text();
         lp.output = out_shapes[i];
         lp.parameters = parameter_count(layer);
-        lp.forward_ms = median(fwd[i]);
-        lp.backward_ms = median(bwd[i]);
+        lp.forward_ms = quantile(fwd[i], o.quantile);
+        lp.backward_ms = quantile(bwd[i], o.quantile);
         lp.flops = layer.forward_flops(shape);
         lp.memory = layer.memory_estimate(shape);
         lp.transient_bytes = transient[i];
@@ -116,8 +121,8 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         profile.layers.push_back(lp);
         shape = out_shapes[i];
     }
-    profile.step_ms = median(step_times);
-    profile.update_ms = median(update_times);
+    profile.step_ms = quantile(step_times, o.quantile);
+    profile.update_ms = quantile(update_times, o.quantile);
     return profile;
 }
 

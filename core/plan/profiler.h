@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,7 @@ struct LayerProfile {
     std::string name, kind, options;
     Shape output;
     std::int64_t parameters = 0;
-    double forward_ms = 0;   // median over the timed iterations
+    double forward_ms = 0;   // over the timed iterations (ProfileOptions::quantile: the median)
     double backward_ms = 0;
     double flops = 0;        // forward floating-point operations for the whole batch
     MemoryEstimate memory;
@@ -29,8 +30,8 @@ struct NetProfile {
     std::vector<LayerProfile> layers;
     std::int64_t batch = 0;
     Shape input;               // the batch's input shape (batch x C x H x W): the first layer's input
-    double step_ms = 0;        // median whole step: forward, loss, backward, SGD update
-    double update_ms = 0;      // median SGD update alone
+    double step_ms = 0;        // whole step: forward, loss, backward, SGD update
+    double update_ms = 0;      // SGD update alone
     double train_flops = 0;    // per step: 3 x forward flops (forward, backward data, weights)
     std::size_t peak_bytes = 0;  // device memory peak during a step
 };
@@ -41,6 +42,13 @@ struct ProfileOptions {
     Layout layout = Layout::contiguous;
     std::uint64_t seed = 1;
     std::int64_t classes = 0;  // labels drawn in [0, classes); 0: the net's output width
+    // Which quantile of the timed iterations each time is: 0.5 the median; lower to estimate
+    // the undisturbed time on a machine other work shares (that work only ever adds time).
+    double quantile = 0.5;
+    // Called at the end of every step (warm-up ones too), inside its timed span: profiles run
+    // on several threads at once pass a barrier here, so that each step lasts as long as the
+    // slowest thread's, as in the engine.
+    std::function<void()> after_step;
 };
 
 // `input` is one sample's shape (C x H x W); the batch is `batch` samples of random data.

@@ -19,6 +19,7 @@ struct Activity {
     double remaining = 0;
     int pool = -1;        // -1: runs at full speed (a GPU)
     int threads = 1;      // cores it asks of the pool
+    bool update = false;  // an optimizer step: memory-bound, slowed by busy cores its own way
     double started = 0;
     std::function<void(double start, double end)> done;
 };
@@ -39,6 +40,27 @@ struct Item {
     std::size_t transient = 0;  // bytes alive only during the op
     bool counts_busy = false;
 };
+
+// A stage's gradient bucket: up to the plan's bucket size, filled layer by layer from the
+// stage's last (a layer larger than a bucket gets one of its own); complete once backward has
+// passed `lowest_layer`.
+struct Bucket {
+    std::size_t bytes = 0;
+    std::size_t lowest_layer = 0;
+};
+
+std::vector<Bucket> stage_buckets(const std::vector<LayerCost>& costs, std::size_t begin, std::size_t end,
+                                  std::size_t bucket_bytes) {
+    std::vector<Bucket> buckets;
+    for (std::size_t i = end; i-- > begin;) {
+        const std::size_t bytes = costs[i].parameter_bytes;
+        if (bytes == 0) continue;
+        if (buckets.empty() || buckets.back().bytes + bytes > bucket_bytes) buckets.push_back({0, i});
+        buckets.back().bytes += bytes;
+        buckets.back().lowest_layer = i;
+    }
+    return buckets;
+}
 
 struct Collective {
     std::vector<int> members;  // plan devices
@@ -75,7 +97,6 @@ private:
     bool on_cpu(int device) const { return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu; }
     void compute_phase_done(int device);
     void start_updates();
-    double cpu_collective_ms(std::size_t bytes, int ranks) const;
 
     const Plan& plan_;
     const Topology& topology_;
@@ -189,7 +210,28 @@ void StepSimulator::build_queues() {
             const double copy_grad = cpu && !last ? static_cast<double>(output) / (costs_.copy_gbs() * 1e6) : 0;
             const double loss = last ? costs_.loss_ms(device, micro) : 0;
             auto& q = queues_[static_cast<std::size_t>(d)];
-            for (const StageOp& op : stage_ops(p.schedule, p.stages, s, p.micro_batches)) {
+            const auto ops = stage_ops(p.schedule, p.stages, s, p.micro_batches);
+            const StageOp* last_backward = nullptr;
+            for (const StageOp& op : ops)
+                if (op.kind == StageOp::backward) last_backward = &op;
+            // The stage's buckets, as the engine fills them: layer by layer from the last.
+            const std::vector<Bucket> buckets = p.groups > 1 ? stage_buckets(costs, begin, end, p.bucket_bytes) : std::vector<Bucket>{};
+            if (g == 0)
+                for (std::size_t b = 0; b < buckets.size(); ++b) {
+                    Collective c;
+                    for (int gg = 0; gg < p.groups; ++gg) c.members.push_back(gg * p.stages + s);
+                    c.bytes = buckets[b].bytes;
+                    c.stage = s, c.bucket = static_cast<int>(b);
+                    collectives_.push_back(c);
+                }
+            auto reduce_item = [&](std::size_t b) {
+                Item it;
+                it.kind = Item::reduce;
+                it.name = "all-reduce", it.category = "allreduce";
+                it.collective = -1 - static_cast<int>(b);  // resolved below: stage s, bucket b
+                q.push_back(std::move(it));
+            };
+            for (const StageOp& op : ops) {
                 Item it;
                 it.micro = op.micro_batch;
                 it.counts_busy = true;
@@ -204,42 +246,46 @@ void StepSimulator::build_queues() {
                     }
                     it.hold = kept;
                     it.transient = workspace;
-                } else {
-                    it.name = "backward", it.category = "backward";
-                    it.work_ms = bwd + (p.recompute ? fwd : 0) + copy_grad;
-                    if (!last) it.wait = signal(1, g, s, op.micro_batch);
-                    if (!first) {
-                        it.send = signal(1, g, s - 1, op.micro_batch);
-                        it.send_to = d - 1;
-                        it.send_bytes = input;
-                    }
-                    // The gradient received from the next stage stays alive through the whole
-                    // op; recomputation rebuilds one micro-batch's activations (and output).
-                    it.transient = (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
-                    it.release = kept;
-                }
-                q.push_back(std::move(it));
-            }
-            if (p.groups > 1) {
-                // One collective per bucket, shared by stage s of every group (made once, by group 0).
-                const std::size_t params = one.gradients;
-                const std::size_t buckets = std::max<std::size_t>(1, (params + p.bucket_bytes - 1) / p.bucket_bytes);
-                for (std::size_t b = 0; b < buckets && params > 0; ++b) {
-                    if (g == 0) {
-                        Collective c;
-                        for (int gg = 0; gg < p.groups; ++gg) c.members.push_back(gg * p.stages + s);
-                        c.bytes = std::min(p.bucket_bytes, params - b * p.bucket_bytes);
-                        c.stage = s, c.bucket = static_cast<int>(b);
-                        collectives_.push_back(c);
-                    }
-                    Item it;
-                    it.kind = Item::reduce;
-                    it.name = "all-reduce", it.category = "allreduce";
-                    // Collectives of stage s are listed stage by stage, bucket by bucket.
-                    it.collective = -1 - static_cast<int>(b);  // resolved below
                     q.push_back(std::move(it));
+                    continue;
                 }
+                it.name = "backward", it.category = "backward";
+                if (!last) it.wait = signal(1, g, s, op.micro_batch);
+                // The gradient received from the next stage stays alive through the whole
+                // op; recomputation rebuilds one micro-batch's activations (and output).
+                it.transient = (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
+                Item tail = it;  // what ends the backward: the gradient sent back, memory freed
+                tail.wait = -1;
+                if (!first) {
+                    tail.send = signal(1, g, s - 1, op.micro_batch);
+                    tail.send_to = d - 1;
+                    tail.send_bytes = input;
+                }
+                tail.release = kept;
+                const double before = (p.recompute ? fwd : 0) + copy_grad;  // ahead of the layers
+                if (&op != last_backward || !p.overlap_backward || buckets.empty()) {
+                    tail.wait = it.wait;
+                    tail.work_ms = before + bwd;
+                    q.push_back(std::move(tail));
+                    continue;
+                }
+                // The last backward in pieces: the layers down to each bucket's lowest, then
+                // the bucket posted to the lane.
+                std::size_t layer = end;
+                for (std::size_t b = 0; b < buckets.size(); ++b) {
+                    Item piece = it;
+                    piece.wait = b == 0 ? it.wait : -1;
+                    piece.work_ms = b == 0 ? before : 0;
+                    for (; layer > buckets[b].lowest_layer; --layer) piece.work_ms += costs[layer - 1].backward_ms;
+                    q.push_back(std::move(piece));
+                    reduce_item(b);
+                }
+                tail.work_ms = 0;
+                for (; layer > begin; --layer) tail.work_ms += costs[layer - 1].backward_ms;
+                q.push_back(std::move(tail));
             }
+            if (!p.overlap_backward)
+                for (std::size_t b = 0; b < buckets.size(); ++b) reduce_item(b);
         }
     }
     // Resolve each collective item to its index: the collectives of stage s, bucket b.
@@ -250,17 +296,6 @@ void StepSimulator::build_queues() {
                 for (std::size_t c = 0; c < collectives_.size(); ++c)
                     if (collectives_[c].stage == s && collectives_[c].bucket == b) it.collective = static_cast<int>(c);
             }
-}
-
-double StepSimulator::cpu_collective_ms(std::size_t bytes, int ranks) const {
-    // The in-process communicator: each step a worker reads two chunks and writes one, then
-    // waits for its neighbour.
-    const double rate = costs_.copy_gbs() * 1e6;
-    const double n = ranks;
-    if (plan_.algorithm == ReduceAlgorithm::ring)
-        return 2 * (n - 1) * (1.5 * static_cast<double>(bytes) / n / rate + costs_.handoff_ms());
-    const double levels = std::ceil(std::log2(n));
-    return 2 * levels * (1.5 * static_cast<double>(bytes) / rate + costs_.handoff_ms());
 }
 
 void StepSimulator::span(int device, const std::string& suffix, const std::string& name, const std::string& category,
@@ -349,14 +384,29 @@ void StepSimulator::start_collective(int ci) {
     Collective& c = collectives_[static_cast<std::size_t>(ci)];
     c.started = true;
     c.start = now_;
+    if (!on_cpu(c.members.front())) {
+        collective_step(ci, 0);
+        return;
+    }
+    // CPU devices reduce in shared memory, on the pool's cores: the cost model's time for the
+    // collective when nothing else runs, slower while the cores are shared.
     const int n = static_cast<int>(c.members.size());
-    if (on_cpu(c.members.front())) {
-        // The workers reduce in shared memory: all members busy until the last step.
+    Activity a;
+    a.remaining = costs_.cpu_all_reduce_ms(c.bytes, n, plan_.algorithm);
+    a.pool = topology_.device(device_of_[static_cast<std::size_t>(c.members.front())]).pool;
+    a.threads = std::min(n, topology_.pools()[static_cast<std::size_t>(a.pool)]);
+    if (plan_.overlap_backward) {
+        // On the lanes, beside the workers.
+        a.done = [this, ci](double start, double end) {
+            Collective& cc = collectives_[static_cast<std::size_t>(ci)];
+            cc.finished = true;
+            for (int m : cc.members) span(m, " all-reduce", "all-reduce", "allreduce", start, end, {TraceArg("bytes", cc.bytes)});
+            ++lane_free_[static_cast<std::size_t>(cc.stage)];
+            for (int m : cc.members) compute_phase_done(m);
+        };
+    } else {
+        // By the workers themselves: every member busy until the last step.
         for (int m : c.members) busy_[static_cast<std::size_t>(m)] = true;
-        Activity a;
-        a.remaining = cpu_collective_ms(c.bytes, n);
-        a.pool = topology_.device(device_of_[static_cast<std::size_t>(c.members.front())]).pool;
-        a.threads = n;
         a.done = [this, ci](double start, double end) {
             Collective& cc = collectives_[static_cast<std::size_t>(ci)];
             cc.finished = true;
@@ -368,10 +418,8 @@ void StepSimulator::start_collective(int ci) {
                 if (position_[um] == queues_[um].size()) compute_phase_done(m);
             }
         };
-        start_activity(std::move(a));
-        return;
     }
-    collective_step(ci, 0);
+    start_activity(std::move(a));
 }
 
 void StepSimulator::collective_step(int ci, int step) {
@@ -411,7 +459,7 @@ void StepSimulator::collective_step(int ci, int step) {
     timed_.push({end, seq_++, [this, ci] {
         Collective& cc = collectives_[static_cast<std::size_t>(ci)];
         cc.finished = true;
-        for (int m : cc.members) span(m, " comm", "all-reduce", "allreduce", cc.start, now_, {TraceArg("bytes", cc.bytes)});
+        for (int m : cc.members) span(m, " all-reduce", "all-reduce", "allreduce", cc.start, now_, {TraceArg("bytes", cc.bytes)});
         ++lane_free_[static_cast<std::size_t>(cc.stage)];
         for (int m : cc.members) compute_phase_done(m);
     }});
@@ -437,6 +485,7 @@ void StepSimulator::start_updates() {
         const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
         Activity a;
         a.remaining = costs_.update_ms(device, sim_.devices[static_cast<std::size_t>(d)].memory.weights);
+        a.update = true;
         a.pool = device.cpu ? device.pool : -1;
         a.threads = device.threads;
         a.done = [this, d](double start, double end) {
@@ -462,7 +511,7 @@ void StepSimulator::start_ready() {
                 continue;
             }
             Collective& c = collectives_[static_cast<std::size_t>(item.collective)];
-            if (on_cpu(d)) {
+            if (on_cpu(d) && !plan_.overlap_backward) {
                 // Every member waits at the collective until all have arrived.
                 if (c.started) continue;
                 busy_[ud] = true;
@@ -470,16 +519,17 @@ void StepSimulator::start_ready() {
                 changed = true;
                 continue;
             }
-            // GPUs: the worker posts the collective on its stream and goes on.
+            // The worker posts the collective to its lane (a GPU: its stream) and goes on.
             ++c.arrived;
             ++position_[ud];
             changed = true;
             if (position_[ud] == queues_[ud].size()) compute_phase_done(d);
         }
-        // GPU collectives of a stage run one after another on its communication lane.
+        // Posted collectives of a stage run one after another on its lane.
         for (std::size_t c = 0; c < collectives_.size(); ++c) {
             Collective& col = collectives_[c];
-            if (col.started || on_cpu(col.members.front()) || col.arrived < static_cast<int>(col.members.size())) continue;
+            const bool posted = !on_cpu(col.members.front()) || plan_.overlap_backward;
+            if (col.started || !posted || col.arrived < static_cast<int>(col.members.size())) continue;
             int before = 0;
             for (std::size_t k = 0; k < c; ++k) before += collectives_[k].stage == col.stage;
             if (lane_free_[static_cast<std::size_t>(col.stage)] != before) continue;
@@ -514,8 +564,10 @@ Simulation StepSimulator::run() {
             const double d = demand[static_cast<std::size_t>(a.pool)];
             const int cores = pools[static_cast<std::size_t>(a.pool)];
             // Over-asked cores are shared in proportion; busy cores also slow each other down.
+            const int busy = static_cast<int>(std::ceil(d - kEpsilon));
             return std::min(1.0, static_cast<double>(cores) / d) /
-                   costs_.contention(static_cast<int>(std::ceil(d - kEpsilon)), cores, plan_.micro_batch());
+                   (a.update ? costs_.update_contention(busy, cores, plan_.micro_batch())
+                             : costs_.contention(busy, cores, plan_.micro_batch()));
         };
         double next = std::numeric_limits<double>::infinity();
         if (!timed_.empty()) next = timed_.top().at;

@@ -7,10 +7,15 @@
 //    after its backward. Between GPUs the copy crosses the topology's channels (one direction
 //    of each link on the route), which copies share first come, first served; between CPU
 //    devices the receiving worker copies it itself, as part of its op;
-//  - when a stage's last backward is done, its gradients are all-reduced with the same stage
-//    of the other groups, bucket by bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree:
-//    a binomial reduce then broadcast). On GPUs the copies use the channels and overlap other
-//    stages' backward; on CPU devices the workers do it (every member waits for the others);
+//  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
+//    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree: a binomial reduce then
+//    broadcast), the buckets filled layer by layer in backward order. With overlap_backward
+//    (the engine's default) a bucket goes as soon as the last micro-batch's backward has passed
+//    its layers, on the stage's lane: the worker goes on with the rest of its backward. The
+//    collectives of a stage run one after another. On GPUs the copies use the channels; on CPU
+//    devices the lanes reduce in shared memory, on the pool's cores. Without the overlap, a
+//    stage's buckets go after its last backward, and CPU workers reduce them themselves (every
+//    member waits for the others);
 //  - once every device has finished (the engine's barrier: a failed step changes no weight),
 //    each device runs its optimizer step.
 // CPU devices share their machine's cores: while the busy devices ask for more threads than the
@@ -44,6 +49,7 @@ struct Plan {
     std::int64_t batch = 0;               // global batch: G x M micro-batches of batch / (G M)
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
+    bool overlap_backward = true;         // buckets reduced during the last backward (engine.h)
     std::string placement;                // how devices were chosen, for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }

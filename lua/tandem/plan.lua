@@ -73,16 +73,21 @@ end
 
 -- Every layout ranked: {plans = {{groups, stages, micro_batches, schedule, recompute, split,
 -- placement, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
-function M.search(args)
-  local full = with_cost(args)
-  local r = core.plan_search(full)
-  r.cost = full.cost
-  return r
-end
+function M.search(args) return core.plan_search(with_cost(args)) end
 
 -- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
 -- schedule, recompute, split}.
 function M.simulate(args) return core.plan_simulate(with_cost(args)) end
+
+-- A cost model to share between searches and simulations (their `costs =`): the net profiled
+-- once, every plan weighed alike. args: net, sample, cost ('measured' or 'analytic'; 'auto' or
+-- none: by `topology`, measured without one), momentum, layout, seed, warmup, iterations.
+function M.costs(args)
+  local copy = with_cost(args)
+  if (args.cost == nil or args.cost == 'auto') and not args.topology then copy.cost = 'measured' end
+  copy.topology = nil
+  return core.plan_costs(copy)
+end
 
 -- A plan file written by `tandem plan --write`.
 function M.load(path)
@@ -97,8 +102,8 @@ end
 
 -- ---- `tandem plan RECIPE --topology=NAME --batch=B [--devices=N] [--cost=auto|measured|analytic]
 --       [--top=10] [--write=FILE] [--trace=FILE] [--classes=N] [--threads=T] [--memory=4GB]
---       [--algorithm=ring|tree] [--iterations=7] [--warmup=2]` (the last two: profiling, for
---       measured costs)
+--       [--algorithm=ring|tree] [--overlap=false] [--iterations=7] [--warmup=2]` (the last two:
+--       profiling, for measured costs; --overlap=false: buckets reduced after the backward)
 
 -- What a measured prediction rests on, in a few lines: the copy rate and hand-off latency,
 -- the whole-step profiles, and how much busy cores slow each other down.
@@ -113,6 +118,13 @@ function M.describe_calibration(c)
   for _, k in ipairs(c.contention) do
     lines[#lines + 1] = ('  micro-batch %d: %d busy cores slow each other %.2fx, %d busy threads %.2fx')
                         :format(k.batch, k.cores, k.all, 2 * k.cores, k.over)
+  end
+  for _, u in ipairs(c.updates) do
+    lines[#lines + 1] = ('  the optimizer\'s update on %d devices at once: %.2fx slower'):format(u.busy, u.slowdown)
+  end
+  for _, r in ipairs(c.all_reduce) do
+    lines[#lines + 1] = ('  all-reduce (%s) among %d: %.3f ms + %.2f ms a MB'):format(r.algorithm, r.ranks, r.latency_ms,
+                                                                                r.ms_per_mb)
   end
   return table.concat(lines, '\n')
 end
@@ -135,7 +147,8 @@ local function plan_net(net, sample, opt)
   local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
                      devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
-                     iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm}
+                     iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm,
+                     overlap = opt.overlap}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
   if r.calibration then print(M.describe_calibration(r.calibration)) end
   io.write(r.table)
@@ -167,7 +180,7 @@ function M.main(args)
   local opt = T.options(named, {batch = 0, topology = 'machine', devices = 0, cost = 'auto', top = 10,
                                write = '', trace = '', classes = 0, threads = 0, memory = '',
                                model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2,
-                               algorithm = 'ring'})
+                               algorithm = 'ring', overlap = true})
   if opt.batch < 1 then error('tandem plan: --batch=B is required (the global batch to plan for)', 0) end
   -- A recipe stops in T.parallel.layout, where its net is planned; a net file returns a builder.
   local parallel = require 'tandem.parallel'

@@ -41,6 +41,26 @@ t.test('bad topologies are clear errors', function()
   t.raises(function() T.plan.topology('no_such_topology') end, 'no_such_topology')
 end)
 
+t.test('one cost model shared by a search and a simulation gives the same prediction', function()
+  local net, sample = small_net()
+  local topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'})
+  local costs = T.plan.costs{net = net, sample = sample, iterations = 2, warmup = 1}
+  t.ok(tostring(costs):find('measured'), tostring(costs))
+  local r = T.plan.search{costs = costs, batch = 16, topology = topology}
+  t.eq(r.cost, 'measured')
+  for _, p in ipairs(r.plans) do
+    local s = T.plan.simulate{costs = costs, batch = 16, topology = topology,
+                              plan = {groups = p.groups, stages = p.stages, micro_batches = p.micro_batches,
+                                      schedule = p.schedule, recompute = p.recompute, split = p.split,
+                                      devices = p.device_indices}}
+    t.eq(s.step_ms, p.step_ms, p.label)
+  end
+  t.ok(#costs:calibration().profiles >= 2)
+  local analytic = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
+  t.eq(analytic:calibration(), nil)
+  t.raises(function() T.plan.search{costs = 'x', batch = 16, topology = topology} end, 'costs')
+end)
+
 t.test('the planner ranks CPU layouts from measured profiles', function()
   local net, sample = small_net()
   local r = T.plan.search{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
@@ -50,7 +70,12 @@ t.test('the planner ranks CPU layouts from measured profiles', function()
   for i = 2, #r.plans do t.ok(r.plans[i - 1].images_per_s >= r.plans[i].images_per_s) end
   t.ok(r.table:find('2x1x1'), r.table)
   t.ok(#r.calibration.profiles >= 2, 'profiles taken: ' .. #r.calibration.profiles)
-  t.ok(r.calibration.copy_gbs > 0 and #r.calibration.contention >= 1, T.plan.describe_calibration(r.calibration))
+  local c = r.calibration
+  t.ok(c.copy_gbs > 0 and #c.contention >= 1, T.plan.describe_calibration(c))
+  -- The 2x1x1 plans' all-reduce, measured on the in-process communicator.
+  t.eq(#c.all_reduce, 1)
+  t.eq(c.all_reduce[1].ranks, 2)
+  t.ok(c.all_reduce[1].latency_ms >= 0 and c.all_reduce[1].ms_per_mb > 0, T.plan.describe_calibration(c))
   for _, p in ipairs(r.plans) do
     t.eq(p.groups * p.stages, 2)
     t.eq(#p.split, p.stages - 1)

@@ -1,12 +1,17 @@
 // The analytic cost model from shapes: FLOPs and bytes per sample from the layers, times that
 // scale with the batch, the first layer's backward without an input gradient, the roofline's
-// memory-bound side, and the shapes' memory figures.
+// memory-bound side, and the shapes' memory figures; the measured model's machine figures, and
+// its concurrent measurements ending (no hang) when one thread fails.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
 
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
+#include "base/error.h"
 #include "plan/cost_model.h"
 
 namespace tandem::test {
@@ -74,6 +79,35 @@ TEST(CostModel, AnalyticTimesFollowTheRoofline) {
     TopologyDevice unknown = v100();
     unknown.model = "V9000";
     EXPECT_THROW(model.layer_costs(unknown, 1), ConfigError);
+}
+
+TEST(CostModel, MachineFiguresAreMeasured) {
+    for (auto algorithm : {ReduceAlgorithm::ring, ReduceAlgorithm::tree}) {
+        const double ms = measure_all_reduce_ms(std::size_t(1) << 20, 2, algorithm);
+        EXPECT_TRUE(std::isfinite(ms) && ms > 0) << ms;
+    }
+    const double slowdown = measure_update_slowdown(std::size_t(1) << 20, 2, true);
+    EXPECT_TRUE(std::isfinite(slowdown) && slowdown > 0) << slowdown;
+}
+
+// A profile thread that fails inside a step while the others wait at the step barrier: the
+// contention measurement ends and reports the failure.
+TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
+    std::atomic<int> calls{0};
+    const MeasuredCostModel model(
+        net_shapes(*net(), Shape({3, 32, 32})), true,
+        [&](int, std::int64_t batch, std::function<void()> after_step) {
+            const int call = calls++;
+            NetProfile p;
+            p.batch = batch, p.step_ms = 1, p.update_ms = 0.1;
+            for (int step = 0; step < 5; ++step) {
+                if (call == 2 && step == 3) throw DeviceMemoryError("out of memory in a profile");
+                if (after_step) after_step();
+            }
+            return p;
+        },
+        8.0, 0.01, 0.01);
+    EXPECT_THROW(model.contention(2, 2, 4), DeviceMemoryError);
 }
 
 }  // namespace

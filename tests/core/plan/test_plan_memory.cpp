@@ -42,7 +42,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
     auto model = net();
     const MeasuredCostModel costs(
         net_shapes(*model, sample), true,
-        [&](int threads, std::int64_t batch) {
+        [&](int threads, std::int64_t batch, std::function<void()>) {
             CpuDevice device(50, CpuDeviceOptions{0, threads});
             auto copy = std::static_pointer_cast<Sequential>(model->clone());
             CrossEntropy loss;

@@ -147,28 +147,22 @@ TEST(Simulator, CopiesSharingAChannelWaitForEachOther) {
 }
 
 TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
-    // Two groups x two stages on GPUs, the replicas of a stage under one switch; stage 1's
-    // all-reduce starts after its last backward, while stage 0 still runs backward; stage 0's
-    // all-reduce is exposed: 2 buckets (25 + 23 MiB), each a ring of 2 steps of half a bucket.
+    // Two groups x two stages on GPUs, the replicas of a stage under one switch, buckets after
+    // each stage's last backward: stage 1's all-reduce starts after its last backward, while
+    // stage 0 still runs backward; stage 0's is exposed: one bucket (a layer's 48 MiB are one
+    // gradient, larger than a bucket), a ring of 2 steps of half of it.
     const Topology t = gpus();
     const std::size_t weights = std::size_t(48) << 20;
     const TableCosts costs(2, 1.0, 2.0, 1000, weights);
     Plan p = plan(2, 2, 2, 4, {1});
+    p.overlap_backward = false;
     p.devices = {0, 2, 1, 3};
     const Simulation s = simulate(p, t, costs, true);
-    auto ring_ms = [&](int a, int b) {
-        double ms = 0;
-        for (std::size_t left = weights; left > 0;) {
-            const std::size_t bucket = std::min(left, p.bucket_bytes);
-            ms += 2 * t.copy_ms(a, b, bucket / 2);
-            left -= bucket;
-        }
-        return ms;
-    };
+    auto ring_ms = [&](int a, int b) { return 2 * t.copy_ms(a, b, weights / 2); };
     EXPECT_NEAR(s.exposed_comm_ms, ring_ms(0, 1), 1e-6);
     bool stage1_overlaps = false;
     for (const auto& e : s.events)
-        if (e.track == "gpu2 comm" && e.start_us / 1e3 < s.compute_ms) stage1_overlaps = true;
+        if (e.track == "gpu2 all-reduce" && e.start_us / 1e3 < s.compute_ms) stage1_overlaps = true;
     EXPECT_TRUE(stage1_overlaps) << "stage 1's all-reduce should start while stage 0 is in backward";
     EXPECT_NEAR(s.step_ms, s.compute_ms + s.exposed_comm_ms + s.update_ms, 1e-9);
 
@@ -177,6 +171,36 @@ TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
     p.devices = {0, 1, 2, 3};
     const Simulation shared = simulate(p, t, costs, true);
     EXPECT_GT(shared.exposed_comm_ms, ring_ms(0, 2) + 1.0);
+}
+
+TEST(Simulator, BucketsGoDuringTheLastBackward) {
+    // Two replicas of a 4-layer net under one switch, a bucket per layer (8 MiB each), one
+    // micro-batch of 4: forward 4 x 4 ms, backward 4 x 8 ms. A ring takes 2 copies of 4 MiB,
+    // less than a layer's backward, so each bucket is done before the next is ready: the first
+    // starts when the last layer's backward ends, and only the last bucket's ring is exposed.
+    const Topology t = gpus();
+    const std::size_t weights = std::size_t(8) << 20;
+    const TableCosts costs(4, 1.0, 2.0, 1000, weights);
+    Plan p = plan(2, 1, 1, 8, {});
+    p.bucket_bytes = weights;
+    p.devices = {0, 1};
+    const double ring = 2 * t.copy_ms(0, 1, weights / 2);
+    ASSERT_LT(ring, 8.0);
+    const Simulation during = simulate(p, t, costs, true);
+    double first = 1e300;
+    int spans = 0;
+    for (const auto& e : during.events)
+        if (e.track == "gpu0 all-reduce") first = std::min(first, e.start_us / 1e3), ++spans;
+    EXPECT_EQ(spans, 4);
+    EXPECT_NEAR(first, 4 * 4.0 + 8.0, 1e-9);
+    EXPECT_NEAR(during.compute_ms, 4 * 4.0 + 4 * 8.0, 1e-9);
+    EXPECT_NEAR(during.exposed_comm_ms, ring, 1e-6);
+
+    // After the backward: all four rings are exposed, one after another.
+    p.overlap_backward = false;
+    const Simulation after = simulate(p, t, costs, true);
+    EXPECT_NEAR(after.exposed_comm_ms, 4 * ring, 1e-6);
+    EXPECT_NEAR(after.step_ms - during.step_ms, 3 * ring, 1e-6);
 }
 
 TEST(Simulator, RejectsPlansThatDoNotFit) {
