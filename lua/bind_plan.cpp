@@ -134,8 +134,7 @@ CostsPtr new_cost_model(lua_State* L, int args) {
         return p;
     };
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_copy_gbs(),
-                                               measure_handoff_ms(), measure_handoff_ms(cores));
+    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores));
 }
 
 // The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other
@@ -158,7 +157,7 @@ const char* cost_kind(const CostModel& costs) {
 }
 
 // The machine figures a measured cost model rests on, as field `calibration` of the table on
-// top: copy_gbs, handoff_ms, busy_handoff_ms, profiles = {{threads, batch, step_ms}, ...},
+// top: copy_gbs, handoff_ms, busy_handoff_ms, crowded_handoff_ms, profiles = {{threads, batch, step_ms}, ...},
 // contention = {{cores, batch, all, over}, ...}, all_reduce = {{ranks, algorithm, latency_ms,
 // ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing for the analytic model.
 void set_calibration(lua_State* L, const CostModel& costs) {
@@ -166,9 +165,10 @@ void set_calibration(lua_State* L, const CostModel& costs) {
     if (!measured) return;
     const MeasuredCostModel::Calibration c = measured->calibration();
     lua_createtable(L, 0, 5);
-    set_number(L, "copy_gbs", c.copy_gbs);
-    set_number(L, "handoff_ms", c.handoff_ms);
-    set_number(L, "busy_handoff_ms", c.busy_handoff_ms);
+    set_number(L, "copy_gbs", c.machine.copy_gbs);
+    set_number(L, "handoff_ms", c.machine.handoff_ms);
+    set_number(L, "busy_handoff_ms", c.machine.busy_handoff_ms);
+    set_number(L, "crowded_handoff_ms", c.machine.crowded_handoff_ms);
     lua_createtable(L, static_cast<int>(c.profiles.size()), 0);
     for (std::size_t i = 0; i < c.profiles.size(); ++i) {
         lua_createtable(L, 0, 3);

@@ -140,11 +140,9 @@ double CostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorith
 
 // ---- measured
 
-MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs,
-                                     double handoff_ms, double busy_handoff_ms)
-    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)),
-      copy_gbs_(copy_gbs), handoff_ms_(handoff_ms), busy_handoff_ms_(busy_handoff_ms) {
-    TANDEM_CHECK_AS(ConfigError, copy_gbs_ > 0) << "the copy rate must be positive, got " << copy_gbs_;
+MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine)
+    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)), machine_(machine) {
+    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0) << "the copy rate must be positive, got " << machine_.copy_gbs;
 }
 
 const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::int64_t batch) const {
@@ -294,9 +292,7 @@ std::size_t MeasuredCostModel::profiles_taken() const {
 MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     std::lock_guard lock(mutex_);
     Calibration c;
-    c.copy_gbs = copy_gbs_;
-    c.handoff_ms = handoff_ms_;
-    c.busy_handoff_ms = busy_handoff_ms_;
+    c.machine = machine_;
     for (const auto& [key, profile] : cache_) c.profiles.push_back({key.first, key.second, profile.step_ms});
     for (const auto& [key, d] : slowdowns_)
         c.contention.push_back({key.first, key.second, d.all, std::max(d.all, d.over)});
@@ -355,6 +351,61 @@ double measure_handoff_ms(int busy_cores) {
     stop = true;
     for (auto& t : spinners) t.join();
     return ms / (2.0 * rounds);
+}
+
+double measure_crowded_handoff_ms(int cores) {
+    // `cores` x 2 pairs: in each, the token's holder works `work_ms` (spinning on the clock: a
+    // kernel's worth of CPU), then hands it to its partner. Twice as many workers as cores want
+    // to run, each pair needing a core for itself half the time: 2 x rounds x work_ms is the
+    // wall time with free hand-offs; the rest is theirs.
+    constexpr int rounds = 60;
+    constexpr double work_ms = 0.5;
+    const int pairs = 2 * std::max(1, cores);
+    auto work = [work_ms] {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double, std::milli>(work_ms));
+        while (std::chrono::steady_clock::now() < until) {
+        }
+    };
+    struct Pair {
+        std::mutex mutex;
+        std::condition_variable changed;
+        int token = 0;
+    };
+    std::vector<Pair> state(static_cast<std::size_t>(pairs));
+    std::vector<std::thread> threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int p = 0; p < pairs; ++p)
+        for (int side = 0; side < 2; ++side)
+            threads.emplace_back([&, p, side] {
+                Pair& pair = state[static_cast<std::size_t>(p)];
+                for (int i = 0; i < rounds / 2; ++i) {
+                    {
+                        std::unique_lock lock(pair.mutex);
+                        pair.changed.wait(lock, [&] { return pair.token % 2 == side; });
+                    }
+                    work();
+                    {
+                        std::lock_guard lock(pair.mutex);
+                        ++pair.token;
+                    }
+                    pair.changed.notify_all();
+                }
+            });
+    for (auto& t : threads) t.join();
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double share = static_cast<double>(pairs) / std::max(1, cores);  // cores each pair gets, inverted
+    return std::max(0.0, (wall - share * rounds * work_ms) / rounds);
+}
+
+MachineFigures measure_machine_figures(int cores) {
+    MachineFigures m;
+    m.copy_gbs = measure_copy_gbs();
+    m.handoff_ms = measure_handoff_ms();
+    m.busy_handoff_ms = measure_handoff_ms(cores);
+    m.crowded_handoff_ms = measure_crowded_handoff_ms(cores);
+    return m;
 }
 
 double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) {

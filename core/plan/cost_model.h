@@ -66,6 +66,10 @@ public:
     // The same hand-off while every core is busy: the woken worker waits for the scheduler to
     // give it a core.
     virtual double busy_handoff_ms() const { return handoff_ms(); }
+    // And while more workers than cores want to run, each handing work to another in turn (a
+    // pipeline of one-thread devices over fewer cores): the woken worker queues behind others
+    // that are as entitled to the core as it is.
+    virtual double crowded_handoff_ms() const { return busy_handoff_ms(); }
     // CPU devices: an all-reduce of `bytes` among `ranks` devices of one machine, in shared
     // memory (the in-process communicator), as wall time when nothing else runs. By default
     // from the copy rate and the hand-off: each step a rank reads two chunks and writes one,
@@ -102,19 +106,27 @@ private:
     bool momentum_;
 };
 
+// This machine's figures for hand-offs and copies between CPU devices (measure_machine_figures).
+struct MachineFigures {
+    double copy_gbs = 0;            // one thread's copy rate
+    double handoff_ms = 0;          // waking a waiting worker on an idle core
+    double busy_handoff_ms = 0;     // ... with every core busy
+    double crowded_handoff_ms = 0;  // ... with twice as many workers as cores passing work around
+};
+
 class MeasuredCostModel final : public CostModel {
 public:
     // profile(threads, batch, after_step): the net profiled on a CPU device with that many
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
     using Profiler = std::function<NetProfile(int threads, std::int64_t batch, std::function<void()> after_step)>;
-    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, double copy_gbs, double handoff_ms,
-                      double busy_handoff_ms);
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
-    double copy_gbs() const override { return copy_gbs_; }
-    double handoff_ms() const override { return handoff_ms_; }
-    double busy_handoff_ms() const override { return busy_handoff_ms_; }
+    double copy_gbs() const override { return machine_.copy_gbs; }
+    double handoff_ms() const override { return machine_.handoff_ms; }
+    double busy_handoff_ms() const override { return machine_.busy_handoff_ms; }
+    double crowded_handoff_ms() const override { return machine_.crowded_handoff_ms; }
     // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
     // barrier after every step, as the engine's workers do) against one alone, interpolated
     // linearly for fewer busy devices; and on twice as many, beyond the proportional share,
@@ -152,7 +164,7 @@ public:
             ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
             double latency_ms = 0, ms_per_mb = 0;
         };
-        double copy_gbs = 0, handoff_ms = 0, busy_handoff_ms = 0;
+        MachineFigures machine;
         std::vector<Profile> profiles;
         std::vector<Contention> contention;
         std::vector<AllReduce> all_reduce;
@@ -166,7 +178,7 @@ private:
     NetShapes shapes_;
     bool momentum_;
     Profiler profiler_;
-    double copy_gbs_, handoff_ms_, busy_handoff_ms_;
+    MachineFigures machine_;
     mutable std::mutex mutex_;
     mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
     // How much slower a step runs with every core busy, and with twice as many busy threads
@@ -185,6 +197,12 @@ private:
 // > 0, the wake-up is measured while that many other threads keep the cores busy.
 double measure_copy_gbs();
 double measure_handoff_ms(int busy_cores = 0);
+// The hand-off's cost while 2 x `cores` workers, in pairs, pass a token back and forth and work
+// a little before each pass: what a pipeline of one-thread devices over fewer cores pays per
+// hand-off beyond its share of the cores.
+double measure_crowded_handoff_ms(int cores);
+// All of the above for a machine of `cores` cores.
+MachineFigures measure_machine_figures(int cores);
 // The in-process communicator's all-reduce of `bytes` among `ranks` threads: the median wall
 // time of a few calls (ms).
 double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm);

@@ -332,8 +332,11 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
         int busy = 0;
         for (const auto& a : running_)
             if (a.pool == receiver.pool) busy += a.threads;
-        const bool crowded = busy >= topology_.pools()[static_cast<std::size_t>(receiver.pool)];
-        set_signal(signal_id, at + (crowded ? costs_.busy_handoff_ms() : costs_.handoff_ms()));
+        const int cores = topology_.pools()[static_cast<std::size_t>(receiver.pool)];
+        const double handoff = busy > cores    ? costs_.crowded_handoff_ms()
+                               : busy == cores ? costs_.busy_handoff_ms()
+                                               : costs_.handoff_ms();
+        set_signal(signal_id, at + handoff);
         return;
     }
     const double end = reserve(from, to, bytes, at);

@@ -106,7 +106,7 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
             }
             return p;
         },
-        8.0, 0.01, 0.01);
+        MachineFigures{8.0, 0.01, 0.01, 0.01});
     EXPECT_THROW(model.contention(2, 2, 4), DeviceMemoryError);
 }
 

@@ -50,7 +50,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
             po.layout = Layout::channels_last, po.warmup = 0, po.iterations = 1;
             return profile_net(*copy, loss, device, sample, batch, po);
         },
-        8.0, 0.01, 0.01);
+        MachineFigures{8.0, 0.01, 0.01, 0.01});
     struct Case {
         int stages, micro;
         PipelineSchedule schedule;
