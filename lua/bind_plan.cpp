@@ -156,56 +156,54 @@ const char* cost_kind(const CostModel& costs) {
     return dynamic_cast<const MeasuredCostModel*>(&costs) ? "measured" : "analytic";
 }
 
+// t[key] = a list of tables on the table on top, one per item, each filled by `fields`.
+template <class T, class Fields>
+void set_records(lua_State* L, const char* key, const std::vector<T>& items, Fields fields) {
+    lua_createtable(L, static_cast<int>(items.size()), 0);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        lua_newtable(L);
+        fields(items[i]);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, key);
+}
+
 // The machine figures a measured cost model rests on, as field `calibration` of the table on
-// top: copy_gbs, handoff_ms, busy_handoff_ms, crowded_handoff_ms, profiles = {{threads, batch, step_ms}, ...},
-// contention = {{cores, batch, all, over}, ...}, all_reduce = {{ranks, algorithm, latency_ms,
-// ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing for the analytic model.
+// top: copy_gbs, handoff_ms, busy_handoff_ms, crowded_handoff_ms, profiles = {{threads, batch,
+// step_ms}, ...}, contention = {{cores, batch, all, over}, ...}, all_reduce = {{ranks,
+// algorithm, latency_ms, ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing for
+// the analytic model.
 void set_calibration(lua_State* L, const CostModel& costs) {
     const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
     if (!measured) return;
-    const MeasuredCostModel::Calibration c = measured->calibration();
-    lua_createtable(L, 0, 5);
+    using C = MeasuredCostModel::Calibration;
+    const C c = measured->calibration();
+    lua_createtable(L, 0, 8);
     set_number(L, "copy_gbs", c.machine.copy_gbs);
     set_number(L, "handoff_ms", c.machine.handoff_ms);
     set_number(L, "busy_handoff_ms", c.machine.busy_handoff_ms);
     set_number(L, "crowded_handoff_ms", c.machine.crowded_handoff_ms);
-    lua_createtable(L, static_cast<int>(c.profiles.size()), 0);
-    for (std::size_t i = 0; i < c.profiles.size(); ++i) {
-        lua_createtable(L, 0, 3);
-        set_number(L, "threads", c.profiles[i].threads);
-        set_number(L, "batch", static_cast<double>(c.profiles[i].batch));
-        set_number(L, "step_ms", c.profiles[i].step_ms);
-        lua_rawseti(L, -2, static_cast<int>(i + 1));
-    }
-    lua_setfield(L, -2, "profiles");
-    lua_createtable(L, static_cast<int>(c.contention.size()), 0);
-    for (std::size_t i = 0; i < c.contention.size(); ++i) {
-        lua_createtable(L, 0, 4);
-        set_number(L, "cores", c.contention[i].cores);
-        set_number(L, "batch", static_cast<double>(c.contention[i].batch));
-        set_number(L, "all", c.contention[i].all);
-        set_number(L, "over", c.contention[i].over);
-        lua_rawseti(L, -2, static_cast<int>(i + 1));
-    }
-    lua_setfield(L, -2, "contention");
-    lua_createtable(L, static_cast<int>(c.all_reduce.size()), 0);
-    for (std::size_t i = 0; i < c.all_reduce.size(); ++i) {
-        lua_createtable(L, 0, 4);
-        set_number(L, "ranks", c.all_reduce[i].ranks);
-        set_string(L, "algorithm", std::string(reduce_algorithm_name(c.all_reduce[i].algorithm)));
-        set_number(L, "latency_ms", c.all_reduce[i].latency_ms);
-        set_number(L, "ms_per_mb", c.all_reduce[i].ms_per_mb);
-        lua_rawseti(L, -2, static_cast<int>(i + 1));
-    }
-    lua_setfield(L, -2, "all_reduce");
-    lua_createtable(L, static_cast<int>(c.updates.size()), 0);
-    for (std::size_t i = 0; i < c.updates.size(); ++i) {
-        lua_createtable(L, 0, 2);
-        set_number(L, "busy", c.updates[i].busy);
-        set_number(L, "slowdown", c.updates[i].slowdown);
-        lua_rawseti(L, -2, static_cast<int>(i + 1));
-    }
-    lua_setfield(L, -2, "updates");
+    set_records(L, "profiles", c.profiles, [&](const C::Profile& p) {
+        set_number(L, "threads", p.threads);
+        set_number(L, "batch", static_cast<double>(p.batch));
+        set_number(L, "step_ms", p.step_ms);
+    });
+    set_records(L, "contention", c.contention, [&](const C::Contention& k) {
+        set_number(L, "cores", k.cores);
+        set_number(L, "batch", static_cast<double>(k.batch));
+        set_number(L, "all", k.all);
+        set_number(L, "over", k.over);
+    });
+    set_records(L, "all_reduce", c.all_reduce, [&](const C::AllReduce& r) {
+        set_number(L, "ranks", r.ranks);
+        set_string(L, "algorithm", std::string(reduce_algorithm_name(r.algorithm)));
+        set_number(L, "latency_ms", r.latency_ms);
+        set_number(L, "ms_per_mb", r.ms_per_mb);
+    });
+    set_records(L, "updates", c.updates, [&](const C::Update& u) {
+        set_number(L, "busy", u.busy);
+        set_number(L, "slowdown", u.slowdown);
+    });
     lua_setfield(L, -2, "calibration");
 }
 
