@@ -53,6 +53,11 @@ public:
                                   std::size_t /*bytes*/) {
         return false;
     }
+    // Copies raw bytes from one place in this device's memory to another, after the work
+    // queued on the device before the call and before what is queued after it (a GPU: in order
+    // on its compute stream). Host-accessible devices: a memcpy. The gradient buckets pack
+    // and unpack with it from the reduce lanes' threads.
+    virtual void copy_within(void* dst, const void* src, std::size_t bytes);
     // Waits for all work this device has started (CPU kernels are synchronous: nothing to do).
     virtual void synchronize() {}
 

@@ -1,9 +1,9 @@
 #include "parallel/buckets.h"
 
-#include <cstring>
 
 #include "base/error.h"
 #include "device/device.h"
+#include "layers/kernel_cache.h"
 
 namespace tandem {
 
@@ -18,9 +18,6 @@ GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> gra
             << "gradient buckets: '" << name << "' has no gradient";
         TANDEM_CHECK_AS(ConfigError, grad.dtype() == DType::f32)
             << "gradient buckets: '" << name << "' is " << grad.description() << ", f32 expected";
-        TANDEM_CHECK_AS(ConfigError, grad.device().host_accessible())
-            << "gradient buckets: '" << name << "' is on " << grad.device().name()
-            << ", which the host cannot read";
         if (!device) device = &grad.device();
         TANDEM_CHECK_AS(ConfigError, &grad.device() == device)
             << "gradient buckets: '" << name << "' is on " << grad.device().name()
@@ -66,26 +63,20 @@ std::size_t GradientBuckets::complete_buckets(std::size_t final_gradients) const
 
 void GradientBuckets::pack(std::size_t index) {
     const Bucket& b = bucket(index);
-    float* flat = b.flat.data<float>();
+    float* flat = static_cast<float*>(b.flat.raw());
     for (std::size_t k = 0; k < b.members.size(); ++k) {
         const Tensor& grad = grads_[b.members[k]].second;
-        std::memcpy(flat + b.offsets[k], grad.data<float>(), grad.nbytes());
+        grad.device().copy_within(flat + b.offsets[k], grad.raw(), grad.nbytes());
     }
 }
 
 void GradientBuckets::unpack(std::size_t index, float scale) {
-    const Bucket& b = bucket(index);
-    const float* flat = b.flat.data<float>();
+    Bucket& b = buckets_.at(index);
+    if (scale != 1.0f) tensor_ops(b.flat.device()).scale(b.flat, scale);
+    const float* flat = static_cast<const float*>(b.flat.raw());
     for (std::size_t k = 0; k < b.members.size(); ++k) {
         const Tensor& grad = grads_[b.members[k]].second;
-        const float* src = flat + b.offsets[k];
-        float* dst = grad.data<float>();
-        const auto n = static_cast<std::size_t>(grad.numel());
-        if (scale == 1.0f) {
-            std::memcpy(dst, src, n * sizeof(float));
-        } else {
-            for (std::size_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
-        }
+        grad.device().copy_within(grad.raw(), flat + b.offsets[k], grad.nbytes());
     }
 }
 
@@ -93,7 +84,9 @@ void GradientBuckets::all_reduce(std::size_t index, Communicator& comm, int rank
                                  ReduceAlgorithm algorithm, float scale) {
     pack(index);
     const Bucket& b = buckets_[index];
-    comm.all_reduce_sum(rank, b.flat.data<float>(), static_cast<std::size_t>(b.flat.numel()),
+    // Device memory: the in-process communicator reads it as host memory (CPU devices), NCCL
+    // as GPU memory.
+    comm.all_reduce_sum(rank, static_cast<float*>(b.flat.raw()), static_cast<std::size_t>(b.flat.numel()),
                         algorithm);
     unpack(index, scale);
 }

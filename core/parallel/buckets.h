@@ -8,8 +8,10 @@
 // ones, and each reduction moves megabytes at a time.
 //
 // Each bucket owns a flat f32 buffer on the gradients' device (from its allocator, so it
-// counts against the cap). Gradients are copied element by element in memory order, so the
-// replicas must hold their gradients in the same layouts (they do: same net, same binding).
+// counts against the cap). Gradients are copied as raw bytes, in memory order, by the device
+// (Device::copy_within: a memcpy on CPUs, a copy on a GPU's compute stream), so the replicas
+// must hold their gradients in the same layouts (they do: same net, same binding), and the
+// communicator gets device memory: the in-process one needs host-accessible devices, NCCL GPUs.
 // Every replica must build its buckets from the same list so that bucket i matches across
 // ranks. The class holds the gradient tensors (shared storage), not copies.
 #pragma once
@@ -28,8 +30,8 @@ class GradientBuckets {
 public:
     static constexpr std::size_t default_bucket_bytes = std::size_t(25) << 20;  // as DDP
 
-    // `grads`: (name, gradient) in backward order. Every gradient is f32, host-accessible,
-    // and all live on one device; ConfigError naming the tensor otherwise.
+    // `grads`: (name, gradient) in backward order. Every gradient is f32 and all live on one
+    // device; ConfigError naming the tensor otherwise.
     explicit GradientBuckets(std::vector<std::pair<std::string, Tensor>> grads,
                              std::size_t bucket_bytes = default_bucket_bytes);
 

@@ -3,6 +3,10 @@
 #include <string>
 
 #include "base/error.h"
+#include "device/device.h"
+#if TANDEM_CUDA
+#include "device/cuda/comm_nccl.h"
+#endif
 
 namespace tandem {
 
@@ -21,6 +25,21 @@ ReduceAlgorithm parse_reduce_algorithm(std::string_view name) {
     if (name == "tree") return ReduceAlgorithm::tree;
     TANDEM_THROW(ConfigError) << "unknown all-reduce algorithm '" << std::string(name)
                               << "' (choices: ring, tree)";
+}
+
+std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices) {
+    TANDEM_CHECK_AS(ConfigError, !devices.empty()) << "a communicator needs at least one rank";
+    const DeviceKind kind = devices.front()->kind();
+    for (const Device* d : devices)
+        TANDEM_CHECK_AS(ConfigError, d->kind() == kind)
+            << "the replicas of a stage must be on devices of one kind: " << devices.front()->name() << " and "
+            << d->name() << " are not";
+    if (devices.front()->host_accessible()) return make_inproc_communicator(static_cast<int>(devices.size()));
+#if TANDEM_CUDA
+    if (kind == DeviceKind::cuda) return make_nccl_communicator(devices);
+#endif
+    TANDEM_THROW(ConfigError) << "no communicator for " << device_kind_name(kind) << " devices ("
+                              << devices.front()->name() << ") in this build";
 }
 
 }  // namespace tandem

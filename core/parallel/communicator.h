@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tandem {
 
@@ -55,5 +56,12 @@ public:
 
 // The in-process communicator for `ranks` threads of one process.
 std::unique_ptr<Communicator> make_inproc_communicator(int ranks);
+
+class Device;
+// A communicator in this process for ranks whose data lies on `devices` (rank r's on
+// devices[r]), chosen by that memory: the in-process one for host-accessible devices, NCCL for
+// CUDA devices (when the backend is compiled in). ConfigError naming the devices when they
+// mix kinds or no communicator serves them.
+std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices);
 
 }  // namespace tandem

@@ -148,8 +148,10 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         replica->sgd = std::make_unique<Sgd>(options_.sgd);
         replicas_.push_back(std::move(replica));
     }
-    if (total_groups() > 1)
-        for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator());
+    if (total_groups() > 1) {
+        check_replicas_reducible();
+        for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator(s));
+    }
     // The automatic split needs the input's shape: it waits for prepare().
     if (!p.auto_split || p.stages == 1) place(stage_bounds(options_.net->size(), p.stages, p.cuts));
 }

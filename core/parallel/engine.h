@@ -188,7 +188,11 @@ private:
     int total_groups() const { return processes_ * options_.parallel.groups; }
     int global_group(int group) const { return process_ * options_.parallel.groups + group; }
     void join_processes();
-    std::unique_ptr<Communicator> make_stage_communicator();
+    // Stage `stage`'s communicator among the groups (MPI: across processes too).
+    std::unique_ptr<Communicator> make_stage_communicator(int stage);
+    // ConfigError for what the replicas' devices cannot reduce (GPUs: across processes,
+    // deterministic mode, synchronised batch norm).
+    void check_replicas_reducible() const;
     // This process's first sample in the global batch, and the global batch's size, given
     // this process's batch of n (an all-gather of every process's n and step).
     std::pair<std::int64_t, std::int64_t> share_batch(std::int64_t n);

@@ -42,11 +42,35 @@ void Engine::join_processes() {
             << " to " << high[i] << "); every rank must run the same layout";
 }
 
-std::unique_ptr<Communicator> Engine::make_stage_communicator() {
+std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
     const int groups = options_.parallel.groups;
-    if (processes_ == 1) return make_inproc_communicator(groups);
+    if (processes_ == 1) {
+        // By the memory the stage's replicas hold: shared memory for CPU devices, NCCL for GPUs.
+        std::vector<Device*> replicas;
+        for (int g = 0; g < groups; ++g) replicas.push_back(&stage_device(g, stage));
+        return make_device_communicator(replicas);
+    }
     return std::make_unique<HierarchicalCommunicator>(
         groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
+}
+
+void Engine::check_replicas_reducible() const {
+    const ParallelOptions& p = options_.parallel;
+    bool host = true;
+    for (const auto& d : options_.devices) host = host && d->host_accessible();
+    if (host) return;
+    const std::string& device = options_.devices.front()->name();
+    // On GPUs the gradients go through NCCL, which takes device memory and sums in its own
+    // order; what needs host memory or the canonical order is refused here, not midway.
+    TANDEM_CHECK_AS(ConfigError, processes_ == 1)
+        << "Engine: groups across MPI processes need host-accessible devices for now (" << device
+        << " is not): run one process with several GPUs";
+    TANDEM_CHECK_AS(ConfigError, !p.deterministic)
+        << "Engine: deterministic mode sums replicas in one canonical order, which NCCL does not "
+           "promise: on " << device << " use one group, or deterministic = false";
+    TANDEM_CHECK_AS(ConfigError, p.batch_norm != BatchNormMode::sync)
+        << "Engine: batch_norm = 'sync' gathers statistics across groups in host memory; on "
+        << device << " use 'micro' or 'deferred' with several groups";
 }
 
 std::pair<std::int64_t, std::int64_t> Engine::share_batch(std::int64_t n) {

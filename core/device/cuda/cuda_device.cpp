@@ -98,6 +98,15 @@ CudaDevice::~CudaDevice() {
 
 void CudaDevice::activate() const { TANDEM_CUDA_CALL(cudaSetDevice(index())); }
 
+void CudaDevice::copy_within(void* dst, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    activate();
+    // On the compute stream, so it follows the kernels that wrote the source and precedes
+    // those queued after it; callable from any thread (the reduce lanes'), which the runtime
+    // allows.
+    TANDEM_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+}
+
 void CudaDevice::synchronize() {
     activate();
     TANDEM_CUDA_CALL(cudaStreamSynchronize(compute_));

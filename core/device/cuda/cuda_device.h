@@ -35,6 +35,7 @@ public:
     void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
     bool copy_from_device(void* dst, Device& src_device, const void* src,
                           std::size_t bytes) override;
+    void copy_within(void* dst, const void* src, std::size_t bytes) override;
     void synchronize() override;
 
     // cudaSetDevice(index()) on the calling thread.

@@ -1,7 +1,8 @@
 // The engine on GPUs computes what it computes on the CPU: a small conv / batch-norm / pool /
-// linear / dropout net trained a few steps on one GPU against one CPU device, and as two
-// pipeline stages on two GPUs (activations and gradients crossing through the transfers)
-// against one GPU. Skipped, saying why, without the GPUs.
+// linear / dropout net trained a few steps on one GPU against one CPU device, as two pipeline
+// stages on two GPUs (activations and gradients crossing through the transfers) and as two
+// groups on two GPUs (gradients through NCCL) against one GPU. Skipped, saying why, without
+// the GPUs.
 #include <map>
 
 #include "device/cpu/cpu_device.h"
@@ -35,17 +36,21 @@ std::shared_ptr<Sequential> small_net() {
 // The shared test devices, owned elsewhere (see support/cuda_test.h).
 std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, [](Device*) {}); }
 
+// `groups` x `stages` x `micro_batches` (one micro-batch by default: batch norm then sees the
+// same samples as on one device).
 std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices,
-                                                int stages, Layout layout) {
+                                                int stages, Layout layout, int groups = 1,
+                                                int micro_batches = 1, bool buffers = true) {
     EngineOptions o;
     o.net = small_net();
     o.devices = std::move(devices);
     o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
     o.layout = layout;
+    o.parallel.groups = groups;
     o.parallel.stages = stages;
-    // One micro-batch: batch norm then sees the same samples as on one device.
-    o.parallel.micro_batches = 1;
+    o.parallel.micro_batches = micro_batches;
+    o.parallel.bucket_bytes = 256;  // several buckets, reduced during backward
     Engine engine(o);
     for (int s = 0; s < 3; ++s) {
         const Batch b = make_batch(s, 12);
@@ -53,7 +58,8 @@ std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Devi
     }
     std::map<std::string, std::vector<float>> w;
     for (auto& p : named_parameters(engine.net())) w[p.name] = p.parameter->value.to_vector();
-    for (auto& b : named_buffers(engine.net())) w[b.name] = b.parameter->value.to_vector();
+    if (buffers)
+        for (auto& b : named_buffers(engine.net())) w[b.name] = b.parameter->value.to_vector();
     return w;
 }
 
@@ -84,6 +90,17 @@ TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
     expect_same_weights(
         train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 2, Layout::contiguous),
         train({unowned(cuda_test_device(0))}, 1, Layout::contiguous));
+}
+
+// Two groups on two GPUs, their gradients all-reduced through NCCL bucket by bucket during
+// backward, against one GPU cutting the batch into the same two halves as micro-batches (batch
+// norm normalises each half by itself either way). Running statistics differ (each replica
+// keeps its own), so the weights are compared.
+TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
+    TANDEM_REQUIRE_GPUS(2);
+    expect_same_weights(
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 1, Layout::contiguous, 2, 1, false),
+        train({unowned(cuda_test_device(0))}, 1, Layout::contiguous, 1, 2, false));
 }
 
 }  // namespace

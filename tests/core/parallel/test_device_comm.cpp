@@ -1,0 +1,89 @@
+// Communicators chosen by the memory the replicas hold: shared memory for CPU devices; for
+// devices the host cannot read (GPUs, played here by a stand-in that keeps its memory on the
+// host but says it does not), what needs host memory or NCCL's missing promises is refused
+// when the engine is built, naming the device, not midway through a step.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "device/allocator.h"
+#include "device/cpu/cpu_device.h"
+#include "device/worker.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "parallel/communicator.h"
+#include "parallel/engine.h"
+
+namespace tandem::test {
+namespace {
+
+class StandInGpu final : public Device {
+public:
+    explicit StandInGpu(int index) : Device(DeviceKind::cuda, index, 1) {
+        allocator_ = std::make_unique<HostAllocator>(name(), std::size_t(1) << 24);
+        worker_ = std::make_unique<Worker>(name());
+    }
+    ~StandInGpu() override { worker_.reset(); }
+    bool host_accessible() const override { return false; }
+    void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+};
+
+void expect_config_error(const std::function<void()>& run, const std::string& words) {
+    try {
+        run();
+        FAIL() << "expected a ConfigError saying '" << words << "'";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+}
+
+TEST(DeviceCommunicator, CpuReplicasShareMemory) {
+    CpuDevice a(0, CpuDeviceOptions{0, 1}), b(1, CpuDeviceOptions{0, 1});
+    const auto comm = make_device_communicator({&a, &b});
+    ASSERT_EQ(comm->size(), 2);
+    std::vector<float> x{1, 2}, y{10, 20};
+    std::thread other([&] { comm->all_reduce_sum(1, y.data(), y.size(), ReduceAlgorithm::ring); });
+    comm->all_reduce_sum(0, x.data(), x.size(), ReduceAlgorithm::ring);
+    other.join();
+    EXPECT_EQ(x, (std::vector<float>{11, 22}));
+    EXPECT_EQ(y, x);
+}
+
+TEST(DeviceCommunicator, KindsDoNotMix) {
+    CpuDevice cpu(0, CpuDeviceOptions{0, 1});
+    StandInGpu gpu(0);
+    expect_config_error([&] { make_device_communicator({&cpu, &gpu}); }, "devices of one kind");
+    expect_config_error([&] { make_device_communicator({}); }, "at least one rank");
+}
+
+TEST(DeviceCommunicator, ACopyWithinNeedsTheBackendsOwn) {
+    StandInGpu gpu(0);
+    float a = 1, b = 0;
+    EXPECT_THROW(gpu.copy_within(&b, &a, sizeof a), BackendError);
+    CpuDevice cpu(0, CpuDeviceOptions{0, 1});
+    cpu.copy_within(&b, &a, sizeof a);
+    EXPECT_EQ(b, 1);
+}
+
+TEST(DeviceCommunicator, WhatGpuReplicasCannotDoIsRefusedUpFront) {
+    auto options = [] {
+        EngineOptions o;
+        o.net = std::make_shared<Sequential>(
+            std::vector<LayerPtr>{std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4, 2, true, "kaiming"})});
+        o.devices = {std::make_shared<StandInGpu>(0), std::make_shared<StandInGpu>(1)};
+        o.parallel.groups = 2;
+        return o;
+    };
+    EngineOptions deterministic = options();
+    deterministic.parallel.deterministic = true;
+    expect_config_error([&] { Engine e(deterministic); }, "deterministic mode");
+    EngineOptions sync = options();
+    sync.parallel.batch_norm = BatchNormMode::sync;
+    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync'");
+}
+
+}  // namespace
+}  // namespace tandem::test
