@@ -212,8 +212,9 @@ t.test('no wrong argument crashes anything', function()
     end
   end
   for name, f in pairs(core) do
-    -- save would write files named after the values; the others only read or compute.
-    if type(f) == 'function' and name ~= 'save' then
+    -- save and metrics_log would write files named after the values (a stray file 'x' in
+    -- the working tree); the others only read or compute.
+    if type(f) == 'function' and name ~= 'save' and name ~= 'metrics_log' then
       for _, v in ipairs(values) do
         try(f)
         try(f, v)
