@@ -7,6 +7,20 @@
 
 namespace tandem {
 
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<std::size_t>& bytes, std::size_t bucket_bytes) {
+    std::vector<std::vector<std::size_t>> groups;
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        if (groups.empty() || (used > 0 && used + bytes[i] > bucket_bytes)) {
+            groups.emplace_back();
+            used = 0;
+        }
+        groups.back().push_back(i);
+        used += bytes[i];
+    }
+    return groups;
+}
+
 GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> grads,
                                  std::size_t bucket_bytes)
     : grads_(std::move(grads)) {
@@ -24,19 +38,9 @@ GradientBuckets::GradientBuckets(std::vector<std::pair<std::string, Tensor>> gra
             << ", the first on " << device->name() << "; a bucket list belongs to one device";
     }
 
-    // Greedy in backward order: close the bucket when the next gradient would overflow it.
-    std::vector<std::vector<std::size_t>> groups;
-    std::size_t used = 0;
-    for (std::size_t i = 0; i < grads_.size(); ++i) {
-        const std::size_t bytes = grads_[i].second.nbytes();
-        if (groups.empty() || (used > 0 && used + bytes > bucket_bytes)) {
-            groups.emplace_back();
-            used = 0;
-        }
-        groups.back().push_back(i);
-        used += bytes;
-    }
-    for (auto& members : groups) {
+    std::vector<std::size_t> bytes;
+    for (const auto& g : grads_) bytes.push_back(g.second.nbytes());
+    for (auto& members : bucket_groups(bytes, bucket_bytes)) {
         Bucket bucket;
         std::size_t elements = 0;
         for (std::size_t i : members) {

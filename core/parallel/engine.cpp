@@ -163,6 +163,9 @@ void Engine::place(std::vector<std::size_t> bounds) {
         for (int s = 0; s < p.stages; ++s)
             for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
                 replicas_[static_cast<std::size_t>(g)]->net->at(i).to(stage_device(g, s));
+    layer_parameters_.clear();
+    for (std::size_t i = 0; i < options_.net->size(); ++i)
+        layer_parameters_.push_back(named_parameters(options_.net->at(i)).size());
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s) {
             std::vector<NamedParameter> params;

@@ -209,6 +209,7 @@ private:
 
     std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
     std::vector<std::vector<NamedParameter>> stage_parameters_;  // index g * S + s
+    std::vector<std::size_t> layer_parameters_;  // parameter tensors of each top-level layer
     std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1

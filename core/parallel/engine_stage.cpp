@@ -98,7 +98,7 @@ void Engine::run_stage(StepPlan& plan, int group, int stage) {
     Sequential::AfterLayer after_layer;
     if (lane)
         after_layer = [&](std::size_t i) {
-            final_gradients += named_parameters(replica.net->at(i)).size();
+            final_gradients += layer_parameters_[i];
             post_ready(buckets_[index]->complete_buckets(final_gradients));
         };
     const auto final_op = std::find_if(ops.rbegin(), ops.rend(), [](const StageOp& op) { return op.kind == StageOp::backward; });

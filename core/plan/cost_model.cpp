@@ -18,6 +18,13 @@
 namespace tandem {
 namespace {
 
+// The middle of a few measurements (the upper of the two middles for an even count); 0 for none.
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 int leaf_count(Layer& layer) {
     const auto children = layer.children();
     if (children.empty()) return 1;
@@ -189,12 +196,6 @@ double slowdown(int busy, int cores, double all, double over) {
     return 1 + (all - 1) * static_cast<double>(busy - 1) / static_cast<double>(cores - 1);
 }
 
-double median_of(std::vector<double> v) {
-    if (v.empty()) return 1.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 }  // namespace
 
 const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std::int64_t batch) const {
@@ -241,7 +242,7 @@ const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std:
         over.push_back(std::max(1.0, concurrent(2 * cores) / (2 * alone)));
     }
     Slowdowns s;
-    s.all = median_of(all), s.over = median_of(over);
+    if (!all.empty()) s.all = median_of(all), s.over = median_of(over);
     std::lock_guard lock(mutex_);
     return slowdowns_.emplace(key, s).first->second;
 }
@@ -313,8 +314,7 @@ double measure_copy_gbs() {
         rates.push_back(static_cast<double>(bytes) / s / 1e9);
         std::swap(a, b);
     }
-    std::sort(rates.begin(), rates.end());
-    return rates[rates.size() / 2];
+    return median_of(rates);
 }
 
 double measure_handoff_ms(int busy_cores) {
@@ -428,8 +428,7 @@ double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algor
             }
         });
     for (auto& t : threads) t.join();
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return median_of(times);
 }
 
 double measure_update_slowdown(std::size_t bytes, int threads, bool momentum) {
@@ -463,8 +462,7 @@ double measure_update_slowdown(std::size_t bytes, int threads, bool momentum) {
         for (auto& w : workers) w.join();
         std::vector<double> all;
         for (const auto& v : times) all.insert(all.end(), v.begin(), v.end());
-        std::sort(all.begin(), all.end());
-        return all[all.size() / 2];
+        return median_of(all);
     };
     const double alone = run(1);
     return alone > 0 ? run(threads) / alone : 1.0;

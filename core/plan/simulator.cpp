@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "parallel/buckets.h"
 
 namespace tandem {
 namespace {
@@ -41,9 +42,8 @@ struct Item {
     bool counts_busy = false;
 };
 
-// A stage's gradient bucket: up to the plan's bucket size, filled layer by layer from the
-// stage's last (a layer larger than a bucket gets one of its own); complete once backward has
-// passed `lowest_layer`.
+// A stage's gradient bucket, grouped as the engine groups them (bucket_groups), layer by layer
+// from the stage's last: complete once backward has passed `lowest_layer`.
 struct Bucket {
     std::size_t bytes = 0;
     std::size_t lowest_layer = 0;
@@ -51,13 +51,15 @@ struct Bucket {
 
 std::vector<Bucket> stage_buckets(const std::vector<LayerCost>& costs, std::size_t begin, std::size_t end,
                                   std::size_t bucket_bytes) {
+    std::vector<std::size_t> layers, bytes;  // the layers with parameters, last first
+    for (std::size_t i = end; i-- > begin;)
+        if (costs[i].parameter_bytes > 0) layers.push_back(i), bytes.push_back(costs[i].parameter_bytes);
     std::vector<Bucket> buckets;
-    for (std::size_t i = end; i-- > begin;) {
-        const std::size_t bytes = costs[i].parameter_bytes;
-        if (bytes == 0) continue;
-        if (buckets.empty() || buckets.back().bytes + bytes > bucket_bytes) buckets.push_back({0, i});
-        buckets.back().bytes += bytes;
-        buckets.back().lowest_layer = i;
+    for (const auto& group : bucket_groups(bytes, bucket_bytes)) {
+        Bucket b;
+        for (std::size_t k : group) b.bytes += bytes[k];
+        b.lowest_layer = layers[group.back()];
+        buckets.push_back(b);
     }
     return buckets;
 }
