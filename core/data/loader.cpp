@@ -1,10 +1,8 @@
 #include "data/loader.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <map>
 #include <opencv2/core.hpp>
+#include <utility>
 
 #include "base/rng.h"
 #include "data/dataset.h"
@@ -27,8 +25,6 @@ struct Loader::Item {
     std::int64_t position = 0;  // in this shard's epoch sequence
     std::int64_t index = 0;     // in the source
     RawSample sample;
-    std::vector<float> pixels;
-    Shape shape;
     std::string corrupt;  // why the sample cannot be used; empty when it can
 };
 
@@ -88,17 +84,23 @@ void Loader::start_epoch(std::int64_t epoch) {
         order.push_back(all[p]);
 
     epoch_ = epoch;
+    const std::int64_t b = options_.batch;
+    chunks_ = (std::int64_t(order.size()) + b - 1) / b;
     const auto t = static_cast<std::size_t>(options_.threads);
-    const std::size_t queue = std::size_t(std::min<std::int64_t>(options_.batch, 256)) + 2 * t;
+    const std::size_t queue = std::size_t(std::min<std::int64_t>(b, 256)) + 2 * t;
     read_queue_ = std::make_unique<BoundedQueue<std::unique_ptr<Item>>>(queue);
-    done_queue_ = std::make_unique<BoundedQueue<std::unique_ptr<Item>>>(queue);
+    // The reader is never more than a chunk (and what the queue holds) ahead of the first chunk
+    // the assembler has not taken: decode threads that finish a chunk go on with the next one,
+    // and at most three slabs are alive besides the batches in the batch queue.
+    window_ = b + std::int64_t(queue + t);
+    done_queue_ = std::make_unique<BoundedQueue<SlabPtr>>(std::size_t(window_ / b + 2));
     batch_queue_ = std::make_unique<BoundedQueue<Batch>>(std::size_t(options_.prefetch));
     {
         std::lock_guard lock(window_mutex_);
         stopping_ = false;
         taken_ = 0;
-        window_ = std::int64_t(2 * queue + t) + options_.batch;
     }
+    open_slabs_.clear();
     error_ = nullptr;
     first_batch_ = true;
     decoders_left_ = options_.threads;
@@ -140,6 +142,7 @@ void Loader::close() {
     batch_queue_.reset();
     read_queue_.reset();
     done_queue_.reset();
+    open_slabs_.clear();
     std::lock_guard lock(error_mutex_);
     error_ = nullptr;
 }
@@ -184,6 +187,9 @@ LoaderStats Loader::stats() const {
 void Loader::read_stage(std::vector<std::int64_t> order) {
     try {
         auto reader = source_->open_reader();
+        const double probe_start = now_seconds();
+        sample_shape_ = probe_sample_shape(*reader, order);
+        read_ns_ += nanos_since(probe_start);
         for (std::size_t p = 0; p < order.size(); ++p) {
             {
                 std::unique_lock lock(window_mutex_);
@@ -211,25 +217,70 @@ void Loader::read_stage(std::vector<std::int64_t> order) {
     }
 }
 
+Shape Loader::probe_sample_shape(SourceReader& reader,
+                                 const std::vector<std::int64_t>& order) {
+    // Corrupt samples met here are passed over; the decode threads meet them again and report
+    // them in order. If none decodes, every slot will be a corrupt one and no slab needs pixels.
+    const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
+    for (const std::int64_t index : order) {
+        {
+            std::lock_guard lock(window_mutex_);
+            if (stopping_) return Shape{};
+        }
+        try {
+            return transform_.prepare(reader.read(index), rng_key(epoch_key, std::uint64_t(index)))
+                .shape();
+        } catch (const CorruptSampleError&) {
+        }
+    }
+    return Shape{};
+}
+
+Loader::SlabPtr Loader::slab_for(std::int64_t position) {
+    const std::int64_t b = options_.batch, chunk = position / b;
+    std::lock_guard lock(slabs_mutex_);
+    SlabPtr& slab = open_slabs_[chunk];
+    if (!slab) {
+        const std::int64_t count = std::min(b, shard_size() - chunk * b);
+        slab = std::make_shared<BatchSlab>(chunk, count, b, sample_shape_, *device_,
+                                           options_.layout);
+    }
+    return slab;
+}
+
 void Loader::decode_stage() {
     try {
         const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
         while (auto item = read_queue_->pop()) {
             Item& it = **item;
-            if (it.corrupt.empty()) {
+            SlabPtr slab = slab_for(it.position);
+            const std::int64_t i = it.position - slab->chunk() * options_.batch;
+            SlotRecord& slot = slab->slot(i);
+            slot.index = it.index;
+            slot.key = it.sample.key;
+            slot.label = it.sample.label;
+            slot.corrupt = std::move(it.corrupt);
+            if (slot.corrupt.empty()) {
                 const double start = now_seconds();
                 try {
-                    it.shape =
-                        transform_.apply(it.sample, rng_key(epoch_key, std::uint64_t(it.index)),
-                                         options_.layout, it.pixels);
+                    const PreparedImage image = transform_.prepare(
+                        it.sample, rng_key(epoch_key, std::uint64_t(it.index)));
+                    slot.shape = image.shape();
+                    // One of another shape is not written: the assembler reports it in order.
+                    if (slab->fits(slot)) transform_.write(image, options_.layout, slab->pixels(i));
                 } catch (const CorruptSampleError& e) {
-                    it.corrupt = e.what();
+                    slot.corrupt = e.what();
                 }
                 decode_ns_ += nanos_since(start);
                 images_decoded_ += 1;
             }
-            it.sample.bytes = std::string();  // the encoded bytes are no longer needed
-            if (!done_queue_->push(std::move(*item))) return;
+            if (slab->finish_slot()) {
+                {
+                    std::lock_guard lock(slabs_mutex_);
+                    open_slabs_.erase(slab->chunk());
+                }
+                if (!done_queue_->push(std::move(slab))) return;
+            }
         }
         if (--decoders_left_ == 0) done_queue_->close();
     } catch (...) {
@@ -239,114 +290,47 @@ void Loader::decode_stage() {
 
 void Loader::assemble_stage() {
     try {
-        const std::int64_t b = options_.batch;
-        const bool direct = device_->host_accessible();
-        const std::int64_t total = shard_size();
-        std::map<std::int64_t, std::unique_ptr<Item>> pending;  // arrived out of order
-        std::int64_t next_position = 0;
-        Shape sample;  // C x H x W of every sample, fixed by the first
-        std::int64_t per_sample = 0, filled = 0;
-        Batch batch;
-        std::vector<float> staged;  // the images when the device is not host-readable
-        std::vector<std::int32_t> labels(static_cast<std::size_t>(b));
-        float* images = nullptr;
-
-        // Moves the finished batch (its first `filled` samples, padded or cut by `last`) out.
-        auto ship = [&](std::int64_t count) -> bool {
-            const double start = now_seconds();
-            const std::size_t bytes = std::size_t(per_sample) * sizeof(float);
-            std::int64_t rows = count;
-            if (count < b && options_.last == LastBatch::pad) {
-                for (std::int64_t j = count; j < b; ++j) {
-                    std::memcpy(images + j * per_sample, images + (j % count) * per_sample, bytes);
-                    labels[std::size_t(j)] = labels[std::size_t(j % count)];
-                    batch.indices.push_back(batch.indices[std::size_t(j % count)]);
-                }
-                rows = b;
-            } else if (count < b) {  // keep: a smaller batch
-                Tensor smaller = Tensor::empty(Shape{count, sample[0], sample[1], sample[2]},
-                                               *device_, DType::f32, options_.layout);
-                if (direct) std::memcpy(smaller.raw(), images, bytes * std::size_t(count));
-                batch.images = std::move(smaller);
-            }
-            if (rows != b) batch.labels = Tensor::empty({rows}, *device_, DType::i32);
-            if (direct) {
-                std::memcpy(batch.labels.raw(), labels.data(),
-                            std::size_t(rows) * sizeof(std::int32_t));
-            } else {
-                device_->copy_from_host(batch.images.raw(), staged.data(),
-                                        bytes * std::size_t(rows));
-                device_->copy_from_host(batch.labels.raw(), labels.data(),
-                                        std::size_t(rows) * sizeof(std::int32_t));
-            }
-            batch.count = count;
-            assemble_ns_ += nanos_since(start);
-            batches_assembled_ += 1;
-            filled = 0;
-            return batch_queue_->push(std::exchange(batch, Batch{}));
+        // The assembler's busy time leaves out its waits for room in the batch queue.
+        std::int64_t waited_ns = 0;
+        BatchAssembler assembler(options_, *device_, source_->classes(), skipped_,
+                                 [&](Batch batch) {
+                                     batches_assembled_ += 1;
+                                     const double start = now_seconds();
+                                     const bool pushed = batch_queue_->push(std::move(batch));
+                                     waited_ns += nanos_since(start);
+                                     return pushed;
+                                 });
+        auto busy_since = [&](double start) {
+            assemble_ns_ += nanos_since(start) - std::exchange(waited_ns, 0);
         };
-
-        for (;;) {
-            auto found = pending.find(next_position);
+        std::map<std::int64_t, SlabPtr> pending;  // finished out of order
+        std::int64_t next_chunk = 0;
+        while (next_chunk < chunks_) {
+            auto found = pending.find(next_chunk);
             if (found == pending.end()) {
-                auto item = done_queue_->pop();
-                if (!item) break;
-                const std::int64_t position = (*item)->position;
-                pending.emplace(position, std::move(*item));
+                auto slab = done_queue_->pop();
+                if (!slab) return;  // cancelled: the queues were emptied
+                const std::int64_t chunk = (*slab)->chunk();
+                pending.emplace(chunk, std::move(*slab));
                 continue;
             }
-            std::unique_ptr<Item> item = std::move(found->second);
+            const SlabPtr slab = std::move(found->second);
             pending.erase(found);
-            ++next_position;
+            ++next_chunk;
             {
                 std::lock_guard lock(window_mutex_);
-                taken_ = next_position;
+                taken_ = next_chunk * options_.batch;
             }
             window_cv_.notify_one();
-            if (!item->corrupt.empty()) {
-                TANDEM_CHECK_AS(CorruptSampleError, !options_.strict)
-                    << item->corrupt << " (strict: corrupt samples are errors)";
-                skipped_ += 1;
-                if (!options_.quiet)
-                    std::fprintf(stderr, "warning: skipping corrupt sample: %s\n",
-                                 item->corrupt.c_str());
-                continue;
-            }
             const double start = now_seconds();
-            if (per_sample == 0) {
-                sample = item->shape;
-                per_sample = sample.numel();
-            }
-            TANDEM_CHECK_AS(DataError, item->shape == sample)
-                << "image '" << item->sample.key << "' is " << item->shape.to_string()
-                << " after its transforms, the batch holds " << sample.to_string()
-                << " images; give a crop (or resize) so every image has one size";
-            TANDEM_CHECK_AS(DataError,
-                            item->sample.label >= 0 && item->sample.label < source_->classes())
-                << "image '" << item->sample.key << "' has label " << item->sample.label
-                << ", out of range for " << source_->classes() << " classes";
-            if (filled == 0) {
-                batch.images = Tensor::empty(Shape{b, sample[0], sample[1], sample[2]}, *device_,
-                                             DType::f32, options_.layout);
-                batch.labels = Tensor::empty({b}, *device_, DType::i32);
-                if (direct) {
-                    images = static_cast<float*>(batch.images.raw());
-                } else {
-                    staged.resize(std::size_t(b * per_sample));
-                    images = staged.data();
-                }
-            }
-            std::memcpy(images + filled * per_sample, item->pixels.data(),
-                        std::size_t(per_sample) * sizeof(float));
-            labels[std::size_t(filled)] = item->sample.label;
-            batch.indices.push_back(item->index);
-            ++filled;
-            assemble_ns_ += nanos_since(start);
-            if (filled == b && !ship(b)) return;
+            const bool shipped = assembler.add(*slab);
+            busy_since(start);
+            if (!shipped) return;
         }
-        if (next_position < total) return;  // cancelled: the queues were emptied
-        if (filled > 0 && options_.last != LastBatch::drop && !ship(filled)) return;
-        batch_queue_->close();
+        const double start = now_seconds();
+        const bool shipped = assembler.finish();
+        busy_since(start);
+        if (shipped) batch_queue_->close();
     } catch (...) {
         fail(std::current_exception());
     }

@@ -2,14 +2,20 @@
 // computed, batch i+1 is decoded and augmented and batch i+2 is read:
 //
 //   reader thread ──read queue──▶ decode threads ──done queue──▶ assembly thread ──batch queue──▶
-//   next() (source, epoch order)         (ImageTransform)               (in order, into device
-//   memory)
+//   next() (source, epoch order)        (ImageTransform, each    (finished slabs, in order)
+//                                       sample straight into
+//                                       its slab's batch memory)
+//
+// The decode threads write every sample into its place in the memory of its batch (a slab,
+// batch_slab.h: on the device itself when the host can write it), so a clean epoch's samples
+// are written once and never copied; the assembler only puts finished slabs in order.
 //
 // Each epoch visits a fresh permutation (epoch_order(size, seed, epoch)); with shard_count > 1
 // the loader sees only positions shard_index, shard_index + shard_count, ... of it, so the
-// shards of an epoch partition it: every sample reaches exactly one shard. The assembly stage
-// puts samples back in epoch order, so batches are the same whatever the number of decode
-// threads, and random augmentation comes from rng_key(seed, epoch, sample index).
+// shards of an epoch partition it: every sample reaches exactly one shard. A sample's place in
+// its batch follows from its position alone, so batches are the same whatever the number of
+// decode threads, and random augmentation comes from rng_key(seed, epoch, sample index). Every sample
+// must have the shape of the epoch's first one that decodes.
 //
 // Ending: the end of an epoch flows downstream through closed queues; close() (or starting
 // another epoch early, or destroying the loader) cancels every queue and joins every thread;
@@ -23,49 +29,20 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "data/batch_slab.h"
 #include "data/bounded_queue.h"
 #include "data/data_source.h"
+#include "data/loader_options.h"
 #include "data/loader_stats.h"
-#include "data/transform.h"
-#include "tensor/tensor.h"
 
 namespace tandem {
-
-class Device;
-
-enum class LastBatch { drop, keep, pad };
-// "drop", "keep", "pad"; ConfigError listing them for anything else.
-LastBatch parse_last_batch(const std::string& name);
-
-struct LoaderOptions {
-    std::int64_t batch = 32;
-    int threads = 2;  // decode/augment threads
-    TransformOptions transform;
-    bool shuffle = true;
-    std::uint64_t seed = 1;
-    int shard_index = 0;
-    int shard_count = 1;
-    LastBatch last = LastBatch::drop;  // the epoch's last partial batch: dropped, smaller, or
-                                       // filled up by repeating its first samples
-    std::shared_ptr<Device> device;    // where batches are made; null: the host
-    Layout layout = Layout::contiguous;
-    bool strict = false;  // a corrupt sample is an error, not a skip
-    int prefetch = 2;     // batches assembled ahead of the consumer
-    bool quiet = false;   // no warnings on stderr for skipped samples
-};
-
-struct Batch {
-    Tensor images;                      // B x C x H x W f32 on the device, in the layout
-    Tensor labels;                      // B i32 on the device
-    std::int64_t count = 0;             // real samples (B unless the last batch was padded)
-    std::vector<std::int64_t> indices;  // source indices, in batch order
-};
 
 class Loader {
 public:
@@ -93,8 +70,14 @@ public:
 
 private:
     struct Item;
+    using SlabPtr = std::shared_ptr<BatchSlab>;
     void read_stage(std::vector<std::int64_t> order);
+    // The shape of the epoch's first sample that decodes: every sample must have it, and the
+    // slabs are made for it before any sample is decoded into them.
+    Shape probe_sample_shape(SourceReader& reader, const std::vector<std::int64_t>& order);
     void decode_stage();
+    // The slab of the chunk holding `position`, made by the first decode thread that needs it.
+    SlabPtr slab_for(std::int64_t position);
     void assemble_stage();
     // Records the first error, then cancels every queue so all stages end.
     void fail(std::exception_ptr error);
@@ -108,13 +91,17 @@ private:
 
     // Per epoch.
     std::int64_t epoch_ = 0;
+    std::int64_t chunks_ = 0;  // slabs of the epoch: its positions in runs of `batch`
+    Shape sample_shape_;       // set by the reader before it hands out its first item
     std::unique_ptr<BoundedQueue<std::unique_ptr<Item>>> read_queue_;
-    std::unique_ptr<BoundedQueue<std::unique_ptr<Item>>> done_queue_;
+    std::unique_ptr<BoundedQueue<SlabPtr>> done_queue_;  // finished slabs, in any order
     std::unique_ptr<BoundedQueue<Batch>> batch_queue_;
     std::vector<std::thread> threads_;
     std::atomic<int> decoders_left_{0};
-    // The reader stays within `window_` positions of what the assembler has taken, which bounds
-    // the assembler's reorder buffer.
+    std::mutex slabs_mutex_;
+    std::map<std::int64_t, SlabPtr> open_slabs_;  // by chunk, while decode threads write them
+    // The reader stays within `window_` positions of the first chunk the assembler has not
+    // taken, which bounds the slabs alive at once.
     std::mutex window_mutex_;
     std::condition_variable window_cv_;
     std::int64_t taken_ = 0;

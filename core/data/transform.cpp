@@ -58,9 +58,17 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
 
 Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout layout,
                             std::vector<float>& out) const {
+    const PreparedImage prepared = prepare(sample, rng);
+    out.resize(prepared.numel());
+    write(prepared, layout, out.data());
+    return prepared.shape();
+}
+
+PreparedImage ImageTransform::prepare(const RawSample& sample, std::uint64_t rng) const {
     const TransformOptions& o = options_;
-    const cv::Mat image = resize_shorter(decode_image(sample, o.channels), o.resize);
-    const int c = image.channels(), h = image.rows, w = image.cols;
+    PreparedImage p;
+    p.image = resize_shorter(decode_image(sample, o.channels), o.resize);
+    const int c = p.image.channels(), h = p.image.rows, w = p.image.cols;
     TANDEM_CHECK_AS(DataError, (o.mean.size() == 1 || int(o.mean.size()) == c) &&
                                    (o.std.size() == 1 || int(o.std.size()) == c))
         << "image '" << sample.key << "' has " << c << " channels but mean/std give "
@@ -72,14 +80,24 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
         << "image '" << sample.key << "' is " << h << "x" << w
         << (o.resize > 0 ? " after resize" : "") << (o.pad > 0 ? " before padding" : "")
         << ", smaller than the " << ch << "x" << cw << " crop";
-    const int oy =
-        o.random_crop ? int(rng_bits(rng, kCropY) % std::uint64_t(room_y + 1)) : room_y / 2;
-    const int ox =
-        o.random_crop ? int(rng_bits(rng, kCropX) % std::uint64_t(room_x + 1)) : room_x / 2;
-    const bool flip = o.flip && (rng_bits(rng, kFlip) & 1);
-    const float bright = jitter_factor(o.brightness, rng, kBright);
-    const float contrast = jitter_factor(o.contrast, rng, kContrast);
-    const float saturation = c == 3 ? jitter_factor(o.saturation, rng, kSat) : 1.f;
+    p.crop_y = o.random_crop ? int(rng_bits(rng, kCropY) % std::uint64_t(room_y + 1)) : room_y / 2;
+    p.crop_x = o.random_crop ? int(rng_bits(rng, kCropX) % std::uint64_t(room_x + 1)) : room_x / 2;
+    p.height = ch;
+    p.width = cw;
+    p.flip = o.flip && (rng_bits(rng, kFlip) & 1);
+    p.brightness = jitter_factor(o.brightness, rng, kBright);
+    p.contrast = jitter_factor(o.contrast, rng, kContrast);
+    p.saturation = c == 3 ? jitter_factor(o.saturation, rng, kSat) : 1.f;
+    return p;
+}
+
+void ImageTransform::write(const PreparedImage& p, Layout layout, float* out) const {
+    const TransformOptions& o = options_;
+    const cv::Mat& image = p.image;
+    const int c = image.channels(), h = image.rows, w = image.cols;
+    const int ch = p.height, cw = p.width, oy = p.crop_y, ox = p.crop_x;
+    const bool flip = p.flip;
+    const float bright = p.brightness, contrast = p.contrast, saturation = p.saturation;
     const bool jitter = bright != 1.f || contrast != 1.f || saturation != 1.f;
 
     // Without jitter: one pass from the 8-bit image to normalised floats through a table per
@@ -93,7 +111,6 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
         shift[k] = -m / sd;
     }
     const std::size_t plane = std::size_t(ch) * cw;
-    out.resize(plane * c);
     if (!jitter) {
         float table[3][256];
         for (int k = 0; k < c; ++k)
@@ -106,8 +123,8 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
                 const int src = c == 3 ? 2 - k : 0;  // BGR in the image, RGB in the tensor
                 const float* t = table[k];
                 const float fill = t[o.fill];
-                float* dst = last ? out.data() + std::size_t(y) * cw * c + k
-                                  : out.data() + (std::size_t(k) * ch + y) * cw;
+                float* dst = last ? out + std::size_t(y) * cw * c + k
+                                  : out + (std::size_t(k) * ch + y) * cw;
                 const std::ptrdiff_t step = last ? c : 1;
                 if (row != nullptr && o.pad == 0 && !flip) {
                     const unsigned char* p = row + std::size_t(ox) * c + src;
@@ -124,7 +141,7 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
                 }
             }
         }
-        return Shape{c, ch, cw};
+        return;
     }
 
     // With jitter, pass 1: the crop (flipped, padded) as RGB values 0..255, with brightness.
@@ -174,12 +191,11 @@ Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout l
             for (int k = 0; k < c; ++k) out[i * c + k] = pixels[i * c + k] * scale[k] + shift[k];
     } else {
         for (int k = 0; k < c; ++k) {
-            float* dst = out.data() + std::size_t(k) * plane;
+            float* dst = out + std::size_t(k) * plane;
             for (std::size_t i = 0; i < plane; ++i)
                 dst[i] = pixels[i * c + k] * scale[k] + shift[k];
         }
     }
-    return Shape{c, ch, cw};
 }
 
 }  // namespace tandem

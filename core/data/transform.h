@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,22 @@ struct TransformOptions {
     std::vector<float> std{1.f};
 };
 
+// A sample decoded (and resized) with its random choices drawn: what is left to do is to
+// write it out. Its shape is known before any pixel is written, so the loader can find a
+// place for it in a batch first and have it written straight there.
+struct PreparedImage {
+    cv::Mat image;        // 8-bit, BGR or grey, after resize
+    int crop_y = 0;       // top-left corner of the crop in the padded image
+    int crop_x = 0;
+    int height = 0;       // output size
+    int width = 0;
+    bool flip = false;
+    float brightness = 1.f, contrast = 1.f, saturation = 1.f;
+
+    Shape shape() const { return Shape{image.channels(), height, width}; }
+    std::size_t numel() const { return std::size_t(image.channels()) * height * width; }
+};
+
 class ImageTransform {
 public:
     // ConfigError for an option out of range (names the option).
@@ -45,6 +62,12 @@ public:
     // smaller than the crop, or the mean/std lists do not fit its channel count.
     Shape apply(const RawSample& sample, std::uint64_t rng, Layout layout,
                 std::vector<float>& out) const;
+
+    // apply() in two steps. prepare: decode, resize, check, draw the random choices (the same
+    // errors as apply). write: crop, flip, jitter and normalise into `out`, which has room for
+    // image.numel() floats.
+    PreparedImage prepare(const RawSample& sample, std::uint64_t rng) const;
+    void write(const PreparedImage& image, Layout layout, float* out) const;
 
     const TransformOptions& options() const { return options_; }
 

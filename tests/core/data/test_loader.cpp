@@ -4,11 +4,14 @@
 #include <filesystem>
 #include <set>
 
+#include "base/rng.h"
+#include "data/dataset.h"
 #include "data/file_list_source.h"
 #include "data/lmdb_source.h"
 #include "data/loader.h"
 #include "data_fixtures.h"
 #include "device/cpu/cpu_device.h"
+#include "support/stand_in_gpu.h"
 #include "support/temp_dir.h"
 
 namespace tandem::test {
@@ -176,6 +179,135 @@ TEST(Loader, CorruptAndTruncatedRecordsAreSkippedAndCounted) {
         EXPECT_NE(std::string(e.what()).find("'000000"), std::string::npos)
             << e.what();  // names the key
     }
+}
+
+// The pixels the loader must give sample `index` in `epoch`: its transform, alone.
+std::vector<float> transformed(const DataSource& source, const LoaderOptions& o,
+                               std::int64_t epoch, std::int64_t index) {
+    std::vector<float> out;
+    ImageTransform(o.transform)
+        .apply(source.open_reader()->read(index),
+               rng_key(rng_key(o.seed, std::uint64_t(epoch)), std::uint64_t(index)), o.layout,
+               out);
+    return out;
+}
+
+// 30 JPEG records, `bad` of them damaged so that they do not decode.
+std::shared_ptr<LmdbSource> db_with_damage(TempDir& dir, const std::set<int>& bad) {
+    std::vector<std::string> records;
+    for (int i = 0; i < 30; ++i) {
+        records.push_back(
+            encode_image_record(pattern_image(i, 10, 12, 3), i % 4, Encoding::jpeg, 90));
+        if (bad.count(i)) records[std::size_t(i)].replace(kRecordHeaderSize + 2, 60, 60, '\x01');
+    }
+    write_records(dir.file("db"), records);
+    return std::make_shared<LmdbSource>(dir.file("db"));
+}
+
+TEST(Loader, AfterASkippedSampleBatchesHoldTheNextGoodOnes) {
+    TempDir dir;
+    const std::set<int> bad{5, 17};
+    auto source = db_with_damage(dir, bad);
+    // The good samples of the epoch, in its order: what the batches must hold, eight at a time.
+    std::vector<std::int64_t> good;
+    for (std::int64_t i : epoch_order(30, 9, 2, true))
+        if (!bad.count(int(i))) good.push_back(i);
+    for (const LastBatch last : {LastBatch::keep, LastBatch::pad}) {
+        for (const int threads : {1, 3}) {
+            LoaderOptions o = augmenting(threads);
+            o.last = last;
+            Loader loader(source, o);
+            const Epoch e = run_epoch(loader, 2);
+            EXPECT_EQ(e.counts, (std::vector<std::int64_t>{8, 8, 8, 4}));
+            ASSERT_EQ(e.indices, good) << "threads " << threads;
+            EXPECT_EQ(loader.stats().skipped, 2);
+            const std::size_t per_sample = 3 * 8 * 8;
+            for (std::size_t n = 0; n < good.size(); ++n) {
+                const std::vector<float>& batch = e.images[n / 8];
+                const std::vector<float> row(batch.begin() + (n % 8) * per_sample,
+                                             batch.begin() + (n % 8 + 1) * per_sample);
+                EXPECT_EQ(row, transformed(*source, o, 2, good[n])) << "sample " << good[n];
+                EXPECT_EQ(e.labels[n / 8][n % 8], float(source->label(good[n])));
+            }
+            if (last == LastBatch::pad) {  // the last batch topped up with its first samples
+                ASSERT_EQ(e.images[3].size(), 8 * per_sample);
+                EXPECT_TRUE(std::equal(e.images[3].begin() + 4 * per_sample, e.images[3].end(),
+                                       e.images[3].begin()));
+            }
+        }
+    }
+}
+
+TEST(Loader, AnEpochOfCorruptSamplesHasNoBatches) {
+    TempDir dir;
+    std::set<int> all;
+    for (int i = 0; i < 30; ++i) all.insert(i);
+    LoaderOptions o = augmenting(2);
+    o.last = LastBatch::keep;
+    Loader loader(db_with_damage(dir, all), o);
+    EXPECT_TRUE(run_epoch(loader, 1).counts.empty());
+    EXPECT_EQ(loader.stats().skipped, 30);
+}
+
+TEST(Loader, AnImageOfAnotherShapeIsAnErrorNamingTheFirst) {
+    // Without a crop, images keep their size: every fifth is wider than the rest.
+    TempDir dir;
+    std::vector<std::string> records;
+    for (int i = 0; i < 40; ++i)
+        records.push_back(encode_image_record(pattern_image(i, 10, i % 5 == 3 ? 14 : 12, 3), 0,
+                                              Encoding::png, 90));
+    write_records(dir.file("db"), records);
+    auto source = std::make_shared<LmdbSource>(dir.file("db"));
+    const std::vector<std::int64_t> order = epoch_order(40, 9, 1, true);
+    const bool first_wide = order[0] % 5 == 3;
+    const auto odd_one =
+        std::find_if(order.begin(), order.end(), [&](auto i) { return (i % 5 == 3) != first_wide; });
+    for (const int threads : {1, 4}) {
+        LoaderOptions o;
+        o.batch = 4;
+        o.threads = threads;
+        o.seed = 9;
+        Loader loader(source, o);
+        loader.start_epoch(1);
+        try {
+            while (loader.next()) {
+            }
+            FAIL() << "no error";
+        } catch (const DataError& e) {
+            const std::string message = e.what();
+            EXPECT_NE(message.find("image '" + source->key(*odd_one) + "' is 3x10x" +
+                                   (first_wide ? "12" : "14") + " after its transforms"),
+                      std::string::npos)
+                << message;
+            EXPECT_NE(message.find("give a crop"), std::string::npos) << message;
+        }
+    }
+}
+
+TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatch) {
+    Db db(19);
+    LoaderOptions o = augmenting(2);
+    o.last = LastBatch::keep;
+    const Epoch on_host = run_epoch(*std::make_unique<Loader>(db.source, o), 1);
+    auto gpu = std::make_shared<StandInGpu>(0);
+    o.device = gpu;
+    Loader loader(db.source, o);
+    loader.start_epoch(1);
+    std::size_t batches = 0, samples = 0;
+    while (auto b = loader.next()) {
+        EXPECT_EQ(&b->images.device(), gpu.get());
+        EXPECT_EQ(&b->labels.device(), gpu.get());
+        EXPECT_EQ(b->images.to_vector(), on_host.images[batches]);
+        std::vector<std::int32_t> labels(std::size_t(b->labels.numel()));
+        gpu->copy_to_host(labels.data(), b->labels.raw(), labels.size() * sizeof(std::int32_t));
+        for (std::size_t j = 0; j < labels.size(); ++j)
+            EXPECT_EQ(float(labels[j]), on_host.labels[batches][j]);
+        ++batches;
+        samples += std::size_t(b->count);
+    }
+    EXPECT_EQ(batches, 3u);
+    EXPECT_EQ(gpu->bytes_from_host.load(), samples * (3 * 8 * 8 * sizeof(float) + sizeof(std::int32_t)))
+        << "each image and label crosses once";
 }
 
 TEST(Loader, CloseMidEpochEndsEveryThread) {

@@ -15,21 +15,10 @@
 #include "layers/linear.h"
 #include "parallel/communicator.h"
 #include "parallel/engine.h"
+#include "support/stand_in_gpu.h"
 
 namespace tandem::test {
 namespace {
-
-class StandInGpu final : public Device {
-public:
-    explicit StandInGpu(int index) : Device(DeviceKind::cuda, index, 1) {
-        allocator_ = std::make_unique<HostAllocator>(name(), std::size_t(1) << 24);
-        worker_ = std::make_unique<Worker>(name());
-    }
-    ~StandInGpu() override { worker_.reset(); }
-    bool host_accessible() const override { return false; }
-    void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-    void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-};
 
 void expect_config_error(const std::function<void()>& run, const std::string& words) {
     try {
