@@ -89,9 +89,10 @@ void Loader::start_epoch(std::int64_t epoch) {
     const auto t = static_cast<std::size_t>(options_.threads);
     const std::size_t queue = std::size_t(std::min<std::int64_t>(b, 256)) + 2 * t;
     read_queue_ = std::make_unique<BoundedQueue<std::unique_ptr<Item>>>(queue);
-    // The reader is never more than a chunk (and what the queue holds) ahead of the first chunk
-    // the assembler has not taken: decode threads that finish a chunk go on with the next one,
-    // and at most three slabs are alive besides the batches in the batch queue.
+    // The reader is never more than a chunk and a queue's worth ahead of the first chunk the
+    // assembler has not taken: decode threads that finish a chunk go on with the next one,
+    // and the slabs alive besides the batches handed out span at most window_ + batch
+    // positions (three batches for large ones).
     window_ = b + std::int64_t(queue + t);
     done_queue_ = std::make_unique<BoundedQueue<SlabPtr>>(std::size_t(window_ / b + 2));
     batch_queue_ = std::make_unique<BoundedQueue<Batch>>(std::size_t(options_.prefetch));

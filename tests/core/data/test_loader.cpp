@@ -284,6 +284,24 @@ TEST(Loader, AnImageOfAnotherShapeIsAnErrorNamingTheFirst) {
     }
 }
 
+TEST(Loader, MemoryStaysBoundedOverALongEpoch) {
+    // 80 batches. Alive at once: the slabs being decoded (the reader stays a batch and its
+    // queue ahead of the assembler), the one being handed out, the prefetched ones and the
+    // consumer's: 8 at most. A slab or batch kept after it was handed out grows the peak with
+    // the epoch.
+    Db db(640);
+    auto device = std::make_shared<CpuDevice>(0, CpuDeviceOptions{std::size_t(64) << 20, 1});
+    for (const int threads : {1, 4}) {
+        LoaderOptions o = augmenting(threads);
+        o.device = device;
+        device->allocator().reset_peak();
+        Loader loader(db.source, o);
+        EXPECT_EQ(run_epoch(loader, 1).counts.size(), 80u);
+        const std::size_t batch_bytes = 8 * 3 * 8 * 8 * sizeof(float) + 256;  // + labels
+        EXPECT_LE(device->allocator().stats().peak, 8 * batch_bytes) << "threads " << threads;
+    }
+}
+
 TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatch) {
     Db db(19);
     LoaderOptions o = augmenting(2);
