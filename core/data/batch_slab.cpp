@@ -11,9 +11,14 @@
 namespace tandem {
 namespace {
 
-// Where batch memory the host writes lives: the device itself when the host can write it
-// (no copy at all), else the host (one copy to the device per batch).
-Device& writable_home(Device& device) { return device.host_accessible() ? device : host_device(); }
+// Where batch memory the host writes lives: the device itself when the host can write it (no
+// copy at all), else host memory the device copies from directly (a GPU's pinned memory: one
+// DMA copy per batch), else plain host memory.
+Device& writable_home(Device& device) {
+    if (device.host_accessible()) return device;
+    Device* pinned = device.pinned_host();
+    return pinned != nullptr ? *pinned : host_device();
+}
 
 Tensor batch_memory(std::int64_t batch, const Shape& sample, Device& device, Layout layout) {
     return Tensor::empty(Shape{batch, sample[0], sample[1], sample[2]}, writable_home(device),

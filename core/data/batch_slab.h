@@ -36,7 +36,8 @@ class BatchSlab {
 public:
     // Positions [chunk * batch, chunk * batch + count) of the epoch; `sample` is the shape every
     // sample must have (empty when none decoded: the slab then has no pixel memory). The
-    // memory is a batch tensor on `device` when the host can write it, else on the host.
+    // memory is a batch tensor on `device` when the host can write it, else in the device's
+    // pinned host memory (Device::pinned_host), else in plain host memory.
     BatchSlab(std::int64_t chunk, std::int64_t count, std::int64_t batch, const Shape& sample,
               Device& device, Layout layout);
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <typeindex>
 #include <unordered_map>
+#include <utility>
 
 #include "device/allocator.h"
 #include "device/worker.h"
@@ -60,6 +61,11 @@ public:
     virtual void copy_within(void* dst, const void* src, std::size_t bytes);
     // Waits for all work this device has started (CPU kernels are synchronous: nothing to do).
     virtual void synchronize() {}
+    // Host memory that this device's copies read and write directly, as a device of its own
+    // that runs no work (a GPU: page-locked memory): where data bound for this device is best
+    // prepared, so that copy_from_host moves it without staging. Null where plain host memory
+    // serves as well. (optional)
+    virtual Device* pinned_host() { return nullptr; }
 
     // A per-device singleton of type T owned by code above this layer (the tensor-ops kernel),
     // built by `make` on first use and destroyed with the device.
@@ -76,6 +82,9 @@ protected:
         // A negative index marks the host device that holds parameters before placement.
         name_ = index < 0 ? "host" : std::string(device_kind_name(kind)) + ":" + std::to_string(index);
     }
+    // A device whose name is not its kind and index (a GPU's pinned host memory).
+    Device(DeviceKind kind, int index, int threads, std::string name)
+        : kind_(kind), index_(index), threads_(threads), name_(std::move(name)) {}
     std::unique_ptr<Allocator> allocator_;
     std::unique_ptr<Worker> worker_;
     // Cleared by subclasses' destructors before the resources the attachments use go away.

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "device/allocator.h"
+#include "device/cpu/cpu_device.h"
 #include "device/device.h"
 #include "device/worker.h"
 
@@ -30,8 +31,11 @@ public:
     void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
         std::memcpy(dst, src, bytes);
     }
+    // Its "pinned" host memory: a CPU device of its own, so tests see what was put there.
+    Device* pinned_host() override { return pinned.get(); }
 
     std::atomic<std::size_t> bytes_from_host{0};
+    std::shared_ptr<CpuDevice> pinned = std::make_shared<CpuDevice>(index(), CpuDeviceOptions{});
 };
 
 }  // namespace tandem::test

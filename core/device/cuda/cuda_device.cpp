@@ -4,14 +4,23 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "device/cpu/cpu_device.h"
 #include "device/cuda/check.h"
 #include "device/cuda/plan.h"
 
 namespace tandem {
 namespace {
 
-// Host <-> device copies go through a pinned buffer of this size, chunk by chunk.
+// Host <-> device copies from pageable memory go through a pinned buffer of this size, chunk
+// by chunk.
 constexpr std::size_t kStagingBytes = std::size_t(8) << 20;
+
+// The pinned host memory of one GPU: enough for a loader's batches in flight (ImageNet-sized
+// batches of 256 are 154 MB each); a sixteenth of the machine's memory at most, as page-locked
+// memory is taken from every other process.
+std::size_t pinned_host_cap() {
+    return std::min(std::size_t(2) << 30, host_physical_memory() / 16);
+}
 
 std::size_t default_cap(int index) {
     DeviceGuard guard(index);
@@ -78,6 +87,7 @@ CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
     worker_ = std::make_unique<Worker>(name(), [index] {
         if (cudaSetDevice(index) != cudaSuccess) cudaGetLastError();
     });
+    pinned_ = std::make_shared<PinnedHostDevice>(*this, pinned_host_cap());
 }
 
 CudaDevice::~CudaDevice() {
@@ -115,6 +125,11 @@ void CudaDevice::synchronize() {
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
     activate();
+    if (is_pinned_host_memory(src)) {  // one DMA copy, in compute-stream order
+        TANDEM_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, compute_));
+        TANDEM_CUDA_CALL(cudaStreamSynchronize(compute_));
+        return;
+    }
     std::lock_guard lock(staging_mutex_);
     char* pinned = static_cast<char*>(staging_.reserve(std::min(bytes, kStagingBytes)));
     for (std::size_t done = 0; done < bytes;) {
@@ -131,6 +146,11 @@ void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
 void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
     activate();
+    if (is_pinned_host_memory(dst)) {  // after every kernel that wrote the source
+        TANDEM_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, compute_));
+        TANDEM_CUDA_CALL(cudaStreamSynchronize(compute_));
+        return;
+    }
     std::lock_guard lock(staging_mutex_);
     char* pinned = static_cast<char*>(staging_.reserve(std::min(bytes, kStagingBytes)));
     for (std::size_t done = 0; done < bytes;) {

@@ -6,7 +6,9 @@
 // that uses them waits for its own work before returning, so a tensor's memory is only ever
 // in flight on its device's compute stream. That is what makes the caching allocator safe
 // without per-stream bookkeeping: a block freed and reused is used again in compute-stream
-// order. Copies to and from the host synchronise (the host buffer may go away on return).
+// order. Copies to and from the host synchronise (the host buffer may go away on return); from
+// and to pinned host memory they are one DMA copy, from pageable memory they go through a
+// pinned staging buffer.
 //
 // Threads. Any thread may call in: each entry point makes the GPU current first (activate()).
 // cuDNN and cuBLAS handles must not be used by two threads at once; the device's worker is the
@@ -18,10 +20,12 @@
 #include <cudnn.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "device/cuda/cuda_allocator.h"
 #include "device/cuda/cuda_backend.h"
+#include "device/cuda/pinned_host.h"
 
 namespace tandem {
 
@@ -37,6 +41,9 @@ public:
                           std::size_t bytes) override;
     void copy_within(void* dst, const void* src, std::size_t bytes) override;
     void synchronize() override;
+    // This GPU's page-locked host memory: copy_from_host and copy_to_host move data in and
+    // out of it in one DMA copy, without the staging buffer.
+    Device* pinned_host() override { return pinned_.get(); }
 
     // cudaSetDevice(index()) on the calling thread.
     void activate() const;
@@ -71,6 +78,8 @@ private:
 
     std::mutex staging_mutex_;  // one host<->device copy through the staging buffer at a time
     PinnedBuffer staging_;
+    // Shared: tensors in it keep it alive (a loader's batches may outlive this device).
+    std::shared_ptr<PinnedHostDevice> pinned_;
 
     std::mutex peer_mutex_;
     std::map<int, bool> peers_;

@@ -1,6 +1,8 @@
 // CudaDevice on a GPU: the caching allocator's cap, peak and out-of-memory text (the CPU
-// allocator's), host round trips through the pinned staging buffer, transfers between GPUs
+// allocator's), host round trips through the pinned staging buffer and from the GPU's pinned
+// host memory, transfers between GPUs
 // (peer or staged) and with the host. Skipped, saying why, without a GPU.
+#include <cstring>
 #include <thread>
 
 #include "device/cuda/cuda_backend.h"
@@ -47,6 +49,29 @@ TEST(CudaDevice, HostRoundTripsThroughStaging) {
     }
     const Tensor z = Tensor::zeros({5, 5}, gpu());
     EXPECT_EQ(z.to_vector(), std::vector<float>(25, 0.f));
+}
+
+TEST(CudaDevice, PinnedHostMemoryCopiesInOneStep) {
+    TANDEM_REQUIRE_GPUS(1);
+    Device* pinned = gpu().pinned_host();
+    ASSERT_NE(pinned, nullptr);
+    EXPECT_TRUE(pinned->host_accessible());
+    EXPECT_EQ(pinned->name(), "cuda:0 pinned host");
+    // Larger than the 8 MiB staging buffer, and an odd size: one copy each way all the same.
+    for (std::int64_t n : {1, 1000, 3 * 1024 * 1024 + 7}) {
+        const Tensor x = random_tensor({n}, cpu(), std::uint64_t(n));
+        const std::size_t bytes = x.nbytes();
+        Tensor host = Tensor::empty({n}, *pinned);
+        std::memcpy(host.raw(), x.raw(), bytes);
+        EXPECT_TRUE(is_pinned_host_memory(host.raw()));
+        EXPECT_FALSE(is_pinned_host_memory(x.raw())) << "ordinary host memory is not pinned";
+        Tensor g = Tensor::empty({n}, gpu());
+        gpu().copy_from_host(g.raw(), host.raw(), bytes);
+        EXPECT_EQ(g.to_vector(), x.to_vector()) << n;
+        Tensor back = Tensor::empty({n}, *pinned);
+        gpu().copy_to_host(back.raw(), g.raw(), bytes);
+        EXPECT_EQ(back.to_vector(), x.to_vector()) << n;
+    }
 }
 
 TEST(CudaDevice, WorkerThreadRunsKernels) {

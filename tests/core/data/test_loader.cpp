@@ -302,7 +302,7 @@ TEST(Loader, MemoryStaysBoundedOverALongEpoch) {
     }
 }
 
-TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatch) {
+TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatchFromItsPinnedMemory) {
     Db db(19);
     LoaderOptions o = augmenting(2);
     o.last = LastBatch::keep;
@@ -326,6 +326,8 @@ TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatch) {
     EXPECT_EQ(batches, 3u);
     EXPECT_EQ(gpu->bytes_from_host.load(), samples * (3 * 8 * 8 * sizeof(float) + sizeof(std::int32_t)))
         << "each image and label crosses once";
+    EXPECT_GE(gpu->pinned->allocator().stats().peak, 8 * 3 * 8 * 8 * sizeof(float))
+        << "batches are prepared in the device's pinned host memory";
 }
 
 TEST(Loader, CloseMidEpochEndsEveryThread) {
