@@ -14,8 +14,8 @@
 // the loader sees only positions shard_index, shard_index + shard_count, ... of it, so the
 // shards of an epoch partition it: every sample reaches exactly one shard. A sample's place in
 // its batch follows from its position alone, so batches are the same whatever the number of
-// decode threads, and random augmentation comes from rng_key(seed, epoch, sample index). Every sample
-// must have the shape of the epoch's first one that decodes.
+// decode threads, and random augmentation comes from rng_key(seed, epoch, sample index).
+// Every sample must have the shape of the epoch's first one that decodes.
 //
 // Ending: the end of an epoch flows downstream through closed queues; close() (or starting
 // another epoch early, or destroying the loader) cancels every queue and joins every thread;

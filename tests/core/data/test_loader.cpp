@@ -260,8 +260,8 @@ TEST(Loader, AnImageOfAnotherShapeIsAnErrorNamingTheFirst) {
     auto source = std::make_shared<LmdbSource>(dir.file("db"));
     const std::vector<std::int64_t> order = epoch_order(40, 9, 1, true);
     const bool first_wide = order[0] % 5 == 3;
-    const auto odd_one =
-        std::find_if(order.begin(), order.end(), [&](auto i) { return (i % 5 == 3) != first_wide; });
+    const auto odd_one = std::find_if(order.begin(), order.end(),
+                                      [&](auto i) { return (i % 5 == 3) != first_wide; });
     for (const int threads : {1, 4}) {
         LoaderOptions o;
         o.batch = 4;
@@ -324,7 +324,8 @@ TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatchFromItsPinnedMemory) {
         samples += std::size_t(b->count);
     }
     EXPECT_EQ(batches, 3u);
-    EXPECT_EQ(gpu->bytes_from_host.load(), samples * (3 * 8 * 8 * sizeof(float) + sizeof(std::int32_t)))
+    const std::size_t per_sample = 3 * 8 * 8 * sizeof(float) + sizeof(std::int32_t);
+    EXPECT_EQ(gpu->bytes_from_host.load(), samples * per_sample)
         << "each image and label crosses once";
     EXPECT_GE(gpu->pinned->allocator().stats().peak, 8 * 3 * 8 * 8 * sizeof(float))
         << "batches are prepared in the device's pinned host memory";
