@@ -19,21 +19,22 @@ StepBoard::Slot& StepBoard::slot(LinkDirection direction, int group, int link, i
 }
 
 void StepBoard::put(LinkDirection direction, int group, int link, int micro_batch, Tensor tensor) {
+    Slot* s = nullptr;
     {
         std::lock_guard lock(mutex_);
-        Slot& s = slot(direction, group, link, micro_batch);
-        TANDEM_CHECK(!s.ready) << "step board: link " << link << " of group " << group
-                               << " already holds micro-batch " << micro_batch;
-        s.tensor = std::move(tensor);
-        s.ready = true;
+        s = &slot(direction, group, link, micro_batch);
+        TANDEM_CHECK(!s->ready) << "step board: link " << link << " of group " << group
+                                << " already holds micro-batch " << micro_batch;
+        s->tensor = std::move(tensor);
+        s->ready = true;
     }
-    changed_.notify_all();
+    s->changed.notify_one();
 }
 
 Tensor StepBoard::take(LinkDirection direction, int group, int link, int micro_batch) {
     std::unique_lock lock(mutex_);
     Slot& s = slot(direction, group, link, micro_batch);
-    changed_.wait(lock, [&] { return s.ready || error_ != nullptr; });
+    s.changed.wait(lock, [&] { return s.ready || error_ != nullptr; });
     if (!s.ready) TANDEM_THROW(CancelledError) << "step stopped: " << reason_;
     s.ready = false;
     return std::move(s.tensor);
@@ -57,7 +58,7 @@ std::string StepBoard::fail(std::exception_ptr error) {
         }
         reason = reason_;
     }
-    changed_.notify_all();
+    for (Slot& s : slots_) s.changed.notify_all();
     return reason;
 }
 

@@ -40,13 +40,15 @@ private:
     struct Slot {
         Tensor tensor;
         bool ready = false;
+        // One taker waits on a slot: a put wakes it alone, not every waiting worker (on
+        // over-subscribed cores the others would only compete with it for a core).
+        std::condition_variable changed;
     };
     Slot& slot(LinkDirection direction, int group, int link, int micro_batch);
 
     int groups_, links_, micro_batches_;
     std::vector<Slot> slots_;
     mutable std::mutex mutex_;
-    std::condition_variable changed_;
     std::exception_ptr error_;
     bool error_is_cancel_ = false;
     std::string reason_;
