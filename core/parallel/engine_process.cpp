@@ -68,9 +68,6 @@ void Engine::check_replicas_reducible() const {
     TANDEM_CHECK_AS(ConfigError, !p.deterministic)
         << "Engine: deterministic mode sums replicas in one canonical order, which NCCL does not "
            "promise: on " << device << " use one group, or deterministic = false";
-    TANDEM_CHECK_AS(ConfigError, p.batch_norm != BatchNormMode::sync)
-        << "Engine: batch_norm = 'sync' gathers statistics across groups in host memory; on "
-        << device << " use 'micro' or 'deferred' with several groups";
 }
 
 std::pair<std::int64_t, std::int64_t> Engine::share_batch(std::int64_t n) {

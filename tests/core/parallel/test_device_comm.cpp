@@ -71,7 +71,10 @@ TEST(DeviceCommunicator, WhatGpuReplicasCannotDoIsRefusedUpFront) {
     expect_config_error([&] { Engine e(deterministic); }, "deterministic mode");
     EngineOptions sync = options();
     sync.parallel.batch_norm = BatchNormMode::sync;
-    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync'");
+    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync' reduces its statistics in host memory; on cuda:0");
+    sync.parallel.groups = 1;  // one group too: its statistics are reduced on the host all the same
+    sync.devices.resize(1);
+    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync' reduces its statistics in host memory; on cuda:0");
 }
 
 }  // namespace
