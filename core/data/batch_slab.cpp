@@ -21,8 +21,17 @@ Device& writable_home(Device& device) {
 }
 
 Tensor batch_memory(std::int64_t batch, const Shape& sample, Device& device, Layout layout) {
-    return Tensor::empty(Shape{batch, sample[0], sample[1], sample[2]}, writable_home(device),
-                         DType::f32, layout);
+    const Shape shape{batch, sample[0], sample[1], sample[2]};
+    Device& home = writable_home(device);
+    if (&home == device.pinned_host()) {
+        // Pinned memory only makes the copy faster: past its cap, plain host memory serves.
+        try {
+            return Tensor::empty(shape, home, DType::f32, layout);
+        } catch (const DeviceMemoryError&) {
+            return Tensor::empty(shape, host_device(), DType::f32, layout);
+        }
+    }
+    return Tensor::empty(shape, home, DType::f32, layout);
 }
 
 }  // namespace

@@ -331,6 +331,22 @@ TEST(Loader, ADeviceTheHostCannotWriteGetsOneCopyPerBatchFromItsPinnedMemory) {
         << "batches are prepared in the device's pinned host memory";
 }
 
+TEST(Loader, PastItsPinnedMemoryCapAGpuGetsBatchesFromPlainHostMemory) {
+    Db db(40);
+    LoaderOptions o = augmenting(2);
+    const Epoch on_host = run_epoch(*std::make_unique<Loader>(db.source, o), 1);
+    auto gpu = std::make_shared<StandInGpu>(0);
+    const std::size_t batch_bytes = 8 * 3 * 8 * 8 * sizeof(float);
+    gpu->pinned = std::make_shared<CpuDevice>(0, CpuDeviceOptions{batch_bytes, 1});  // one batch
+    o.device = gpu;
+    Loader loader(db.source, o);
+    loader.start_epoch(1);
+    std::size_t batches = 0;
+    while (auto b = loader.next()) EXPECT_EQ(b->images.to_vector(), on_host.images[batches++]);
+    EXPECT_EQ(batches, 5u);
+    EXPECT_EQ(gpu->pinned->allocator().stats().peak, batch_bytes) << "pinned memory was used";
+}
+
 TEST(Loader, CloseMidEpochEndsEveryThread) {
     Db db(200, 5, Encoding::jpeg);
     for (int round = 0; round < 3; ++round) {
