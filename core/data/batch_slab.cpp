@@ -98,7 +98,8 @@ bool BatchAssembler::add(BatchSlab& slab) {
         }
         return ship(std::move(slab.images()), std::move(indices), std::move(labels), b);
     }
-    // A hole here or earlier in the epoch: pack the good samples, in order.
+    // A hole here or earlier in the epoch, or its last (partial) chunk: pack the good samples,
+    // in order.
     for (std::int64_t i = 0; i < slab.count(); ++i) {
         const SlotRecord& s = slab.slot(i);
         if (!check(s, slab)) continue;
