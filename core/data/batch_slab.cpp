@@ -50,10 +50,6 @@ float* BatchSlab::pixels(std::int64_t i) {
     return static_cast<float*>(images_.raw()) + i * per_sample_;
 }
 
-const float* BatchSlab::pixels(std::int64_t i) const {
-    return static_cast<const float*>(images_.raw()) + i * per_sample_;
-}
-
 BatchAssembler::BatchAssembler(const LoaderOptions& options, Device& device,
                                std::int64_t classes, std::atomic<std::int64_t>& skipped,
                                Emit emit)

@@ -45,9 +45,7 @@ public:
     std::int64_t count() const { return std::int64_t(slots_.size()); }
     const Shape& sample_shape() const { return sample_; }
     SlotRecord& slot(std::int64_t i) { return slots_[std::size_t(i)]; }
-    const SlotRecord& slot(std::int64_t i) const { return slots_[std::size_t(i)]; }
     float* pixels(std::int64_t i);
-    const float* pixels(std::int64_t i) const;
     Tensor& images() { return images_; }
     bool fits(const SlotRecord& s) const { return sample_.rank() == 3 && s.shape == sample_; }
 

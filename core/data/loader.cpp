@@ -258,7 +258,6 @@ void Loader::decode_stage() {
             const std::int64_t i = it.position - slab->chunk() * options_.batch;
             SlotRecord& slot = slab->slot(i);
             slot.index = it.index;
-            slot.key = it.sample.key;
             slot.label = it.sample.label;
             slot.corrupt = std::move(it.corrupt);
             if (slot.corrupt.empty()) {
@@ -275,6 +274,7 @@ void Loader::decode_stage() {
                 decode_ns_ += nanos_since(start);
                 images_decoded_ += 1;
             }
+            slot.key = std::move(it.sample.key);  // after decoding: its errors name the key
             if (slab->finish_slot()) {
                 {
                     std::lock_guard lock(slabs_mutex_);

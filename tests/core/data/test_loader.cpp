@@ -61,6 +61,21 @@ Epoch run_epoch(Loader& loader, std::int64_t epoch) {
     return e;
 }
 
+// The message of the `E` thrown while reading epoch `epoch` to its end; a test failure (and
+// "") when the epoch ends without one.
+template <class E>
+std::string epoch_error(Loader& loader, std::int64_t epoch) {
+    loader.start_epoch(epoch);
+    try {
+        while (loader.next()) {
+        }
+    } catch (const E& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "the epoch ended without an error";
+    return "";
+}
+
 TEST(Loader, SameBatchesWhateverTheThreadCount) {
     Db db(45);
     Loader one(db.source, augmenting(1)), four(db.source, augmenting(4));
@@ -168,17 +183,9 @@ TEST(Loader, CorruptAndTruncatedRecordsAreSkippedAndCounted) {
 
     o.strict = true;
     Loader strict(source, o);
-    strict.start_epoch(1);
-    try {
-        while (strict.next()) {
-        }
-        FAIL() << "strict loader passed a corrupt record";
-    } catch (const CorruptSampleError& e) {
-        EXPECT_NE(std::string(e.what()).find("(strict: corrupt samples are errors)"),
-                  std::string::npos);
-        EXPECT_NE(std::string(e.what()).find("'000000"), std::string::npos)
-            << e.what();  // names the key
-    }
+    const std::string message = epoch_error<CorruptSampleError>(strict, 1);
+    EXPECT_NE(message.find("(strict: corrupt samples are errors)"), std::string::npos) << message;
+    EXPECT_NE(message.find("'000000"), std::string::npos) << message;  // names the key
 }
 
 // The pixels the loader must give sample `index` in `epoch`: its transform, alone.
@@ -268,19 +275,12 @@ TEST(Loader, AnImageOfAnotherShapeIsAnErrorNamingTheFirst) {
         o.threads = threads;
         o.seed = 9;
         Loader loader(source, o);
-        loader.start_epoch(1);
-        try {
-            while (loader.next()) {
-            }
-            FAIL() << "no error";
-        } catch (const DataError& e) {
-            const std::string message = e.what();
-            EXPECT_NE(message.find("image '" + source->key(*odd_one) + "' is 3x10x" +
-                                   (first_wide ? "12" : "14") + " after its transforms"),
-                      std::string::npos)
-                << message;
-            EXPECT_NE(message.find("give a crop"), std::string::npos) << message;
-        }
+        const std::string message = epoch_error<DataError>(loader, 1);
+        EXPECT_NE(message.find("image '" + source->key(*odd_one) + "' is 3x10x" +
+                               (first_wide ? "12" : "14") + " after its transforms"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("give a crop"), std::string::npos) << message;
     }
 }
 
@@ -372,15 +372,8 @@ TEST(Loader, StageErrorsReachNext) {
     o.transform.crop_height = o.transform.crop_width = 40;  // larger than the 10x12 images
     o.transform.pad = 0;
     Loader loader(db.source, o);
-    loader.start_epoch(1);
-    try {
-        while (loader.next()) {
-        }
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("smaller than the 40x40 crop"), std::string::npos)
-            << e.what();
-    }
+    const std::string crop = epoch_error<DataError>(loader, 1);
+    EXPECT_NE(crop.find("smaller than the 40x40 crop"), std::string::npos) << crop;
     EXPECT_FALSE(loader.next()) << "after the error, the epoch is over";
 
     // A file removed after the folder was listed: the reader's error.
@@ -392,16 +385,8 @@ TEST(Loader, StageErrorsReachNext) {
     auto folder = folder_source(dir.path().string());
     std::filesystem::remove(dir.file("c/5.png"));
     Loader files(folder, augmenting(2));
-    files.start_epoch(1);
-    try {
-        while (files.next()) {
-        }
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot open image " + dir.file("c/5.png")),
-                  std::string::npos)
-            << e.what();
-    }
+    const std::string gone = epoch_error<DataError>(files, 1);
+    EXPECT_NE(gone.find("cannot open image " + dir.file("c/5.png")), std::string::npos) << gone;
 }
 
 TEST(Loader, OptionsAndEmptyShards) {
