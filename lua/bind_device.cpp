@@ -7,17 +7,21 @@
 // cached blocks go back to the system) and destroy_retired_devices() ends it once the Lua state
 // is closed and no layer can refer to it. The `tandem` command calls it after lua_close.
 // Retiring is safe from any thread (the last reference may go on a worker).
+#include <iterator>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "base/format.h"
 #include "binding.h"
 #include "device/backends.h"
 #include "device/cpu/cpu_device.h"
+#include "device/gpu_share.h"
 #if TANDEM_CUDA
 #include "device/cuda/cuda_backend.h"
 #endif
 #include "objects.h"
+#include "parallel/mpi_world.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -91,6 +95,28 @@ void push_devices(lua_State* L, const std::vector<std::shared_ptr<Device>>& devi
     }
 }
 
+// The CUDA ordinals T.devices('cuda', wanted) takes (wanted < 0: 'all'). Throws "no CUDA
+// device: ..." when the backend is not compiled in, no GPU or driver is found, or too few.
+// With several MPI ranks on this node, every one of them calls it: they compare the GPUs
+// they see and share them out (device/gpu_share.h).
+std::vector<int> cuda_ordinals(int wanted) {
+    const BackendStatus status = backend_status();
+    if (mpi::local_size() == 1) {
+        std::vector<int> ordinals;
+        for (int i = 0, count = cuda_devices_to_make(status, wanted); i < count; ++i)
+            ordinals.push_back(i);
+        return ordinals;
+    }
+    // Gathered before any rank may throw for having no GPU, so none is left in the gather.
+    std::vector<std::vector<std::string>> seen;
+    for (const auto& text : mpi::node_all_gather(join(status.cuda_bus_ids, " "))) {
+        std::istringstream words(text);
+        seen.emplace_back(std::istream_iterator<std::string>(words), std::istream_iterator<std::string>());
+    }
+    cuda_devices_to_make(status, -1);
+    return node_gpu_share(seen, mpi::local_rank(), wanted);
+}
+
 // T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =}]): one device per GPU.
 int cuda_devices_new(lua_State* L) {
     int wanted = -1;
@@ -101,20 +127,19 @@ int cuda_devices_new(lua_State* L) {
         wanted = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
     }
     check_options(L, 3, "T.devices", {"memory", "workspace", "benchmark"});
-    // Throws "no CUDA device: ..." (not compiled, no GPU or driver, or too few GPUs).
-    const int count = cuda_devices_to_make(backend_status(), wanted);
+    const std::vector<int> ordinals = cuda_ordinals(wanted);
 #if TANDEM_CUDA
     CudaDeviceOptions options;
     options.memory = option_bytes(L, 3, "memory", 0);
     options.workspace = option_bytes(L, 3, "workspace", 0);
     options.benchmark = option_bool(L, 3, "benchmark", false);
     std::vector<std::shared_ptr<Device>> devices;
-    for (int i = 0; i < count; ++i)
+    for (int i : ordinals)
         devices.push_back(std::shared_ptr<Device>(make_cuda_device(i, options).release(), retire));
     push_devices(L, devices);
     return 1;
 #else
-    (void)count;
+    (void)ordinals;
     return 0;  // unreachable: cuda_devices_to_make throws when CUDA is not compiled in
 #endif
 }

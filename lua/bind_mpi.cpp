@@ -2,7 +2,8 @@
 //
 //   T.mpi.built() -> bool         compiled with MPI
 //   T.mpi.rank(), T.mpi.size()    0 and 1 outside an MPI job
-//   T.mpi.local_size()            ranks on this node
+//   T.mpi.local_rank(), T.mpi.local_size()   this rank's place among the ranks on its node
+//                                 (those sharing its memory), and their count: 0 and 1 outside a job
 //   T.mpi.all_reduce({numbers}, 'sum' | 'min' | 'max') -> {numbers}   (every rank calls it)
 //   T.mpi.all_reduce_tensor(tensor)   sums an f32 host tensor over the ranks, in place
 //   T.mpi.barrier()
@@ -32,8 +33,13 @@ int mpi_size(lua_State* L) {
     return 1;
 }
 
+int mpi_local_rank(lua_State* L) {
+    lua_pushinteger(L, mpi::local_rank());
+    return 1;
+}
+
 int mpi_local_size(lua_State* L) {
-    lua_pushinteger(L, mpi::initialized() ? mpi::local_size() : 1);
+    lua_pushinteger(L, mpi::local_size());
     return 1;
 }
 
@@ -78,6 +84,7 @@ const luaL_Reg kFunctions[] = {
     {"built", wrap<mpi_built>},
     {"rank", wrap<mpi_rank>},
     {"size", wrap<mpi_size>},
+    {"local_rank", wrap<mpi_local_rank>},
     {"local_size", wrap<mpi_local_size>},
     {"all_reduce", wrap<mpi_all_reduce>},
     {"all_reduce_tensor", wrap<mpi_all_reduce_tensor>},

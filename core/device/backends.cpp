@@ -18,6 +18,7 @@ BackendStatus backend_status() {
     s.cuda_count = probe.count;
     s.cuda_reason = probe.reason;
     s.cuda_devices = probe.devices;
+    s.cuda_bus_ids = probe.bus_ids;
     s.cuda_versions = probe.versions;
 #endif
     return s;

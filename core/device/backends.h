@@ -13,6 +13,7 @@ struct BackendStatus {
     int cuda_count = 0;
     std::string cuda_reason;                // why no GPU was found (cudaGetDeviceCount's error)
     std::vector<std::string> cuda_devices;  // one line per GPU
+    std::vector<std::string> cuda_bus_ids;  // each GPU's PCI bus id (device/gpu_share.h)
     std::string cuda_versions;
 };
 

@@ -190,8 +190,9 @@ private:
     void join_processes();
     // Stage `stage`'s communicator among the groups (MPI: across processes too).
     std::unique_ptr<Communicator> make_stage_communicator(int stage);
-    // ConfigError for what the replicas' devices cannot reduce (GPUs: across processes,
-    // deterministic mode, synchronised batch norm).
+    // Across processes, for a stage on GPUs: NCCL over every process's replicas.
+    std::unique_ptr<Communicator> make_job_gpu_communicator(int stage);
+    // ConfigError for what the replicas' devices cannot reduce (GPUs: deterministic mode).
     void check_replicas_reducible() const;
     // This process's first sample in the global batch, and the global batch's size, given
     // this process's batch of n (an all-gather of every process's n and step).

@@ -5,9 +5,13 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "layers/layer.h"
 #include "parallel/comm_hierarchical.h"
 #include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
+#if TANDEM_CUDA
+#include "device/cuda/comm_nccl.h"
+#endif
 
 namespace tandem {
 
@@ -40,6 +44,18 @@ void Engine::join_processes() {
         TANDEM_CHECK_AS(ConfigError, low[i] == high[i])
             << "Engine: the MPI ranks disagree on parallel." << names[i] << " (from " << low[i]
             << " to " << high[i] << "); every rank must run the same layout";
+    // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
+    // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.
+    std::vector<double> host(static_cast<std::size_t>(p.stages));
+    for (int s = 0; s < p.stages; ++s) host[std::size_t(s)] = stage_device(0, s).host_accessible();
+    std::vector<double> some = host, every = host;  // on every rank alike: all stop or none
+    mpi::all_reduce(some.data(), some.size(), "max");
+    mpi::all_reduce(every.data(), every.size(), "min");
+    for (int s = 0; s < p.stages; ++s)
+        TANDEM_CHECK_AS(ConfigError, some[std::size_t(s)] == every[std::size_t(s)])
+            << "Engine: stage " << s + 1 << " is on " << stage_device(0, s).name()
+            << " here, and on a device " << (host[std::size_t(s)] ? "the host cannot read" : "in host memory")
+            << " in another MPI rank; every rank must put a stage on the same kind of device";
 }
 
 std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
@@ -50,8 +66,26 @@ std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
         for (int g = 0; g < groups; ++g) replicas.push_back(&stage_device(g, stage));
         return make_device_communicator(replicas);
     }
+    if (!stage_device(0, stage).host_accessible()) return make_job_gpu_communicator(stage);
     return std::make_unique<HierarchicalCommunicator>(
         groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
+}
+
+std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage) {
+#if TANDEM_CUDA
+    // One NCCL communicator over the stage's GPUs in every process (global rank = process x
+    // groups + group), bootstrapped by rank 0's unique id over MPI. Every process makes its
+    // stages' communicators in the same order from its main thread, as the broadcasts need.
+    NcclId id{};
+    if (process_ == 0) id = nccl_unique_id();
+    mpi::broadcast(id.data(), id.size(), 0);
+    std::vector<Device*> mine;
+    for (int g = 0; g < options_.parallel.groups; ++g) mine.push_back(&stage_device(g, stage));
+    return make_nccl_communicator(id, total_groups(), global_group(0), mine, mpi::abort_job);
+#else
+    TANDEM_THROW(ConfigError) << "Engine: no communicator across MPI processes for "
+                              << stage_device(0, stage).name() << " in this build";
+#endif
 }
 
 void Engine::check_replicas_reducible() const {
@@ -61,10 +95,7 @@ void Engine::check_replicas_reducible() const {
     if (host) return;
     const std::string& device = options_.devices.front()->name();
     // On GPUs the gradients go through NCCL, which takes device memory and sums in its own
-    // order; what needs host memory or the canonical order is refused here, not midway.
-    TANDEM_CHECK_AS(ConfigError, processes_ == 1)
-        << "Engine: groups across MPI processes need host-accessible devices for now (" << device
-        << " is not): run one process with several GPUs";
+    // order; what needs the canonical order is refused here, not midway.
     TANDEM_CHECK_AS(ConfigError, !p.deterministic)
         << "Engine: deterministic mode sums replicas in one canonical order, which NCCL does not "
            "promise: on " << device << " use one group, or deterministic = false";
@@ -99,10 +130,14 @@ void Engine::broadcast_weights() {
     const auto mine = values(*replicas_.front()->net);
     for (const auto& np : mine) {
         Tensor& t = np.parameter->value;
-        TANDEM_CHECK_AS(ConfigError, t.device().host_accessible())
-            << "Engine: '" << np.name << "' is on " << t.device().name()
-            << ", which the host cannot read; MPI needs host-accessible devices for now";
-        mpi::broadcast(t.raw(), t.nbytes(), 0);
+        if (t.device().host_accessible()) {
+            mpi::broadcast(t.raw(), t.nbytes(), 0);
+            continue;
+        }
+        // MPI takes host memory: a GPU's tensor crosses through a host copy (once, at start).
+        Tensor on_host = t.to(host_device());
+        mpi::broadcast(on_host.raw(), on_host.nbytes(), 0);
+        t.copy_from(on_host);
     }
     for (std::size_t g = 1; g < replicas_.size(); ++g) {
         const auto theirs = values(*replicas_[g]->net);

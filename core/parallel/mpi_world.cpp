@@ -14,14 +14,14 @@
 namespace tandem::mpi {
 namespace {
 
+#if TANDEM_MPI
+MPI_Comm g_node = MPI_COMM_NULL;  // this node's ranks (initialize() to finalize())
+#endif
+
 bool g_initialized = false;
 bool g_thread_multiple = false;
 int g_rank = 0, g_size = 1;
-
-int env_int(const char* name, int fallback) {
-    const char* value = std::getenv(name);
-    return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
+int g_local_rank = 0, g_local_size = 1;  // among the ranks sharing this node's memory
 
 }  // namespace
 
@@ -41,7 +41,8 @@ bool initialized() { return g_initialized; }
 bool thread_multiple() { return g_thread_multiple; }
 int rank() { return g_rank; }
 int size() { return g_size; }
-int local_size() { return std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)); }
+int local_rank() { return g_local_rank; }
+int local_size() { return g_local_size; }
 
 #if TANDEM_MPI
 
@@ -61,14 +62,23 @@ void initialize() {
         TANDEM_THROW(ConfigError) << "the MPI library grants thread level " << provided
                                   << "; Tandem needs at least MPI_THREAD_SERIALIZED";
     }
+    // The ranks of this node: whatever the launcher's variables say, MPI knows who shares
+    // memory with whom.
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &g_node);
+    MPI_Comm_rank(g_node, &g_local_rank);
+    MPI_Comm_size(g_node, &g_local_size);
 }
 
 void finalize() {
     if (!g_initialized) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized) {
+        MPI_Comm_free(&g_node);
+        MPI_Finalize();
+    }
     g_initialized = false;
+    g_local_rank = 0, g_local_size = 1;
 }
 
 void abort_job(const std::string& reason) {
@@ -115,6 +125,30 @@ void barrier() {
     if (g_initialized && g_size > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
+std::vector<std::string> node_all_gather(const std::string& text) {
+    if (!g_initialized || g_local_size == 1) return {text};
+    const std::size_t n = static_cast<std::size_t>(g_local_size);
+    TANDEM_CHECK_AS(ConfigError, text.size() < (std::size_t(1) << 30))
+        << "mpi node_all_gather: " << text.size() << " bytes is too long";
+    const int mine = static_cast<int>(text.size());
+    std::vector<int> lengths(n), offsets(n);
+    MPI_Allgather(&mine, 1, MPI_INT, lengths.data(), 1, MPI_INT, g_node);
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+        offsets[r] = static_cast<int>(total);
+        total += static_cast<std::size_t>(lengths[r]);
+    }
+    TANDEM_CHECK_AS(ConfigError, total < (std::size_t(1) << 31))
+        << "mpi node_all_gather: " << total << " bytes in all is too long";
+    std::string all(total, '\0');
+    MPI_Allgatherv(text.data(), mine, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                   MPI_CHAR, g_node);
+    std::vector<std::string> texts;
+    for (std::size_t r = 0; r < n; ++r)
+        texts.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+    return texts;
+}
+
 #else
 
 void initialize() {
@@ -131,6 +165,7 @@ void all_reduce_sum(float*, std::size_t) {}
 std::vector<std::int64_t> all_gather(std::int64_t value) { return {value}; }
 void broadcast(void*, std::size_t, int) {}
 void barrier() {}
+std::vector<std::string> node_all_gather(const std::string& text) { return {text}; }
 
 #endif
 

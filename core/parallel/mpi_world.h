@@ -45,7 +45,9 @@ void finalize();
 
 int rank();
 int size();
-// Ranks on this node (OMPI_COMM_WORLD_LOCAL_SIZE when mpirun says; 1 otherwise).
+// This rank's place among the ranks on its node (those sharing its memory, as
+// MPI_COMM_TYPE_SHARED finds them), and how many there are: 0 and 1 outside a job.
+int local_rank();
 int local_size();
 
 // Reports `reason` on stderr and ends the whole job with exit status 1; when MPI is not
@@ -58,6 +60,8 @@ void all_reduce_sum(float* data, std::size_t count);
 std::vector<std::int64_t> all_gather(std::int64_t value);
 void broadcast(void* data, std::size_t bytes, int root);
 void barrier();
+// Every text of this node's ranks, in local-rank order (each rank on the node calls it).
+std::vector<std::string> node_all_gather(const std::string& text);
 
 // A Communicator over a duplicate of the world communicator: one rank per process, called
 // from one thread per process at a time. Its abort() ends the job (abort_job).

@@ -26,23 +26,17 @@ public:
         init_all();
     }
 
-    // Across processes: one local rank.
-    NcclCommunicator(const NcclId& id, int ranks, int rank, Device& device)
-        : size_(ranks), multi_process_(true), id_(id) {
-        TANDEM_CHECK_AS(ConfigError, ranks > 0 && rank >= 0 && rank < ranks)
-            << "NCCL rank " << rank << " of " << ranks << " does not exist";
-        ranks_.push_back(make_rank(device, rank));
-        init_one();
-    }
-
-    ~NcclCommunicator() override {
-        for (auto& r : ranks_) {
-            // A destructor cannot throw (no DeviceGuard); errors leave the rest to process exit.
-            if (r->comm && cudaSetDevice(r->device->index()) == cudaSuccess)
-                ncclCommDestroy(r->comm);
-            cudaGetLastError();
-            if (r->scratch) r->device->allocator().deallocate(r->scratch, sizeof(float));
-        }
+    // Across processes: this process's ranks first_rank, first_rank + 1, ...
+    NcclCommunicator(const NcclId& id, int ranks, int first_rank, const std::vector<Device*>& devices,
+                     std::function<void(const std::string&)> on_abort)
+        : size_(ranks), multi_process_(true), id_(id), on_abort_(std::move(on_abort)) {
+        const int last = first_rank + int(devices.size()) - 1;
+        TANDEM_CHECK_AS(ConfigError, !devices.empty() && first_rank >= 0 && last < ranks)
+            << "NCCL ranks " << first_rank << " to " << last << " of " << ranks
+            << " do not exist";
+        for (std::size_t i = 0; i < devices.size(); ++i)
+            ranks_.push_back(make_rank(*devices[i], first_rank + int(i)));
+        init_joined();
     }
 
     int size() const override { return size_; }
@@ -92,6 +86,7 @@ public:
                 r->comm = nullptr;
             }
         }
+        if (on_abort_) on_abort_(reason);
     }
 
     void reset() override {
@@ -112,6 +107,7 @@ public:
     }
 
 private:
+    // Owns its comm and scratch, so a constructor that fails halfway frees what it made.
     struct Rank {
         CudaDevice* device = nullptr;
         int rank = 0;
@@ -119,6 +115,13 @@ private:
         float* scratch = nullptr;  // the barrier's float on the device
         std::mutex mutex;          // held while the comm is used, and by abort()
         std::atomic<std::size_t> bytes_sent{0};
+
+        ~Rank() {
+            // A destructor cannot throw (no DeviceGuard); errors leave the rest to process exit.
+            if (comm && cudaSetDevice(device->index()) == cudaSuccess) ncclCommDestroy(comm);
+            cudaGetLastError();
+            if (scratch) device->allocator().deallocate(scratch, sizeof(float));
+        }
     };
 
     std::unique_ptr<Rank> make_rank(Device& device, int rank) {
@@ -137,13 +140,28 @@ private:
         for (std::size_t i = 0; i < ranks_.size(); ++i) ranks_[i]->comm = comms[i];
     }
 
-    void init_one() {
-        Rank& r = *ranks_.front();
+    // Joins the ranks of every process made from id_. One thread initialising several GPUs
+    // must group the calls (NCCL's "Group Calls"), each after selecting its device; the group's
+    // end blocks until every rank of every process has joined.
+    void init_joined() {
         ncclUniqueId id;
         std::memcpy(&id, id_.data(), sizeof(id));
-        DeviceGuard guard(r.device->index());
-        // Blocks until every rank has called it with the same id.
-        TANDEM_NCCL_CALL(ncclCommInitRank(&r.comm, size_, id, r.rank));
+        TANDEM_NCCL_CALL(ncclGroupStart());
+        ncclResult_t first_error = ncclSuccess;
+        std::string failed;
+        for (auto& r : ranks_) {
+            DeviceGuard guard(r->device->index());
+            const ncclResult_t status = ncclCommInitRank(&r->comm, size_, id, r->rank);
+            if (status != ncclSuccess && first_error == ncclSuccess) {
+                first_error = status;
+                failed = "ncclCommInitRank(rank " + std::to_string(r->rank) + " of " +
+                         std::to_string(size_) + ") on " + r->device->name();
+            }
+        }
+        // Always end the group, or this thread's later NCCL calls would join it.
+        const ncclResult_t end = ncclGroupEnd();
+        if (first_error != ncclSuccess) cuda::check_nccl(first_error, failed);
+        TANDEM_NCCL_CALL(end);
     }
 
     void check_root(int root) const {
@@ -222,6 +240,7 @@ private:
     const int size_;
     const bool multi_process_ = false;
     const NcclId id_{};
+    const std::function<void(const std::string&)> on_abort_;
     std::vector<std::unique_ptr<Rank>> ranks_;
     std::mutex state_mutex_;
     bool aborted_ = false;
@@ -242,9 +261,10 @@ std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device*>&
     return std::make_unique<NcclCommunicator>(devices);
 }
 
-std::unique_ptr<Communicator> make_nccl_communicator(const NcclId& id, int ranks, int rank,
-                                                     Device& device) {
-    return std::make_unique<NcclCommunicator>(id, ranks, rank, device);
+std::unique_ptr<Communicator> make_nccl_communicator(
+    const NcclId& id, int ranks, int first_rank, const std::vector<Device*>& devices,
+    std::function<void(const std::string&)> on_abort) {
+    return std::make_unique<NcclCommunicator>(id, ranks, first_rank, devices, std::move(on_abort));
 }
 
 }  // namespace tandem

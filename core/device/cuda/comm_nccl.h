@@ -15,14 +15,20 @@
 // argument is accepted and not honoured, so sums are reproducible run to run on one machine
 // but not in the in-process communicator's canonical pairwise order.
 //
-// Ranks: the in-process form has one rank per given device, every rank local; the
-// multi-process form (one process per GPU) has one local rank, made from a unique id that rank
-// 0 creates (nccl_unique_id) and the others receive by any means (MPI broadcast: the MPI issue).
+// Ranks: the in-process form has one rank per given device, every rank local. The
+// multi-process form holds this process's consecutive ranks (first_rank, first_rank + 1, ...:
+// one per GPU it drives) of a communicator over every process, made from a unique id that
+// rank 0 creates (nccl_unique_id) and the others receive by any means (the engine broadcasts
+// it over MPI). Its abort() runs `on_abort` after aborting the local ranks: a peer process
+// waiting in a collective is not released by our local abort, so under MPI the engine passes
+// mpi::abort_job, which ends the job as every other failure under MPI does.
 // The communicator must go before its devices.
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "device/device.h"
@@ -36,8 +42,11 @@ NcclId nccl_unique_id();
 
 // One rank per device of `devices` (all CUDA devices, distinct GPUs), in that order.
 std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device*>& devices);
-// Rank `rank` of `ranks` across processes, on `device`; every rank calls with the same id.
-std::unique_ptr<Communicator> make_nccl_communicator(const NcclId& id, int ranks, int rank,
-                                                     Device& device);
+// Ranks first_rank .. first_rank + devices.size() - 1 of `ranks` across processes, on
+// `devices` (distinct GPUs); every process calls with the same id, and the call returns once
+// every rank has joined. `on_abort` (may be empty) runs after abort() has aborted them.
+std::unique_ptr<Communicator> make_nccl_communicator(
+    const NcclId& id, int ranks, int first_rank, const std::vector<Device*>& devices,
+    std::function<void(const std::string&)> on_abort = {});
 
 }  // namespace tandem

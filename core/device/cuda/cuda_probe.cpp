@@ -70,6 +70,14 @@ CudaProbe probe_cuda() {
         cudaGetLastError();
         if (count > 1) line += "; peer access: " + (peers.empty() ? std::string("none") : peers);
         probe.devices.push_back(line);
+        char bus[32] = {};
+        // The GPU's identity across processes (the ordinal depends on CUDA_VISIBLE_DEVICES).
+        if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) {
+            probe.bus_ids.emplace_back(bus);
+        } else {
+            probe.bus_ids.push_back("cuda:" + std::to_string(i) + "?");
+            cudaGetLastError();
+        }
     }
     return probe;
 }

@@ -1,6 +1,8 @@
 // The NCCL communicator against a CPU reference, and two GPUs computing what one does: the
 // gradient of a data-parallel Linear + loss step, all-reduced, equals the whole batch's on one
 // GPU. Skipped, saying why, with fewer than two GPUs.
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "device/cuda/comm_nccl.h"
@@ -75,6 +77,49 @@ TEST(CudaNccl, AbortCancelsAndResetRecovers) {
     }
     comm->reset();
     on_ranks(2, [&](int r) { comm->barrier(r); });
+}
+
+// The form processes use: ranks joined from one unique id. Here two "processes" in one: each
+// thread joins its rank (the calls block until both have), then a third communicator holds
+// both ranks in one call, as a process driving two GPUs makes it. Both sum like the CPU; an
+// abort runs the caller's hook (under MPI: ending the job) with the reason.
+TEST(CudaNccl, RanksJoinedFromOneIdAsProcessesDo) {
+    TANDEM_REQUIRE_GPUS(2);
+    const NcclId id = nccl_unique_id();
+    std::vector<std::unique_ptr<Communicator>> apart(2);
+    std::string hooked;
+    {
+        std::thread other([&] { apart[1] = make_nccl_communicator(id, 2, 1, {&cuda_test_device(1)}); });
+        apart[0] = make_nccl_communicator(id, 2, 0, {&cuda_test_device(0)},
+                                          [&](const std::string& why) { hooked = why; });
+        other.join();
+    }
+    auto together = make_nccl_communicator(nccl_unique_id(), 2, 0,
+                                           {&cuda_test_device(0), &cuda_test_device(1)});
+    const std::int64_t n = 4099;
+    for (int form = 0; form < 2; ++form) {
+        SCOPED_TRACE(form == 0 ? "one rank per communicator" : "both ranks in one");
+        std::vector<Tensor> data;
+        for (int r = 0; r < 2; ++r) data.push_back(random_tensor({n}, cpu(), 70 + std::uint64_t(r)));
+        std::vector<float> sum = data[0].to_vector();
+        const auto second = data[1].to_vector();
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += second[i];
+        for (int r = 0; r < 2; ++r) data[std::size_t(r)] = data[std::size_t(r)].to(cuda_test_device(r));
+        on_ranks(2, [&](int r) {
+            Communicator& comm = form == 0 ? *apart[std::size_t(r)] : *together;
+            comm.all_reduce_sum(r, static_cast<float*>(data[std::size_t(r)].raw()), std::size_t(n),
+                                ReduceAlgorithm::ring);
+        });
+        for (int r = 0; r < 2; ++r) {
+            const auto got = data[std::size_t(r)].to_vector();
+            for (std::size_t i = 0; i < got.size(); i += 97)
+                ASSERT_NEAR(got[i], sum[i], 1e-5) << "rank " << r << " element " << i;
+        }
+    }
+    apart[0]->abort("rank 0 failed: test");
+    EXPECT_EQ(hooked, "rank 0 failed: test");
+    EXPECT_THROW(apart[0]->reset(), ConfigError);  // a new id is needed, not the same one again
+    apart[1]->abort("test over");  // its peer is gone: no collective teardown with it
 }
 
 // Data parallel on two GPUs = one GPU on the whole batch: each GPU takes half the batch, the

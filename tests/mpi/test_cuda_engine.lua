@@ -1,0 +1,114 @@
+-- The engine across MPI processes on GPUs: each rank's groups on its share of the node's GPUs,
+-- every stage's gradients summed by one NCCL communicator over all processes (rank 0's unique
+-- id broadcast over MPI). Run by ctest as
+--   mpirun --oversubscribe -np 2 tandem test tests/mpi/test_cuda_engine.lua
+-- Without a GPU for each rank every rank prints "skipped: why" and runs nothing (ctest then
+-- reports the file as skipped). The reference is one process of CPU devices: float sums in
+-- another order, so the weights agree to 1e-3 relative, as in tests/core/cuda.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local nn = T.nn
+
+local rank, size = T.mpi.rank(), T.mpi.size()
+assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
+
+local ok, gpus = pcall(T.devices, 'cuda', 'all')
+if T.mpi.all_reduce({ok and 1 or 0}, 'min')[1] == 0 then
+  print('skipped: every rank needs a GPU of its own (' .. (ok and 'the other rank has none' or tostring(gpus)) .. ')')
+  return
+end
+local per_rank = T.mpi.all_reduce({#gpus}, 'min')[1]
+
+local function net()
+  return nn.Sequential{
+    nn.Conv2d(1, 4, 3, {pad = 1}), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3),
+  }
+end
+
+local function batch(n, step)
+  local values, labels = {}, {}
+  for i = 1, n do
+    local k = (i * 7 + step) % 3
+    labels[i] = k
+    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
+  end
+  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
+end
+
+-- This rank's consecutive part of a global batch.
+local function part(images, labels)
+  local n = images:shape()[1]
+  local first, count = T.parallel.share(1, n)
+  local flat, labs = images:to_flat(), labels:to_flat()
+  local v, l = {}, {}
+  for i = first, first + count - 1 do
+    l[#l + 1] = labs[i]
+    for j = 1, 64 do v[#v + 1] = flat[(i - 1) * 64 + j] end
+  end
+  return T.tensor(v, {count, 1, 8, 8}), T.tensor(l, {count}, {dtype = 'i32'})
+end
+
+local function engine(parallel, devices)
+  local model = net()
+  local e = T.Engine{net = model, devices = devices, optim = T.optim.SGD{lr = 0.05, momentum = 0.9},
+                     seed = 4, parallel = parallel, layout = 'contiguous'}
+  return e, model
+end
+
+local function weights(model)
+  local all, names = {}, {}
+  local p = model:parameters()
+  for name in pairs(p) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    for _, x in ipairs(p[name]:to_flat()) do all[#all + 1] = x end
+  end
+  return all
+end
+
+local function relative_difference(a, b)
+  local d = 0
+  for i = 1, math.max(#a, #b) do
+    d = math.max(d, math.abs((a[i] or 0 / 0) - (b[i] or 0 / 0)) / math.max(1, math.abs(b[i] or 1)))
+  end
+  return d
+end
+
+local function train(groups, steps)
+  local mine = {}
+  for g = 1, groups do mine[g] = gpus[g] end
+  local e, model = engine({groups = groups, bucket_bytes = 256}, mine)
+  for step = 1, steps do e:step(part(batch(16, step))) end
+  local _, one = engine({groups = 2 * groups, mpi = false}, T.devices('cpu', 2 * groups, {threads = 1}))
+  for step = 1, steps do one:step(batch(16, step)) end
+  return weights(model), weights(one)
+end
+
+t.test('2 ranks x 1 group on GPUs train like 1 process x 2 groups (5 steps)', function()
+  local got, want = train(1, 5)
+  local d = relative_difference(got, want)
+  t.ok(d < 1e-3, ('largest relative difference %g'):format(d))
+  local low, high = T.mpi.all_reduce(got, 'min'), T.mpi.all_reduce(got, 'max')
+  t.eq(relative_difference(low, high), 0, 'every rank holds the same weights')
+end)
+
+t.test('2 ranks x 2 groups on GPUs train like 1 process x 4 groups', function()
+  if per_rank < 2 then
+    print('# skipped: needs 2 GPUs per rank, found ' .. per_rank)
+    return
+  end
+  local got, want = train(2, 5)
+  local d = relative_difference(got, want)
+  t.ok(d < 1e-3, ('largest relative difference %g'):format(d))
+end)
+
+t.test('what NCCL cannot do across processes is refused on every rank, up front', function()
+  t.raises(function() engine({groups = 1, deterministic = true}, {gpus[1]}) end,
+           'deterministic mode sums replicas in one canonical order')
+  t.raises(function() engine({groups = 1, batch_norm = 'sync'}, {gpus[1]}) end,
+           "batch_norm = 'sync' reduces its statistics in host memory")
+  -- A stage on a GPU in one rank and on a CPU device in the other could not reduce at all.
+  local mixed = rank == 0 and {gpus[1]} or T.devices('cpu', 1)
+  t.raises(function() engine({groups = 1}, mixed) end, 'every rank must put a stage on the same kind of device')
+end)
