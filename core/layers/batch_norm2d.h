@@ -39,7 +39,8 @@ public:
     // is normalised with the statistics of all of them on every replica (the global batch),
     // and backward uses the global sums, so the result is one device's on the whole batch.
     // Otherwise each micro-batch goes through forward() / backward() on its own.
-    // (batch_norm2d_sync.cpp; the reductions run on the host.)
+    // (batch_norm2d_sync.cpp: from the layer's kernels, so on any device; only per-channel
+    // sums go through the host and the replicas.)
     std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
                                       const std::vector<Pass*>& passes) override;

@@ -135,12 +135,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
             << "Engine: batch_norm = 'sync' does not combine with recomputation";
         TANDEM_CHECK_AS(ConfigError, !p.deterministic && p.average_every == 0)
             << "Engine: batch_norm = 'sync' is for synchronous SGD, not deterministic mode or model averaging";
-        // Its statistics are reduced on the host (batch_norm2d_sync.cpp): refused here rather
-        // than at the first step, with one group as with several.
-        for (const auto& d : options_.devices)
-            TANDEM_CHECK_AS(ConfigError, d->host_accessible())
-                << "Engine: batch_norm = 'sync' reduces its statistics in host memory; on "
-                << d->name() << " use 'micro' or 'deferred'";
     }
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";

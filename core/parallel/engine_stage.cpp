@@ -192,9 +192,12 @@ void Engine::run_stage_together(StepPlan& plan, int group, int stage) {
     auto sum_over_replicas = [&](std::vector<double>& values) {
         if (!comm) return;
         TraceSpan span(trace, dev.name(), "batch-norm statistics", "allreduce");
-        std::vector<float> buffer(values.begin(), values.end());
-        comm->all_reduce_sum(global_group(group), buffer.data(), buffer.size(), p.algorithm);
-        values.assign(buffer.begin(), buffer.end());
+        // In the device's memory, where the stage's communicator reduces (NCCL on GPUs).
+        const std::vector<float> mine(values.begin(), values.end());
+        Tensor buffer = Tensor::from_vector({std::int64_t(mine.size())}, dev, mine);
+        comm->all_reduce_sum(global_group(group), static_cast<float*>(buffer.raw()), mine.size(), p.algorithm);
+        const std::vector<float> sums = buffer.to_vector();
+        values.assign(sums.begin(), sums.end());
     };
     std::vector<Tape> tapes(static_cast<std::size_t>(micro_batches));
     std::vector<Pass> passes;

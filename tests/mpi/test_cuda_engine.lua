@@ -103,11 +103,18 @@ t.test('2 ranks x 2 groups on GPUs train like 1 process x 4 groups', function()
   t.ok(d < 1e-3, ('largest relative difference %g'):format(d))
 end)
 
+t.test("batch_norm = 'sync' on GPUs: statistics over both ranks, like one process", function()
+  local mine, model = engine({groups = 1, batch_norm = 'sync'}, {gpus[1]})
+  for step = 1, 3 do mine:step(part(batch(16, step))) end
+  local one, reference = engine({groups = 2, batch_norm = 'sync', mpi = false}, T.devices('cpu', 2, {threads = 1}))
+  for step = 1, 3 do one:step(batch(16, step)) end
+  local d = relative_difference(weights(model), weights(reference))
+  t.ok(d < 1e-3, ('largest relative difference %g'):format(d))
+end)
+
 t.test('what NCCL cannot do across processes is refused on every rank, up front', function()
   t.raises(function() engine({groups = 1, deterministic = true}, {gpus[1]}) end,
            'deterministic mode sums replicas in one canonical order')
-  t.raises(function() engine({groups = 1, batch_norm = 'sync'}, {gpus[1]}) end,
-           "batch_norm = 'sync' reduces its statistics in host memory")
   -- A stage on a GPU in one rank and on a CPU device in the other could not reduce at all.
   local mixed = rank == 0 and {gpus[1]} or T.devices('cpu', 1)
   t.raises(function() engine({groups = 1}, mixed) end, 'every rank must put a stage on the same kind of device')

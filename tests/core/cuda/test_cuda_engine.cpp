@@ -40,7 +40,8 @@ std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, 
 // same samples as on one device).
 std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices,
                                                 int stages, Layout layout, int groups = 1,
-                                                int micro_batches = 1, bool buffers = true) {
+                                                int micro_batches = 1, bool buffers = true,
+                                                BatchNormMode batch_norm = BatchNormMode::micro) {
     EngineOptions o;
     o.net = small_net();
     o.devices = std::move(devices);
@@ -51,6 +52,7 @@ std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Devi
     o.parallel.stages = stages;
     o.parallel.micro_batches = micro_batches;
     o.parallel.bucket_bytes = 256;  // several buckets, reduced during backward
+    o.parallel.batch_norm = batch_norm;
     Engine engine(o);
     for (int s = 0; s < 3; ++s) {
         const Batch b = make_batch(s, 12);
@@ -101,6 +103,17 @@ TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
     expect_same_weights(
         train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 1, Layout::contiguous, 2, 1, false),
         train({unowned(cuda_test_device(0))}, 1, Layout::contiguous, 1, 2, false));
+}
+
+// Synchronised batch norm on GPUs: two groups x two micro-batches, every micro-batch normalised
+// with the statistics of the whole batch (reduced through NCCL), against one CPU device on the
+// whole batch: the same weights and running statistics.
+TEST(CudaEngine, SyncBatchNormOnTwoGpusTrainsLikeOneCpuDevice) {
+    TANDEM_REQUIRE_GPUS(2);
+    expect_same_weights(
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 1, Layout::contiguous, 2, 2,
+              true, BatchNormMode::sync),
+        train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, 1, Layout::contiguous));
 }
 
 }  // namespace

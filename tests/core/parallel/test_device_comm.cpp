@@ -69,12 +69,6 @@ TEST(DeviceCommunicator, WhatGpuReplicasCannotDoIsRefusedUpFront) {
     EngineOptions deterministic = options();
     deterministic.parallel.deterministic = true;
     expect_config_error([&] { Engine e(deterministic); }, "deterministic mode");
-    EngineOptions sync = options();
-    sync.parallel.batch_norm = BatchNormMode::sync;
-    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync' reduces its statistics in host memory; on cuda:0");
-    sync.parallel.groups = 1;  // one group too: its statistics are reduced on the host all the same
-    sync.devices.resize(1);
-    expect_config_error([&] { Engine e(sync); }, "batch_norm = 'sync' reduces its statistics in host memory; on cuda:0");
 }
 
 }  // namespace
