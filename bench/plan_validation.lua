@@ -7,10 +7,16 @@
 -- planner's top 5 for 4 devices are measured too: is its first choice the fastest measured?
 -- Profiles and measurements alike take the lower quartile of their timed iterations: the
 -- machine is shared, and other work only ever adds time (the median is printed beside).
+-- The top 5 take --top5_iters steps each, and every other plan's lower quartile is compared
+-- with the choice's by a paired bootstrap (the plans take turns, so step k of each ran under
+-- the same conditions): a plan is faster than the choice, measured, only when the 90% interval
+-- of the ratio of their lower quartiles lies wholly below 1. A smaller gap is within what this
+-- machine can measure.
 local T = require 'tandem'
 
 local opt = T.options(..., {
-  net = 'smallbn', batch = 64, iters = 10, warmup = 2, profile_iters = 15, top5 = false, json = false,
+  net = 'smallbn', batch = 64, iters = 10, top5_iters = 30, warmup = 2, profile_iters = 15, top5 = false,
+  json = false, resamples = 2000,
   plans = '2x1x1,1x2x4:gpipe,1x2x4:1f1b,4x1x1,1x4x8:gpipe,1x4x8:1f1b,2x2x4:gpipe,2x2x4:1f1b',
 })
 
@@ -55,22 +61,37 @@ end
 
 -- The engines' step times (ms), lower quartile and median, the plans taking turns step by step so that whatever
 -- else runs on the machine weighs on all alike.
-local function measure_all(plans)
+local function measure_all(plans, iters)
   local runs = {}
   for i, p in ipairs(plans) do runs[i] = engine_for(p) end
-  for _ = 1, opt.iters do
+  for _ = 1, iters do
     for _, run in ipairs(runs) do
       local t0 = T.now()
       run.engine:step(run.images, run.labels)
       run.times[#run.times + 1] = 1000 * (T.now() - t0)
     end
   end
-  local quartile, median = {}, {}
+  local quartile, median, times = {}, {}, {}
   for i, run in ipairs(runs) do
-    quartile[i], median[i] = quantile(run.times, 0.25), quantile(run.times, 0.5)
+    quartile[i], median[i], times[i] = quantile(run.times, 0.25), quantile(run.times, 0.5), run.times
     run.engine:free()
   end
-  return quartile, median
+  return quartile, median, times
+end
+
+-- The 90% interval of quartile(b) / quartile(a) over paired resamples of the steps.
+local function ratio_interval(a, b)
+  local ratios, n = {}, #a
+  math.randomseed(12345)  -- the same resamples every run
+  for r = 1, opt.resamples do
+    local ra, rb = {}, {}
+    for k = 1, n do
+      local i = math.random(n)
+      ra[k], rb[k] = a[i], b[i]
+    end
+    ratios[r] = quantile(rb, 0.25) / quantile(ra, 0.25)
+  end
+  return quantile(ratios, 0.05), quantile(ratios, 0.95)
 end
 
 local function parse(item)
@@ -95,13 +116,14 @@ print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profile
   opt.net, opt.batch, cores, load_average()))
 
 -- Simulates each plan, then measures them all; prints one row per plan.
-local function compare(labels, plans, simulated)
-  local measured, median = measure_all(plans)
+local function compare(labels, plans, simulated, iters)
+  local measured, median, times = measure_all(plans, iters)
   print(('%-16s %-22s %12s %12s %8s %12s'):format('plan', 'split', 'simulated', 'measured', 'error', '(median)'))
   local out = {}
   for i, p in ipairs(plans) do
     local row = {plan = labels[i], split = table.concat(p.split or {}, ','), simulated_ms = simulated[i],
-                 measured_ms = measured[i], median_ms = median[i], error = simulated[i] / measured[i] - 1}
+                 measured_ms = measured[i], median_ms = median[i], error = simulated[i] / measured[i] - 1,
+                 times = times[i]}
     rows[#rows + 1] = row
     out[i] = row
     print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%% %9.2f ms'):format(row.plan, row.split, row.simulated_ms,
@@ -120,7 +142,7 @@ end
 local costs = T.plan.costs{net = net, sample = sample, iterations = opt.profile_iters}
 local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topology(4), plans = plans}
 for i, sim in ipairs(sims) do plans[i].split, simulated[i] = sim.split, sim.step_ms end
-compare(labels, plans, simulated)
+compare(labels, plans, simulated, opt.iters)
 
 if opt.top5 then
   local r = T.plan.search{costs = costs, batch = opt.batch, topology = topology(4), top = 5}
@@ -129,11 +151,21 @@ if opt.top5 then
   for i = 1, math.min(5, #r.plans) do
     labels[i], plans[i], simulated[i] = ('#%d %s'):format(i, r.plans[i].label), r.plans[i], r.plans[i].step_ms
   end
-  local top = compare(labels, plans, simulated)
-  local fastest = 1
-  for i, row in ipairs(top) do if row.measured_ms < top[fastest].measured_ms then fastest = i end end
+  local top = compare(labels, plans, simulated, opt.top5_iters)
+  local fastest, faster = 1, {}
+  for i, row in ipairs(top) do
+    if row.measured_ms < top[fastest].measured_ms then fastest = i end
+    if i > 1 then
+      local low, high = ratio_interval(top[1].times, row.times)
+      print(('  %s against the choice: %+.1f%% (90%% interval %+.1f%% to %+.1f%%)'):format(
+        row.plan, 100 * (row.measured_ms / top[1].measured_ms - 1), 100 * (low - 1), 100 * (high - 1)))
+      if high < 1 then faster[#faster + 1] = row.plan end
+    end
+  end
   print(('planner\'s choice: %.2f ms measured; the fastest of its top 5 measured: %s (%.2f ms)'):format(
     top[1].measured_ms, top[fastest].plan, top[fastest].measured_ms))
+  print(#faster == 0 and 'no plan of the top 5 is measurably faster than the choice'
+        or ('measurably faster than the choice: %s'):format(table.concat(faster, ', ')))
 end
 
 print(T.plan.describe_calibration(costs:calibration()))

@@ -99,7 +99,7 @@ TopologySpec read_topology(lua_State* L, int index) {
 using CostsPtr = std::shared_ptr<const CostModel>;
 
 // A new cost model from the arguments at `args`: net, sample, cost, momentum, and for measured
-// costs layout, seed, warmup and iterations.
+// costs layout, seed, warmup, iterations and rounds (MeasuredCostModel::prefetch).
 CostsPtr new_cost_model(lua_State* L, int args) {
     lua_getfield(L, args, "net");
     auto net = check_sequential_ptr(L, lua_gettop(L));
@@ -118,6 +118,7 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     po.seed = static_cast<std::uint64_t>(option_int(L, args, "seed", 1));
     po.warmup = static_cast<int>(option_int(L, args, "warmup", 2));
     po.iterations = static_cast<int>(option_int(L, args, "iterations", 7));
+    const int rounds = static_cast<int>(option_int(L, args, "rounds", 3));
     // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
     po.quantile = 0.25;
     auto profiler = [net, sample, po](int threads, std::int64_t batch, std::function<void()> after_step) {
@@ -134,7 +135,8 @@ CostsPtr new_cost_model(lua_State* L, int args) {
         return p;
     };
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores));
+    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores),
+                                               rounds);
 }
 
 // The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other
@@ -290,7 +292,7 @@ std::vector<Topology> topologies(lua_State* L, int args) {
 
 const std::initializer_list<const char*> kPlanKeys = {
     "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
-    "iterations", "devices", "micro_batches", "algorithm", "bucket_bytes", "overlap", "top", "trace", "plan",
+    "iterations", "rounds", "devices", "micro_batches", "algorithm", "bucket_bytes", "overlap", "top", "trace", "plan",
     "plans", "costs"};
 
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
@@ -298,7 +300,7 @@ const std::initializer_list<const char*> kPlanKeys = {
 // plans with the same profiles and measured figures, each taken once.
 int plan_costs(lua_State* L) {
     check_options(L, 1, "T.plan.costs",
-                  {"net", "sample", "cost", "momentum", "layout", "seed", "warmup", "iterations"});
+                  {"net", "sample", "cost", "momentum", "layout", "seed", "warmup", "iterations", "rounds"});
     push_box(L, kPlanCostsType, new_cost_model(L, 1));
     return 1;
 }
@@ -421,6 +423,18 @@ int plan_simulate(lua_State* L) {
     const auto tops = topologies(L, 1);
     const auto costs = cost_model(L, 1);
     const Topology& topology = tops.front();
+    // Every plan's micro-batch size, measured together before any plan is read (prefetch).
+    std::vector<std::int64_t> sizes{1};
+    const std::int64_t batch = option_int(L, 1, "batch", 0);
+    auto add_size = [&](int pt) {
+        const std::int64_t per_group = batch / std::max<std::int64_t>(1, option_int(L, pt, "groups", 1));
+        sizes.push_back(std::max<std::int64_t>(1, per_group / std::max<std::int64_t>(1, option_int(L, pt, "micro_batches", 1))));
+    };
+    if (get(L, 1, "plans") == LUA_TTABLE) for_each_item(L, lua_gettop(L), [&](int) { add_size(lua_gettop(L)); });
+    lua_pop(L, 1);
+    if (get(L, 1, "plan") == LUA_TTABLE) add_size(lua_gettop(L));
+    lua_pop(L, 1);
+    if (topology.device(0).cpu) costs->prefetch(topology.device(0), sizes);
     std::vector<std::string> names;
     for (const auto& c : costs->layer_costs(topology.device(0), 1)) names.push_back(c.name);
     const std::string trace = option_string(L, 1, "trace", "");

@@ -147,15 +147,53 @@ double CostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorith
 
 // ---- measured
 
-MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine)
-    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)), machine_(machine) {
+MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
+                                     int rounds)
+    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)), machine_(machine),
+      rounds_(rounds) {
     TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0) << "the copy rate must be positive, got " << machine_.copy_gbs;
+    TANDEM_CHECK_AS(ConfigError, rounds_ >= 1) << "profiling needs at least 1 round, got " << rounds_;
 }
 
-const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::int64_t batch) const {
+namespace {
+
+void check_measurable(const TopologyDevice& device) {
     TANDEM_CHECK_AS(ConfigError, device.cpu)
         << "device '" << device.name << "' is a " << device.model
         << ": only CPU devices are measured here; plan GPUs with the analytic model";
+}
+
+// Each time figure of `into` lowered to `other`'s where that is smaller (same net and batch).
+void keep_fastest(NetProfile& into, const NetProfile& other) {
+    into.step_ms = std::min(into.step_ms, other.step_ms);
+    into.update_ms = std::min(into.update_ms, other.update_ms);
+    for (std::size_t i = 0; i < into.layers.size() && i < other.layers.size(); ++i) {
+        into.layers[i].forward_ms = std::min(into.layers[i].forward_ms, other.layers[i].forward_ms);
+        into.layers[i].backward_ms = std::min(into.layers[i].backward_ms, other.layers[i].backward_ms);
+    }
+}
+
+}  // namespace
+
+void MeasuredCostModel::prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const {
+    check_measurable(device);
+    std::lock_guard lock(mutex_);
+    std::sort(batches.begin(), batches.end());
+    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+    std::erase_if(batches, [&](std::int64_t b) { return cache_.count({device.threads, b}) > 0; });
+    std::vector<NetProfile> fastest(batches.size());
+    for (int round = 0; round < rounds_; ++round)
+        for (std::size_t i = 0; i < batches.size(); ++i) {
+            NetProfile p = profiler_(device.threads, batches[i], nullptr);
+            if (round == 0) fastest[i] = std::move(p);
+            else keep_fastest(fastest[i], p);
+        }
+    for (std::size_t i = 0; i < batches.size(); ++i)
+        cache_.emplace(std::make_pair(device.threads, batches[i]), std::move(fastest[i]));
+}
+
+const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::int64_t batch) const {
+    check_measurable(device);
     std::lock_guard lock(mutex_);
     const auto key = std::make_pair(device.threads, batch);
     auto it = cache_.find(key);

@@ -66,6 +66,11 @@ public:
     // The same hand-off while every core is busy: the woken worker waits for the scheduler to
     // give it a core.
     virtual double busy_handoff_ms() const { return handoff_ms(); }
+    // Readies the figures of these batch sizes on `device` before a search or simulation asks
+    // for them one by one (a measured model profiles them now, taking turns); nothing otherwise.
+    virtual void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const {
+        (void)device, (void)batches;
+    }
     // And while more workers than cores want to run, each handing work to another in turn (a
     // pipeline of one-thread devices over fewer cores): the woken worker queues behind others
     // that are as entitled to the core as it is.
@@ -119,7 +124,8 @@ public:
     // profile(threads, batch, after_step): the net profiled on a CPU device with that many
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
     using Profiler = std::function<NetProfile(int threads, std::int64_t batch, std::function<void()> after_step)>;
-    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine);
+    // `rounds`: how many times prefetch() profiles each batch size (see there).
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine, int rounds = 1);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
@@ -127,6 +133,12 @@ public:
     double handoff_ms() const override { return machine_.handoff_ms; }
     double busy_handoff_ms() const override { return machine_.busy_handoff_ms; }
     double crowded_handoff_ms() const override { return machine_.crowded_handoff_ms; }
+    // Profiles every batch size not yet measured, `rounds` times, the sizes taking turns, and
+    // keeps each figure's smallest over the rounds. Other work on the machine only ever adds
+    // time and comes in bursts of a fraction of a second to seconds: measured one after
+    // another, a burst can fall on every iteration of one size and skew every plan using it;
+    // taking turns spreads each size's rounds over the whole measurement.
+    void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const override;
     // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
     // barrier after every step, as the engine's workers do) against one alone, interpolated
     // linearly for fewer busy devices; and on twice as many, beyond the proportional share,
@@ -179,6 +191,7 @@ private:
     bool momentum_;
     Profiler profiler_;
     MachineFigures machine_;
+    int rounds_;
     mutable std::mutex mutex_;
     mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
     // How much slower a step runs with every core busy, and with twice as many busy threads

@@ -53,6 +53,13 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
     TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "planning needs a batch size, got " << o.batch;
     PlanSearch search;
     const TopologyDevice& first = topology.device(0);
+    // Every micro-batch size the layouts below can ask for, measured together (prefetch).
+    std::vector<std::int64_t> sizes{1};
+    for (int groups = 1; groups <= n; ++groups)
+        if (n % groups == 0 && o.batch % groups == 0)
+            for (int micro_batches : o.micro_batches)
+                if ((o.batch / groups) % micro_batches == 0) sizes.push_back(o.batch / groups / micro_batches);
+    costs.prefetch(first, sizes);
     for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);
     const std::size_t layers = search.layer_names.size();
 

@@ -1,9 +1,11 @@
 // The analytic cost model from shapes: FLOPs and bytes per sample from the layers, times that
 // scale with the batch, the first layer's backward without an input gradient, the roofline's
-// memory-bound side, and the shapes' memory figures; the measured model's machine figures, and
-// its concurrent measurements ending (no hang) when one thread fails.
+// memory-bound side, and the shapes' memory figures; the measured model's machine figures, its
+// concurrent measurements ending (no hang) when one thread fails, and its profiles taken in
+// rounds that keep each figure's fastest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -108,6 +110,47 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
         },
         MachineFigures{8.0, 0.01, 0.01, 0.01});
     EXPECT_THROW(model.contention(2, 2, 4), DeviceMemoryError);
+}
+
+// prefetch: every size profiled `rounds` times, the sizes taking turns; each figure the
+// smallest of its rounds (a burst that slowed one round of a size is dropped); sizes already
+// measured are not measured again, and later questions are answered from what was kept.
+TEST(CostModel, PrefetchedProfilesTakeTurnsAndKeepEachFiguresFastestRound) {
+    std::vector<std::int64_t> order;
+    const MeasuredCostModel model(
+        net_shapes(*net(), Shape({3, 32, 32})), true,
+        [&](int, std::int64_t batch, std::function<void()>) {
+            const int round = static_cast<int>(std::count(order.begin(), order.end(), batch));
+            order.push_back(batch);
+            // Round 1 of batch 4 is the disturbed one for the step; round 2 for the first layer.
+            NetProfile p;
+            p.batch = batch, p.update_ms = 0.5;
+            p.step_ms = double(batch) * (batch == 4 && round == 1 ? 3.0 : 2.0) + round * 0.1;
+            for (int i = 0; i < 6; ++i) {
+                LayerProfile l;
+                l.name = "layer" + std::to_string(i);
+                l.forward_ms = 0.1 * double(batch) * (i == 0 && round == 2 ? 5 : 1);
+                l.backward_ms = 0.2 * double(batch) + round * 0.01;
+                p.layers.push_back(l);
+            }
+            return p;
+        },
+        MachineFigures{8.0, 0.01, 0.01, 0.01}, 3);
+    TopologyDevice cpu;
+    cpu.name = "cpu0", cpu.model = "cpu", cpu.cpu = true, cpu.threads = 1;
+    model.prefetch(cpu, {4, 1, 4, 2});
+    EXPECT_EQ(order, (std::vector<std::int64_t>{1, 2, 4, 1, 2, 4, 1, 2, 4}));
+    const auto costs = model.layer_costs(cpu, 4);
+    EXPECT_NEAR(costs[0].forward_ms, 0.4, 1e-12);   // rounds 0 and 1, not the disturbed round 2
+    EXPECT_NEAR(costs[1].backward_ms, 0.8, 1e-12);  // round 0
+    // The loss is the step beyond layers and update: the fastest step (round 0, 8 ms).
+    double layers = 0;
+    for (const auto& c : costs) layers += c.forward_ms + c.backward_ms;
+    EXPECT_NEAR(model.loss_ms(cpu, 4), 8.0 - layers - 0.5, 1e-9);
+    model.prefetch(cpu, {2, 8});
+    EXPECT_EQ(order.size(), 12u);  // batch 8 alone, three times
+    EXPECT_EQ(model.profiles_taken(), 4u);
+    EXPECT_THROW(model.prefetch(v100(), {1}), ConfigError);
 }
 
 }  // namespace
