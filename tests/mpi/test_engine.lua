@@ -5,41 +5,11 @@
 -- outcome, so a failing check cannot leave the other rank waiting.
 local t = require 'tandem.test'
 local T = require 'tandem'
-local nn = T.nn
+local S = dofile('tests/mpi/support.lua')
+local net, batch, part, weights = S.net, S.batch, S.part, S.weights
 
 local rank, size = T.mpi.rank(), T.mpi.size()
 assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
-
-local function net()
-  return nn.Sequential{
-    nn.Conv2d(1, 4, 3, {pad = 1}), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Flatten(), nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3),
-  }
-end
-
--- The global batch of a step (the same on every rank).
-local function batch(n, step)
-  local values, labels = {}, {}
-  for i = 1, n do
-    local k = (i * 7 + step) % 3
-    labels[i] = k
-    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
-  end
-  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
-end
-
--- This rank's consecutive part of a global batch (as T.parallel.share cuts it).
-local function part(images, labels)
-  local n = images:shape()[1]
-  local first, count = T.parallel.share(1, n)
-  local flat, labs = images:to_flat(), labels:to_flat()
-  local v, l = {}, {}
-  for i = first, first + count - 1 do
-    l[#l + 1] = labs[i]
-    for j = 1, 64 do v[#v + 1] = flat[(i - 1) * 64 + j] end
-  end
-  return T.tensor(v, {count, 1, 8, 8}), T.tensor(l, {count}, {dtype = 'i32'})
-end
 
 local function engine(parallel, devices, seed)
   local model = net()
@@ -47,18 +17,6 @@ local function engine(parallel, devices, seed)
                      optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = seed or 4,
                      parallel = parallel, layout = 'contiguous'}
   return e, model
-end
-
--- Every parameter and buffer, flattened, in name order.
-local function weights(model)
-  local all, names = {}, {}
-  local p = model:parameters()
-  for name in pairs(p) do names[#names + 1] = name end
-  table.sort(names)
-  for _, name in ipairs(names) do
-    for _, x in ipairs(p[name]:to_flat()) do all[#all + 1] = x end
-  end
-  return all
 end
 
 local function max_difference(a, b)
