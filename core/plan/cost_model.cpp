@@ -4,6 +4,7 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -391,50 +392,62 @@ double measure_handoff_ms(int busy_cores) {
     return ms / (2.0 * rounds);
 }
 
+namespace {
+double thread_cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+}  // namespace
+
 double measure_crowded_handoff_ms(int cores) {
-    // `cores` x 2 pairs: in each, the token's holder works `work_ms` (spinning on the clock: a
-    // kernel's worth of CPU), then hands it to its partner. Twice as many workers as cores want
-    // to run, each pair needing a core for itself half the time: 2 x rounds x work_ms is the
-    // wall time with free hand-offs; the rest is theirs.
-    constexpr int rounds = 60;
-    constexpr double work_ms = 0.5;
+    // `cores` x 2 pairs: in each, the token's holder works `work_ms` of CPU time (on its own
+    // CPU clock: time spent descheduled is no work done), then hands the token over; the
+    // receiver notes how long after the hand-off it got to run.
+    constexpr int rounds = 40;
+    constexpr double work_ms = 1.0;
     const int pairs = 2 * std::max(1, cores);
-    auto work = [work_ms] {
-        const auto until = std::chrono::steady_clock::now() +
-                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double, std::milli>(work_ms));
-        while (std::chrono::steady_clock::now() < until) {
-        }
-    };
+    using Clock = std::chrono::steady_clock;
     struct Pair {
         std::mutex mutex;
         std::condition_variable changed;
         int token = 0;
+        Clock::time_point handed;
     };
     std::vector<Pair> state(static_cast<std::size_t>(pairs));
+    std::vector<std::vector<double>> waits(static_cast<std::size_t>(2 * pairs));
     std::vector<std::thread> threads;
-    const auto t0 = std::chrono::steady_clock::now();
     for (int p = 0; p < pairs; ++p)
         for (int side = 0; side < 2; ++side)
             threads.emplace_back([&, p, side] {
                 Pair& pair = state[static_cast<std::size_t>(p)];
+                auto& mine = waits[static_cast<std::size_t>(2 * p + side)];
                 for (int i = 0; i < rounds / 2; ++i) {
+                    Clock::time_point handed;
+                    bool first = false;
                     {
                         std::unique_lock lock(pair.mutex);
                         pair.changed.wait(lock, [&] { return pair.token % 2 == side; });
+                        handed = pair.handed, first = pair.token == 0;
                     }
-                    work();
+                    if (!first) mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - handed).count());
+                    const double until = thread_cpu_ms() + work_ms;
+                    while (thread_cpu_ms() < until) {
+                    }
                     {
                         std::lock_guard lock(pair.mutex);
                         ++pair.token;
+                        pair.handed = Clock::now();
                     }
                     pair.changed.notify_all();
                 }
             });
     for (auto& t : threads) t.join();
-    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const double share = static_cast<double>(pairs) / std::max(1, cores);  // cores each pair gets, inverted
-    return std::max(0.0, (wall - share * rounds * work_ms) / rounds);
+    double sum = 0;
+    std::size_t count = 0;
+    for (const auto& w : waits)
+        for (double ms : w) sum += ms, ++count;
+    return count == 0 ? 0 : sum / static_cast<double>(count);
 }
 
 MachineFigures measure_machine_figures(int cores) {

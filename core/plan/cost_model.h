@@ -116,7 +116,7 @@ struct MachineFigures {
     double copy_gbs = 0;            // one thread's copy rate
     double handoff_ms = 0;          // waking a waiting worker on an idle core
     double busy_handoff_ms = 0;     // ... with every core busy
-    double crowded_handoff_ms = 0;  // ... with twice as many workers as cores passing work around
+    double crowded_handoff_ms = 0;  // ... a woken worker's wait for a core, twice as many runnable as cores
 };
 
 class MeasuredCostModel final : public CostModel {
@@ -210,9 +210,13 @@ private:
 // > 0, the wake-up is measured while that many other threads keep the cores busy.
 double measure_copy_gbs();
 double measure_handoff_ms(int busy_cores = 0);
-// The hand-off's cost while 2 x `cores` workers, in pairs, pass a token back and forth and work
-// a little before each pass: what a pipeline of one-thread devices over fewer cores pays per
-// hand-off beyond its share of the cores.
+// How long a woken worker waits for a core while 2 x `cores` workers, in pairs, pass a token
+// back and forth and work about a kernel's worth of CPU time before each pass (twice as many
+// runnable as cores): the mean time from the hand-off to the receiver running. The scheduler
+// does not preempt a worker that has been sleeping as often as the woken one, so this is a
+// fraction of a time slice, not the microseconds of a wake-up beside spinning threads
+// (measure_handoff_ms(cores)). Other workers use the cores meanwhile, so it delays only the
+// receiver: on a pipeline's critical path it lengthens the step.
 double measure_crowded_handoff_ms(int cores);
 // All of the above for a machine of `cores` cores.
 MachineFigures measure_machine_figures(int cores);

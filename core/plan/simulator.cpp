@@ -335,7 +335,10 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
         for (const auto& a : running_)
             if (a.pool == receiver.pool) busy += a.threads;
         const int cores = topology_.pools()[static_cast<std::size_t>(receiver.pool)];
-        const double handoff = busy > cores    ? costs_.crowded_handoff_ms()
+        // Beyond the cores, the wait for one grows towards its measure at twice as many.
+        const double crowded = std::min(1.0, double(busy - cores) / double(cores));
+        const double handoff = busy > cores ? costs_.busy_handoff_ms() +
+                                                  (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded
                                : busy == cores ? costs_.busy_handoff_ms()
                                                : costs_.handoff_ms();
         set_signal(signal_id, at + handoff);

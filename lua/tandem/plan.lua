@@ -109,7 +109,7 @@ end
 -- the whole-step profiles, and how much busy cores slow each other down.
 function M.describe_calibration(c)
   local lines = {('measured here: copies between devices at %.1f GB/s; a hand-off %.0f us (%.0f us '
-                  .. 'with every core busy, %.0f us with twice as many workers as cores)')
+                  .. 'with every core busy; a %.0f us wait for a core with twice as many workers as cores)')
                  :format(c.copy_gbs, 1000 * c.handoff_ms, 1000 * c.busy_handoff_ms, 1000 * c.crowded_handoff_ms)}
   local profiles = {}
   for _, p in ipairs(c.profiles) do
