@@ -19,6 +19,13 @@
 namespace tandem {
 namespace {
 
+// This thread's CPU time: time spent descheduled does not count.
+double thread_cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
 // The middle of a few measurements (the upper of the two middles for an even count); 0 for none.
 double median_of(std::vector<double> v) {
     if (v.empty()) return 0;
@@ -391,14 +398,6 @@ double measure_handoff_ms(int busy_cores) {
     for (auto& t : spinners) t.join();
     return ms / (2.0 * rounds);
 }
-
-namespace {
-double thread_cpu_ms() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
-}
-}  // namespace
 
 double measure_crowded_handoff_ms(int cores) {
     // `cores` x 2 pairs: in each, the token's holder works `work_ms` of CPU time (on its own

@@ -54,4 +54,17 @@ function S.lines(text)
   return lines
 end
 
+-- A step's batch of n 1x8x8 images in 3 classes, the same wherever it is made (the parallel
+-- tests compare engines step by step).
+function S.toy_batch(n, step)
+  local T = require 'tandem'
+  local values, labels = {}, {}
+  for i = 1, n do
+    local k = (i * 7 + step) % 3
+    labels[i] = k
+    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
+  end
+  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
+end
+
 return S

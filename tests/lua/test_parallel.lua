@@ -10,15 +10,7 @@ local function net()
   }
 end
 
-local function batch(n, step)
-  local values, labels = {}, {}
-  for i = 1, n do
-    local k = (i * 7 + step) % 3
-    labels[i] = k
-    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
-  end
-  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
-end
+local batch = dofile('tests/lua/support.lua').toy_batch
 
 local function engine(parallel, devices)
   return T.Engine{net = net(), devices = T.devices('cpu', devices, {threads = 1}),

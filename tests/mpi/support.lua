@@ -14,15 +14,7 @@ function M.net()
 end
 
 -- The global batch of a step (the same on every rank).
-function M.batch(n, step)
-  local values, labels = {}, {}
-  for i = 1, n do
-    local k = (i * 7 + step) % 3
-    labels[i] = k
-    for j = 1, 64 do values[#values + 1] = (k - 1) + 0.3 * math.sin(i * 13 + j * 7 + step) end
-  end
-  return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
-end
+M.batch = dofile('tests/lua/support.lua').toy_batch
 
 -- This rank's consecutive part of a global batch (as T.parallel.share cuts it).
 function M.part(images, labels)
