@@ -5,6 +5,13 @@
 // cudnnFind*AlgorithmEx times them on scratch tensors. Every candidate's workspace size is
 // asked of cuDNN itself (cudnnGet*WorkspaceSize), so the budget check does not depend on
 // which of the two filled the perf struct's memory field.
+//
+// Channels-last activations take channels-last (khwc) weights: cuDNN has no backward-data or
+// backward-filter algorithm for nhwc activations beside kchw weights (none on an H100 with
+// cuDNN 9.14, all six NOT_SUPPORTED). The layer keeps its weights kchw, as every other part
+// of Tandem does (the optimiser, the checkpoints, the CPU kernels); the kernel turns them to
+// khwc in a buffer of its own before forward and backward data, and turns the weight gradient
+// back when it adds it in. Both are cudnnTransformTensor calls over the weights alone.
 #include <vector>
 
 #include "base/format.h"
@@ -23,9 +30,15 @@ public:
           x_(dims4(c.n, c.c, c.h, c.w, c.layout, "Conv2d src")),
           y_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst")),
           bias_(dims4(1, c.out_channels, 1, 1, Layout::contiguous, "Conv2d bias")),
+          khwc_(c.layout == Layout::channels_last),
           w_(checked_int(c.out_channels, "Conv2d out_channels"),
              checked_int(c.c / c.groups, "Conv2d in_channels / groups"),
-             checked_int(c.kernel_h, "Conv2d kernel"), checked_int(c.kernel_w, "Conv2d kernel")),
+             checked_int(c.kernel_h, "Conv2d kernel"), checked_int(c.kernel_w, "Conv2d kernel"),
+             khwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW),
+          w_kchw_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
+                        Layout::contiguous, "Conv2d weights")),
+          w_khwc_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
+                        Layout::channels_last, "Conv2d weights")),
           conv_(c) {
         device_.activate();
         int n = 0, ch = 0, h = 0, w = 0;
@@ -46,6 +59,7 @@ public:
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d forward weights");
         void* y = float_ptr(dst, device_, dst_numel(), "Conv2d forward dst");
         device_.activate();
+        w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(),
                                                   w, conv_.get(), fwd_, workspace(fwd_bytes_),
                                                   fwd_bytes_, &kZero, y_.get(), y));
@@ -62,6 +76,7 @@ public:
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d backward weights");
         void* dx = float_ptr(diff_src, device_, c.n * c.c * c.h * c.w, "Conv2d backward diff_src");
         device_.activate();
+        w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
             device_.cudnn(), &kOne, w_.get(), w, y_.get(), dy, conv_.get(), data_,
             workspace(data_bytes_), data_bytes_, &kZero, x_.get(), dx));
@@ -74,10 +89,20 @@ public:
         const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
         void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
         device_.activate();
-        // beta = 1: the gradient is added into diff_weights (the kernel contract).
-        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
-            device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
-            workspace(filter_bytes_), filter_bytes_, &kOne, w_.get(), dw));
+        // The gradient is added into diff_weights (the kernel contract): beta = 1, directly
+        // or in the transform back from khwc.
+        if (khwc_) {
+            void* dw_khwc = khwc_buffer(dw_khwc_);
+            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+                device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
+                workspace(filter_bytes_), filter_bytes_, &kZero, w_.get(), dw_khwc));
+            TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_khwc_.get(), dw_khwc,
+                                                   &kOne, w_kchw_.get(), dw));
+        } else {
+            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+                device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
+                workspace(filter_bytes_), filter_bytes_, &kOne, w_.get(), dw));
+        }
         if (c.bias) {
             void* db = float_ptr(diff_bias, device_, c.out_channels, "Conv2d diff_bias");
             TANDEM_CUDNN_CALL(cudnnConvolutionBackwardBias(device_.cudnn(), &kOne, y_.get(), dy,
@@ -96,6 +121,23 @@ private:
     }
     void* workspace(std::size_t bytes) { return bytes ? device_.workspace(bytes) : nullptr; }
 
+    // A weights-sized buffer of this kernel's, made on first use (it counts against the
+    // device's cap like any tensor).
+    void* khwc_buffer(Tensor& buffer) {
+        if (!buffer.defined()) buffer = Tensor::empty({weights_numel()}, device_);
+        return buffer.raw();
+    }
+
+    // The weights as the filter descriptor w_ takes them: as given (kchw), or turned to khwc
+    // for channels-last activations. The weights change every step, so this runs every call.
+    const void* as_filter(const void* kchw) {
+        if (!khwc_) return kchw;
+        void* khwc = khwc_buffer(w_khwc_copy_);
+        TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_kchw_.get(), kchw, &kZero,
+                                               w_khwc_.get(), khwc));
+        return khwc;
+    }
+
     std::string what(const char* pass) const {
         const auto& c = config_;
         return std::string("Conv2d ") + pass + " (" + std::to_string(c.n) + "x" +
@@ -113,9 +155,11 @@ private:
         std::vector<AlgoCandidate> out;
         for (int i = 0; i < returned; ++i) {
             const Perf& p = perf[std::size_t(i)];
-            AlgoCandidate a{int(p.algo), p.status == CUDNN_STATUS_SUCCESS, p.time, 0};
-            if (a.ok) a.ok = size(p.algo, a.memory) == CUDNN_STATUS_SUCCESS;
-            out.push_back(a);
+            cudnnStatus_t status = p.status;
+            std::size_t memory = 0;
+            if (status == CUDNN_STATUS_SUCCESS) status = size(p.algo, memory);
+            const bool ok = status == CUDNN_STATUS_SUCCESS;
+            out.push_back({int(p.algo), ok, ok ? "" : cudnnGetErrorString(status), p.time, memory});
         }
         return out;
     }
@@ -198,7 +242,10 @@ private:
     CudaDevice& device_;
     Conv2dConfig config_;
     TensorDesc x_, y_, bias_;
+    bool khwc_;                  // channels-last activations: the filter is khwc
     FilterDesc w_;
+    TensorDesc w_kchw_, w_khwc_;  // the weights as plain tensors, for the transforms
+    Tensor w_khwc_copy_, dw_khwc_;
     ConvDesc conv_;
     cudnnConvolutionFwdAlgo_t fwd_{};
     cudnnConvolutionBwdDataAlgo_t data_{};

@@ -19,11 +19,10 @@ TensorDesc::TensorDesc(const Dims4& d) {
 
 TensorDesc::~TensorDesc() { cudnnDestroyTensorDescriptor(desc_); }
 
-FilterDesc::FilterDesc(int k, int c, int h, int w) {
+FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format) {
     TANDEM_CUDNN_CALL(cudnnCreateFilterDescriptor(&desc_));
     try {
-        TANDEM_CUDNN_CALL(
-            cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, h, w));
+        TANDEM_CUDNN_CALL(cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, format, k, c, h, w));
     } catch (...) {
         cudnnDestroyFilterDescriptor(desc_);
         throw;

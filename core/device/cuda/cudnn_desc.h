@@ -29,10 +29,11 @@ private:
     cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-// Weights k x c x h x w, contiguous (our oihw, whatever the activations' layout).
+// Weights k x c x h x w: kchw in memory (our oihw) for CUDNN_TENSOR_NCHW, khwc for
+// CUDNN_TENSOR_NHWC (what cuDNN needs beside channels-last activations in backward).
 class FilterDesc {
 public:
-    FilterDesc(int k, int c, int h, int w);
+    FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
     ~FilterDesc();
     FilterDesc(const FilterDesc&) = delete;
     FilterDesc& operator=(const FilterDesc&) = delete;

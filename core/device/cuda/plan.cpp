@@ -69,9 +69,14 @@ std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::siz
             smallest_algo = a.algo;
         }
     }
-    if (smallest_algo < 0)
+    if (smallest_algo < 0) {
+        std::string statuses;
+        for (const auto& a : candidates)
+            statuses += (statuses.empty() ? "" : ", ") + std::to_string(a.algo) + ": " + a.status;
         TANDEM_THROW(BackendError) << what << ": cuDNN offers no usable algorithm ("
-                                   << candidates.size() << " candidates, none with a success status)";
+                                   << candidates.size() << " candidates, none with a success status: "
+                                   << statuses << ")";
+    }
     TANDEM_THROW(BackendError) << what << ": no algorithm fits the workspace budget of "
                                << format_bytes(double(budget)) << " (the smallest, algorithm "
                                << smallest_algo << ", needs " << format_bytes(double(smallest))

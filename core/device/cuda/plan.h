@@ -51,6 +51,7 @@ Gemm linear_backward_weights_gemm(const LinearConfig& c);
 struct AlgoCandidate {
     int algo = 0;
     bool ok = false;      // status == CUDNN_STATUS_SUCCESS
+    std::string status;   // cuDNN's name for the status when not ok, for the error
     float time_ms = -1;   // measured time (Find) or -1 (heuristics)
     std::size_t memory = 0;
 };

@@ -90,10 +90,10 @@ TEST(CudaPlan, LinearGemmsMatchTheReferenceKernel) {
 
 TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
     const std::vector<AlgoCandidate> list{
-        {7, false, 0.1f, 0},      // fastest but failed: skipped
-        {1, true, 0.2f, 5000},    // over the budget
-        {6, true, 0.3f, 1000},    // first to fit
-        {0, true, 0.9f, 0},
+        {7, false, "CUDNN_STATUS_NOT_SUPPORTED", 0.1f, 0},  // fastest but failed: skipped
+        {1, true, "", 0.2f, 5000},                          // over the budget
+        {6, true, "", 0.3f, 1000},                          // first to fit
+        {0, true, "", 0.9f, 0},
     };
     EXPECT_EQ(choose_algorithm(list, 2000, "Conv2d forward"), 2u);
     EXPECT_EQ(choose_algorithm(list, 5000, "Conv2d forward"), 1u);
@@ -107,8 +107,18 @@ TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
                   "Conv2d forward (2x3x8x8): no algorithm fits the workspace budget of 512 B (the "
                   "smallest, algorithm 6, needs 1000 B); raise the device's workspace option");
     }
-    EXPECT_THROW(choose_algorithm(std::vector<AlgoCandidate>{{7, false, 0, 0}}, 1 << 20, "x"),
-                 BackendError);
+    try {
+        choose_algorithm(std::vector<AlgoCandidate>{{7, false, "CUDNN_STATUS_NOT_SUPPORTED", 0, 0},
+                                                    {1, false, "CUDNN_STATUS_BAD_PARAM", 0, 0}},
+                         1 << 20, "Conv2d backward data (2x3x8x8)");
+        ADD_FAILURE();
+    } catch (const BackendError& e) {
+        // Each candidate's status: what tells a layout cuDNN lacks from a wrong descriptor.
+        EXPECT_EQ(std::string(e.what()),
+                  "Conv2d backward data (2x3x8x8): cuDNN offers no usable algorithm (2 candidates, "
+                  "none with a success status: 7: CUDNN_STATUS_NOT_SUPPORTED, 1: "
+                  "CUDNN_STATUS_BAD_PARAM)");
+    }
     EXPECT_THROW(choose_algorithm({}, 1 << 20, "x"), BackendError);
 }
 
