@@ -6,6 +6,10 @@
 // passes the given mean and 1/sqrt(variance + eps) as cuDNN's saved statistics (what cuDNN
 // itself saves), so statistics synchronised over several devices are honoured. In evaluation
 // the statistics are constants, which cuDNN's backward cannot express: our own kernel does it.
+//
+// Channels-last tensors take our own kernels throughout (batch_norm_nhwc.cuh): cuDNN's were
+// 25-50 times slower than the memory allows on them.
+#include "device/cuda/batch_norm_nhwc.cuh"
 #include "device/cuda/check.h"
 #include "device/cuda/cudnn_desc.h"
 #include "device/cuda/kernels.cuh"
@@ -20,6 +24,8 @@ public:
         : device_(as_cuda(device)),
           config_(c),
           numel_(c.n * c.c * c.h * c.w),
+          nhwc_(c.layout == Layout::channels_last),
+          rows_(c.n * c.h * c.w),
           x_(dims4(c.n, c.c, c.h, c.w, c.layout, "BatchNorm2d src")),
           stats_(dims4(1, c.c, 1, 1, Layout::contiguous, "BatchNorm2d statistics")) {}
 
@@ -34,6 +40,18 @@ public:
         float* v = float_ptr(variance, device_, c.c, "BatchNorm2d variance");
         device_.activate();
         const cudaStream_t s = device_.compute_stream();
+        if (nhwc_) {
+            if (c.training) {
+                kernels::bn_nhwc_statistics(static_cast<const float*>(x), rows_, c.c, m, v,
+                                            scratch(), s);
+                check_launch("bn_nhwc_statistics");
+            }
+            kernels::bn_nhwc_normalize(static_cast<const float*>(x), m, v, c.epsilon,
+                                       static_cast<const float*>(g), static_cast<const float*>(b),
+                                       static_cast<float*>(y), rows_, c.c, s);
+            check_launch("bn_nhwc_normalize");
+            return;
+        }
         if (!c.training) {
             TANDEM_CUDNN_CALL(cudnnBatchNormalizationForwardInference(
                 device_.cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_.get(), x, x_.get(), y,
@@ -65,10 +83,15 @@ public:
         float* db = float_ptr(diff_beta, device_, c.c, "BatchNorm2d diff_beta");
         device_.activate();
         const cudaStream_t s = device_.compute_stream();
+        if (nhwc_) {
+            kernels::bn_nhwc_backward(x, dy, g, m, v, c.epsilon, c.training, dx, dg, db, rows_, c.c,
+                                      scratch(), s);
+            check_launch("bn_nhwc_backward");
+            return;
+        }
         if (!c.training) {
             kernels::batch_norm_backward_constant_stats(
-                x, dy, g, m, v, c.epsilon, dx, dg, db, c.n, c.c, c.h * c.w,
-                c.layout == Layout::channels_last, s);
+                x, dy, g, m, v, c.epsilon, dx, dg, db, c.n, c.c, c.h * c.w, s);
             check_launch("batch_norm_backward_constant_stats");
             return;
         }
@@ -83,9 +106,21 @@ public:
     }
 
 private:
+    // The nhwc kernels' partial sums, from the device's allocator; made on first use.
+    double* scratch() {
+        if (!scratch_.defined()) {
+            const std::int64_t doubles = kernels::bn_nhwc_scratch_doubles(rows_, config_.c);
+            scratch_ = Tensor::empty({2 * doubles}, device_);  // two floats a double
+        }
+        return static_cast<double*>(scratch_.raw());
+    }
+
     CudaDevice& device_;
     BatchNormConfig config_;
     std::int64_t numel_;
+    bool nhwc_;
+    std::int64_t rows_;  // n x h x w: the values of each channel
+    Tensor scratch_;
     TensorDesc x_, stats_;
 };
 

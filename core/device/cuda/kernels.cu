@@ -3,12 +3,14 @@
 #include <cfloat>
 
 #include "base/rng.h"
+#include "device/cuda/block_sum.cuh"
 #include "device/cuda/kernels.cuh"
 
 namespace tandem::cuda::kernels {
 namespace {
 
 constexpr int kThreads = 256;
+static_assert(kThreads <= kBlockSumThreads);
 
 unsigned blocks_for(std::int64_t n) {
     const std::int64_t b = (n + kThreads - 1) / kThreads;
@@ -47,20 +49,6 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, std::int64_t n,
         }
         w[i] -= lr * d;
     }
-}
-
-// Block sum of one double per thread; thread 0 gets the total.
-__device__ double block_sum(double v) {
-    __shared__ double shared[kThreads];
-    shared[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
-        __syncthreads();
-    }
-    const double total = shared[0];
-    __syncthreads();  // the buffer is reused by a following call
-    return total;
 }
 
 __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* partials) {
@@ -145,23 +133,16 @@ __global__ void inverse_std_kernel(const float* var, float eps, float* inv, std:
     TANDEM_GRID_STRIDE(i, c) inv[i] = rsqrtf(var[i] + eps);
 }
 
-// One block per channel; the storage index of (sample b, spatial s) in channel ch.
-__device__ std::int64_t bn_at(std::int64_t b, std::int64_t ch, std::int64_t s, std::int64_t c,
-                              std::int64_t spatial, bool nhwc) {
-    return nhwc ? (b * spatial + s) * c + ch : (b * c + ch) * spatial + s;
-}
-
 __global__ void bn_constant_stats_backward_kernel(const float* x, const float* dy,
                                                   const float* gamma, const float* mean,
                                                   const float* var, float eps, float* dx,
                                                   float* dgamma, float* dbeta, std::int64_t n,
-                                                  std::int64_t c, std::int64_t spatial,
-                                                  bool nhwc) {
+                                                  std::int64_t c, std::int64_t spatial) {
     const std::int64_t ch = blockIdx.x;
     const float inv = rsqrtf(var[ch] + eps), mu = mean[ch], g = gamma[ch];
     double sum_dy = 0, sum_dy_xhat = 0;
     for (std::int64_t e = threadIdx.x; e < n * spatial; e += blockDim.x) {
-        const std::int64_t at = bn_at(e / spatial, ch, e % spatial, c, spatial, nhwc);
+        const std::int64_t at = ((e / spatial) * c + ch) * spatial + e % spatial;
         const float d = dy[at];
         sum_dy += d;
         sum_dy_xhat += double(d) * double((x[at] - mu) * inv);
@@ -335,11 +316,11 @@ void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
                                         const float* gamma, const float* mean,
                                         const float* variance, float epsilon, float* diff_src,
                                         float* diff_gamma, float* diff_beta, std::int64_t n,
-                                        std::int64_t channels, std::int64_t spatial, bool nhwc,
+                                        std::int64_t channels, std::int64_t spatial,
                                         cudaStream_t stream) {
     bn_constant_stats_backward_kernel<<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(
         src, diff_dst, gamma, mean, variance, epsilon, diff_src, diff_gamma, diff_beta, n,
-        channels, spatial, nhwc);
+        channels, spatial);
 }
 
 void pool_forward(const PoolShape& s, const float* src, float* dst, std::int32_t* argmax,

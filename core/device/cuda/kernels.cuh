@@ -51,14 +51,15 @@ void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t f
 // inv_std[c] = 1 / sqrt(variance[c] + epsilon).
 void inverse_std(const float* variance, float epsilon, float* inv_std, std::int64_t channels,
                  cudaStream_t stream);
-// Batch norm backward with the statistics as constants (evaluation mode), one block per channel:
+// Batch norm backward with the statistics as constants (evaluation mode), nchw tensors (nhwc
+// ones have batch_norm_nhwc.cuh), one block per channel:
 //   diff_src = diff_dst * gamma * inv_std;  diff_gamma += sum diff_dst * (x - mean) * inv_std;
 //   diff_beta += sum diff_dst.
 void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
                                         const float* gamma, const float* mean,
                                         const float* variance, float epsilon, float* diff_src,
                                         float* diff_gamma, float* diff_beta, std::int64_t n,
-                                        std::int64_t channels, std::int64_t spatial, bool nhwc,
+                                        std::int64_t channels, std::int64_t spatial,
                                         cudaStream_t stream);
 
 // Pooling with the reference kernel's rules (core/device/cpu/reference/pool2d_reference.cpp):

@@ -47,36 +47,50 @@ TEST(CudaLayers, Conv2d) {
 
 TEST(CudaLayers, BatchNorm) {
     TANDEM_REQUIRE_GPUS(1);
-    for (Layout layout : {Layout::contiguous, Layout::channels_last})
-        for (bool training : {true, false}) {
-            SCOPED_TRACE(std::string(layout_name(layout)) + (training ? " train" : " eval"));
-            const BatchNormConfig c{3, 5, 4, 6, 1e-5f, training, layout};
-            auto ck = kernel_on<BatchNormKernel>(cpu(), c);
-            auto gk = kernel_on<BatchNormKernel>(gpu(), c);
-            const Tensor x = random_tensor({3, 5, 4, 6}, cpu(), 7, -2, 3, layout);
-            const Tensor dy = random_tensor(x.shape(), cpu(), 8, -1, 1, layout);
-            const Tensor gamma = random_tensor({5}, cpu(), 9, 0.5f, 1.5f);
-            const Tensor beta = random_tensor({5}, cpu(), 10);
-            Tensor mean = random_tensor({5}, cpu(), 11), var = random_tensor({5}, cpu(), 12, 0.5f, 2);
-            Tensor gmean = mean.to(gpu()), gvar = var.to(gpu());
-            Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
-            Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
-            ck->forward(x, gamma, beta, mean, var, y);
-            gk->forward(x.to(gpu()), gamma.to(gpu()), beta.to(gpu()), gmean, gvar, gy);
-            expect_near(gy, y, kTol, "forward");
-            expect_near(gmean, mean, kTol, "mean");
-            expect_near(gvar, var, kTol, "variance (biased)");
+    // The second shape spans several blocks of channel lanes (the last one partly filled) and
+    // several slices of rows in the nhwc kernels' sums.
+    for (const Shape& shape : {Shape{3, 5, 4, 6}, Shape{8, 40, 12, 12}})
+        for (Layout layout : {Layout::contiguous, Layout::channels_last})
+            for (bool training : {true, false}) {
+                SCOPED_TRACE(shape.to_string() + " " + std::string(layout_name(layout)) +
+                             (training ? " train" : " eval"));
+                const std::int64_t ch = shape[1];
+                const BatchNormConfig c{shape[0], ch, shape[2], shape[3], 1e-5f, training, layout};
+                auto ck = kernel_on<BatchNormKernel>(cpu(), c);
+                auto gk = kernel_on<BatchNormKernel>(gpu(), c);
+                const Tensor x = random_tensor(shape, cpu(), 7, -2, 3, layout);
+                const Tensor dy = random_tensor(x.shape(), cpu(), 8, -1, 1, layout);
+                const Tensor gamma = random_tensor({ch}, cpu(), 9, 0.5f, 1.5f);
+                const Tensor beta = random_tensor({ch}, cpu(), 10);
+                Tensor mean = random_tensor({ch}, cpu(), 11), var = random_tensor({ch}, cpu(), 12, 0.5f, 2);
+                Tensor gmean = mean.to(gpu()), gvar = var.to(gpu());
+                Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+                Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+                ck->forward(x, gamma, beta, mean, var, y);
+                gk->forward(x.to(gpu()), gamma.to(gpu()), beta.to(gpu()), gmean, gvar, gy);
+                expect_near(gy, y, kTol, "forward");
+                expect_near(gmean, mean, kTol, "mean");
+                expect_near(gvar, var, kTol, "variance (biased)");
 
-            Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
-            Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
-            Tensor dg = random_tensor({5}, cpu(), 13), dbeta = random_tensor({5}, cpu(), 14);
-            Tensor gdg = dg.to(gpu()), gdbeta = dbeta.to(gpu());
-            ck->backward(x, dy, gamma, mean, var, dx, dg, dbeta);
-            gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg, gdbeta);
-            expect_near(gdx, dx, 5 * kTol, "diff_src");
-            expect_near(gdg, dg, 5 * kTol, "diff_gamma");
-            expect_near(gdbeta, dbeta, kTol, "diff_beta");
-        }
+                Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+                Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+                Tensor dg = random_tensor({ch}, cpu(), 13), dbeta = random_tensor({ch}, cpu(), 14);
+                Tensor gdg = dg.to(gpu()), gdbeta = dbeta.to(gpu());
+                ck->backward(x, dy, gamma, mean, var, dx, dg, dbeta);
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg, gdbeta);
+                expect_near(gdx, dx, 5 * kTol, "diff_src");
+                expect_near(gdg, dg, 5 * kTol, "diff_gamma");
+                expect_near(gdbeta, dbeta, kTol, "diff_beta");
+
+                // The same inputs give the same bits: the sums have a fixed order.
+                Tensor again = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+                Tensor gdg2 = Tensor::zeros({ch}, gpu()), gdbeta2 = Tensor::zeros({ch}, gpu());
+                Tensor gdg1 = Tensor::zeros({ch}, gpu()), gdbeta1 = Tensor::zeros({ch}, gpu());
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg1, gdbeta1);
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, again, gdg2, gdbeta2);
+                EXPECT_EQ(again.to_vector(), gdx.to_vector());
+                EXPECT_EQ(gdg2.to_vector(), gdg1.to_vector());
+            }
 }
 
 TEST(CudaLayers, Relu) {
