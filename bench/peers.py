@@ -9,6 +9,9 @@ machine's FMA peak (239 GFLOP/s per core, AVX-512).
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
+       [--device cuda [--batch N]]
+--device cuda: both on the first GPU, PyTorch through bench/torch_cuda.py (the peers' nets,
+this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets'.
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -33,15 +36,27 @@ ap.add_argument('--channels-last-torch', action='store_true', help='also time Py
 ap.add_argument('--unset-openblas', action='store_true',
                 help='unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for both (benchmarks only)')
 ap.add_argument('--json', help='append every measurement as a JSON line to this file')
+ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
+ap.add_argument('--batch', type=int, default=0, help='batch size of every net (0: the peers\' own)')
 a = ap.parse_args()
 
 
 def env_for(threads):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env = dict(os.environ)
+    if threads > 0:  # 0 (on a GPU): the libraries' own defaults
+        env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     if a.unset_openblas:
         env.pop('OPENBLAS_CORETYPE', None)
         env.pop('OPENBLAS_L2_SIZE', None)
     return env
+
+
+def run(cmd, **kw):
+    """subprocess.run that fails with the command's own error output."""
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    return out
 
 
 def last_json(text):
@@ -51,35 +66,48 @@ def last_json(text):
     raise RuntimeError('no JSON line in output:\n' + text)
 
 
+def batch_of(net):
+    return a.batch or NETS[net][1]
+
+
 def ours(net, threads):
-    path, batch = NETS[net]
-    cmd = [a.tandem, 'bench', os.path.join(root, path), f'--batch={batch}', f'--threads={threads}', '--json']
+    path = NETS[net][0]
+    cmd = [a.tandem, 'bench', os.path.join(root, path), f'--batch={batch_of(net)}', f'--threads={threads}',
+           f'--device={a.device}', '--json']
+    if a.device == 'cuda':
+        cmd.append('--benchmark')  # timed algorithm choice, as the peer's cudnn.benchmark
     if a.iters:
         cmd.append(f'--iters={a.iters}')
-    out = subprocess.run(cmd, env=env_for(threads), capture_output=True, text=True, check=True, cwd=root)
+    out = run(cmd, env=env_for(threads), cwd=root)
     return last_json(out.stdout)
 
 
 def theirs(net, threads, channels_last=False):
-    batch = NETS[net][1]
-    cmd = ['/usr/bin/python3', os.path.join(a.peers, 'bench_torch.py'), '--net', net, '--batch', str(batch),
-           '--threads', str(threads)]
+    batch = batch_of(net)
+    if a.device == 'cuda':
+        cmd = [sys.executable, os.path.join(here, 'torch_cuda.py'), '--net', net, '--batch', str(batch),
+               '--peers', a.peers]
+    else:
+        cmd = ['/usr/bin/python3', os.path.join(a.peers, 'bench_torch.py'), '--net', net, '--batch',
+               str(batch), '--threads', str(threads)]
     if channels_last:
         cmd.append('--channels-last')
     if a.iters:
         cmd += ['--iters', str(a.iters)]
-    out = subprocess.run(cmd, env=env_for(threads), capture_output=True, text=True, check=True)
+    out = run(cmd, env=env_for(threads))
     return last_json(out.stdout)
 
 
 rows = []
-for threads in [int(t) for t in a.threads.split(',')]:
+gpu = a.device == 'cuda'
+# On a GPU the threads do not matter: one pass, with every core for the host side.
+for threads in [0] if gpu else [int(t) for t in a.threads.split(',')]:
     for net in a.nets.split(','):
         mine, peer, peer_cl = [], [], []
         for _ in range(a.repeats):
             r = ours(net, threads); mine.append(r)
             p = theirs(net, threads); peer.append(p)
-            if a.channels_last_torch and net == 'resnet20':
+            if a.channels_last_torch and (gpu or net == 'resnet20'):
                 peer_cl.append(theirs(net, threads, True))
             if a.json:
                 with open(a.json, 'a') as f:
@@ -88,14 +116,22 @@ for threads in [int(t) for t in a.threads.split(',')]:
         t = statistics.median(p['img_per_s_median'] for p in peer)
         gflops = statistics.median(r['gflops'] for r in mine)
         row = dict(net=net, threads=threads, ours=m, torch=t, ratio=m / t, gflops=gflops,
-                   peak_fraction=gflops / (PEAK_PER_CORE * threads))
+                   peak_fraction=0 if gpu else gflops / (PEAK_PER_CORE * threads))
         if peer_cl:
             row['torch_channels_last'] = statistics.median(p['img_per_s_median'] for p in peer_cl)
         rows.append(row)
-        print(f"{net:10s} {threads} thr  ours {m:8.1f} img/s  torch {t:8.1f} img/s  ratio {m / t:5.2f}"
-              f"  ours {gflops:6.1f} GFLOP/s ({100 * row['peak_fraction']:.0f}% of peak)", flush=True)
+        if gpu:
+            cl = row.get('torch_channels_last')
+            print(f"{net:10s} batch {batch_of(net)}  ours {m:9.1f} img/s  torch {t:9.1f} img/s  ratio {m / t:5.2f}"
+                  + (f"  torch channels-last {cl:9.1f} img/s  ratio {m / cl:5.2f}" if cl else '')
+                  + f"  ours {gflops:7.1f} GFLOP/s", flush=True)
+        else:
+            print(f"{net:10s} {threads} thr  ours {m:8.1f} img/s  torch {t:8.1f} img/s  ratio {m / t:5.2f}"
+                  f"  ours {gflops:6.1f} GFLOP/s ({100 * row['peak_fraction']:.0f}% of peak)", flush=True)
 
 print()
+if gpu:
+    sys.exit(0)
 print('| net | threads | Tandem img/s | PyTorch img/s | ratio | Tandem GFLOP/s (% of FMA peak) |')
 print('|---|---|---|---|---|---|')
 for r in rows:

@@ -16,6 +16,18 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// The time now, once `device` has finished the work queued so far: a GPU's kernels run after
+// their launches return, so a clock read without this times the launches. Free on the CPU.
+Clock::time_point settled_now(Device& device) {
+    device.synchronize();
+    return Clock::now();
+}
+
+double ms_since(Device& device, Clock::time_point start) {
+    device.synchronize();
+    return ms_since(start);
+}
+
 // The q-quantile, interpolated between neighbours (q = 0.5: the median).
 double quantile(std::vector<double> v, double q) {
     if (v.empty()) return 0;
@@ -64,41 +76,48 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = rng_normal(o.seed, i);
         const Layout layout = x_shape.rank() == 4 ? o.layout : Layout::contiguous;
         const Tensor x = Tensor::from_vector(x_shape, device, xv, layout);
-        Tensor labels = Tensor::empty({batch}, device, DType::i32);
+        // Written on the host: a GPU's memory is not the host's to write.
+        Tensor host_labels = Tensor::empty({batch}, host_device(), DType::i32);
         for (std::int64_t i = 0; i < batch; ++i)
-            labels.data<int>()[i] = static_cast<int>(rng_bits(o.seed + 1, static_cast<std::uint64_t>(i)) %
-                                                     static_cast<std::uint64_t>(classes));
+            host_labels.data<int>()[i] = static_cast<int>(rng_bits(o.seed + 1, static_cast<std::uint64_t>(i)) %
+                                                          static_cast<std::uint64_t>(classes));
+        const Tensor labels = host_labels.to(device);
         Sgd sgd(SgdOptions{0.01f, 0.9f, 0.f, 0.f, false});
         const auto params = named_parameters(net);
 
-        for (int it = 0; it < o.warmup + o.iterations; ++it) {
-            const bool timed = it >= o.warmup;
+        // A GPU runs ahead of its launches, so timing each layer needs a synchronisation
+        // around it that a training step does not make: there the whole step is timed again,
+        // in as many steps of its own, synchronised only at their ends.
+        const bool free_steps = !device.host_accessible();
+        const int layer_steps = o.warmup + o.iterations;
+        for (int it = 0; it < layer_steps + (free_steps ? o.iterations : 0); ++it) {
+            const bool timed = it >= o.warmup && it < layer_steps;
+            const bool step_timed = free_steps ? it >= layer_steps : timed;
+            // Settles the device and reads the clock, when this step times its layers.
+            auto layer_clock = [&] { return it < layer_steps ? settled_now(device) : Clock::time_point{}; };
             Tape tape;
             Pass pass{device, Mode::train, 0, tape, rng_key(o.seed, static_cast<std::uint64_t>(it))};
             Sgd::zero_grad(params);
-            const auto step_start = Clock::now();
+            const auto step_start = settled_now(device);
             std::vector<Tensor> acts{x};
             for (std::size_t i = 0; i < n; ++i) {
-                const auto t0 = Clock::now();
+                const auto t0 = layer_clock();
                 scratch(i, [&] { acts.push_back(net.forward_range(acts.back(), pass, i, i + 1)); });
-                if (timed) fwd[i].push_back(ms_since(t0));
+                if (timed) fwd[i].push_back(ms_since(device, t0));
             }
             loss.forward(acts.back(), labels, pass);
             Tensor g = loss.backward(acts.back(), labels, 1.0f / static_cast<float>(batch), pass);
             for (std::size_t i = n; i-- > 0;) {
-                const auto t0 = Clock::now();
+                const auto t0 = layer_clock();
                 pass.need_dx = i > 0;  // as the engine runs it: no gradient for the images
                 scratch(i, [&] { g = net.backward_range(g, pass, i, i + 1); });
-                if (timed) bwd[i].push_back(ms_since(t0));
+                if (timed) bwd[i].push_back(ms_since(device, t0));
             }
-            const auto u0 = Clock::now();
+            const auto u0 = layer_clock();
             sgd.step(params, 0.01f);
-            const double update = ms_since(u0);
+            if (timed) update_times.push_back(ms_since(device, u0));
             if (o.after_step) o.after_step();
-            if (timed) {
-                update_times.push_back(update);
-                step_times.push_back(ms_since(step_start));
-            }
+            if (step_timed) step_times.push_back(ms_since(device, step_start));
         }
     });
     profile.peak_bytes = step_peak;

@@ -8,8 +8,8 @@
 --
 -- Under mpirun every rank runs the recipe with these options: --groups is per process (the
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
--- The options: --devices (0: groups x stages; otherwise it must equal that), --threads and
--- --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
+-- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
+-- stages; otherwise it must equal that), --threads (CPU) and --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
 -- --recompute, --batch_norm, --average_every, --overlap, --bucket_mb, --trace (see docs/lua-api.md, T.Engine's parallel
 -- option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
 -- devices (it profiles the net, simulates every layout and prints the ranking); a file written
@@ -19,7 +19,8 @@ local core = require 'tandem.core'
 local M = {}
 
 local defaults = {
-  devices = 0,            -- CPU devices; 0: groups x stages
+  device = 'cpu',         -- the kind of every device: cpu or cuda (one GPU each)
+  devices = 0,            -- devices; 0: groups x stages
   threads = 0,            -- kernel threads of each device; 0: all cores
   memory = '',            -- memory cap of each device ('512MB'); '': the machine's
   groups = 1,             -- worker groups (data parallel)
@@ -76,7 +77,13 @@ end
 -- planner's choice for `net` on samples of `sample_shape`).
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
+  if opt.device ~= 'cpu' and opt.device ~= 'cuda' then
+    error("option device must be 'cpu' or 'cuda', got '" .. tostring(opt.device) .. "'", 0)
+  end
   if opt.plan == 'auto' then
+    if opt.device ~= 'cpu' then
+      error('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 0)
+    end
     assert(net and sample_shape, 'T.parallel.layout(opt, net, sample_shape): --plan=auto needs the net')
     apply_plan(opt, plan_machine(opt, net, sample_shape))
   elseif opt.plan ~= '' then
@@ -89,8 +96,9 @@ function M.layout(opt, net, sample_shape)
     error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
           :format(n, opt.groups, opt.stages), 0)
   end
-  local devices = core.devices('cpu', n, {threads = opt.threads,
-                                         memory = opt.memory ~= '' and opt.memory or nil})
+  local memory = opt.memory ~= '' and opt.memory or nil
+  local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory})
+                  or core.devices('cpu', n, {threads = opt.threads, memory = memory})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
                    schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
                    recompute = opt.recompute, average_every = opt.average_every,

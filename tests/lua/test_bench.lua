@@ -34,4 +34,17 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
   out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--batches=4'})
   t.eq(rc, 1)
   t.ok(out:find("unknown option '--batches'", 1, true), out)
+  out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--device=tpu'})
+  t.ok(rc == 1 and out:find("option device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
+end)
+
+t.test('tandem bench --device=cuda times a GPU step, or says there is no GPU', function()
+  local out, rc = S.tandem({'bench', 'recipes/nets/smallbn.lua', '--batch=8', '--iters=2',
+                            '--warmup=1', '--device=cuda', '--benchmark', '--json'})
+  if pcall(T.devices, 'cuda', 1) then
+    t.eq(rc, 0, out)
+    t.ok(out:find('"device": "cuda:0"', 1, true) and tonumber(out:match('"images_per_s": ([%d.]+)')), out)
+  else
+    t.ok(rc == 1 and out:find('no CUDA device', 1, true), out)
+  end
 end)

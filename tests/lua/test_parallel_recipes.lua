@@ -1,8 +1,10 @@
 -- The parallel recipes end to end on tiny synthetic sets for a couple of steps: the hybrid
 -- ResNet (groups x stages x micro-batches) and the split AlexNet-like net print their partition
--- and stages, train, evaluate and write a trace; bad layouts fail with a clear message. And the
+-- and stages, train, evaluate and write a trace; bad layouts fail with a clear message; with
+-- --device=cuda they run on GPUs (or say there are none). And the
 -- 2-devices-against-2-threads benchmark runs and reports every layout and batch-norm mode.
 local t = require 'tandem.test'
+local T = require 'tandem'
 local S = dofile('tests/lua/support.lua')
 
 local tiny = {'--train=48', '--test=16', '--batch=16', '--epochs=1', '--max_steps=2'}
@@ -51,6 +53,21 @@ t.test('resnet_hybrid.lua rejects devices that do not match groups x stages', fu
   t.ok(out:find('--devices=3 does not match --groups=2 x --stages=2', 1, true), out)
   out, rc = run('recipes/resnet_hybrid.lua', {'--schedule=zigzag'})
   t.ok(rc ~= 0 and out:find('zigzag', 1, true), out)
+end)
+
+t.test('--device=cuda runs a recipe on GPUs; unknown kinds and --plan=auto on GPUs are refused', function()
+  local out, rc = run('recipes/resnet_hybrid.lua', {'--device=tpu'})
+  t.ok(rc ~= 0 and out:find("option device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
+  out, rc = run('recipes/resnet_hybrid.lua', {'--device=cuda', '--plan=auto'})
+  t.ok(rc ~= 0 and out:find('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 1, true), out)
+  local gpu = pcall(T.devices, 'cuda', 1)
+  out, rc = run('recipes/resnet_hybrid.lua', {'--device=cuda', '--groups=1', '--stages=1'})
+  if gpu then
+    t.eq(rc, 0, out)
+    t.ok(test_accuracy(out), out)
+  else
+    t.ok(rc ~= 0 and out:find('no CUDA device', 1, true), out)
+  end
 end)
 
 t.test('alexnet_split.lua splits the seed net over 2 devices', function()

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""PyTorch on one GPU: training-step throughput (forward, loss, backward, SGD with momentum) of
+the peers' reference nets on synthetic data, the GPU counterpart of ../shared/peers/bench_torch.py.
+
+usage: bench/torch_cuda.py --net NET --batch B [--peers DIR] [--channels-last] [--tf32]
+       [--iters N] [--warmup W]
+Each timed step ends with torch.cuda.synchronize(), so the time is the GPU's, not the launches'.
+Prints one JSON line with the median and mean images/s, as bench_torch.py does.
+"""
+import argparse, json, os, statistics, sys, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--net', required=True)
+ap.add_argument('--batch', type=int, required=True)
+ap.add_argument('--peers', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                                'shared', 'peers'),
+                help='folder holding the peers\' nets.py')
+ap.add_argument('--channels-last', action='store_true')
+ap.add_argument('--iters', type=int, default=0, help='timed iterations (0: about 5 s)')
+ap.add_argument('--warmup', type=int, default=10)
+ap.add_argument('--tf32', action='store_true', help='let PyTorch use TF32 tensor cores (its default '
+                                                   'for convolutions)')
+a = ap.parse_args()
+
+import torch
+import torch.nn as nn
+sys.path.insert(0, a.peers)
+from nets import NETS
+
+if not torch.cuda.is_available():
+    sys.exit('torch_cuda.py: PyTorch sees no GPU')
+# cuDNN picks its fastest algorithms, as Tandem's devices do with benchmark = true. Float32
+# throughout, as Tandem computes (FMA, no TF32 tensor cores) unless --tf32 says otherwise.
+torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = a.tf32
+torch.backends.cuda.matmul.allow_tf32 = a.tf32
+torch.manual_seed(0)
+ctor, shape = NETS[a.net]
+model = ctor().cuda().train()
+x = torch.randn(a.batch, *shape, device='cuda')
+y = torch.randint(0, 10, (a.batch,), device='cuda')
+if a.channels_last:
+    model = model.to(memory_format=torch.channels_last)
+    x = x.contiguous(memory_format=torch.channels_last)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+crit = nn.CrossEntropyLoss()
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    crit(model(x), y).backward()
+    opt.step()
+    torch.cuda.synchronize()
+
+
+for _ in range(a.warmup):
+    step()
+t0 = time.perf_counter(); step(); t_one = time.perf_counter() - t0
+iters = a.iters or max(20, min(2000, int(5.0 / max(t_one, 1e-5))))
+ts = []
+for _ in range(iters):
+    t0 = time.perf_counter(); step(); ts.append(time.perf_counter() - t0)
+med = statistics.median(ts)
+print(json.dumps(dict(net=a.net, batch=a.batch, device=torch.cuda.get_device_name(),
+                      torch=torch.__version__, cudnn=torch.backends.cudnn.version(),
+                      channels_last=a.channels_last, tf32=a.tf32, iters=iters, median_s=round(med, 6),
+                      img_per_s_median=round(a.batch / med, 1),
+                      img_per_s_mean=round(a.batch * iters / sum(ts), 1))), flush=True)
