@@ -109,14 +109,10 @@ void BatchNorm2d::update_running_stats(const Tensor& mean, const Tensor& var, st
     const float m = options_.momentum;
     // Batch variance is biased (1/n); the running estimate is unbiased (1/(n-1)), as PyTorch's.
     const float unbias = float(double(count) / double(count - 1));
-    Tensor step_mean = mean.to(device);
-    Tensor step_var = var.to(device);
-    ops.scale(step_mean, m);
-    ops.scale(step_var, m * unbias);
-    ops.scale(running_mean_.value, 1.f - m);
-    ops.scale(running_var_.value, 1.f - m);
-    ops.accumulate(running_mean_.value, step_mean);
-    ops.accumulate(running_var_.value, step_var);
+    // One kernel each: on a GPU, launches are what such small updates cost.
+    auto here = [&](const Tensor& t) { return &t.device() == &device ? t : t.to(device); };
+    ops.blend(running_mean_.value, 1.f - m, here(mean), m);
+    ops.blend(running_var_.value, 1.f - m, here(var), m * unbias);
 }
 
 }  // namespace tandem

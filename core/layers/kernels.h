@@ -217,6 +217,8 @@ struct TensorOpsKernel {
     virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
     virtual void fill(Tensor& dst, float value) = 0;
     virtual void scale(Tensor& dst, float factor) = 0;
+    // dst = keep * dst + take * src; same shape and layout (one pass: a running average).
+    virtual void blend(Tensor& dst, float keep, const Tensor& src, float take) = 0;
     // dst = src across layouts (same shape and dtype).
     virtual void copy(const Tensor& src, Tensor& dst) = 0;
     // One SGD step on one parameter (PyTorch's definition, momentum buffer updated in place):

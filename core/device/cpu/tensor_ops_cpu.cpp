@@ -52,6 +52,15 @@ public:
         for (std::int64_t i = 0; i < n; ++i) z[i] *= factor;
     }
 
+    void blend(Tensor& dst, float keep, const Tensor& src, float take) override {
+        check_same(dst, src, "blend");
+        float* z = dst.data<float>();
+        const float* x = src.data<float>();
+        const std::int64_t n = dst.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = keep * z[i] + take * x[i];
+    }
+
     void copy(const Tensor& src, Tensor& dst) override {
         TANDEM_CHECK_AS(ShapeError, src.shape() == dst.shape() && src.dtype() == dst.dtype())
             << "copy: " << src.description() << " into " << dst.description();

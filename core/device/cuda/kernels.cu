@@ -37,6 +37,10 @@ __global__ void scale_kernel(float* z, float f, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) z[i] *= f;
 }
 
+__global__ void blend_kernel(float* z, float keep, const float* x, float take, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] = keep * z[i] + take * x[i];
+}
+
 __global__ void sgd_kernel(float* w, const float* g, float* buf, std::int64_t n, float lr,
                            float momentum, float dampening, float wd, bool nesterov, bool first) {
     TANDEM_GRID_STRIDE(i, n) {
@@ -258,6 +262,11 @@ void fill(float* dst, float value, std::int64_t n, cudaStream_t stream) {
 
 void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream) {
     scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, factor, n);
+}
+
+void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
+           cudaStream_t stream) {
+    blend_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, keep, src, take, n);
 }
 
 void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,

@@ -15,6 +15,9 @@ void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_
 void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 void fill(float* dst, float value, std::int64_t n, cudaStream_t stream);
 void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream);
+// dst = keep * dst + take * src.
+void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
+           cudaStream_t stream);
 // PyTorch's SGD (see TensorOpsKernel::sgd_update); momentum_buffer is null without momentum.
 void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
                 float lr, float momentum, float dampening, float weight_decay, bool nesterov,

@@ -57,6 +57,16 @@ public:
         check_launch("scale");
     }
 
+    void blend(Tensor& dst, float keep, const Tensor& src, float take) override {
+        check_same(dst, src, "blend");
+        const auto n = dst.numel();
+        float* z = float_ptr(dst, device_, n, "blend dst");
+        const float* x = float_ptr(src, device_, n, "blend src");
+        device_.activate();
+        kernels::blend(z, keep, x, take, n, stream());
+        check_launch("blend");
+    }
+
     void copy(const Tensor& src, Tensor& dst) override {
         TANDEM_CHECK_AS(ShapeError, src.shape() == dst.shape() && src.dtype() == dst.dtype())
             << "copy: " << src.description() << " into " << dst.description();

@@ -267,6 +267,9 @@ TEST(CudaLayers, TensorOps) {
     c.scale(z, 0.25f);
     g.scale(gz, 0.25f);
     expect_near(gz, z, 0, "scale");
+    c.blend(z, 0.75f, b, 0.5f);
+    g.blend(gz, 0.75f, b.to(gpu()), 0.5f);
+    expect_near(gz, z, 1e-6, "blend");
     EXPECT_NEAR(g.sum_squares(gz), c.sum_squares(z), 1e-9 * c.sum_squares(z));
     c.fill(z, 3.f);
     g.fill(gz, 3.f);
