@@ -21,7 +21,7 @@ local opt = T.options(..., T.parallel.defaults{
   flip = true,            -- random horizontal flips
   crop_pad = 2,           -- random crops from images padded by this many pixels
   seed = 1,
-  layout = 'channels_last',
+  layout = 'auto',        -- channels_last or contiguous; auto: the device kind's fastest
   max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
   eval_batch = 1000,
   checkpoints = 'checkpoints/fashion_mnist',
@@ -31,6 +31,7 @@ local opt = T.options(..., T.parallel.defaults{
   lmdb = 'data/fashion_mnist_train_lmdb',
   data_threads = 2,       -- the loader's decode threads (source = lmdb)
 })
+opt.layout = T.parallel.data_layout(opt)
 
 local mean, std = 0.2860, 0.3530   -- Fashion-MNIST's pixel statistics
 local train = opt.source ~= 'lmdb' and

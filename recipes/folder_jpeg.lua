@@ -23,10 +23,11 @@ local opt = T.options(..., T.parallel.defaults{
   weight_decay = 5e-4,
   seed = 1,
   data_threads = 2,       -- decode/augment threads of the loader
-  layout = 'channels_last',
+  layout = 'auto',        -- channels_last or contiguous; auto: the device kind's fastest
   max_steps = 0,
   log = 'logs/folder_jpeg.jsonl',
 })
+opt.layout = T.parallel.data_layout(opt)
 
 -- A synthetic set (train and val with different seeds) when no folder is given.
 local function tandem_command(args)

@@ -1,9 +1,10 @@
--- `tandem bench NET [--batch=N] [--device=cpu|cuda] [--threads=T] [--layout=channels_last]
+-- `tandem bench NET [--batch=N] [--device=cpu|cuda] [--threads=T] [--layout=auto]
 --  [--iters=10] [--warmup=3] [--benchmark] [--json]`: per-layer forward and backward time of a
 -- net, and the images/s and GFLOP/s of a whole training step (forward, loss, backward, SGD
 -- update), like `caffe time`.
 -- NET is a net file (recipes/nets/*.lua) returning a function that builds the net and the
--- shape of one sample. --benchmark (GPU): cuDNN times its convolution algorithms and the
+-- shape of one sample. --layout: channels_last or contiguous; auto, the default, takes the
+-- device kind's fastest (T.parallel.preferred_layout). --benchmark (GPU): cuDNN times its convolution algorithms and the
 -- fastest that fits is used, instead of its heuristics' first choice.
 local T = require 'tandem'
 
@@ -16,7 +17,7 @@ local function run(args)
   for k, v in pairs(args) do
     if type(k) == 'string' then named[k] = v end
   end
-  local opt = T.options(named, {batch = 64, device = 'cpu', threads = 0, layout = 'channels_last',
+  local opt = T.options(named, {batch = 64, device = 'cpu', threads = 0, layout = 'auto',
                                iters = 10, warmup = 3, benchmark = false, json = false, seed = 1})
   local build = dofile(file)
   if type(build) ~= 'function' then
@@ -31,6 +32,7 @@ local function run(args)
   else
     error("option device must be 'cpu' or 'cuda', got '" .. opt.device .. "'", 0)
   end
+  opt.layout = T.parallel.data_layout(opt)
   local p = T.profile(net, sample, device, {batch = opt.batch, iterations = opt.iters,
                                             warmup = opt.warmup, layout = opt.layout,
                                             seed = opt.seed})

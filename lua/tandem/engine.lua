@@ -45,8 +45,9 @@ function M.Engine(o)
     parallel.split = split_list(parallel.split)
     if mpi_default then parallel.mpi = true end
   end
+  local layout = o.layout or require('tandem.parallel').preferred_layout(devices[1] and devices[1]:kind())
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
-                         o.layout or 'channels_last', parallel or {},
+                         layout, parallel or {},
                          o.trace and true or false)
 end
 

@@ -46,6 +46,20 @@ function M.defaults(recipe)
   return all
 end
 
+-- The activation layout that trains fastest on devices of `kind`: channels_last on CPUs
+-- (oneDNN's blocked kernels), contiguous (nchw) on GPUs, where cuDNN's float32 convolutions
+-- are faster in nchw (an H100, batch 64: alexnet64 21.6k against 14.5k images/s, resnet20
+-- 12.1k against 8.2k, smallbn 45.9k against 41.0k).
+function M.preferred_layout(kind)
+  return kind == 'cuda' and 'contiguous' or 'channels_last'
+end
+
+-- A recipe's --layout: as given, or for 'auto' the device kind's preferred one.
+function M.data_layout(opt)
+  if opt.layout ~= 'auto' then return opt.layout end
+  return M.preferred_layout(opt.device or 'cpu')
+end
+
 -- opt's layout options from a plan (T.plan's result or a plan file).
 local function apply_plan(opt, plan)
   opt.groups, opt.stages, opt.micro_batches = plan.groups, plan.stages, plan.micro_batches
