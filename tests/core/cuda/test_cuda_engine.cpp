@@ -6,6 +6,7 @@
 #include <map>
 
 #include "device/cpu/cpu_device.h"
+#include "device/cuda/cuda_backend.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -92,6 +93,21 @@ TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
     expect_same_weights(
         train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 2, Layout::contiguous),
         train({unowned(cuda_test_device(0))}, 1, Layout::contiguous));
+}
+
+// Two pipeline stages on two devices that share one GPU (each with its own streams, allocator
+// and worker thread), two micro-batches in flight: the transfers between devices and their
+// ordering by events, where a machine has only one GPU. Against one device, same micro-batches.
+TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
+    TANDEM_REQUIRE_GPUS(1);
+    CudaDeviceOptions options;
+    options.memory = std::size_t(1) << 30;
+    const std::shared_ptr<Device> second(make_cuda_device(0, options).release());
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        expect_same_weights(train({unowned(gpu()), second}, 2, layout, 1, 2),
+                            train({unowned(gpu())}, 1, layout, 1, 2));
+    }
 }
 
 // Two groups on two GPUs, their gradients all-reduced through NCCL bucket by bucket during
