@@ -4,8 +4,8 @@
 -- update), like `caffe time`.
 -- NET is a net file (recipes/nets/*.lua) returning a function that builds the net and the
 -- shape of one sample. --layout: channels_last or contiguous; auto, the default, takes the
--- device kind's fastest (T.parallel.preferred_layout). --benchmark (GPU): cuDNN times its convolution algorithms and the
--- fastest that fits is used, instead of its heuristics' first choice.
+-- device kind's fastest (T.parallel.preferred_layout). --benchmark (GPU): cuDNN times its
+-- convolution algorithms and the fastest that fits is used, instead of its heuristics' first.
 local T = require 'tandem'
 
 local PEAK_PER_CORE = 239  -- GFLOP/s, AVX-512 FMA on this kind of machine (../shared/peers)

@@ -9,8 +9,9 @@
 -- Under mpirun every rank runs the recipe with these options: --groups is per process (the
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
--- stages; otherwise it must equal that), --threads (CPU) and --memory of each device, --groups, --stages, --micro_batches, --schedule, --split,
--- --recompute, --batch_norm, --average_every, --overlap, --bucket_mb, --trace (see docs/lua-api.md, T.Engine's parallel
+-- stages; otherwise it must equal that), --threads (CPU) and --memory of each device,
+-- --groups, --stages, --micro_batches, --schedule, --split, --recompute, --batch_norm,
+-- --average_every, --overlap, --bucket_mb, --trace (see docs/lua-api.md, T.Engine's parallel
 -- option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
 -- devices (it profiles the net, simulates every layout and prints the ranking); a file written
 -- by `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
