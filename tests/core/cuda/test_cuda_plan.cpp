@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "device/cuda/batch_norm_nhwc.cuh"
 #include "device/cuda/plan.h"
 #include "device/registry.h"
 #include "support/grad_check.h"
@@ -120,6 +121,15 @@ TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
                   "CUDNN_STATUS_BAD_PARAM)");
     }
     EXPECT_THROW(choose_algorithm({}, 1 << 20, "x"), BackendError);
+}
+
+// The nhwc batch-norm kernels' partial sums: (slices + 1) x 2 x channels doubles, a slice per
+// 128 rows (8 row lanes x 16 rows a thread), at most 4096 blocks over the 32-channel lanes.
+TEST(CudaPlan, BatchNormNhwcScratch) {
+    EXPECT_EQ(kernels::bn_nhwc_scratch_doubles(72, 5), (1 + 1) * 2 * 5);
+    EXPECT_EQ(kernels::bn_nhwc_scratch_doubles(128 * 28 * 28, 32), (784 + 1) * 2 * 32);
+    EXPECT_EQ(kernels::bn_nhwc_scratch_doubles(10'000'000, 64), (2048 + 1) * 2 * 64);
+    EXPECT_EQ(kernels::bn_nhwc_scratch_doubles(1, 1), (1 + 1) * 2 * 1);
 }
 
 TEST(CudaPlan, WorkspaceBudget) {
