@@ -24,14 +24,9 @@ local function run(args)
     error(file .. ' must return a function building the net (see recipes/nets/)', 0)
   end
   local net, sample = build{}
-  local device
-  if opt.device == 'cuda' then
-    device = T.devices('cuda', 1, {benchmark = opt.benchmark})[1]
-  elseif opt.device == 'cpu' then
-    device = T.devices('cpu', 1, {threads = opt.threads})[1]
-  else
-    error("option device must be 'cpu' or 'cuda', got '" .. opt.device .. "'", 0)
-  end
+  T.parallel.check_device_kind(opt.device)
+  local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark})[1]
+                 or T.devices('cpu', 1, {threads = opt.threads})[1]
   opt.layout = T.parallel.data_layout(opt)
   local p = T.profile(net, sample, device, {batch = opt.batch, iterations = opt.iters,
                                             warmup = opt.warmup, layout = opt.layout,

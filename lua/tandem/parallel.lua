@@ -47,6 +47,13 @@ function M.defaults(recipe)
   return all
 end
 
+-- Checks a --device option: the kinds a recipe can put its devices on.
+function M.check_device_kind(kind)
+  if kind ~= 'cpu' and kind ~= 'cuda' then
+    error("option device must be 'cpu' or 'cuda', got '" .. tostring(kind) .. "'", 0)
+  end
+end
+
 -- The activation layout that trains fastest on devices of `kind`: channels_last on CPUs
 -- (oneDNN's blocked kernels), contiguous (nchw) on GPUs, where cuDNN's float32 convolutions
 -- are faster in nchw (an H100, batch 64: alexnet64 21.6k against 14.5k images/s, resnet20
@@ -92,9 +99,7 @@ end
 -- planner's choice for `net` on samples of `sample_shape`).
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
-  if opt.device ~= 'cpu' and opt.device ~= 'cuda' then
-    error("option device must be 'cpu' or 'cuda', got '" .. tostring(opt.device) .. "'", 0)
-  end
+  M.check_device_kind(opt.device)
   if opt.plan == 'auto' then
     if opt.device ~= 'cpu' then
       error('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 0)

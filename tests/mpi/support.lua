@@ -13,6 +13,14 @@ function M.net()
   }
 end
 
+-- This process's rank, after checking that the job has the two ranks every MPI test is
+-- written for.
+function M.rank_of_two()
+  local rank, size = T.mpi.rank(), T.mpi.size()
+  assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
+  return rank
+end
+
 -- The global batch of a step (the same on every rank).
 M.batch = dofile('tests/lua/support.lua').toy_batch
 

@@ -10,8 +10,7 @@ local T = require 'tandem'
 local S = dofile('tests/mpi/support.lua')
 local net, batch, part, weights = S.net, S.batch, S.part, S.weights
 
-local rank, size = T.mpi.rank(), T.mpi.size()
-assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
+local rank = S.rank_of_two()
 
 local ok, gpus = pcall(T.devices, 'cuda', 'all')
 if T.mpi.all_reduce({ok and 1 or 0}, 'min')[1] == 0 then

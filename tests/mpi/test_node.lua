@@ -4,9 +4,9 @@
 -- is a node-wide call that shares the GPUs out (or fails on every rank alike, never hangs).
 local t = require 'tandem.test'
 local T = require 'tandem'
+local S = dofile('tests/mpi/support.lua')
 
-local rank, size = T.mpi.rank(), T.mpi.size()
-assert(size == 2, 'run under mpirun -np 2 (this is rank ' .. rank .. ' of ' .. size .. ')')
+local rank = S.rank_of_two()
 
 t.test('both ranks are local ranks of this node, numbered 0 and 1', function()
   t.eq(T.mpi.local_size(), 2)

@@ -90,6 +90,7 @@ TEST(CudaLayers, BatchNorm) {
                 gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, again, gdg2, gdbeta2);
                 EXPECT_EQ(again.to_vector(), gdx.to_vector());
                 EXPECT_EQ(gdg2.to_vector(), gdg1.to_vector());
+                EXPECT_EQ(gdbeta2.to_vector(), gdbeta1.to_vector());
             }
 }
 
