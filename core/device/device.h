@@ -5,6 +5,7 @@
 // GPUs: each has its own thread, its own capped memory and its own kernel thread count.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -67,6 +68,14 @@ public:
     // serves as well. (optional)
     virtual Device* pinned_host() { return nullptr; }
 
+    // Deterministic kernels: every kernel built or run while this is on gives the same bits
+    // for the same inputs, run after run (a GPU: no convolution algorithm that sums with
+    // atomics, and algorithms from the library's heuristics rather than timed, since timing
+    // may choose differently between runs and devices). The engine's deterministic mode turns
+    // it on for its devices; CPU kernels are deterministic either way.
+    void set_deterministic(bool on) { deterministic_.store(on, std::memory_order_relaxed); }
+    bool deterministic() const { return deterministic_.load(std::memory_order_relaxed); }
+
     // A per-device singleton of type T owned by code above this layer (the tensor-ops kernel),
     // built by `make` on first use and destroyed with the device.
     template <class T>
@@ -92,6 +101,7 @@ protected:
 
 private:
     std::mutex attachments_mutex_;
+    std::atomic<bool> deterministic_{false};
     DeviceKind kind_;
     int index_;
     int threads_;

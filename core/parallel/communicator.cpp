@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "parallel/comm_staged.h"
 #if TANDEM_CUDA
 #include "device/cuda/comm_nccl.h"
 #endif
@@ -27,14 +28,18 @@ ReduceAlgorithm parse_reduce_algorithm(std::string_view name) {
                               << "' (choices: ring, tree)";
 }
 
-std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices) {
+std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices,
+                                                       bool canonical_order) {
     TANDEM_CHECK_AS(ConfigError, !devices.empty()) << "a communicator needs at least one rank";
     const DeviceKind kind = devices.front()->kind();
     for (const Device* d : devices)
         TANDEM_CHECK_AS(ConfigError, d->kind() == kind)
             << "the replicas of a stage must be on devices of one kind: " << devices.front()->name() << " and "
             << d->name() << " are not";
-    if (devices.front()->host_accessible()) return make_inproc_communicator(static_cast<int>(devices.size()));
+    const int ranks = static_cast<int>(devices.size());
+    if (devices.front()->host_accessible()) return make_inproc_communicator(ranks);
+    if (canonical_order)
+        return std::make_unique<StagedCommunicator>(devices, make_inproc_communicator(ranks));
 #if TANDEM_CUDA
     if (kind == DeviceKind::cuda) return make_nccl_communicator(devices);
 #endif

@@ -6,7 +6,8 @@
 // its gradients with the other groups' stage s while earlier stages are still in backward.
 //
 // Implementations: in-process (threads, shared memory: comm_inproc), NCCL on GPUs, MPI
-// across processes. The data pointers are device memory of the calling rank's device; the
+// across processes, and any of the host ones staged through host memory for GPUs
+// (comm_staged). The data pointers are device memory of the calling rank's device; the
 // in-process communicator needs host-accessible devices.
 //
 // Failure: abort() makes every collective in progress or to come throw CancelledError with
@@ -60,8 +61,11 @@ std::unique_ptr<Communicator> make_inproc_communicator(int ranks);
 class Device;
 // A communicator in this process for ranks whose data lies on `devices` (rank r's on
 // devices[r]), chosen by that memory: the in-process one for host-accessible devices, NCCL for
-// CUDA devices (when the backend is compiled in). ConfigError naming the devices when they
-// mix kinds or no communicator serves them.
-std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices);
+// CUDA devices (when the backend is compiled in). With `canonical_order` (deterministic mode)
+// devices the host cannot read go through the in-process one too, staged through host memory
+// (comm_staged.h), since NCCL does not sum in the canonical pairwise order. ConfigError naming
+// the devices when they mix kinds or no communicator serves them.
+std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices,
+                                                       bool canonical_order = false);
 
 }  // namespace tandem

@@ -126,7 +126,11 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         << "Engine: average_every must be 0 (synchronous SGD) or a step count, got " << p.average_every;
     TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
         << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
-    if (p.deterministic) options_.parallel.algorithm = ReduceAlgorithm::tree;
+    if (p.deterministic) {
+        options_.parallel.algorithm = ReduceAlgorithm::tree;
+        // Kernels that could sum in a varying order (a GPU's atomics) are passed over.
+        for (const auto& d : options_.devices) d->set_deterministic(true);
+    }
     if (p.batch_norm == BatchNormMode::sync) {
         TANDEM_CHECK_AS(ConfigError, p.schedule == PipelineSchedule::gpipe)
             << "Engine: batch_norm = 'sync' needs every micro-batch of a stage at once: use the "
@@ -149,7 +153,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         replicas_.push_back(std::move(replica));
     }
     if (total_groups() > 1) {
-        check_replicas_reducible();
         for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator(s));
     }
     // The automatic split needs the input's shape: it waits for prepare().

@@ -190,10 +190,9 @@ private:
     void join_processes();
     // Stage `stage`'s communicator among the groups (MPI: across processes too).
     std::unique_ptr<Communicator> make_stage_communicator(int stage);
-    // Across processes, for a stage on GPUs: NCCL over every process's replicas.
-    std::unique_ptr<Communicator> make_job_gpu_communicator(int stage);
-    // ConfigError for what the replicas' devices cannot reduce (GPUs: deterministic mode).
-    void check_replicas_reducible() const;
+    // Across processes, for a stage on GPUs (this process's `replicas` of it): NCCL over
+    // every process's replicas.
+    std::unique_ptr<Communicator> make_job_gpu_communicator(int stage, const std::vector<Device*>& replicas);
     // This process's first sample in the global batch, and the global batch's size, given
     // this process's batch of n (an all-gather of every process's n and step).
     std::pair<std::int64_t, std::int64_t> share_batch(std::int64_t n);

@@ -7,6 +7,7 @@
 #include "device/device.h"
 #include "layers/layer.h"
 #include "parallel/comm_hierarchical.h"
+#include "parallel/comm_staged.h"
 #include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
 #if TANDEM_CUDA
@@ -59,19 +60,23 @@ void Engine::join_processes() {
 }
 
 std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
-    const int groups = options_.parallel.groups;
-    if (processes_ == 1) {
-        // By the memory the stage's replicas hold: shared memory for CPU devices, NCCL for GPUs.
-        std::vector<Device*> replicas;
-        for (int g = 0; g < groups; ++g) replicas.push_back(&stage_device(g, stage));
-        return make_device_communicator(replicas);
-    }
-    if (!stage_device(0, stage).host_accessible()) return make_job_gpu_communicator(stage);
-    return std::make_unique<HierarchicalCommunicator>(
-        groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
+    const ParallelOptions& p = options_.parallel;
+    std::vector<Device*> replicas;  // this process's
+    for (int g = 0; g < p.groups; ++g) replicas.push_back(&stage_device(g, stage));
+    // By the memory the stage's replicas hold: shared memory for CPU devices, NCCL for GPUs,
+    // or shared memory staged from GPUs when the sum must take the canonical order.
+    if (processes_ == 1) return make_device_communicator(replicas, p.deterministic);
+    auto host = [&] {
+        return std::make_unique<HierarchicalCommunicator>(
+            p.groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
+    };
+    if (stage_device(0, stage).host_accessible()) return host();
+    if (p.deterministic) return std::make_unique<StagedCommunicator>(replicas, host(), global_group(0));
+    return make_job_gpu_communicator(stage, replicas);
 }
 
-std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage) {
+std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage,
+                                                               const std::vector<Device*>& replicas) {
 #if TANDEM_CUDA
     // One NCCL communicator over the stage's GPUs in every process (global rank = process x
     // groups + group), bootstrapped by rank 0's unique id over MPI. Every process makes its
@@ -79,26 +84,13 @@ std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage) {
     NcclId id{};
     if (process_ == 0) id = nccl_unique_id();
     mpi::broadcast(id.data(), id.size(), 0);
-    std::vector<Device*> mine;
-    for (int g = 0; g < options_.parallel.groups; ++g) mine.push_back(&stage_device(g, stage));
-    return make_nccl_communicator(id, total_groups(), global_group(0), mine, mpi::abort_job);
+    (void)stage;
+    return make_nccl_communicator(id, total_groups(), global_group(0), replicas, mpi::abort_job);
 #else
+    (void)replicas;
     TANDEM_THROW(ConfigError) << "Engine: no communicator across MPI processes for "
                               << stage_device(0, stage).name() << " in this build";
 #endif
-}
-
-void Engine::check_replicas_reducible() const {
-    const ParallelOptions& p = options_.parallel;
-    bool host = true;
-    for (const auto& d : options_.devices) host = host && d->host_accessible();
-    if (host) return;
-    const std::string& device = options_.devices.front()->name();
-    // On GPUs the gradients go through NCCL, which takes device memory and sums in its own
-    // order; what needs the canonical order is refused here, not midway.
-    TANDEM_CHECK_AS(ConfigError, !p.deterministic)
-        << "Engine: deterministic mode sums replicas in one canonical order, which NCCL does not "
-           "promise: on " << device << " use one group, or deterministic = false";
 }
 
 std::pair<std::int64_t, std::int64_t> Engine::share_batch(std::int64_t n) {

@@ -1,6 +1,6 @@
 -- The engine across MPI processes on GPUs: each rank's groups on its share of the node's GPUs,
 -- every stage's gradients summed by one NCCL communicator over all processes (rank 0's unique
--- id broadcast over MPI). Run by ctest as
+-- id broadcast over MPI), or in deterministic mode through the host. Run by ctest as
 --   mpirun --oversubscribe -np 2 tandem test tests/mpi/test_cuda_engine.lua
 -- Without a GPU for each rank every rank prints "skipped: why" and runs nothing (ctest then
 -- reports the file as skipped). The reference is one process of CPU devices: float sums in
@@ -71,10 +71,17 @@ t.test("batch_norm = 'sync' on GPUs: statistics over both ranks, like one proces
   t.ok(d < 1e-3, ('largest relative difference %g'):format(d))
 end)
 
-t.test('what NCCL cannot do across processes is refused on every rank, up front', function()
-  t.raises(function() engine({groups = 1, deterministic = true}, {gpus[1]}) end,
-           'deterministic mode sums replicas in one canonical order')
-  -- A stage on a GPU in one rank and on a CPU device in the other could not reduce at all.
+t.test('deterministic mode on GPUs across processes: the bits of one GPU running both halves', function()
+  -- The replicas' sum goes through the host, in the canonical order (no NCCL): rank 0's half
+  -- plus rank 1's, as one device sums its two micro-batches. Each rank checks on its own GPU.
+  local mine, model = engine({groups = 1, deterministic = true}, {gpus[1]})
+  for step = 1, 3 do mine:step(part(batch(16, step))) end
+  local one, reference = engine({groups = 1, micro_batches = 2, deterministic = true, mpi = false}, {gpus[1]})
+  for step = 1, 3 do one:step(batch(16, step)) end
+  t.eq(relative_difference(weights(model), weights(reference)), 0, 'bit for bit')
+end)
+
+t.test('a stage on a GPU in one rank and on a CPU device in the other is refused on every rank', function()
   local mixed = rank == 0 and {gpus[1]} or T.devices('cpu', 1)
   t.raises(function() engine({groups = 1}, mixed) end, 'every rank must put a stage on the same kind of device')
 end)

@@ -4,7 +4,10 @@
 // the candidates (cudnnGet*Algorithm_v7, no GPU time); with the device's `benchmark` option
 // cudnnFind*AlgorithmEx times them on scratch tensors. Every candidate's workspace size is
 // asked of cuDNN itself (cudnnGet*WorkspaceSize), so the budget check does not depend on
-// which of the two filled the perf struct's memory field.
+// which of the two filled the perf struct's memory field. On a device in deterministic mode
+// (Device::set_deterministic) the choice is cuDNN's heuristic order, never timed, among the
+// algorithms cuDNN marks CUDNN_DETERMINISTIC; a kernel built before the mode changed chooses
+// again on its next call.
 //
 // Channels-last activations take channels-last (khwc) weights: cuDNN has no backward-data or
 // backward-filter algorithm for nhwc activations beside kchw weights (none on an H100 with
@@ -59,6 +62,7 @@ public:
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d forward weights");
         void* y = float_ptr(dst, device_, dst_numel(), "Conv2d forward dst");
         device_.activate();
+        follow_deterministic_mode();
         w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(),
                                                   w, conv_.get(), fwd_, workspace(fwd_bytes_),
@@ -76,6 +80,7 @@ public:
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d backward weights");
         void* dx = float_ptr(diff_src, device_, c.n * c.c * c.h * c.w, "Conv2d backward diff_src");
         device_.activate();
+        follow_deterministic_mode();
         w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
             device_.cudnn(), &kOne, w_.get(), w, y_.get(), dy, conv_.get(), data_,
@@ -89,6 +94,7 @@ public:
         const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
         void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
         device_.activate();
+        follow_deterministic_mode();
         // The gradient is added into diff_weights (the kernel contract): beta = 1, directly
         // or in the transform back from khwc.
         if (khwc_) {
@@ -120,6 +126,10 @@ private:
         return c.n * c.out_channels * c.out_h() * c.out_w();
     }
     void* workspace(std::size_t bytes) { return bytes ? device_.workspace(bytes) : nullptr; }
+
+    void follow_deterministic_mode() {
+        if (device_.deterministic() != chosen_deterministic_) choose_algorithms();
+    }
 
     // A weights-sized buffer of this kernel's, made on first use (it counts against the
     // device's cap like any tensor).
@@ -159,7 +169,8 @@ private:
             std::size_t memory = 0;
             if (status == CUDNN_STATUS_SUCCESS) status = size(p.algo, memory);
             const bool ok = status == CUDNN_STATUS_SUCCESS;
-            out.push_back({int(p.algo), ok, ok ? "" : cudnnGetErrorString(status), p.time, memory});
+            out.push_back({int(p.algo), ok, ok ? "" : cudnnGetErrorString(status), p.time, memory,
+                           p.determinism == CUDNN_DETERMINISTIC});
         }
         return out;
     }
@@ -167,7 +178,10 @@ private:
     void choose_algorithms() {
         auto h = device_.cudnn();
         const std::size_t budget = device_.workspace_budget();
-        const bool timed = device_.benchmark();
+        const bool deterministic = device_.deterministic();
+        // Timing may pick another algorithm next run or on the next device: not when every
+        // run and every layout must give the same bits.
+        const bool timed = device_.benchmark() && !deterministic;
         // Scratch operands for the timed search, from the device's allocator (so they count
         // against its cap) and dropped once the choice is made.
         Tensor x, w, y;
@@ -194,7 +208,7 @@ private:
                 return cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_.get(), conv_.get(),
                                                                y_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("forward"))];
+            const auto& pick = list[choose_algorithm(list, budget, what("forward"), deterministic)];
             fwd_ = cudnnConvolutionFwdAlgo_t(pick.algo);
             fwd_bytes_ = pick.memory;
         }
@@ -213,7 +227,7 @@ private:
                 return cudnnGetConvolutionBackwardDataWorkspaceSize(
                     h, w_.get(), y_.get(), conv_.get(), x_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("backward data"))];
+            const auto& pick = list[choose_algorithm(list, budget, what("backward data"), deterministic)];
             data_ = cudnnConvolutionBwdDataAlgo_t(pick.algo);
             data_bytes_ = pick.memory;
         }
@@ -232,11 +246,12 @@ private:
                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                     h, x_.get(), y_.get(), conv_.get(), w_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("backward filter"))];
+            const auto& pick = list[choose_algorithm(list, budget, what("backward filter"), deterministic)];
             filter_ = cudnnConvolutionBwdFilterAlgo_t(pick.algo);
             filter_bytes_ = pick.memory;
         }
         if (timed) device_.synchronize();  // the scratch tensors go when this returns
+        chosen_deterministic_ = deterministic;
     }
 
     CudaDevice& device_;
@@ -251,6 +266,7 @@ private:
     cudnnConvolutionBwdDataAlgo_t data_{};
     cudnnConvolutionBwdFilterAlgo_t filter_{};
     std::size_t fwd_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
+    bool chosen_deterministic_ = false;  // the device's mode when the algorithms were chosen
 };
 
 }  // namespace

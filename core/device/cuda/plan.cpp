@@ -57,18 +57,27 @@ Gemm linear_backward_weights_gemm(const LinearConfig& c) {
 }
 
 std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::size_t budget,
-                             std::string_view what) {
+                             std::string_view what, bool deterministic_only) {
     std::size_t smallest = std::numeric_limits<std::size_t>::max();
     int smallest_algo = -1;
+    std::string nondeterministic;  // usable candidates passed over for deterministic mode
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const auto& a = candidates[i];
         if (!a.ok) continue;
+        if (deterministic_only && !a.deterministic) {
+            nondeterministic += (nondeterministic.empty() ? "" : ", ") + std::to_string(a.algo);
+            continue;
+        }
         if (a.memory <= budget) return i;
         if (a.memory < smallest) {
             smallest = a.memory;
             smallest_algo = a.algo;
         }
     }
+    if (smallest_algo < 0 && !nondeterministic.empty())
+        TANDEM_THROW(BackendError) << what << ": cuDNN offers no deterministic algorithm (the "
+                                   << "usable ones, " << nondeterministic << ", sum with atomics); "
+                                   << "this layer cannot run in deterministic mode on this GPU";
     if (smallest_algo < 0) {
         std::string statuses;
         for (const auto& a : candidates)
@@ -77,7 +86,8 @@ std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::siz
                                    << candidates.size() << " candidates, none with a success status: "
                                    << statuses << ")";
     }
-    TANDEM_THROW(BackendError) << what << ": no algorithm fits the workspace budget of "
+    TANDEM_THROW(BackendError) << what << ": no " << (deterministic_only ? "deterministic " : "")
+                               << "algorithm fits the workspace budget of "
                                << format_bytes(double(budget)) << " (the smallest, algorithm "
                                << smallest_algo << ", needs " << format_bytes(double(smallest))
                                << "); raise the device's workspace option";

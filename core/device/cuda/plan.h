@@ -54,13 +54,18 @@ struct AlgoCandidate {
     std::string status;   // cuDNN's name for the status when not ok, for the error
     float time_ms = -1;   // measured time (Find) or -1 (heuristics)
     std::size_t memory = 0;
+    // CUDNN_DETERMINISTIC: the same bits every run (not so the algorithms that sum with
+    // atomics: backward filter 0 and 3, backward data 0).
+    bool deterministic = true;
 };
 
 // The first usable candidate whose workspace fits `budget`, in the order cuDNN gave them
-// (fastest or most promising first). Throws BackendError naming `what`, the budget and the
-// smallest workspace any usable algorithm needs when none fits.
+// (fastest or most promising first); with `deterministic_only`, the first such of the
+// deterministic ones. Throws BackendError naming `what` when none qualifies: the budget and
+// the smallest workspace any usable algorithm needs, or the usable algorithms that are not
+// deterministic.
 std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::size_t budget,
-                             std::string_view what);
+                             std::string_view what, bool deterministic_only = false);
 
 // The workspace budget when the options give none: a sixteenth of the memory cap, at least
 // 64 MiB and at most 1 GiB (cuDNN's fastest algorithms rarely need more for our layers).

@@ -1,8 +1,8 @@
 // The engine on GPUs computes what it computes on the CPU: a small conv / batch-norm / pool /
 // linear / dropout net trained a few steps on one GPU against one CPU device, as two pipeline
 // stages on two GPUs (activations and gradients crossing through the transfers) and as two
-// groups on two GPUs (gradients through NCCL) against one GPU. Skipped, saying why, without
-// the GPUs.
+// groups on two GPUs (gradients through NCCL) against one GPU, and in deterministic mode bit
+// for bit. Skipped, saying why, without the GPUs.
 #include <map>
 
 #include "device/cpu/cpu_device.h"
@@ -37,23 +37,31 @@ std::shared_ptr<Sequential> small_net() {
 // The shared test devices, owned elsewhere (see support/cuda_test.h).
 std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, [](Device*) {}); }
 
-// `groups` x `stages` x `micro_batches` (one micro-batch by default: batch norm then sees the
-// same samples as on one device).
-std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices,
-                                                int stages, Layout layout, int groups = 1,
-                                                int micro_batches = 1, bool buffers = true,
-                                                BatchNormMode batch_norm = BatchNormMode::micro) {
+// How train() lays the net out: one stage, group and micro-batch by default (batch norm then
+// sees the same samples as on one device).
+struct TrainingRun {
+    int stages = 1;
+    Layout layout = Layout::contiguous;
+    int groups = 1;
+    int micro_batches = 1;
+    bool buffers = true;  // return the batch-norm buffers with the weights
+    BatchNormMode batch_norm = BatchNormMode::micro;
+    bool deterministic = false;
+};
+
+std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices, const TrainingRun& run) {
     EngineOptions o;
     o.net = small_net();
     o.devices = std::move(devices);
     o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
-    o.layout = layout;
-    o.parallel.groups = groups;
-    o.parallel.stages = stages;
-    o.parallel.micro_batches = micro_batches;
+    o.layout = run.layout;
+    o.parallel.groups = run.groups;
+    o.parallel.stages = run.stages;
+    o.parallel.micro_batches = run.micro_batches;
     o.parallel.bucket_bytes = 256;  // several buckets, reduced during backward
-    o.parallel.batch_norm = batch_norm;
+    o.parallel.batch_norm = run.batch_norm;
+    o.parallel.deterministic = run.deterministic;
     Engine engine(o);
     for (int s = 0; s < 3; ++s) {
         const Batch b = make_batch(s, 12);
@@ -61,7 +69,7 @@ std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Devi
     }
     std::map<std::string, std::vector<float>> w;
     for (auto& p : named_parameters(engine.net())) w[p.name] = p.parameter->value.to_vector();
-    if (buffers)
+    if (run.buffers)
         for (auto& b : named_buffers(engine.net())) w[b.name] = b.parameter->value.to_vector();
     return w;
 }
@@ -82,17 +90,17 @@ TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {
     TANDEM_REQUIRE_GPUS(1);
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train({unowned(gpu())}, 1, layout),
+        expect_same_weights(train({unowned(gpu())}, {.layout = layout}),
                             train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
-                                  1, layout));
+                                  {.layout = layout}));
     }
 }
 
 TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 2, Layout::contiguous),
-        train({unowned(cuda_test_device(0))}, 1, Layout::contiguous));
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.stages = 2}),
+        train({unowned(cuda_test_device(0))}, {}));
 }
 
 // Two pipeline stages on two devices that share one GPU (each with its own streams, allocator
@@ -105,8 +113,8 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
     const std::shared_ptr<Device> second(make_cuda_device(0, options).release());
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train({unowned(gpu()), second}, 2, layout, 1, 2),
-                            train({unowned(gpu())}, 1, layout, 1, 2));
+        expect_same_weights(train({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
+                            train({unowned(gpu())}, {.layout = layout, .micro_batches = 2}));
     }
 }
 
@@ -117,8 +125,8 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
 TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 1, Layout::contiguous, 2, 1, false),
-        train({unowned(cuda_test_device(0))}, 1, Layout::contiguous, 1, 2, false));
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.groups = 2, .buffers = false}),
+        train({unowned(cuda_test_device(0))}, {.micro_batches = 2, .buffers = false}));
 }
 
 // Synchronised batch norm on GPUs: two groups x two micro-batches, every micro-batch normalised
@@ -127,9 +135,33 @@ TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
 TEST(CudaEngine, SyncBatchNormOnTwoGpusTrainsLikeOneCpuDevice) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, 1, Layout::contiguous, 2, 2,
-              true, BatchNormMode::sync),
-        train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, 1, Layout::contiguous));
+        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))},
+              {.groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
+        train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {}));
+}
+
+// Deterministic mode on GPUs: two groups, each on its own device of one GPU, their gradients
+// summed in the canonical order through the host (no NCCL, which also cannot put two ranks on
+// one GPU), give the bits of one device running the same two halves as micro-batches; and a
+// run repeats bit for bit. The devices are made alike (same cap, so the same workspace budget
+// and algorithm choice) and afresh (deterministic mode stays on a device).
+TEST(CudaEngine, DeterministicTwoGroupsOnOneGpuGiveTheBitsOfOneDevice) {
+    TANDEM_REQUIRE_GPUS(1);
+    CudaDeviceOptions options;
+    options.memory = std::size_t(1) << 30;
+    options.benchmark = true;  // deterministic mode must not time algorithms all the same
+    const std::shared_ptr<Device> a(make_cuda_device(0, options).release()),
+        b(make_cuda_device(0, options).release());
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        const TrainingRun two_groups{.layout = layout, .groups = 2, .buffers = false, .deterministic = true};
+        const TrainingRun two_micro_batches{.layout = layout, .micro_batches = 2, .buffers = false, .deterministic = true};
+        const auto want = train({a}, two_micro_batches);
+        EXPECT_EQ(train({a, b}, two_groups), want);
+        EXPECT_EQ(train({b}, two_micro_batches), want);
+        expect_same_weights(want, train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+                                        two_micro_batches));
+    }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Every CUDA kernel against the CPU backend's, forward and backward, on random data, in both
 // layouts where the kind has them. Skipped, saying why, without a GPU.
+#include <array>
 #include <cstring>
 
+#include "device/cuda/cuda_backend.h"
 #include "layers/kernel_cache.h"
 #include "support/cuda_parity.h"
 
@@ -43,6 +45,41 @@ TEST(CudaLayers, Conv2d) {
             expect_near(gdw, dw, kTol, "backward_weights");
             expect_near(gdb, db, kTol, "backward bias");
         }
+}
+
+// A device in deterministic mode: the gradients repeat bit for bit on a shape where cuDNN's
+// heuristics may rank an atomics algorithm first, and a kernel built before the mode was turned
+// on chooses again (the same results within tolerance, deterministic from then on).
+TEST(CudaLayers, Conv2dInDeterministicMode) {
+    TANDEM_REQUIRE_GPUS(1);
+    CudaDeviceOptions options;
+    options.memory = std::size_t(1) << 30;
+    const std::unique_ptr<Device> device = make_cuda_device(0, options);
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        device->set_deterministic(false);
+        const Conv2dConfig c{16, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, true, layout};
+        auto k = kernel_on<Conv2dKernel>(*device, c);
+        const Shape in{16, 32, 28, 28}, out{16, 32, 28, 28};
+        const Tensor x = random_tensor(in, cpu(), 1, -1, 1, layout).to(*device);
+        const Tensor w = random_tensor({32, 32, 3, 3}, cpu(), 2).to(*device);
+        const Tensor dy = random_tensor(out, cpu(), 3, -1, 1, layout).to(*device);
+        auto gradients = [&] {
+            Tensor dx = Tensor::empty(in, *device, DType::f32, layout);
+            Tensor dw = Tensor::zeros({32, 32, 3, 3}, *device), db = Tensor::zeros({32}, *device);
+            k->backward_data(dy, w, dx);
+            k->backward_weights(x, dy, dw, db);
+            return std::array{dx.to_vector(), dw.to_vector(), db.to_vector()};
+        };
+        const auto before = gradients();
+        device->set_deterministic(true);
+        const auto first = gradients();
+        for (std::size_t i = 0; i < first.size(); ++i)
+            expect_near(Tensor::from_vector({std::int64_t(first[i].size())}, cpu(), first[i]),
+                        Tensor::from_vector({std::int64_t(before[i].size())}, cpu(), before[i]),
+                        kTol, "gradient " + std::to_string(i));
+        for (int repeat = 0; repeat < 3; ++repeat) EXPECT_EQ(gradients(), first) << "repeat " << repeat;
+    }
 }
 
 TEST(CudaLayers, BatchNorm) {

@@ -123,6 +123,37 @@ TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
     EXPECT_THROW(choose_algorithm({}, 1 << 20, "x"), BackendError);
 }
 
+// Deterministic mode passes over the algorithms that sum with atomics, whatever their speed.
+TEST(CudaPlan, DeterministicAlgorithmChoice) {
+    const std::vector<AlgoCandidate> list{
+        {0, true, "", 0.1f, 0, false},     // fastest, atomics
+        {3, true, "", 0.2f, 100, false},   // atomics
+        {1, true, "", 0.3f, 5000, true},   // deterministic, over a small budget
+        {5, true, "", 0.4f, 1000, true},
+    };
+    EXPECT_EQ(choose_algorithm(list, 8000, "Conv2d backward filter"), 0u);
+    EXPECT_EQ(choose_algorithm(list, 8000, "Conv2d backward filter", true), 2u);
+    EXPECT_EQ(choose_algorithm(list, 2000, "Conv2d backward filter", true), 3u);
+    try {
+        choose_algorithm(list, 500, "Conv2d backward filter (2x3x8x8)", true);
+        ADD_FAILURE();
+    } catch (const BackendError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "Conv2d backward filter (2x3x8x8): no deterministic algorithm fits the workspace "
+                  "budget of 500 B (the smallest, algorithm 5, needs 1000 B); raise the device's "
+                  "workspace option");
+    }
+    try {
+        choose_algorithm(std::span(list).first(2), 1 << 20, "Conv2d backward filter (2x3x8x8)", true);
+        ADD_FAILURE();
+    } catch (const BackendError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "Conv2d backward filter (2x3x8x8): cuDNN offers no deterministic algorithm (the "
+                  "usable ones, 0, 3, sum with atomics); this layer cannot run in deterministic "
+                  "mode on this GPU");
+    }
+}
+
 // The nhwc batch-norm kernels' partial sums: (slices + 1) x 2 x channels doubles, a slice per
 // 128 rows (8 row lanes x 16 rows a thread), at most 4096 blocks over the 32-channel lanes.
 TEST(CudaPlan, BatchNormNhwcScratch) {

@@ -17,6 +17,7 @@
 #include "parallel/comm_mpi.h"
 #include "parallel/engine.h"
 #include "parallel/mpi_world.h"
+#include "support/collectives.h"
 
 namespace tandem::test {
 namespace {
@@ -51,22 +52,6 @@ struct Job {
 void expect_no_errors(const std::vector<std::string>& errors) {
     for (std::size_t r = 0; r < errors.size(); ++r)
         EXPECT_EQ(errors[r], "") << "rank " << r;
-}
-
-std::vector<std::vector<float>> make_inputs(int ranks, std::size_t count, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-    std::uniform_int_distribution<int> exponent(-3, 3);
-    std::vector<std::vector<float>> x(static_cast<std::size_t>(ranks), std::vector<float>(count));
-    for (auto& v : x)
-        for (auto& e : v) e = unit(gen) * std::pow(10.0f, static_cast<float>(exponent(gen)));
-    return x;
-}
-
-float pairwise(const std::vector<std::vector<float>>& x, std::size_t lo, std::size_t hi, std::size_t i) {
-    if (hi - lo == 1) return x[lo][i];
-    const std::size_t mid = lo + canonical_tree_split(hi - lo);
-    return pairwise(x, lo, mid, i) + pairwise(x, mid, hi, i);
 }
 
 // Deterministic mode's claim: with L a power of two, the hierarchical tree is the canonical

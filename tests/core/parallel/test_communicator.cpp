@@ -14,55 +14,10 @@
 
 #include "base/error.h"
 #include "parallel/comm_inproc.h"
+#include "support/collectives.h"
 
 namespace tandem::test {
 namespace {
-
-// Runs fn(rank) on `ranks` threads; returns each rank's exception (null when it returned).
-std::vector<std::exception_ptr> run_ranks(int ranks, const std::function<void(int)>& fn) {
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r)
-        threads.emplace_back([&, r] {
-            try {
-                fn(r);
-            } catch (...) {
-                errors[static_cast<std::size_t>(r)] = std::current_exception();
-            }
-        });
-    for (auto& t : threads) t.join();
-    return errors;
-}
-
-void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
-    for (std::size_t r = 0; r < errors.size(); ++r) {
-        if (!errors[r]) continue;
-        try {
-            std::rethrow_exception(errors[r]);
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "rank " << r << " threw: " << e.what();
-        }
-    }
-}
-
-// Values spread over six orders of magnitude, so that a change of summation order shows.
-std::vector<std::vector<float>> make_inputs(int ranks, std::size_t count, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-    std::uniform_int_distribution<int> exponent(-3, 3);
-    std::vector<std::vector<float>> x(static_cast<std::size_t>(ranks), std::vector<float>(count));
-    for (auto& v : x)
-        for (auto& e : v) e = unit(gen) * std::pow(10.0f, static_cast<float>(exponent(gen)));
-    return x;
-}
-
-// The canonical pairwise tree over ranks [lo, hi) for element i.
-float pairwise(const std::vector<std::vector<float>>& x, std::size_t lo, std::size_t hi,
-               std::size_t i) {
-    if (hi - lo == 1) return x[lo][i];
-    const std::size_t mid = lo + canonical_tree_split(hi - lo);
-    return pairwise(x, lo, mid, i) + pairwise(x, mid, hi, i);
-}
 
 // The ring's order for element i: start after the chunk's owner, end with the owner.
 float ring_order(const std::vector<std::vector<float>>& x, std::size_t i) {

@@ -1,7 +1,7 @@
 // Communicators chosen by the memory the replicas hold: shared memory for CPU devices; for
 // devices the host cannot read (GPUs, played here by a stand-in that keeps its memory on the
-// host but says it does not), what needs host memory or NCCL's missing promises is refused
-// when the engine is built, naming the device, not midway through a step.
+// host but says it does not), NCCL, or shared memory staged through the host in deterministic
+// mode.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -57,18 +57,26 @@ TEST(DeviceCommunicator, ACopyWithinNeedsTheBackendsOwn) {
     EXPECT_EQ(b, 1);
 }
 
-TEST(DeviceCommunicator, WhatGpuReplicasCannotDoIsRefusedUpFront) {
-    auto options = [] {
+// Deterministic mode on GPUs: the engine builds (the replicas reduce through the host, see
+// CommunicatorStaged.*) and puts its devices in deterministic mode, for the kernels to choose by.
+TEST(DeviceCommunicator, DeterministicGpuReplicasAreTakenAndTheirDevicesToldSo) {
+    auto options = [](bool deterministic) {
         EngineOptions o;
         o.net = std::make_shared<Sequential>(
             std::vector<LayerPtr>{std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4, 2, true, "kaiming"})});
         o.devices = {std::make_shared<StandInGpu>(0), std::make_shared<StandInGpu>(1)};
         o.parallel.groups = 2;
+        o.parallel.deterministic = deterministic;
         return o;
     };
-    EngineOptions deterministic = options();
-    deterministic.parallel.deterministic = true;
-    expect_config_error([&] { Engine e(deterministic); }, "deterministic mode");
+    EngineOptions on = options(true);
+    Engine engine(on);
+    for (const auto& d : on.devices) EXPECT_TRUE(d->deterministic()) << d->name();
+    EngineOptions off = options(false);
+    off.parallel.groups = 1;
+    off.devices.resize(1);
+    Engine plain(off);
+    EXPECT_FALSE(off.devices[0]->deterministic());
 }
 
 }  // namespace
