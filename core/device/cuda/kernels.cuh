@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "device/cuda/lrn_pixel.h"
+
 namespace tandem::cuda::kernels {
 
 // Element-wise, over n floats in storage order.
@@ -80,5 +82,13 @@ void pool_forward(const PoolShape& s, const float* src, float* dst, std::int32_t
 // the result is deterministic). argmax is required for max pooling.
 void pool_backward(const PoolShape& s, const float* diff_dst, const std::int32_t* argmax,
                    float* diff_src, cudaStream_t stream);
+
+// LRN across channels, one thread per pixel (lrn_pixel.h has the math): for the windows cuDNN
+// cannot do. Training forward writes each element's scale s into `scale` (as many floats as
+// the tensor; null in evaluation), which backward reads.
+void lrn_forward(const lrn::Shape& s, const float* src, float* dst, float* scale,
+                 cudaStream_t stream);
+void lrn_backward(const lrn::Shape& s, const float* src, const float* diff_dst,
+                  const float* scale, float* diff_src, cudaStream_t stream);
 
 }  // namespace tandem::cuda::kernels

@@ -16,7 +16,8 @@ std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cudnn(
     Device&, const SoftmaxCrossEntropyConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_cudnn(Device&, const BatchNormConfig&);
 std::unique_ptr<Pool2dKernel> make_pool2d_cuda(Device&, const Pool2dConfig&);
-std::unique_ptr<LrnKernel> make_lrn_cudnn(Device&, const LrnConfig&);
+// cuDNN where it computes PyTorch's LRN, our kernel for the other windows.
+std::unique_ptr<LrnKernel> make_lrn_cuda(Device&, const LrnConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_cudnn(Device&, const Conv2dConfig&);
 std::unique_ptr<LinearKernel> make_linear_cublas(Device&, const LinearConfig&);
 

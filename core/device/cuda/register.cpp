@@ -15,7 +15,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     // Pooling on our kernels: the contract keeps argmax indices for backward, while
     // cudnnPoolingBackward needs the layer's input and output, which backward is not given.
     r.add<Pool2dKernel>(kCuda, "cuda", make_pool2d_cuda);
-    r.add<LrnKernel>(kCuda, "cudnn", make_lrn_cudnn);
+    r.add<LrnKernel>(kCuda, "cuda", make_lrn_cuda);
     r.add<Conv2dKernel>(kCuda, "cudnn", make_conv2d_cudnn);
     r.add<LinearKernel>(kCuda, "cublas", make_linear_cublas);
 }

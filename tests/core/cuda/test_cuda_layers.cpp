@@ -182,28 +182,39 @@ TEST(CudaLayers, Pool2d) {
                 }
 }
 
+// cuDNN's window (size 5) and ones only our kernel runs: even, wider than 16 channels, tiny k.
 TEST(CudaLayers, Lrn) {
     TANDEM_REQUIRE_GPUS(1);
-    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
-        SCOPED_TRACE(layout_name(layout));
-        const LrnConfig c{2, 7, 3, 4, 5, 0.8f, 0.75f, 1.5f, layout};
-        auto ck = kernel_on<LrnKernel>(cpu(), c);
-        auto gk = kernel_on<LrnKernel>(gpu(), c);
-        const Tensor x = random_tensor({2, 7, 3, 4}, cpu(), 19, -1.5f, 1.5f, layout);
-        const Tensor dy = random_tensor(x.shape(), cpu(), 20, -1, 1, layout);
-        Tensor ws = Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
-        Tensor gws = Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
-        Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
-        Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
-        ck->forward(x, y, ws);
-        gk->forward(x.to(gpu()), gy, gws);
-        expect_near(gy, y, kTol, "forward");
-        Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
-        Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
-        ck->backward(x, dy, ws, dx);
-        gk->backward(x.to(gpu()), dy.to(gpu()), gws, gdx);
-        expect_near(gdx, dx, kTol, "backward");
-    }
+    for (const LrnConfig& base : {LrnConfig{2, 7, 3, 4, 5, 0.8f, 0.75f, 1.5f, Layout::contiguous},
+                                  LrnConfig{2, 7, 3, 4, 4, 0.8f, 0.75f, 1.5f, Layout::contiguous},
+                                  LrnConfig{2, 24, 3, 2, 19, 0.5f, 0.6f, 2.f, Layout::contiguous},
+                                  LrnConfig{2, 6, 3, 4, 3, 0.7f, 0.75f, 0.f, Layout::contiguous}})
+        for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+            LrnConfig c = base;
+            c.layout = layout;
+            SCOPED_TRACE(std::string(layout_name(layout)) + " size " + std::to_string(c.size) +
+                         " k " + std::to_string(c.k));
+            const Shape shape{c.n, c.c, c.h, c.w};
+            auto ck = kernel_on<LrnKernel>(cpu(), c);
+            auto gk = kernel_on<LrnKernel>(gpu(), c);
+            const Tensor x = random_tensor(shape, cpu(), 19, -1.5f, 1.5f, layout);
+            const Tensor dy = random_tensor(shape, cpu(), 20, -1, 1, layout);
+            Tensor ws = Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
+            Tensor gws = Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
+            Tensor y = Tensor::empty(shape, cpu(), DType::f32, layout);
+            Tensor gy = Tensor::empty(shape, gpu(), DType::f32, layout);
+            ck->forward(x, y, ws);
+            gk->forward(x.to(gpu()), gy, gws);
+            expect_near(gy, y, kTol, "forward");
+            Tensor dx = Tensor::empty(shape, cpu(), DType::f32, layout);
+            Tensor gdx = Tensor::empty(shape, gpu(), DType::f32, layout);
+            ck->backward(x, dy, ws, dx);
+            gk->backward(x.to(gpu()), dy.to(gpu()), gws, gdx);
+            expect_near(gdx, dx, kTol, "backward");
+            Tensor none;  // evaluation: no workspace
+            gk->forward(x.to(gpu()), gy, none);
+            expect_near(gy, y, kTol, "evaluation forward");
+        }
 }
 
 TEST(CudaLayers, Linear) {

@@ -1,6 +1,7 @@
 // The CUDA backend's host-side layout logic (no GPU needed): cuDNN dimensions and strides,
 // the cuBLAS GEMM arguments of Linear (run here by a naive column-major GEMM and compared with
-// the CPU reference kernel), the algorithm choice under a workspace budget, LRN limits.
+// the CPU reference kernel), the algorithm choice under a workspace budget, LRN limits and the
+// math of our own LRN kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "base/error.h"
 #include "device/cuda/batch_norm_nhwc.cuh"
+#include "device/cuda/lrn_pixel.h"
 #include "device/cuda/plan.h"
 #include "device/registry.h"
 #include "support/grad_check.h"
@@ -52,7 +54,7 @@ void host_gemm(const Gemm& g, const float* a, const float* b, float* c) {
         }
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+void expect_near(const std::vector<float>& got, const std::vector<float>& want,
                   const char* what) {
     ASSERT_EQ(got.size(), want.size()) << what;
     for (std::size_t i = 0; i < got.size(); ++i)
@@ -72,13 +74,13 @@ TEST(CudaPlan, LinearGemmsMatchTheReferenceKernel) {
     ref->forward(x, w, undefined, y);
     std::vector<float> got(12, 0.f);
     host_gemm(linear_forward_gemm(c), w.data<float>(), x.data<float>(), got.data());
-    expect_close(got, y.to_vector(), "forward");
+    expect_near(got, y.to_vector(), "forward");
 
     Tensor dx = Tensor::zeros({3, 5}, host);
     ref->backward_data(dy, w, dx);
     got.assign(15, 0.f);
     host_gemm(linear_backward_data_gemm(c), w.data<float>(), dy.data<float>(), got.data());
-    expect_close(got, dx.to_vector(), "backward_data");
+    expect_near(got, dx.to_vector(), "backward_data");
 
     // Accumulates: both start from the same non-zero gradient.
     Tensor dw = random_tensor({4, 5}, host, 4);
@@ -86,7 +88,7 @@ TEST(CudaPlan, LinearGemmsMatchTheReferenceKernel) {
     ref->backward_weights(x, dy, dw, undefined);
     host_gemm(linear_backward_weights_gemm(c), x.data<float>(), dy.data<float>(), got.data());
     EXPECT_EQ(linear_backward_weights_gemm(c).beta, 1.f);
-    expect_close(got, dw.to_vector(), "backward_weights");
+    expect_near(got, dw.to_vector(), "backward_weights");
 }
 
 TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
@@ -185,6 +187,50 @@ TEST(CudaPlan, LrnLimits) {
     c.k = 1;
     c.beta = 0;
     EXPECT_NE(lrn_unsupported(c).value_or("").find("beta >= 0.01"), std::string::npos);
+}
+
+// Our LRN kernel's math (lrn_pixel.h), run on the host pixel by pixel as the GPU's threads run
+// it, against the reference kernel: the windows cuDNN cannot do (even, wider than 16 channels
+// or than the tensor, tiny k, beta 0) and one it can, in both layouts.
+TEST(CudaPlan, OwnLrnKernelMatchesTheReference) {
+    const std::vector<LrnConfig> configs{
+        {2, 7, 3, 4, 4, 0.8f, 0.75f, 1.5f, Layout::contiguous},
+        {2, 20, 3, 2, 17, 0.5f, 0.6f, 2.f, Layout::contiguous},
+        {1, 5, 2, 3, 9, 1e-2f, 0.75f, 1.f, Layout::contiguous},
+        {2, 6, 2, 2, 3, 0.7f, 0.75f, 0.f, Layout::contiguous},
+        {2, 6, 2, 2, 2, 0.7f, 0.f, 1.f, Layout::contiguous},
+        {3, 8, 2, 3, 5, 1e-4f, 0.75f, 2.f, Layout::contiguous},
+    };
+    for (LrnConfig c : configs)
+        for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+            c.layout = layout;
+            SCOPED_TRACE("size " + std::to_string(c.size) + " k " + std::to_string(c.k) + " beta " +
+                         std::to_string(c.beta) + (layout == Layout::channels_last ? " nhwc" : " nchw"));
+            Device& host = test_device();
+            const Shape shape{c.n, c.c, c.h, c.w};
+            auto reference = KernelRegistry::instance().make<LrnKernel>(host, c, "reference");
+            const Tensor x = random_tensor(shape, host, 31, -1.5f, 1.5f, layout);
+            const Tensor dy = random_tensor(shape, host, 32, -1, 1, layout);
+            Tensor none, want_y = Tensor::empty(shape, host, DType::f32, layout);
+            Tensor want_dx = Tensor::empty(shape, host, DType::f32, layout);
+            reference->forward(x, want_y, none);
+            reference->backward(x, dy, none, want_dx);
+
+            const lrn::Shape s{c.n, c.c, c.h * c.w, layout == Layout::channels_last, c.size, c.alpha, c.beta, c.k};
+            Tensor y = Tensor::empty(shape, host, DType::f32, layout), dx = Tensor::empty(shape, host, DType::f32, layout);
+            std::vector<float> scale(std::size_t(shape.numel()));
+            for (std::int64_t p = 0; p < s.pixels(); ++p) {
+                const std::int64_t b = s.base(p);
+                lrn::forward_pixel(s, x.data<float>() + b, y.data<float>() + b, scale.data() + b);
+            }
+            for (std::int64_t p = 0; p < s.pixels(); ++p) {
+                const std::int64_t b = s.base(p);
+                lrn::backward_pixel(s, x.data<float>() + b, dy.data<float>() + b, scale.data() + b,
+                                    dx.data<float>() + b);
+            }
+            expect_near(y.to_vector(), want_y.to_vector(), "forward");
+            expect_near(dx.to_vector(), want_dx.to_vector(), "backward");
+        }
 }
 
 TEST(CudaPlan, BiasedVariance) {
