@@ -1,5 +1,6 @@
 #include "parallel/communicator.h"
 
+#include <set>
 #include <string>
 
 #include "base/error.h"
@@ -38,7 +39,11 @@ std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*
             << d->name() << " are not";
     const int ranks = static_cast<int>(devices.size());
     if (devices.front()->host_accessible()) return make_inproc_communicator(ranks);
-    if (canonical_order)
+    // NCCL sums in an order of its own and takes one rank per GPU: the canonical order, or
+    // replicas on devices that share a GPU, go through the host.
+    std::set<int> gpus;
+    for (const Device* d : devices) gpus.insert(d->index());
+    if (canonical_order || int(gpus.size()) < ranks)
         return std::make_unique<StagedCommunicator>(devices, make_inproc_communicator(ranks));
 #if TANDEM_CUDA
     if (kind == DeviceKind::cuda) return make_nccl_communicator(devices);

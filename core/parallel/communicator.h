@@ -61,10 +61,11 @@ std::unique_ptr<Communicator> make_inproc_communicator(int ranks);
 class Device;
 // A communicator in this process for ranks whose data lies on `devices` (rank r's on
 // devices[r]), chosen by that memory: the in-process one for host-accessible devices, NCCL for
-// CUDA devices (when the backend is compiled in). With `canonical_order` (deterministic mode)
-// devices the host cannot read go through the in-process one too, staged through host memory
-// (comm_staged.h), since NCCL does not sum in the canonical pairwise order. ConfigError naming
-// the devices when they mix kinds or no communicator serves them.
+// CUDA devices (when the backend is compiled in). Devices the host cannot read go through the
+// in-process one too, staged through host memory (comm_staged.h), with `canonical_order`
+// (deterministic mode: NCCL does not sum in the canonical pairwise order) and when two of them
+// share a GPU (NCCL takes one rank per GPU). ConfigError naming the devices when they mix kinds
+// or no communicator serves them.
 std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices,
                                                        bool canonical_order = false);
 

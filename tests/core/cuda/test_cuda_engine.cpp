@@ -129,6 +129,25 @@ TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
         train({unowned(cuda_test_device(0))}, {.micro_batches = 2, .buffers = false}));
 }
 
+// Two groups on two devices of one GPU, where NCCL cannot go (one rank per GPU): their buckets
+// packed on the GPU, reduced during backward through the host, against one device running the
+// same halves as micro-batches; and synchronised batch norm the same way against the CPU.
+TEST(CudaEngine, TwoGroupsOnTwoDevicesOfOneGpuTrainLikeOne) {
+    TANDEM_REQUIRE_GPUS(1);
+    CudaDeviceOptions options;
+    options.memory = std::size_t(1) << 30;
+    const std::shared_ptr<Device> second(make_cuda_device(0, options).release());
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        expect_same_weights(train({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
+                            train({unowned(gpu())}, {.layout = layout, .micro_batches = 2, .buffers = false}));
+        expect_same_weights(
+            train({unowned(gpu()), second},
+                  {.layout = layout, .groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
+            train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {.layout = layout}));
+    }
+}
+
 // Synchronised batch norm on GPUs: two groups x two micro-batches, every micro-batch normalised
 // with the statistics of the whole batch (reduced through NCCL), against one CPU device on the
 // whole batch: the same weights and running statistics.

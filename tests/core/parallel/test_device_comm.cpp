@@ -1,7 +1,7 @@
 // Communicators chosen by the memory the replicas hold: shared memory for CPU devices; for
 // devices the host cannot read (GPUs, played here by a stand-in that keeps its memory on the
 // host but says it does not), NCCL, or shared memory staged through the host in deterministic
-// mode.
+// mode and for devices that share a GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +16,7 @@
 #include "parallel/communicator.h"
 #include "parallel/engine.h"
 #include "support/stand_in_gpu.h"
+#include "tensor/tensor.h"
 
 namespace tandem::test {
 namespace {
@@ -46,6 +47,22 @@ TEST(DeviceCommunicator, KindsDoNotMix) {
     StandInGpu gpu(0);
     expect_config_error([&] { make_device_communicator({&cpu, &gpu}); }, "devices of one kind");
     expect_config_error([&] { make_device_communicator({}); }, "at least one rank");
+}
+
+// NCCL takes one rank per GPU: replicas on devices made on one GPU sum through the host.
+TEST(DeviceCommunicator, ReplicasSharingAGpuReduceThroughTheHost) {
+    StandInGpu a(0), b(0);
+    const auto comm = make_device_communicator({&a, &b});
+    ASSERT_EQ(comm->size(), 2);
+    Tensor x = Tensor::from_vector({2}, a, std::vector<float>{1, 2});
+    Tensor y = Tensor::from_vector({2}, b, std::vector<float>{10, 20});
+    a.bytes_from_host = b.bytes_from_host = 0;
+    std::thread other([&] { comm->all_reduce_sum(1, static_cast<float*>(y.raw()), 2, ReduceAlgorithm::ring); });
+    comm->all_reduce_sum(0, static_cast<float*>(x.raw()), 2, ReduceAlgorithm::ring);
+    other.join();
+    EXPECT_EQ(x.to_vector(), (std::vector<float>{11, 22}));
+    EXPECT_EQ(y.to_vector(), x.to_vector());
+    EXPECT_EQ(a.bytes_from_host, 2 * sizeof(float));  // the sum came back through the copy
 }
 
 TEST(DeviceCommunicator, ACopyWithinNeedsTheBackendsOwn) {
