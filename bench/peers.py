@@ -9,9 +9,10 @@ machine's FMA peak (239 GFLOP/s per core, AVX-512).
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
-       [--device cuda [--batch N]]
+       [--device cuda [--batch N] [--tf32]]
 --device cuda: both on the first GPU, PyTorch through bench/torch_cuda.py (the peers' nets,
-this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets'.
+this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets';
+--tf32 lets both use TF32 tensor cores (float32 FMA math otherwise).
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -38,7 +39,10 @@ ap.add_argument('--unset-openblas', action='store_true',
 ap.add_argument('--json', help='append every measurement as a JSON line to this file')
 ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
 ap.add_argument('--batch', type=int, default=0, help='batch size of every net (0: the peers\' own)')
+ap.add_argument('--tf32', action='store_true', help='GPU: TF32 tensor cores for both')
 a = ap.parse_args()
+if a.tf32 and a.device != 'cuda':
+    ap.error('--tf32 is for --device cuda (TF32 tensor cores are a GPU\'s)')
 
 
 def env_for(threads):
@@ -76,6 +80,8 @@ def ours(net, threads):
            f'--device={a.device}', '--json']
     if a.device == 'cuda':
         cmd.append('--benchmark')  # timed algorithm choice, as the peer's cudnn.benchmark
+        if a.tf32:
+            cmd.append('--tf32')
     if a.iters:
         cmd.append(f'--iters={a.iters}')
     out = run(cmd, env=env_for(threads), cwd=root)
@@ -92,6 +98,8 @@ def theirs(net, threads, channels_last=False):
                str(batch), '--threads', str(threads)]
     if channels_last:
         cmd.append('--channels-last')
+    if a.device == 'cuda' and a.tf32:
+        cmd.append('--tf32')
     if a.iters:
         cmd += ['--iters', str(a.iters)]
     out = run(cmd, env=env_for(threads))

@@ -117,7 +117,7 @@ std::vector<int> cuda_ordinals(int wanted) {
     return node_gpu_share(seen, mpi::local_rank(), wanted);
 }
 
-// T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =}]): one device per GPU.
+// T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =, tf32 =}]): one device per GPU.
 int cuda_devices_new(lua_State* L) {
     int wanted = -1;
     if (lua_type(L, 2) == LUA_TSTRING) {
@@ -126,13 +126,14 @@ int cuda_devices_new(lua_State* L) {
     } else {
         wanted = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
     }
-    check_options(L, 3, "T.devices", {"memory", "workspace", "benchmark"});
+    check_options(L, 3, "T.devices", {"memory", "workspace", "benchmark", "tf32"});
     const std::vector<int> ordinals = cuda_ordinals(wanted);
 #if TANDEM_CUDA
     CudaDeviceOptions options;
     options.memory = option_bytes(L, 3, "memory", 0);
     options.workspace = option_bytes(L, 3, "workspace", 0);
     options.benchmark = option_bool(L, 3, "benchmark", false);
+    options.tf32 = option_bool(L, 3, "tf32", false);
     std::vector<std::shared_ptr<Device>> devices;
     for (int i : ordinals)
         devices.push_back(std::shared_ptr<Device>(make_cuda_device(i, options).release(), retire));

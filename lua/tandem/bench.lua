@@ -1,11 +1,12 @@
 -- `tandem bench NET [--batch=N] [--device=cpu|cuda] [--threads=T] [--layout=auto]
---  [--iters=10] [--warmup=3] [--benchmark] [--json]`: per-layer forward and backward time of a
--- net, and the images/s and GFLOP/s of a whole training step (forward, loss, backward, SGD
--- update), like `caffe time`.
+--  [--iters=10] [--warmup=3] [--benchmark] [--tf32] [--json]`: per-layer forward and backward
+-- time of a net, and the images/s and GFLOP/s of a whole training step (forward, loss,
+-- backward, SGD update), like `caffe time`.
 -- NET is a net file (recipes/nets/*.lua) returning a function that builds the net and the
 -- shape of one sample. --layout: channels_last or contiguous; auto, the default, takes the
 -- device kind's fastest (T.parallel.preferred_layout). --benchmark (GPU): cuDNN times its
 -- convolution algorithms and the fastest that fits is used, instead of its heuristics' first.
+-- --tf32 (GPU): TF32 tensor cores for convolutions and Linear (T.devices' tf32 option).
 local T = require 'tandem'
 
 local PEAK_PER_CORE = 239  -- GFLOP/s, AVX-512 FMA on this kind of machine (../shared/peers)
@@ -18,14 +19,15 @@ local function run(args)
     if type(k) == 'string' then named[k] = v end
   end
   local opt = T.options(named, {batch = 64, device = 'cpu', threads = 0, layout = 'auto',
-                               iters = 10, warmup = 3, benchmark = false, json = false, seed = 1})
+                               iters = 10, warmup = 3, benchmark = false, tf32 = false, json = false,
+                               seed = 1})
   local build = dofile(file)
   if type(build) ~= 'function' then
     error(file .. ' must return a function building the net (see recipes/nets/)', 0)
   end
   local net, sample = build{}
   T.parallel.check_device_kind(opt.device)
-  local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark})[1]
+  local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark, tf32 = opt.tf32})[1]
                  or T.devices('cpu', 1, {threads = opt.threads})[1]
   opt.layout = T.parallel.data_layout(opt)
   local p = T.profile(net, sample, device, {batch = opt.batch, iterations = opt.iters,

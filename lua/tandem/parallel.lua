@@ -10,9 +10,9 @@
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
 -- stages; otherwise it must equal that), --threads (CPU) and --memory of each device,
--- --groups, --stages, --micro_batches, --schedule, --split, --recompute, --batch_norm,
--- --average_every, --overlap, --bucket_mb, --trace (see docs/lua-api.md, T.Engine's parallel
--- option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
+-- --tf32 (GPUs: TF32 tensor cores, T.devices' option), --groups, --stages, --micro_batches,
+-- --schedule, --split, --recompute, --batch_norm, --average_every, --overlap, --bucket_mb,
+-- --deterministic, --trace (see docs/lua-api.md, T.Engine's parallel option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
 -- devices (it profiles the net, simulates every layout and prints the ranking); a file written
 -- by `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
 local core = require 'tandem.core'
@@ -24,6 +24,7 @@ local defaults = {
   devices = 0,            -- devices; 0: groups x stages
   threads = 0,            -- kernel threads of each device; 0: all cores
   memory = '',            -- memory cap of each device ('512MB'); '': the machine's
+  tf32 = false,           -- GPUs: TF32 tensor cores for convolutions and Linear
   groups = 1,             -- worker groups (data parallel)
   stages = 1,             -- pipeline stages per group (model parallel)
   micro_batches = 1,      -- micro-batches each group's share of a batch is cut into
@@ -35,6 +36,7 @@ local defaults = {
   average_every = 0,      -- model averaging every k steps instead of synchronous SGD (0: off)
   overlap = true,         -- all-reduce gradient buckets during the last backward (false: after it)
   bucket_mb = 25,         -- gradient all-reduce bucket size, MB
+  deterministic = false,  -- every reduction in one canonical order: the same bits run after run
   trace = '',             -- write a Chrome trace of every worker to this file
 }
 
@@ -117,12 +119,16 @@ function M.layout(opt, net, sample_shape)
           :format(n, opt.groups, opt.stages), 0)
   end
   local memory = opt.memory ~= '' and opt.memory or nil
-  local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory})
+  if opt.tf32 and opt.device ~= 'cuda' then
+    error('--tf32 is for --device=cuda (TF32 tensor cores are a GPU\'s)', 0)
+  end
+  local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})
                   or core.devices('cpu', n, {threads = opt.threads, memory = memory})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
                    schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
                    recompute = opt.recompute, average_every = opt.average_every,
-                   overlap = opt.overlap, bucket_bytes = math.floor(opt.bucket_mb * 1048576)}
+                   overlap = opt.overlap, bucket_bytes = math.floor(opt.bucket_mb * 1048576),
+                   deterministic = opt.deterministic}
 end
 
 -- With a plan: the measured step time (ms) beside the predicted one.
@@ -151,10 +157,10 @@ function M.describe(engine, opt, sample_shape)
           count(opt.groups, 'group', 'groups'), ranks * opt.groups))
   end
   if opt.groups * opt.stages == 1 then return end
-  print(('%s: %s x %s x %s (%s), batch norm %s'):format(
+  print(('%s: %s x %s x %s (%s), batch norm %s%s'):format(
     count(opt.groups * opt.stages, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
     count(opt.stages, 'stage', 'stages'), count(opt.micro_batches, 'micro-batch', 'micro-batches'),
-    opt.schedule, opt.batch_norm))
+    opt.schedule, opt.batch_norm, opt.deterministic and ', deterministic' or ''))
   local partition = engine:prepare(sample_shape, opt.batch)
   if partition ~= '' then print(partition) end
   for i, stage in ipairs(engine:stages()) do

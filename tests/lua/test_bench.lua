@@ -38,9 +38,9 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
   t.ok(rc == 1 and out:find("option device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
 end)
 
-t.test('tandem bench --device=cuda times a GPU step, or says there is no GPU', function()
+t.test('tandem bench --device=cuda (with TF32) times a GPU step, or says there is no GPU', function()
   local out, rc = S.tandem({'bench', 'recipes/nets/smallbn.lua', '--batch=8', '--iters=2',
-                            '--warmup=1', '--device=cuda', '--benchmark', '--json'})
+                            '--warmup=1', '--device=cuda', '--benchmark', '--tf32', '--json'})
   if pcall(T.devices, 'cuda', 1) then
     t.eq(rc, 0, out)
     t.ok(out:find('"device": "cuda:0"', 1, true) and tonumber(out:match('"images_per_s": ([%d.]+)')), out)

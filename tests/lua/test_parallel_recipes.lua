@@ -1,7 +1,8 @@
 -- The parallel recipes end to end on tiny synthetic sets for a couple of steps: the hybrid
 -- ResNet (groups x stages x micro-batches) and the split AlexNet-like net print their partition
--- and stages, train, evaluate and write a trace; bad layouts fail with a clear message; with
--- --device=cuda they run on GPUs (or say there are none). And the
+-- and stages, train, evaluate and write a trace; bad layouts fail with a clear message;
+-- --deterministic gives the same digits whatever the layout; with --device=cuda they run on
+-- GPUs (or say there are none). And the
 -- 2-devices-against-2-threads benchmark runs and reports every layout and batch-norm mode.
 local t = require 'tandem.test'
 local T = require 'tandem'
@@ -55,11 +56,35 @@ t.test('resnet_hybrid.lua rejects devices that do not match groups x stages', fu
   t.ok(rc ~= 0 and out:find('zigzag', 1, true), out)
 end)
 
+t.test('--deterministic: 2 groups, 2 stages or 2 micro-batches train and evaluate to the same digits', function()
+  -- Deferred batch norm: running statistics from the whole batch, as one device keeps them.
+  local common = {'--deterministic', '--batch_norm=deferred', '--schedule=gpipe'}
+  local function losses(layout)
+    local args = {}
+    for _, a in ipairs(common) do args[#args + 1] = a end
+    for _, a in ipairs(layout) do args[#args + 1] = a end
+    local out, rc = run('recipes/resnet_hybrid.lua', args)
+    t.eq(rc, 0, out)
+    return out:match('epoch 1: (train loss .- | test loss %S+ acc %S+)'), out
+  end
+  local want, out = losses{'--devices=1', '--groups=1', '--stages=1', '--micro_batches=2'}
+  t.ok(want, out)
+  for _, layout in ipairs{{'--devices=2', '--groups=2', '--stages=1', '--micro_batches=1'},
+                          {'--devices=2', '--groups=1', '--stages=2', '--micro_batches=2'}} do
+    local got
+    got, out = losses(layout)
+    t.eq(got, want, out)
+    t.ok(out:find('batch norm deferred, deterministic', 1, true), 'the engine was told:\n' .. out)
+  end
+end)
+
 t.test('--device=cuda runs a recipe on GPUs; unknown kinds and --plan=auto on GPUs are refused', function()
   local out, rc = run('recipes/resnet_hybrid.lua', {'--device=tpu'})
   t.ok(rc ~= 0 and out:find("option device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
   out, rc = run('recipes/resnet_hybrid.lua', {'--device=cuda', '--plan=auto'})
   t.ok(rc ~= 0 and out:find('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 1, true), out)
+  out, rc = run('recipes/resnet_hybrid.lua', {'--tf32'})
+  t.ok(rc ~= 0 and out:find('--tf32 is for --device=cuda', 1, true), out)
   local gpu = pcall(T.devices, 'cuda', 1)
   out, rc = run('recipes/resnet_hybrid.lua', {'--device=cuda', '--groups=1', '--stages=1'})
   if gpu then

@@ -129,7 +129,7 @@ t.test('device errors', function()
   end
   t.raises(function() T.devices('cuda', 'some') end, "device count must be a number or 'all'")
   t.raises(function() T.devices('cuda', 1, {threads = 2}) end,
-           "T.devices: unknown option 'threads' (known: memory, workspace, benchmark)")
+           "T.devices: unknown option 'threads' (known: memory, workspace, benchmark, tf32)")
   t.raises(function() T.devices('cpu', 0) end, 'device count must be in [1, 256], got 0')
   t.raises(function() T.devices('cpu', 1.5) end, 'integer expected, got 1.5')
   t.raises(function() T.devices('cpu') end, "bad argument #2 to 'devices'")

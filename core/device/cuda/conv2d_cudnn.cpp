@@ -7,7 +7,9 @@
 // which of the two filled the perf struct's memory field. On a device in deterministic mode
 // (Device::set_deterministic) the choice is cuDNN's heuristic order, never timed, among the
 // algorithms cuDNN marks CUDNN_DETERMINISTIC; a kernel built before the mode changed chooses
-// again on its next call.
+// again on its next call. With the device's `tf32` option the descriptor allows TF32 tensor
+// cores (CUDNN_DEFAULT_MATH), and each pass runs under the math type cuDNN reported for the
+// algorithm chosen for it.
 //
 // Channels-last activations take channels-last (khwc) weights: cuDNN has no backward-data or
 // backward-filter algorithm for nhwc activations beside kchw weights (none on an H100 with
@@ -42,7 +44,7 @@ public:
                         Layout::contiguous, "Conv2d weights")),
           w_khwc_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
                         Layout::channels_last, "Conv2d weights")),
-          conv_(c) {
+          conv_(c, device_.tf32()) {
         device_.activate();
         int n = 0, ch = 0, h = 0, w = 0;
         TANDEM_CUDNN_CALL(
@@ -63,6 +65,7 @@ public:
         void* y = float_ptr(dst, device_, dst_numel(), "Conv2d forward dst");
         device_.activate();
         follow_deterministic_mode();
+        use_math(fwd_math_);
         w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(),
                                                   w, conv_.get(), fwd_, workspace(fwd_bytes_),
@@ -81,6 +84,7 @@ public:
         void* dx = float_ptr(diff_src, device_, c.n * c.c * c.h * c.w, "Conv2d backward diff_src");
         device_.activate();
         follow_deterministic_mode();
+        use_math(data_math_);
         w = as_filter(w);
         TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
             device_.cudnn(), &kOne, w_.get(), w, y_.get(), dy, conv_.get(), data_,
@@ -95,6 +99,7 @@ public:
         void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
         device_.activate();
         follow_deterministic_mode();
+        use_math(filter_math_);
         // The gradient is added into diff_weights (the kernel contract): beta = 1, directly
         // or in the transform back from khwc.
         if (khwc_) {
@@ -131,6 +136,12 @@ private:
         if (device_.deterministic() != chosen_deterministic_) choose_algorithms();
     }
 
+    // With TF32 allowed, each pass runs under the math type cuDNN reported for its algorithm
+    // (the three share one descriptor); without, the descriptor stays on FMA math.
+    void use_math(cudnnMathType_t math) {
+        if (device_.tf32()) TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(conv_.get(), math));
+    }
+
     // A weights-sized buffer of this kernel's, made on first use (it counts against the
     // device's cap like any tensor).
     void* khwc_buffer(Tensor& buffer) {
@@ -157,16 +168,17 @@ private:
                device_.name() + ")";
     }
 
-    // Candidates in cuDNN's order with each one's workspace asked of cuDNN; `size` returns
-    // the status of the workspace query for algorithm `a` and fills `bytes`.
+    // Candidates in cuDNN's order with each one's workspace asked of cuDNN (under the math
+    // type the candidate would run with); `size` returns the status of the workspace query
+    // for algorithm `a` and fills `bytes`.
     template <class Perf, class SizeFn>
-    static std::vector<AlgoCandidate> candidates(const std::vector<Perf>& perf, int returned,
-                                                 SizeFn size) {
+    std::vector<AlgoCandidate> candidates(const std::vector<Perf>& perf, int returned, SizeFn size) {
         std::vector<AlgoCandidate> out;
         for (int i = 0; i < returned; ++i) {
             const Perf& p = perf[std::size_t(i)];
             cudnnStatus_t status = p.status;
             std::size_t memory = 0;
+            if (status == CUDNN_STATUS_SUCCESS) use_math(p.mathType);
             if (status == CUDNN_STATUS_SUCCESS) status = size(p.algo, memory);
             const bool ok = status == CUDNN_STATUS_SUCCESS;
             out.push_back({int(p.algo), ok, ok ? "" : cudnnGetErrorString(status), p.time, memory,
@@ -196,6 +208,7 @@ private:
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
+            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
             std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithmEx(
@@ -208,13 +221,15 @@ private:
                 return cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_.get(), conv_.get(),
                                                                y_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("forward"), deterministic)];
-            fwd_ = cudnnConvolutionFwdAlgo_t(pick.algo);
-            fwd_bytes_ = pick.memory;
+            const std::size_t pick = choose_algorithm(list, budget, what("forward"), deterministic);
+            fwd_ = perf[pick].algo;
+            fwd_math_ = perf[pick].mathType;
+            fwd_bytes_ = list[pick].memory;
         }
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
+            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
             std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardDataAlgorithmEx(
@@ -227,13 +242,15 @@ private:
                 return cudnnGetConvolutionBackwardDataWorkspaceSize(
                     h, w_.get(), y_.get(), conv_.get(), x_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("backward data"), deterministic)];
-            data_ = cudnnConvolutionBwdDataAlgo_t(pick.algo);
-            data_bytes_ = pick.memory;
+            const std::size_t pick = choose_algorithm(list, budget, what("backward data"), deterministic);
+            data_ = perf[pick].algo;
+            data_math_ = perf[pick].mathType;
+            data_bytes_ = list[pick].memory;
         }
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
+            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
             std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardFilterAlgorithmEx(
@@ -246,9 +263,10 @@ private:
                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                     h, x_.get(), y_.get(), conv_.get(), w_.get(), algo, &bytes);
             });
-            const auto& pick = list[choose_algorithm(list, budget, what("backward filter"), deterministic)];
-            filter_ = cudnnConvolutionBwdFilterAlgo_t(pick.algo);
-            filter_bytes_ = pick.memory;
+            const std::size_t pick = choose_algorithm(list, budget, what("backward filter"), deterministic);
+            filter_ = perf[pick].algo;
+            filter_math_ = perf[pick].mathType;
+            filter_bytes_ = list[pick].memory;
         }
         if (timed) device_.synchronize();  // the scratch tensors go when this returns
         chosen_deterministic_ = deterministic;
@@ -266,6 +284,7 @@ private:
     cudnnConvolutionBwdDataAlgo_t data_{};
     cudnnConvolutionBwdFilterAlgo_t filter_{};
     std::size_t fwd_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
+    cudnnMathType_t fwd_math_ = CUDNN_FMA_MATH, data_math_ = CUDNN_FMA_MATH, filter_math_ = CUDNN_FMA_MATH;
     bool chosen_deterministic_ = false;  // the device's mode when the algorithms were chosen
 };
 

@@ -17,6 +17,10 @@ struct CudaDeviceOptions {
     std::size_t workspace = 0;  // cuDNN workspace budget; 0: plan.h's default_workspace_budget
     bool benchmark = false;     // time convolution algorithms (cudnnFind*Ex) instead of
                                 // taking cuDNN's heuristic order (cudnnGet*_v7)
+    // TF32 tensor cores (Ampere and later) for convolutions and Linear's GEMMs: products of
+    // 10-bit-mantissa inputs, accumulated in float32; faster, but results then differ from
+    // the CPU backend's by about 1e-3 relative. Off: float32 FMA math throughout, as the CPU.
+    bool tf32 = false;
 };
 
 // What cudaGetDeviceCount says. Never throws: a machine without a driver or GPU is a normal

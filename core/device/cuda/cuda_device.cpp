@@ -60,7 +60,7 @@ void stream_wait(cudaStream_t waiter, cudaStream_t producer, int producer_index)
 }
 
 CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
-    : Device(DeviceKind::cuda, index, 1), benchmark_(options.benchmark) {
+    : Device(DeviceKind::cuda, index, 1), benchmark_(options.benchmark), tf32_(options.tf32) {
     int count = 0;
     TANDEM_CUDA_CALL(cudaGetDeviceCount(&count));
     TANDEM_CHECK_AS(ConfigError, index >= 0 && index < count)
@@ -80,8 +80,9 @@ CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
     TANDEM_CUBLAS_CALL(cublasCreate(&cublas_));
     TANDEM_CUBLAS_CALL(cublasSetStream(cublas_, compute_));
     // Plain FP32 GEMMs (no TF32 tensor cores), so results match the CPU backend to float
-    // rounding; the parity tests rely on it.
-    TANDEM_CUBLAS_CALL(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    // rounding, which the parity tests rely on; TF32 tensor cores only when asked for.
+    TANDEM_CUBLAS_CALL(
+        cublasSetMathMode(cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     // The worker's thread starts with this GPU current; a failure here shows up again, as an
     // error naming the call, at the first activate() of the first task.
     worker_ = std::make_unique<Worker>(name(), [index] {

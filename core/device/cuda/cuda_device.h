@@ -59,6 +59,7 @@ public:
     void* workspace(std::size_t bytes);
     std::size_t workspace_budget() const { return workspace_budget_; }
     bool benchmark() const { return benchmark_; }
+    bool tf32() const { return tf32_; }
 
     // Whether this GPU reads `other`'s memory directly (peer access enabled on first use).
     bool peer_access(const CudaDevice& other);
@@ -71,6 +72,7 @@ private:
     cublasHandle_t cublas_ = nullptr;
     std::size_t workspace_budget_ = 0;
     bool benchmark_ = false;
+    bool tf32_ = false;
 
     std::mutex workspace_mutex_;
     void* workspace_ = nullptr;

@@ -31,7 +31,7 @@ FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format) {
 
 FilterDesc::~FilterDesc() { cudnnDestroyFilterDescriptor(desc_); }
 
-ConvDesc::ConvDesc(const Conv2dConfig& c) {
+ConvDesc::ConvDesc(const Conv2dConfig& c, bool tf32) {
     TANDEM_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&desc_));
     try {
         // Cross-correlation (what every framework calls convolution), FP32 accumulation.
@@ -40,8 +40,9 @@ ConvDesc::ConvDesc(const Conv2dConfig& c) {
             checked_int(c.stride_h, "Conv2d stride"), checked_int(c.stride_w, "Conv2d stride"), 1,
             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         TANDEM_CUDNN_CALL(cudnnSetConvolutionGroupCount(desc_, checked_int(c.groups, "groups")));
-        // FMA only: no TF32 tensor-core kernels, so results match the CPU to float rounding.
-        TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH));
+        // FMA only unless TF32 is asked for: no TF32 tensor-core kernels, so results match
+        // the CPU to float rounding.
+        TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(desc_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     } catch (...) {
         cudnnDestroyConvolutionDescriptor(desc_);
         throw;

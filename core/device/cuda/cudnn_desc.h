@@ -45,7 +45,9 @@ private:
 
 class ConvDesc {
 public:
-    ConvDesc(const Conv2dConfig& c);
+    // FMA math (float32 throughout), or with `tf32` cuDNN's default math, which lets
+    // float convolutions use TF32 tensor cores.
+    ConvDesc(const Conv2dConfig& c, bool tf32);
     ~ConvDesc();
     ConvDesc(const ConvDesc&) = delete;
     ConvDesc& operator=(const ConvDesc&) = delete;

@@ -82,6 +82,49 @@ TEST(CudaLayers, Conv2dInDeterministicMode) {
     }
 }
 
+// A device with TF32 tensor cores allowed: convolution (every pass, both layouts) and Linear
+// still compute the CPU's results, to TF32's precision (10-bit mantissas in the products).
+TEST(CudaLayers, Tf32) {
+    TANDEM_REQUIRE_GPUS(1);
+    CudaDeviceOptions options;
+    options.memory = std::size_t(1) << 30;
+    options.tf32 = true;
+    const std::unique_ptr<Device> device = make_cuda_device(0, options);
+    constexpr double kTf32Tol = 1e-2;
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout_name(layout));
+        const Conv2dConfig c{8, 16, 12, 12, 24, 3, 3, 1, 1, 1, 1, 1, true, layout};
+        auto ck = kernel_on<Conv2dKernel>(cpu(), c);
+        auto gk = kernel_on<Conv2dKernel>(*device, c);
+        const Shape in{8, 16, 12, 12}, out{8, 24, 12, 12};
+        const Tensor x = random_tensor(in, cpu(), 41, -1, 1, layout), w = random_tensor({24, 16, 3, 3}, cpu(), 42);
+        const Tensor b = random_tensor({24}, cpu(), 43), dy = random_tensor(out, cpu(), 44, -1, 1, layout);
+        Tensor y = Tensor::empty(out, cpu(), DType::f32, layout), gy = Tensor::empty(out, *device, DType::f32, layout);
+        ck->forward(x, w, b, y);
+        gk->forward(x.to(*device), w.to(*device), b.to(*device), gy);
+        expect_near(gy, y, kTf32Tol, "forward");
+        Tensor dx = Tensor::empty(in, cpu(), DType::f32, layout), gdx = Tensor::empty(in, *device, DType::f32, layout);
+        ck->backward_data(dy, w, dx);
+        gk->backward_data(dy.to(*device), w.to(*device), gdx);
+        expect_near(gdx, dx, kTf32Tol, "backward_data");
+        Tensor dw = Tensor::zeros(w.shape(), cpu()), db = Tensor::zeros({24}, cpu());
+        Tensor gdw = dw.to(*device), gdb = db.to(*device);
+        ck->backward_weights(x, dy, dw, db);
+        gk->backward_weights(x.to(*device), dy.to(*device), gdw, gdb);
+        expect_near(gdw, dw, kTf32Tol, "backward_weights");
+        expect_near(gdb, db, kTf32Tol, "backward bias");
+    }
+    const LinearConfig c{16, 96, 40, true};
+    auto ck = kernel_on<LinearKernel>(cpu(), c);
+    auto gk = kernel_on<LinearKernel>(*device, c);
+    const Tensor x = random_tensor({16, 96}, cpu(), 45), w = random_tensor({40, 96}, cpu(), 46);
+    const Tensor b = random_tensor({40}, cpu(), 47);
+    Tensor y = Tensor::empty({16, 40}, cpu()), gy = Tensor::empty({16, 40}, *device);
+    ck->forward(x, w, b, y);
+    gk->forward(x.to(*device), w.to(*device), b.to(*device), gy);
+    expect_near(gy, y, kTf32Tol, "Linear forward");
+}
+
 TEST(CudaLayers, BatchNorm) {
     TANDEM_REQUIRE_GPUS(1);
     // The second shape spans several blocks of channel lanes (the last one partly filled) and
