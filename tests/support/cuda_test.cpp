@@ -34,6 +34,11 @@ Device& cuda_test_device(int index) {
     }
     return *slot;
 }
+
+std::shared_ptr<Device> own_cuda_device(CudaDeviceOptions options) {
+    if (options.memory == 0) options.memory = std::size_t(1) << 30;
+    return std::shared_ptr<Device>(make_cuda_device(0, options).release());
+}
 #endif
 
 }  // namespace tandem::test

@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "device/device.h"
+#if TANDEM_CUDA
+#include "device/cuda/cuda_backend.h"
+#endif
 
 namespace tandem::test {
 
@@ -19,6 +23,9 @@ std::string cuda_skip_reason(int needed);
 // GPU `index` as a device shared by the tests (made on first use, never destroyed: the CUDA
 // runtime may be gone by the time static destructors run).
 Device& cuda_test_device(int index);
+// A device of the test's own on GPU 0, beside the shared one (several devices on one GPU, or
+// options the shared one lacks); capped at 1 GiB unless the options say otherwise.
+std::shared_ptr<Device> own_cuda_device(CudaDeviceOptions options = {});
 #endif
 
 }  // namespace tandem::test

@@ -11,12 +11,54 @@
 namespace tandem::cuda {
 namespace {
 
-class LrnCudnn final : public LrnKernel {
+// What both kernels share: one float of workspace per element, and the operands' checks.
+class LrnOnGpu : public LrnKernel {
+public:
+    std::size_t workspace_bytes() const override { return std::size_t(numel_) * sizeof(float); }
+
+protected:
+    LrnOnGpu(Device& device, const LrnConfig& c) : device_(as_cuda(device)), numel_(c.n * c.c * c.h * c.w) {}
+
+    struct Forward {
+        const float* x;
+        float* y;
+        float* saved;  // null in evaluation (no workspace): no backward follows
+    };
+    Forward forward_operands(const Tensor& src, Tensor& dst, Tensor& workspace) {
+        return {float_ptr(src, device_, numel_, "LRN forward src"),
+                float_ptr(dst, device_, numel_, "LRN forward dst"),
+                workspace.defined() ? saved(workspace, "LRN forward workspace") : nullptr};
+    }
+
+    struct Backward {
+        const float* x;
+        const float* dy;
+        const float* saved;
+        float* dx;
+    };
+    Backward backward_operands(const Tensor& src, const Tensor& diff_dst, const Tensor& workspace,
+                               Tensor& diff_src) {
+        TANDEM_CHECK(workspace.defined()) << "LRN backward needs the workspace of a training forward";
+        return {float_ptr(src, device_, numel_, "LRN backward src"),
+                float_ptr(diff_dst, device_, numel_, "LRN backward diff_dst"),
+                saved(workspace, "LRN backward workspace"),
+                float_ptr(diff_src, device_, numel_, "LRN backward diff_src")};
+    }
+
+    CudaDevice& device_;
+    const std::int64_t numel_;
+
+private:
+    float* saved(const Tensor& workspace, const char* what) {
+        return static_cast<float*>(
+            device_ptr(workspace, device_, DType::u8, std::int64_t(workspace_bytes()), what));
+    }
+};
+
+class LrnCudnn final : public LrnOnGpu {
 public:
     LrnCudnn(Device& device, const LrnConfig& c)
-        : device_(as_cuda(device)),
-          numel_(c.n * c.c * c.h * c.w),
-          x_(dims4(c.n, c.c, c.h, c.w, c.layout, "LRN src")) {
+        : LrnOnGpu(device, c), x_(dims4(c.n, c.c, c.h, c.w, c.layout, "LRN src")) {
         TANDEM_CUDNN_CALL(cudnnCreateLRNDescriptor(&lrn_));
         try {
             TANDEM_CUDNN_CALL(cudnnSetLRNDescriptor(lrn_, unsigned(c.size), double(c.alpha),
@@ -28,84 +70,56 @@ public:
     }
     ~LrnCudnn() override { cudnnDestroyLRNDescriptor(lrn_); }
 
-    std::size_t workspace_bytes() const override { return std::size_t(numel_) * sizeof(float); }
-
     void forward(const Tensor& src, Tensor& dst, Tensor& workspace) override {
-        const void* x = float_ptr(src, device_, numel_, "LRN forward src");
-        void* y = float_ptr(dst, device_, numel_, "LRN forward dst");
+        const Forward o = forward_operands(src, dst, workspace);
         device_.activate();
         TANDEM_CUDNN_CALL(cudnnLRNCrossChannelForward(device_.cudnn(), lrn_,
                                                       CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne,
-                                                      x_.get(), x, &kZero, x_.get(), y));
-        if (!workspace.defined()) return;  // evaluation: no backward follows
-        void* saved = device_ptr(workspace, device_, DType::u8, std::int64_t(workspace_bytes()),
-                                 "LRN forward workspace");
-        TANDEM_CUDA_CALL(cudaMemcpyAsync(saved, y, workspace_bytes(), cudaMemcpyDeviceToDevice,
+                                                      x_.get(), o.x, &kZero, x_.get(), o.y));
+        if (!o.saved) return;
+        TANDEM_CUDA_CALL(cudaMemcpyAsync(o.saved, o.y, workspace_bytes(), cudaMemcpyDeviceToDevice,
                                          device_.compute_stream()));
     }
 
     void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& workspace,
                   Tensor& diff_src) override {
-        TANDEM_CHECK(workspace.defined()) << "LRN backward needs the workspace of a training forward";
-        const void* x = float_ptr(src, device_, numel_, "LRN backward src");
-        const void* dy = float_ptr(diff_dst, device_, numel_, "LRN backward diff_dst");
-        void* dx = float_ptr(diff_src, device_, numel_, "LRN backward diff_src");
-        const void* y = device_ptr(workspace, device_, DType::u8, std::int64_t(workspace_bytes()),
-                                   "LRN backward workspace");
+        const Backward o = backward_operands(src, diff_dst, workspace, diff_src);
         device_.activate();
         TANDEM_CUDNN_CALL(cudnnLRNCrossChannelBackward(
-            device_.cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne, x_.get(), y, x_.get(), dy,
-            x_.get(), x, &kZero, x_.get(), dx));
+            device_.cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne, x_.get(), o.saved, x_.get(),
+            o.dy, x_.get(), o.x, &kZero, x_.get(), o.dx));
     }
 
 private:
-    CudaDevice& device_;
-    std::int64_t numel_;
     TensorDesc x_;
     cudnnLRNDescriptor_t lrn_ = nullptr;
 };
 
-class LrnCuda final : public LrnKernel {
+class LrnCuda final : public LrnOnGpu {
 public:
     LrnCuda(Device& device, const LrnConfig& c)
-        : device_(as_cuda(device)),
-          numel_(c.n * c.c * c.h * c.w),
+        : LrnOnGpu(device, c),
           shape_{c.n, c.c, c.h * c.w, c.layout == Layout::channels_last, c.size, c.alpha, c.beta, c.k} {
         TANDEM_CHECK_AS(ConfigError, c.size >= 1) << "LRN on " << device.name()
                                                   << ": the window must hold at least one channel, not " << c.size;
     }
 
-    std::size_t workspace_bytes() const override { return std::size_t(numel_) * sizeof(float); }
-
     void forward(const Tensor& src, Tensor& dst, Tensor& workspace) override {
-        const float* x = float_ptr(src, device_, numel_, "LRN forward src");
-        float* y = float_ptr(dst, device_, numel_, "LRN forward dst");
-        float* scale = workspace.defined()  // evaluation: no backward follows
-                           ? static_cast<float*>(device_ptr(workspace, device_, DType::u8,
-                                                            std::int64_t(workspace_bytes()),
-                                                            "LRN forward workspace"))
-                           : nullptr;
+        const Forward o = forward_operands(src, dst, workspace);
         device_.activate();
-        kernels::lrn_forward(shape_, x, y, scale, device_.compute_stream());
+        kernels::lrn_forward(shape_, o.x, o.y, o.saved, device_.compute_stream());
         check_launch("lrn_forward");
     }
 
     void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& workspace,
                   Tensor& diff_src) override {
-        TANDEM_CHECK(workspace.defined()) << "LRN backward needs the workspace of a training forward";
-        const float* x = float_ptr(src, device_, numel_, "LRN backward src");
-        const float* dy = float_ptr(diff_dst, device_, numel_, "LRN backward diff_dst");
-        float* dx = float_ptr(diff_src, device_, numel_, "LRN backward diff_src");
-        const auto* scale = static_cast<const float*>(device_ptr(
-            workspace, device_, DType::u8, std::int64_t(workspace_bytes()), "LRN backward workspace"));
+        const Backward o = backward_operands(src, diff_dst, workspace, diff_src);
         device_.activate();
-        kernels::lrn_backward(shape_, x, dy, scale, dx, device_.compute_stream());
+        kernels::lrn_backward(shape_, o.x, o.dy, o.saved, o.dx, device_.compute_stream());
         check_launch("lrn_backward");
     }
 
 private:
-    CudaDevice& device_;
-    std::int64_t numel_;
     lrn::Shape shape_;
 };
 

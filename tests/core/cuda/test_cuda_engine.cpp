@@ -108,9 +108,7 @@ TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
 // ordering by events, where a machine has only one GPU. Against one device, same micro-batches.
 TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(1);
-    CudaDeviceOptions options;
-    options.memory = std::size_t(1) << 30;
-    const std::shared_ptr<Device> second(make_cuda_device(0, options).release());
+    const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
         expect_same_weights(train({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
@@ -134,9 +132,7 @@ TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
 // same halves as micro-batches; and synchronised batch norm the same way against the CPU.
 TEST(CudaEngine, TwoGroupsOnTwoDevicesOfOneGpuTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(1);
-    CudaDeviceOptions options;
-    options.memory = std::size_t(1) << 30;
-    const std::shared_ptr<Device> second(make_cuda_device(0, options).release());
+    const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
         expect_same_weights(train({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
@@ -167,10 +163,8 @@ TEST(CudaEngine, SyncBatchNormOnTwoGpusTrainsLikeOneCpuDevice) {
 TEST(CudaEngine, DeterministicTwoGroupsOnOneGpuGiveTheBitsOfOneDevice) {
     TANDEM_REQUIRE_GPUS(1);
     CudaDeviceOptions options;
-    options.memory = std::size_t(1) << 30;
     options.benchmark = true;  // deterministic mode must not time algorithms all the same
-    const std::shared_ptr<Device> a(make_cuda_device(0, options).release()),
-        b(make_cuda_device(0, options).release());
+    const std::shared_ptr<Device> a = own_cuda_device(options), b = own_cuda_device(options);
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
         const TrainingRun two_groups{.layout = layout, .groups = 2, .buffers = false, .deterministic = true};

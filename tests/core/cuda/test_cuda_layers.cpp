@@ -52,9 +52,7 @@ TEST(CudaLayers, Conv2d) {
 // on chooses again (the same results within tolerance, deterministic from then on).
 TEST(CudaLayers, Conv2dInDeterministicMode) {
     TANDEM_REQUIRE_GPUS(1);
-    CudaDeviceOptions options;
-    options.memory = std::size_t(1) << 30;
-    const std::unique_ptr<Device> device = make_cuda_device(0, options);
+    const std::shared_ptr<Device> device = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
         device->set_deterministic(false);
@@ -87,9 +85,8 @@ TEST(CudaLayers, Conv2dInDeterministicMode) {
 TEST(CudaLayers, Tf32) {
     TANDEM_REQUIRE_GPUS(1);
     CudaDeviceOptions options;
-    options.memory = std::size_t(1) << 30;
     options.tf32 = true;
-    const std::unique_ptr<Device> device = make_cuda_device(0, options);
+    const std::shared_ptr<Device> device = own_cuda_device(options);
     constexpr double kTf32Tol = 1e-2;
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));

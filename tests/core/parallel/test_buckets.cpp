@@ -13,6 +13,7 @@
 #include "layers/layer.h"
 #include "parallel/buckets.h"
 #include "parallel/comm_inproc.h"
+#include "support/collectives.h"
 
 namespace tandem::test {
 namespace {
@@ -35,22 +36,6 @@ std::vector<std::pair<std::string, Tensor>> make_grads(unsigned seed) {
             {"conv2.weight", random_tensor({12, 6, 3, 3}, gen)},
             {"conv1.bias", random_tensor({6}, gen)},
             {"conv1.weight", random_tensor({6, 3, 3, 3}, gen)}};
-}
-
-void run_ranks(int ranks, const std::function<void(int)>& fn) {
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r)
-        threads.emplace_back([&, r] {
-            try {
-                fn(r);
-            } catch (...) {
-                errors[static_cast<std::size_t>(r)] = std::current_exception();
-            }
-        });
-    for (auto& t : threads) t.join();
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
 }
 
 TEST(GradientBuckets, GroupsInBackwardOrder) {
@@ -119,18 +104,18 @@ TEST(GradientBuckets, BucketedReduceEqualsPerTensorReduce) {
             alone.push_back(make_grads(100 + static_cast<unsigned>(r)));
         }
         auto comm = make_inproc_communicator(ranks);
-        run_ranks(ranks, [&](int r) {
+        expect_no_errors(run_ranks(ranks, [&](int r) {
             GradientBuckets buckets(bucketed[static_cast<std::size_t>(r)], 4096);
             buckets.all_reduce_all(*comm, r, algorithm, 1.0f / ranks);
-        });
-        run_ranks(ranks, [&](int r) {
+        }));
+        expect_no_errors(run_ranks(ranks, [&](int r) {
             for (auto& [name, g] : alone[static_cast<std::size_t>(r)]) {
                 comm->all_reduce_sum(r, g.data<float>(), static_cast<std::size_t>(g.numel()),
                                      algorithm);
                 float* p = g.data<float>();
                 for (std::int64_t i = 0; i < g.numel(); ++i) p[i] *= 1.0f / ranks;
             }
-        });
+        }));
         for (int r = 0; r < ranks; ++r)
             for (std::size_t t = 0; t < alone[0].size(); ++t) {
                 const auto got = bucketed[static_cast<std::size_t>(r)][t].second.to_vector();
