@@ -72,7 +72,7 @@ public:
     // for the same inputs, run after run (a GPU: no convolution algorithm that sums with
     // atomics, and algorithms from the library's heuristics rather than timed, since timing
     // may choose differently between runs and devices). The engine's deterministic mode turns
-    // it on for its devices; CPU kernels are deterministic either way.
+    // it on for its devices and leaves it on; CPU kernels are deterministic either way.
     void set_deterministic(bool on) { deterministic_.store(on, std::memory_order_relaxed); }
     bool deterministic() const { return deterministic_.load(std::memory_order_relaxed); }
 

@@ -26,7 +26,7 @@ local function run(args)
     error(file .. ' must return a function building the net (see recipes/nets/)', 0)
   end
   local net, sample = build{}
-  T.parallel.check_device_kind(opt.device)
+  T.parallel.check_device(opt)
   local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark, tf32 = opt.tf32})[1]
                  or T.devices('cpu', 1, {threads = opt.threads})[1]
   opt.layout = T.parallel.data_layout(opt)

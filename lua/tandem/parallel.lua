@@ -49,10 +49,13 @@ function M.defaults(recipe)
   return all
 end
 
--- Checks a --device option: the kinds a recipe can put its devices on.
-function M.check_device_kind(kind)
-  if kind ~= 'cpu' and kind ~= 'cuda' then
-    error("option device must be 'cpu' or 'cuda', got '" .. tostring(kind) .. "'", 0)
+-- Checks the --device option (the kinds a recipe can put its devices on) and --tf32 with it.
+function M.check_device(opt)
+  if opt.device ~= 'cpu' and opt.device ~= 'cuda' then
+    error("option device must be 'cpu' or 'cuda', got '" .. tostring(opt.device) .. "'", 0)
+  end
+  if opt.tf32 and opt.device ~= 'cuda' then
+    error('--tf32 is for --device=cuda (TF32 tensor cores are a GPU\'s)', 0)
   end
 end
 
@@ -101,7 +104,7 @@ end
 -- planner's choice for `net` on samples of `sample_shape`).
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
-  M.check_device_kind(opt.device)
+  M.check_device(opt)
   if opt.plan == 'auto' then
     if opt.device ~= 'cpu' then
       error('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 0)
@@ -119,9 +122,6 @@ function M.layout(opt, net, sample_shape)
           :format(n, opt.groups, opt.stages), 0)
   end
   local memory = opt.memory ~= '' and opt.memory or nil
-  if opt.tf32 and opt.device ~= 'cuda' then
-    error('--tf32 is for --device=cuda (TF32 tensor cores are a GPU\'s)', 0)
-  end
   local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})
                   or core.devices('cpu', n, {threads = opt.threads, memory = memory})
   return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
