@@ -192,7 +192,7 @@ private:
     std::unique_ptr<Communicator> make_stage_communicator(int stage);
     // Across processes, for a stage on GPUs (this process's `replicas` of it): NCCL over
     // every process's replicas.
-    std::unique_ptr<Communicator> make_job_gpu_communicator(int stage, const std::vector<Device*>& replicas);
+    std::unique_ptr<Communicator> make_job_gpu_communicator(const std::vector<Device*>& replicas);
     // This process's first sample in the global batch, and the global batch's size, given
     // this process's batch of n (an all-gather of every process's n and step).
     std::pair<std::int64_t, std::int64_t> share_batch(std::int64_t n);

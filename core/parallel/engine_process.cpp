@@ -72,11 +72,10 @@ std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
     };
     if (stage_device(0, stage).host_accessible()) return host();
     if (p.deterministic) return std::make_unique<StagedCommunicator>(replicas, host(), global_group(0));
-    return make_job_gpu_communicator(stage, replicas);
+    return make_job_gpu_communicator(replicas);
 }
 
-std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage,
-                                                               const std::vector<Device*>& replicas) {
+std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(const std::vector<Device*>& replicas) {
 #if TANDEM_CUDA
     // One NCCL communicator over the stage's GPUs in every process (global rank = process x
     // groups + group), bootstrapped by rank 0's unique id over MPI. Every process makes its
@@ -84,12 +83,10 @@ std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(int stage,
     NcclId id{};
     if (process_ == 0) id = nccl_unique_id();
     mpi::broadcast(id.data(), id.size(), 0);
-    (void)stage;
     return make_nccl_communicator(id, total_groups(), global_group(0), replicas, mpi::abort_job);
 #else
-    (void)replicas;
     TANDEM_THROW(ConfigError) << "Engine: no communicator across MPI processes for "
-                              << stage_device(0, stage).name() << " in this build";
+                              << replicas.front()->name() << " in this build";
 #endif
 }
 
