@@ -9,6 +9,7 @@
 //   cost = 'measured' (CPU devices, profiled here) or 'analytic' (the hardware table),
 //   momentum = true, layout = 'channels_last', seed = 1
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "base/error.h"
@@ -271,7 +272,14 @@ PlannerOptions planner_options(lua_State* L, int args) {
     o.overlap_backward = option_bool(L, args, "overlap", true);
     if (get(L, args, "micro_batches") == LUA_TTABLE) {
         o.micro_batches.clear();
-        for_each_item(L, lua_gettop(L), [&](int) { o.micro_batches.push_back(static_cast<int>(lua_tointeger(L, -1))); });
+        for_each_item(L, lua_gettop(L), [&](int) {
+            const double m = lua_tonumber(L, -1);
+            if (lua_type(L, -1) != LUA_TNUMBER || m != std::floor(m) || m < 1 || m > 1 << 20)
+                throw ConfigError("option 'micro_batches' must list positive integers, got " +
+                                  (lua_type(L, -1) == LUA_TNUMBER ? std::string(lua_tostring(L, -1))
+                                                                  : type_name(L, -1)));
+            o.micro_batches.push_back(static_cast<int>(m));
+        });
     }
     lua_pop(L, 1);
     return o;

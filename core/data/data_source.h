@@ -54,6 +54,8 @@ public:
     virtual std::int64_t classes() const = 0;
     // Class names by number where the source has them (a folder's sub-folders), else empty.
     virtual std::vector<std::string> class_names() const { return {}; }
+    // The sample's class; CorruptSampleError naming the key when the source knows the sample
+    // is damaged (an LMDB record whose header cannot be read).
     virtual std::int32_t label(std::int64_t index) const = 0;
     virtual std::string key(std::int64_t index) const = 0;
     // "LMDB train_db (60000 records, 10 classes)": for messages and __tostring.

@@ -30,9 +30,33 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
         env_ = nullptr;
         TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << mdb_strerror(rc);
     }
+    check_file_holds_every_page(directory ? (fs::path(path) / "data.mdb").string() : path);
     LmdbTxn txn(*this, !writable);
     check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
     txn.commit();
+}
+
+// LMDB maps the file and trusts it: a page past the end of a truncated file (a copy cut
+// short, a full disk) is read through the map and kills the process with SIGBUS. The meta
+// page names the last page in use, so a file shorter than that page's end is refused here,
+// before any cursor touches it.
+void LmdbEnv::check_file_holds_every_page(const std::string& file) {
+    MDB_envinfo info;
+    MDB_stat stat;
+    check(mdb_env_info(env_, &info), "mdb_env_info");
+    check(mdb_env_stat(env_, &stat), "mdb_env_stat");
+    std::error_code error;
+    const std::uintmax_t size = std::filesystem::file_size(file, error);
+    if (error) return;  // a new, empty database: nothing written yet
+    const std::uintmax_t needed = (std::uintmax_t(info.me_last_pgno) + 1) * stat.ms_psize;
+    if (size >= needed) return;
+    const std::string what = "LMDB database " + path_ + " is damaged: " + file + " holds " +
+                             std::to_string(size) + " bytes but its pages run to " +
+                             std::to_string(needed) +
+                             " (the file was cut short: an interrupted copy or a full disk?)";
+    mdb_env_close(env_);
+    env_ = nullptr;
+    throw DataError(what);
 }
 
 LmdbEnv::~LmdbEnv() {

@@ -34,6 +34,9 @@ public:
     void check(int rc, const char* what) const;
 
 private:
+    // DataError naming the file when it is shorter than the pages its meta page says it has.
+    void check_file_holds_every_page(const std::string& file);
+
     std::string path_;
     MDB_env* env_ = nullptr;
     MDB_dbi dbi_ = 0;

@@ -62,11 +62,11 @@ LmdbSource::LmdbSource(const std::string& path, std::int64_t classes)
              rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
             env_->check(rc, "mdb_cursor_get");
             keys_.emplace_back(static_cast<const char*>(k.mv_data), k.mv_size);
-            std::int32_t label = -1;
+            std::int32_t label = kDamaged;
             try {
                 label = decode_record(as_bytes(v), keys_.back()).header.label;
-            } catch (const DataError&) {
-                ++damaged_;
+            } catch (const DataError& e) {
+                damage_.emplace(keys_.size() - 1, e.what());
             }
             labels_.push_back(label);
             largest = std::max(largest, label);
@@ -81,7 +81,10 @@ LmdbSource::LmdbSource(const std::string& path, std::int64_t classes)
 }
 
 std::int32_t LmdbSource::label(std::int64_t index) const {
-    return labels_.at(static_cast<std::size_t>(index));
+    const std::int32_t label = labels_.at(static_cast<std::size_t>(index));
+    if (label == kDamaged)
+        throw CorruptSampleError(env_->path() + ": " + damage_.at(std::size_t(index)));
+    return label;
 }
 
 std::string LmdbSource::key(std::int64_t index) const {

@@ -8,6 +8,7 @@
 // undecodable image.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "data/data_source.h"
@@ -23,22 +24,24 @@ public:
 
     std::int64_t size() const override { return static_cast<std::int64_t>(keys_.size()); }
     std::int64_t classes() const override { return classes_; }
+    // CorruptSampleError naming the key for a record whose header is damaged.
     std::int32_t label(std::int64_t index) const override;
     std::string key(std::int64_t index) const override;
     std::string description() const override;
     std::unique_ptr<SourceReader> open_reader() const override;
 
     // Records whose header could not be read when the database was opened.
-    std::int64_t damaged() const { return damaged_; }
+    std::int64_t damaged() const { return static_cast<std::int64_t>(damage_.size()); }
 
 private:
     class Reader;
+    static constexpr std::int32_t kDamaged = -1;
 
     std::shared_ptr<LmdbEnv> env_;
     std::vector<std::string> keys_;
-    std::vector<std::int32_t> labels_;  // -1 for a damaged record
+    std::vector<std::int32_t> labels_;  // kDamaged for a damaged record
+    std::map<std::size_t, std::string> damage_;  // index -> what is wrong, for the damaged ones
     std::int64_t classes_ = 0;
-    std::int64_t damaged_ = 0;
 };
 
 }  // namespace tandem

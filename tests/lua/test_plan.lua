@@ -59,6 +59,15 @@ t.test('one cost model shared by a search and a simulation gives the same predic
   local analytic = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
   t.eq(analytic:calibration(), nil)
   t.raises(function() T.plan.search{costs = 'x', batch = 16, topology = topology} end, 'costs')
+  -- micro_batches = {0} divided by zero (SIGFPE) inside the search.
+  for _, case in ipairs{{{0}, '0'}, {{2, -4}, '-4'}, {{1.5}, '1.5'}, {{'2'}, 'string'}} do
+    t.raises(function()
+      T.plan.search{costs = costs, batch = 16, topology = topology, micro_batches = case[1]}
+    end, "option 'micro_batches' must list positive integers, got " .. case[2])
+  end
+  t.raises(function()
+    T.plan.search{costs = costs, batch = 16, topology = topology, micro_batches = {}}
+  end, 'micro_batches must list at least one count')
 end)
 
 t.test('the planner ranks CPU layouts from measured profiles', function()

@@ -70,13 +70,23 @@ int command_dbinfo(const Args& args) {
     const auto source = open_image_source(a.positional()[0], a.text("root", ""));
     const std::int64_t n = source->size();
     std::printf("%s\n", source->description().c_str());
+    // Damaged records have no label: they are counted apart (and named below, when read).
     std::vector<std::int64_t> per_class(static_cast<std::size_t>(source->classes()), 0);
-    for (std::int64_t i = 0; i < n; ++i) ++per_class[static_cast<std::size_t>(source->label(i))];
+    std::int64_t unlabelled = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        try {
+            ++per_class[static_cast<std::size_t>(source->label(i))];  // sources check the range
+        } catch (const CorruptSampleError&) {
+            ++unlabelled;
+        }
+    }
     const auto names = source->class_names();
     std::printf("classes: %lld\n", static_cast<long long>(source->classes()));
     for (std::size_t c = 0; c < per_class.size(); ++c)
         std::printf("  %4zu %-24s %lld\n", c, c < names.size() ? names[c].c_str() : "",
                     static_cast<long long>(per_class[c]));
+    if (unlabelled > 0)
+        std::printf("  damaged records, no label: %lld\n", static_cast<long long>(unlabelled));
 
     // Shapes and encodings: records state them; image files are decoded to learn them.
     const std::int64_t limit = std::min(n, a.integer("limit", n, 1, INT64_MAX));

@@ -9,6 +9,8 @@
 // adds, so it writes into a scratch buffer that is added back into the plain gradient: by a
 // reorder with a sum post-op when the primitive chose a blocked format (one pass), by a
 // vector loop when it chose the plain one.
+#include <string_view>
+
 #include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
 
@@ -42,6 +44,36 @@ WeightsBuffer make_buffer(Device& device, const dnnl::memory::desc& desc,
     b.storage = Tensor::empty({floats}, device);
     b.memory = dnnl::memory(desc, engine, b.storage.raw());
     return b;
+}
+
+// oneDNN 2.6's jit_1x1 backward-weights kernel (seen on avx2) computes wrong gradients and
+// writes past its buffers for a strided 1x1 convolution over a thin input (fewer than 8
+// channels a group; up to 16 kept out, the avx512 vector width): its "reduce to unit stride"
+// copy of the input is sized for a full vector of channels. A ResNet's projection shortcut
+// on a 4-channel stage hits it. Such a convolution takes the next implementation instead.
+bool faulty_backward_weights(const Conv2dConfig& c, std::string_view impl) {
+    const bool strided_1x1 =
+        c.kernel_h == 1 && c.kernel_w == 1 && (c.stride_h > 1 || c.stride_w > 1);
+    return strided_1x1 && c.c / c.groups < 16 && impl.starts_with("jit_1x1");
+}
+
+// The first implementation of `make(weights)`'s iterator that `usable` accepts, with weights
+// in any format, else in `fallback` (plain weights, which the gemm and reference kernels
+// take). A fresh descriptor is walked for each candidate: in oneDNN 2.6 reading
+// impl_info_str() stops next_impl().
+template <class Make, class Usable>
+auto first_usable_impl(Make make, Usable usable, const dnnl::memory::desc& any,
+                       const dnnl::memory::desc& fallback) {
+    for (const auto& weights : {any, fallback}) {
+        for (int skip = 0;; ++skip) {
+            auto pd = make(weights);
+            bool more = true;
+            for (int i = 0; i < skip && more; ++i) more = pd.next_impl();
+            if (!more) break;
+            if (usable(std::string_view(pd.impl_info_str()))) return pd;
+        }
+    }
+    TANDEM_THROW(BackendError) << "oneDNN has no sound implementation for this convolution";
 }
 
 class Conv2dDnnl final : public Conv2dKernel {
@@ -114,9 +146,15 @@ private:
             engine);
         const dnnl::convolution_backward_data::primitive_desc data_pd(
             {algo::convolution_direct, src_md, any_md, dst_md, strides, pad, pad}, engine, fwd_pd);
-        const dnnl::convolution_backward_weights::primitive_desc weights_pd(
-            {algo::convolution_direct, src_md, any_md, bias_md, dst_md, strides, pad, pad}, engine,
-            fwd_pd);
+        const auto weights_pd = first_usable_impl(
+            [&](const dnnl::memory::desc& weights_md) {
+                return dnnl::convolution_backward_weights::primitive_desc(
+                    {algo::convolution_direct, src_md, weights_md, bias_md, dst_md, strides, pad,
+                     pad},
+                    engine, fwd_pd);
+            },
+            [&](std::string_view impl) { return !faulty_backward_weights(c, impl); }, any_md,
+            plain_md);
         forward_ = dnnl::convolution_forward(fwd_pd);
         backward_data_ = dnnl::convolution_backward_data(data_pd);
         backward_weights_ = dnnl::convolution_backward_weights(weights_pd);

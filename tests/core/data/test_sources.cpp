@@ -123,6 +123,49 @@ TEST(Sources, LmdbReadsRecordsAndLabels) {
               std::string::npos);
 }
 
+// A data.mdb cut short (an interrupted copy) used to kill the process with SIGBUS inside
+// mdb_cursor_get: it is refused when opened, naming the file, at several cut points.
+TEST(Sources, TruncatedLmdbFileIsRefusedNotMapped) {
+    TempDir dir;
+    write_pattern_db(dir.file("db"), 400, 4, 16, 16, 3);
+    const std::string data = dir.file("db/data.mdb");
+    const auto full = std::filesystem::file_size(data);
+    std::filesystem::copy_file(data, dir.file("whole.mdb"));
+    for (const double keep : {0.9, 0.5, 0.2}) {
+        std::filesystem::copy_file(dir.file("whole.mdb"), data,
+                                   std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::resize_file(data, static_cast<std::uintmax_t>(double(full) * keep));
+        const std::string message = message_of([&] { LmdbSource source(dir.file("db")); });
+        EXPECT_NE(message.find("is damaged: " + data), std::string::npos) << keep << ": " << message;
+        EXPECT_NE(message.find("cut short"), std::string::npos) << message;
+    }
+    // Shorter than the two meta pages: LMDB itself refuses it.
+    std::filesystem::resize_file(data, 100);
+    EXPECT_NE(message_of([&] { LmdbSource source(dir.file("db")); }).find(dir.file("db")),
+              std::string::npos);
+}
+
+// A record whose header is damaged has no label: label() raises naming the key (it returned -1,
+// which `tandem dbinfo` used as an index, corrupting the heap), and the other records read.
+TEST(Sources, DamagedRecordHasNoLabel) {
+    TempDir dir;
+    std::vector<std::string> records;
+    for (int i = 0; i < 4; ++i)
+        records.push_back(encode_image_record(pattern_image(i, 4, 4, 1), i % 2, Encoding::raw, 95));
+    records[1].replace(0, 4, "XXXX");      // bad magic
+    records[2].replace(12, 4, std::string("\0\0\0\x40", 4));  // height 2^30
+    write_records(dir.file("db"), records);
+    const LmdbSource s(dir.file("db"));
+    EXPECT_EQ(s.damaged(), 2);
+    EXPECT_EQ(s.label(0), 0);
+    EXPECT_EQ(s.label(3), 1);
+    const std::string bad_magic = message_of([&] { s.label(1); });
+    EXPECT_NE(bad_magic.find("record '00000001' is not a Tandem record"), std::string::npos)
+        << bad_magic;
+    EXPECT_THROW(s.label(2), CorruptSampleError);
+    EXPECT_NE(message_of([&] { s.label(2); }).find("'00000002'"), std::string::npos);
+}
+
 TEST(Sources, IdxAsRawRecords) {
     TempDir dir;
     std::string images = {'\0', '\0', char(8), char(3), 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3};
