@@ -175,6 +175,34 @@ t.test('loader options and error messages', function()
   t.ok(out:find('--resize must be an integer', 1, true), out)
 end)
 
+-- Damaged databases get a clear answer, not a crash: a data.mdb cut short (SIGBUS) and a record
+-- with a damaged header (its label used to come back as -1, and dbinfo indexed with it).
+t.test('damaged databases: a truncated file and a damaged record', function()
+  local db = dir .. '/damaged_db'
+  run{'mkdb', folder, db, '--encoding=raw'}  -- records of 2-5 KB: each on pages of its own
+  local data = S.read(db .. '/data.mdb')
+  local at = data:find('TDRC', 1, true)
+  S.write(db .. '/data.mdb', data:sub(1, at - 1) .. 'XXXX' .. data:sub(at + 4))
+  local out = run{'dbinfo', db}
+  t.ok(out:find('damaged records, no label: 1', 1, true), out)
+  local key = out:match("record '(%d+)' is not a Tandem record")
+  t.ok(key, out)
+  local source = assert(T.data.lmdb(db))
+  for i = 1, source:size() do
+    if source:key(i) == key then
+      t.raises(function() source:label(i) end, "record '" .. key .. "' is not a Tandem record")
+    else
+      t.ok(source:label(i) >= 0)
+    end
+  end
+
+  S.write(db .. '/data.mdb', data:sub(1, math.floor(#data / 2)))
+  local message, rc = S.tandem{'dbinfo', db}
+  t.eq(rc, 1, message)
+  t.ok(message:find('is damaged: ' .. db .. '/data.mdb holds', 1, true), message)
+  t.raises(function() T.data.lmdb(db) end, 'the file was cut short')
+end)
+
 t.test('cleanup', function()
   os.execute('rm -rf ' .. S.quote(dir))
   S.cleanup()
