@@ -7,6 +7,7 @@
 //   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
 //   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =}
 //   T.schedule.Constant/Step/MultiStep/Cosine/Warmup/Hybrid{...}, schedule:lr(step)
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -83,7 +84,11 @@ int schedule_multistep(lua_State* L) {
     std::vector<std::int64_t> milestones;
     for (int i = 1; i <= static_cast<int>(lua_objlen(L, 2)); ++i) {
         lua_rawgeti(L, 2, i);
-        if (!lua_isnumber(L, -1)) throw ArgError(2, "milestones must be step numbers");
+        const double step = lua_tonumber(L, -1);
+        if (lua_type(L, -1) != LUA_TNUMBER || !std::isfinite(step) || step != std::floor(step))
+            throw ArgError(2, "milestones must be whole step numbers, got " +
+                                  (lua_type(L, -1) == LUA_TNUMBER ? std::string(lua_tostring(L, -1))
+                                                                  : type_name(L, -1)));
         milestones.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
         lua_pop(L, 1);
     }

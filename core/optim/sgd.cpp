@@ -25,8 +25,9 @@ Tensor placed_like(const Tensor& buffer, const Tensor& value) {
 Sgd::Sgd(const SgdOptions& o) : options_(o) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.lr) && o.lr >= 0)
         << "SGD: invalid learning rate " << o.lr << " (must be >= 0)";
-    TANDEM_CHECK_AS(ConfigError, std::isfinite(o.momentum) && o.momentum >= 0)
-        << "SGD: invalid momentum " << o.momentum << " (must be >= 0)";
+    // Momentum 1 or more makes the velocity grow without bound: training diverges.
+    TANDEM_CHECK_AS(ConfigError, std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1)
+        << "SGD: invalid momentum " << o.momentum << " (must be in [0, 1))";
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.dampening) && o.dampening >= 0 && o.dampening <= 1)
         << "SGD: invalid dampening " << o.dampening << " (must be in [0, 1])";
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.weight_decay) && o.weight_decay >= 0)

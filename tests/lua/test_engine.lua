@@ -96,6 +96,12 @@ t.test('bad arguments raise errors that name them', function()
            "layout must be 'contiguous' or 'channels_last'")
   t.raises(function() T.optim.SGD{lr = -1} end, 'invalid learning rate -1')
   t.raises(function() T.optim.SGD{learning_rate = 1} end, "unknown option 'learning_rate'")
+  t.raises(function() T.optim.SGD{lr = 0.1, momentum = 5} end,
+           'SGD: invalid momentum 5 (must be in [0, 1))')
+  t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {1.5}} end,
+           'milestones must be whole step numbers, got 1.5')
+  t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end,
+           'milestones must be whole step numbers, got inf')
   t.raises(function() T.schedule.Cosine{lr = 0.1} end, 'option total_steps is required')
   t.raises(function() engine:step(T.zeros{2, 3, 8, 8}, T.tensor({0, 1}, {2}, {dtype = 'i32'})) end,
            '3 channels')
