@@ -87,8 +87,7 @@ int schedule_multistep(lua_State* L) {
         const double step = lua_tonumber(L, -1);
         if (lua_type(L, -1) != LUA_TNUMBER || !std::isfinite(step) || step != std::floor(step))
             throw ArgError(2, "milestones must be whole step numbers, got " +
-                                  (lua_type(L, -1) == LUA_TNUMBER ? std::string(lua_tostring(L, -1))
-                                                                  : type_name(L, -1)));
+                                  number_or_type(L, -1));
         milestones.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
         lua_pop(L, 1);
     }

@@ -276,8 +276,7 @@ PlannerOptions planner_options(lua_State* L, int args) {
             const double m = lua_tonumber(L, -1);
             if (lua_type(L, -1) != LUA_TNUMBER || m != std::floor(m) || m < 1 || m > 1 << 20)
                 throw ConfigError("option 'micro_batches' must list positive integers, got " +
-                                  (lua_type(L, -1) == LUA_TNUMBER ? std::string(lua_tostring(L, -1))
-                                                                  : type_name(L, -1)));
+                                  number_or_type(L, -1));
             o.micro_batches.push_back(static_cast<int>(m));
         });
     }

@@ -78,6 +78,8 @@ std::string type_name(lua_State* L, int index) {
     return luaL_typename(L, index);
 }
 
+std::string number_or_type(lua_State* L, int index) { return got(L, index); }
+
 bool is_type(lua_State* L, int index, const char* type) {
     return luaL_testudata(L, index, type) != nullptr;
 }

@@ -82,6 +82,9 @@ int release_box(lua_State* L) {
     return 0;
 }
 
+// The value at `index` for a message: the number itself, else its type name ("2.5", "string").
+std::string number_or_type(lua_State* L, int index);
+
 // Whether the value at `index` is a userdata of metatable `type` (freed or not).
 bool is_type(lua_State* L, int index, const char* type);
 
