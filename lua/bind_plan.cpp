@@ -274,8 +274,9 @@ PlannerOptions planner_options(lua_State* L, int args) {
         o.micro_batches.clear();
         for_each_item(L, lua_gettop(L), [&](int) {
             const double m = lua_tonumber(L, -1);
-            if (lua_type(L, -1) != LUA_TNUMBER || m != std::floor(m) || m < 1 || m > 1 << 20)
-                throw ConfigError("option 'micro_batches' must list positive integers, got " +
+            // Whole numbers here; their range is search_plans' to check.
+            if (lua_type(L, -1) != LUA_TNUMBER || m != std::floor(m) || std::fabs(m) > 1 << 20)
+                throw ConfigError("option 'micro_batches' must list whole numbers, got " +
                                   number_or_type(L, -1));
             o.micro_batches.push_back(static_cast<int>(m));
         });

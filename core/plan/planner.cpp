@@ -52,12 +52,12 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
         << "cannot plan for " << n << " devices: topology '" << topology.name() << "' has " << topology.device_count();
     TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "planning needs a batch size, got " << o.batch;
     TANDEM_CHECK_AS(ConfigError, o.devices >= 0)
-        << "planning: devices must be a positive count, got " << o.devices;
+        << "planning: devices must be a count (0 for all), got " << o.devices;
     TANDEM_CHECK_AS(ConfigError, !o.micro_batches.empty())
         << "planning: micro_batches must list at least one count";
     for (const int m : o.micro_batches)
         TANDEM_CHECK_AS(ConfigError, m >= 1)
-            << "planning: micro_batches must hold positive counts, got " << m;
+            << "planning: option 'micro_batches' must list positive counts, got " << m;
     PlanSearch search;
     const TopologyDevice& first = topology.device(0);
     // Every micro-batch size the layouts below can ask for, measured together (prefetch).
