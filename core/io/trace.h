@@ -1,8 +1,9 @@
 // Trace: a timeline of what each worker did, written as Chrome trace JSON (chrome://tracing,
 // Perfetto: ui.perfetto.dev).
 //
-// Workers record complete spans (ph "X"): a name ("forward mb2"), a category (forward,
-// backward, transfer, allreduce, optimizer, data), a track (the worker or device, "cpu:1"),
+// Workers record complete spans (ph "X"): a name ("forward", the engine's op names of
+// parallel/program.h), a category (forward, backward, loss, transfer, allreduce, gradients,
+// optimizer, data), a track (the worker or device, "cpu:1"),
 // a start and a duration in microseconds since the trace began (steady clock), and optional
 // arguments (micro_batch, stage, bytes). Each track becomes one thread row, named by a
 // thread_name metadata event. Recording takes a lock for one push; spans are cheap enough for

@@ -114,6 +114,12 @@ std::vector<NamedParameter> named_buffers(Layer& root) {
     return out;
 }
 
+std::vector<std::size_t> parameter_tensor_bytes(Layer& root) {
+    std::vector<std::size_t> bytes;
+    for (const auto& np : named_parameters(root)) bytes.push_back(np.parameter->value.nbytes());
+    return bytes;
+}
+
 std::int64_t parameter_count(Layer& root) {
     std::int64_t n = 0;
     for (auto& p : named_parameters(root)) n += p.parameter->value.numel();

@@ -115,6 +115,9 @@ struct NamedParameter {
 std::vector<NamedParameter> named_parameters(Layer& root);
 std::vector<NamedParameter> named_buffers(Layer& root);
 std::int64_t parameter_count(Layer& root);
+// The bytes of each parameter tensor under `root`, in named_parameters' order: what gradient
+// buckets are made of (the engine's and the planner's, parallel/program.h).
+std::vector<std::size_t> parameter_tensor_bytes(Layer& root);
 
 // The device that holds parameters before a layer is moved to its device.
 Device& host_device();

@@ -137,30 +137,35 @@ Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin,
     return h;
 }
 
-Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
-                                  const AfterLayer& after_layer) {
-    const std::vector<Tensor> inputs = pass.saved.get(this, begin);
+Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end) {
+    return backward_part(dy, pass, begin, end, begin, end);
+}
+
+Tensor Sequential::backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end, std::size_t low,
+                                 std::size_t high) {
+    TANDEM_CHECK(begin <= low && low <= high && high <= end)
+        << "backward over layers [" << low << ", " << high << ") outside the forward's [" << begin << ", " << end << ")";
+    const std::vector<Tensor>& inputs = pass.saved.get(this, begin);
     TANDEM_CHECK(inputs.size() == end - begin)
         << "backward over layers [" << begin << ", " << end << ") after a forward over "
         << inputs.size() << " layers";
     Tensor g = dy;
-    for (std::size_t i = end; i-- > begin;) {
+    for (std::size_t i = high; i-- > low;) {
         const Tensor& x = inputs[i - begin];
         try {
             const Shape expected = layers_[i]->output_shape(x.shape());
             TANDEM_CHECK_AS(ShapeError, g.shape() == expected)
                 << "gradient " << g.shape().to_string() << " does not match the output "
                 << expected.to_string();
-            // Only the range's first layer may skip dx, and only when our caller skips it.
+            // Only the forward's first layer may skip dx, and only when our caller skips it.
             NeedDx need(pass, i > begin || pass.need_dx);
             g = layers_[i]->backward(x, g, pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "backward"));
             throw;
         }
-        if (after_layer) after_layer(i);
     }
-    pass.saved.erase(this, begin);
+    if (low == begin) pass.saved.erase(this, begin);
     return g;
 }
 
@@ -198,8 +203,7 @@ std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs
 }
 
 std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
-                                                    std::size_t begin, std::size_t end,
-                                                    const AfterLayer& after_layer) {
+                                                    std::size_t begin, std::size_t end) {
     std::vector<std::vector<Tensor>> inputs;
     for (Pass* pass : passes) {
         inputs.push_back(pass->saved.get(this, begin));
@@ -220,7 +224,6 @@ std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& d
             e.add_context(context(i, *passes.front(), "backward of micro-batches together"));
             throw;
         }
-        if (after_layer) after_layer(i);
     }
     for (Pass* pass : passes) pass->saved.erase(this, begin);
     return g;

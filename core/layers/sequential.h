@@ -6,7 +6,6 @@
 // position, the device, the micro-batch and the direction.
 #pragma once
 
-#include <functional>
 #include <vector>
 
 #include "layers/layer.h"
@@ -34,14 +33,16 @@ public:
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
 
-    // Called with a layer's index once its backward is done (its gradients are then final for
-    // this pass): the engine starts all-reducing them while backward goes on.
-    using AfterLayer = std::function<void(std::size_t)>;
-
     // Layers [begin, end) only: how a pipeline stage runs its slice of the net.
     Tensor forward_range(const Tensor& x, Pass& pass, std::size_t begin, std::size_t end);
-    Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
-                          const AfterLayer& after_layer = nullptr);
+    Tensor backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end);
+    // Part of the backward of a forward_range over [begin, end): layers [low, high), from the
+    // gradient of layer high - 1's output (high = end first, then where the previous part
+    // stopped). The engine runs a stage's last backward in such parts to all-reduce each
+    // gradient bucket as soon as its layers are done. The forward's saved state is released
+    // with the part that reaches `begin`.
+    Tensor backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end, std::size_t low,
+                         std::size_t high);
 
     std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
@@ -50,8 +51,7 @@ public:
     std::vector<Tensor> forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
                                            std::size_t begin, std::size_t end);
     std::vector<Tensor> backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
-                                            std::size_t begin, std::size_t end,
-                                            const AfterLayer& after_layer = nullptr);
+                                            std::size_t begin, std::size_t end);
 
     std::vector<Layer*> children() override;
     void initialize(std::uint64_t seed) override;

@@ -6,7 +6,6 @@
 #include "base/rng.h"
 #include "io/safetensors.h"
 #include "io/trace.h"
-#include "layers/batch_norm2d.h"
 #include "layers/batch_statistics.h"
 #include "parallel/buckets.h"
 #include "parallel/comm_inproc.h"
@@ -57,12 +56,6 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std:
     return bounds;
 }
 
-// Every batch-norm layer under `layer`, depth first: the same order in every replica.
-void collect_batch_norms(Layer& layer, std::vector<BatchNorm2d*>& out) {
-    if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) out.push_back(bn);
-    for (Layer* child : layer.children()) collect_batch_norms(*child, out);
-}
-
 // C x H x W of a batch N x C x H x W.
 Shape sample_shape(const Tensor& images) {
     std::vector<std::int64_t> dims(images.shape().dims().begin() + 1, images.shape().dims().end());
@@ -83,22 +76,6 @@ void wait_all(std::vector<std::future<void>>& futures) {
 }
 
 }  // namespace
-
-std::string_view batch_norm_mode_name(BatchNormMode mode) {
-    switch (mode) {
-    case BatchNormMode::micro: return "micro";
-    case BatchNormMode::deferred: return "deferred";
-    case BatchNormMode::sync: return "sync";
-    }
-    return "?";
-}
-
-BatchNormMode parse_batch_norm_mode(std::string_view name) {
-    if (name == "micro") return BatchNormMode::micro;
-    if (name == "deferred") return BatchNormMode::deferred;
-    if (name == "sync") return BatchNormMode::sync;
-    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred, sync)";
-}
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     TANDEM_CHECK_AS(ConfigError, options_.net != nullptr) << "Engine: no net given";
@@ -166,9 +143,9 @@ void Engine::place(std::vector<std::size_t> bounds) {
         for (int s = 0; s < p.stages; ++s)
             for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
                 replicas_[static_cast<std::size_t>(g)]->net->at(i).to(stage_device(g, s));
-    layer_parameters_.clear();
+    layer_parameter_bytes_.clear();
     for (std::size_t i = 0; i < options_.net->size(); ++i)
-        layer_parameters_.push_back(named_parameters(options_.net->at(i)).size());
+        layer_parameter_bytes_.push_back(parameter_tensor_bytes(options_.net->at(i)));
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s) {
             std::vector<NamedParameter> params;
@@ -187,7 +164,11 @@ void Engine::place(std::vector<std::size_t> bounds) {
             for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
             std::reverse(grads.begin(), grads.end());
             buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
-            if (reduces_during_backward())
+            // The programs post these buckets by index: they must group them as this does.
+            TANDEM_CHECK(stage_buckets(program_spec(Mode::train, p.groups, p.micro_batches), s).size() ==
+                         buckets_.back()->size())
+                << "stage " << s << ": the stage program's gradient buckets differ from the engine's";
+            if (reduces_during_backward(p, total_groups()))
                 lanes_.push_back(std::make_unique<ReduceLane>(stage_device(g, s).name() + " all-reduce"));
             if (p.average_every == 0) continue;
             std::vector<std::pair<std::string, Tensor>> values;
@@ -269,7 +250,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s)
             updates.push_back(stage_device(g, s).worker().submit(
-                [this, &plan, g, s, lr = result.lr] { update_stage(plan, g, s, lr); }));
+                [this, &plan, g, s, lr = result.lr] { run_update(plan, g, s, lr); }));
     wait_all(updates);
 
     LossSums total;
@@ -299,7 +280,21 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     return total;
 }
 
+ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const {
+    ProgramSpec spec;
+    spec.mode = mode;
+    spec.parallel = options_.parallel;
+    spec.parallel.groups = groups;
+    spec.parallel.micro_batches = micro_batches;
+    spec.bounds = bounds_;
+    spec.parameter_bytes = layer_parameter_bytes_;
+    spec.replicas = mode == Mode::train ? total_groups() : 1;
+    spec.step = step_;
+    return spec;
+}
+
 void Engine::run(StepPlan& plan) {
+    plan.programs = build_programs(program_spec(plan.mode, plan.groups, plan.micro_batches));
     std::vector<std::future<void>> done;
     for (int g = 0; g < plan.groups; ++g)
         for (int s = 0; s < options_.parallel.stages; ++s)
@@ -319,47 +314,6 @@ void Engine::run(StepPlan& plan) {
     if (auto error = plan.board.first_error()) {
         for (auto& c : communicators_) c->reset();
         std::rethrow_exception(error);
-    }
-}
-
-void Engine::update_stage(const StepPlan& plan, int group, int stage, float lr) {
-    TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "optimizer", "optimizer");
-    replicas_[static_cast<std::size_t>(group)]->sgd->step(stage_parameters(group, stage), lr);
-    const int every = options_.parallel.average_every;
-    if (every > 0 && total_groups() > 1 && (step_ + 1) % every == 0) average_weights(group, stage);
-    if (plan.statistics.empty()) return;
-    // Deferred batch norm: the whole batch's statistics, merged over every group in group
-    // order (every replica folds the same numbers), then folded in once.
-    const int stages = options_.parallel.stages;
-    auto stage_batch_norms = [&](int g) {
-        std::vector<BatchNorm2d*> bns;
-        Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
-        for (std::size_t i = stage_begin(stage); i < stage_begin(stage + 1); ++i) collect_batch_norms(net.at(i), bns);
-        return bns;
-    };
-    const std::vector<BatchNorm2d*> mine = stage_batch_norms(group);
-    std::vector<std::vector<BatchNorm2d*>> all;
-    for (int g = 0; g < plan.groups; ++g) all.push_back(stage_batch_norms(g));
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-        BatchStatistics::Sums total;
-        for (int g = 0; g < plan.groups; ++g)
-            if (const auto* sums = plan.statistics[static_cast<std::size_t>(g * stages + stage)].find(all[static_cast<std::size_t>(g)][i]))
-                total.merge(*sums);
-        if (total.count < 2) continue;  // the layer saw no training batch this step
-        const auto [mean, variance] = total.mean_and_variance();
-        mine[i]->update_running_stats(mean, variance, total.count);
-    }
-}
-
-void Engine::average_weights(int group, int stage) {
-    Communicator& comm = *communicators_[static_cast<std::size_t>(stage)];
-    GradientBuckets& buckets =
-        *weight_buckets_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
-    const float mean = 1.0f / static_cast<float>(total_groups());
-    for (std::size_t b = 0; b < buckets.size(); ++b) {
-        TraceSpan span(options_.trace.get(), stage_device(group, stage).name(), "average weights", "allreduce");
-        span.arg("bucket", b).arg("bytes", buckets.bucket(b).flat.nbytes());
-        buckets.all_reduce(b, comm, global_group(group), ReduceAlgorithm::tree, mean);
     }
 }
 

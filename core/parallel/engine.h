@@ -3,8 +3,9 @@
 // G worker groups x S stages on G*S devices (device g*S + s runs stage s of group g). Each
 // group holds a replica of the net and takes its shard of every global batch; inside a group
 // the net is cut into S contiguous stages, and the group's shard flows through them as M
-// micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its own
-// ops in order, handing activations forward and gradients back through transfers; as soon as
+// micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its stage
+// program (program.h: the list the simulator times too) op by op, handing activations forward
+// and gradients back through transfers; as soon as
 // a stage's gradients are final it all-reduces them, bucket by bucket, with the other groups'
 // copies of the stage (while its own last backward and earlier stages' backward go on), then
 // takes its optimizer step.
@@ -33,8 +34,8 @@
 #include "layers/sequential.h"
 #include "optim/schedules.h"
 #include "optim/sgd.h"
-#include "parallel/communicator.h"
-#include "parallel/schedule.h"
+#include "parallel/parallel_options.h"
+#include "parallel/program.h"
 
 namespace tandem {
 
@@ -42,62 +43,6 @@ class GradientBuckets;
 class ReduceLane;
 class StepBoard;
 class Trace;
-
-// How batch norm treats micro-batches in training.
-enum class BatchNormMode {
-    micro,     // normalise and update running statistics per micro-batch (as GPipe does)
-    deferred,  // normalise per micro-batch; running statistics from the whole global batch,
-               // once per step, so evaluation matches one device
-    sync,      // statistics over the whole global batch, gathered across micro-batches and
-               // replicas before normalising: exactly one device's training. A stage then runs
-               // all its micro-batches together, layer by layer (GPipe order, no 1F1B overlap).
-};
-std::string_view batch_norm_mode_name(BatchNormMode mode);
-// "micro", "deferred" or "sync"; ConfigError naming the choices otherwise.
-BatchNormMode parse_batch_norm_mode(std::string_view name);
-
-struct ParallelOptions {
-    int groups = 1;
-    int stages = 1;
-    int micro_batches = 1;
-    PipelineSchedule schedule = PipelineSchedule::gpipe;
-    // Where stages 1 .. S-1 begin: S - 1 increasing top-level layer indices (0-based). Empty:
-    // cut into stages of nearly equal layer counts.
-    std::vector<std::size_t> cuts;
-    // Choose the cuts by profiling instead: each top-level layer's time and memory at the
-    // micro-batch size on the first device, then the split that minimises the slowest stage
-    // within every device's memory cap (plan/partitioner.h). Done by prepare().
-    bool auto_split = false;
-    ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
-    std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets
-    // Reduce each bucket as soon as its gradients are final, during the stage's last backward
-    // micro-batch, on a thread of the stage's own (a ReduceLane), rather than after the whole
-    // backward. Deterministic mode and sync batch norm reduce after the backward whatever this
-    // says: their gradients (or the communicator) are not free until then.
-    bool overlap_backward = true;
-    BatchNormMode batch_norm = BatchNormMode::micro;
-    // Activation recomputation per stage (S entries, one for every stage, or none): such a
-    // stage keeps only each micro-batch's input after forward and runs the forward again just
-    // before its backward: less memory, about one more forward of time.
-    std::vector<bool> recompute;
-    // Every reduction in one canonical order: each micro-batch's gradient is kept apart and the
-    // micro-batches of a stage are summed in a pairwise tree over their index, then the
-    // replicas in the same tree (the tree all-reduce). With M a power of two, runs with the
-    // same micro-batch size give bit-identical weights whatever G and S. Costs M copies of
-    // each stage's gradients.
-    bool deterministic = false;
-    // Model averaging instead of synchronous SGD: 0 is off; k > 0 lets every replica step on
-    // its own shard (its own mean gradient, no gradient all-reduce) and averages the weights
-    // and buffers of all replicas every k steps, with a tree reduce.
-    int average_every = 0;
-    // Spread the groups over the processes of the MPI job (mpi_world.h): every process runs
-    // `groups` of them, P x groups in all, with the same devices per process. Process r's
-    // batches are its share of the global batch (rank order); rank 0's weights are broadcast
-    // at placement; gradients and model averages go over a HierarchicalCommunicator per stage;
-    // evaluate_batch() sums every process's share; only rank 0 writes checkpoints. A failed
-    // step ends the job (mpi::abort_job). Not with batch_norm = 'deferred'.
-    bool mpi = false;
-};
 
 struct EngineOptions {
     std::shared_ptr<Sequential> net;
@@ -167,23 +112,20 @@ public:
 private:
     struct Replica;
     struct StepPlan;
-    // Runs a step (training) or a forward-only pass (evaluation) on every worker at once.
+    struct StageRun;
+    // The stage program's inputs for a run of `groups` x `micro_batches` in `mode`.
+    ProgramSpec program_spec(Mode mode, int groups, int micro_batches) const;
+    // Runs a step (training) or a forward-only pass (evaluation) on every worker at once: each
+    // executes its program up to the barrier.
     void run(StepPlan& plan);
     void run_stage(StepPlan& plan, int group, int stage);
-    // Synchronised batch norm's training pass: every micro-batch of the stage at once.
-    void run_stage_together(StepPlan& plan, int group, int stage);
-    // Micro-batch m's input to `stage`, in its device's memory: the images' slice (in the
-    // engine's layout) for the first stage, the activation from the stage before otherwise.
-    Tensor stage_input(StepPlan& plan, int group, int stage, int m);
-    void reduce_gradients(int group, int stage);
+    // A training program's ops after the barrier: the optimizer's update and what follows it.
+    void run_update(const StepPlan& plan, int group, int stage, float lr);
     // One bucket of the stage's gradients, all-reduced with the other groups; its trace span on
     // `track` (the worker's, or its lane's).
     void reduce_bucket(int group, int stage, std::size_t bucket, const std::string& track);
-    // Whether buckets are all-reduced during backward (on lanes_) in this run.
-    bool reduces_during_backward() const;
-    void update_stage(const StepPlan& plan, int group, int stage, float lr);
     void average_weights(int group, int stage);
-    bool recomputes(int stage) const;
+    void fold_batch_norm(const StepPlan& plan, int group, int stage);
     // The process-level part (engine_process.cpp), for parallel.mpi.
     int total_groups() const { return processes_ * options_.parallel.groups; }
     int global_group(int group) const { return process_ * options_.parallel.groups + group; }
@@ -209,13 +151,15 @@ private:
 
     std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
     std::vector<std::vector<NamedParameter>> stage_parameters_;  // index g * S + s
-    std::vector<std::size_t> layer_parameters_;  // parameter tensors of each top-level layer
+    // Per top-level layer, the bytes of each parameter tensor: what the stage programs' buckets
+    // are made of.
+    std::vector<std::vector<std::size_t>> layer_parameter_bytes_;
     std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     // Per group and stage (index g * S + s), when G > 1.
     std::vector<std::unique_ptr<GradientBuckets>> buckets_;
-    // Per group and stage, when reduces_during_backward().
+    // Per group and stage, when gradients are reduced during backward (program.h).
     std::vector<std::unique_ptr<ReduceLane>> lanes_;
     // The same over weights and buffers, for model averaging.
     std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;

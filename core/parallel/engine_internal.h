@@ -48,6 +48,7 @@ struct Engine::StepPlan {
     std::vector<LossSums> sums;  // per micro-batch, from the last stages
     // Per group and stage (g * S + s), for deferred batch norm.
     std::vector<BatchStatistics> statistics;
+    std::vector<DeviceProgram> programs;  // per group and stage
 };
 
 }  // namespace tandem

@@ -80,6 +80,7 @@ NetShapes net_shapes(Sequential& net, const Shape& sample) {
         l.kind = std::string(layer.kind());
         l.forward_flops = layer.forward_flops(in);
         l.parameter_bytes = m.parameter_bytes;
+        l.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         l.input_bytes = numel_bytes(in);
         l.output_bytes = m.output_bytes;
         l.saved_bytes = m.saved_bytes;
@@ -118,6 +119,7 @@ std::vector<LayerCost> AnalyticCostModel::layer_costs(const TopologyDevice& devi
         c.forward_ms = forward + l.kernels * m.launch_us / 1e3;
         c.backward_ms = backward + 2 * l.kernels * m.launch_us / 1e3;
         c.parameter_bytes = l.parameter_bytes;
+        c.parameter_tensor_bytes = l.parameter_tensor_bytes;
         c.optimizer_bytes = momentum_ ? l.parameter_bytes : 0;
         c.input_bytes = l.input_bytes * scale;
         c.saved_bytes = l.saved_bytes * scale;

@@ -33,6 +33,7 @@ struct LayerShape {
     std::string name, kind;
     double forward_flops = 0;         // one sample's forward
     std::size_t parameter_bytes = 0;
+    std::vector<std::size_t> parameter_tensor_bytes;  // each parameter tensor (parameter_tensor_bytes())
     std::size_t input_bytes = 0;      // one sample's input
     std::size_t output_bytes = 0;     // one sample's output
     std::size_t saved_bytes = 0;      // what it keeps for backward besides its input

@@ -135,6 +135,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         lp.backward_ms = quantile(bwd[i], o.quantile);
         lp.flops = layer.forward_flops(shape);
         lp.memory = layer.memory_estimate(shape);
+        lp.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         lp.transient_bytes = transient[i];
         profile.train_flops += 3 * lp.flops;
         profile.layers.push_back(lp);

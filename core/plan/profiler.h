@@ -21,6 +21,7 @@ struct LayerProfile {
     double backward_ms = 0;
     double flops = 0;        // forward floating-point operations for the whole batch
     MemoryEstimate memory;
+    std::vector<std::size_t> parameter_tensor_bytes;  // each parameter tensor (parameter_tensor_bytes())
     // Memory its forward or backward needed at its peak beyond what was in use before or
     // after it (its output or gradients, kernel workspaces, layout reorders), measured.
     std::size_t transient_bytes = 0;

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
 #include <sstream>
 
 #include "base/error.h"
-#include "parallel/buckets.h"
+#include "parallel/program.h"
 
 namespace tandem {
 namespace {
@@ -25,44 +26,29 @@ struct Activity {
     std::function<void(double start, double end)> done;
 };
 
-// One entry of a device's queue.
+// A hand-off at the end of an item: the signal set on the receiving device.
+struct Send {
+    int signal = -1;
+    int to = -1;  // plan device
+    std::size_t bytes = 0;
+};
+
+// One entry of a device's queue: one op of its stage program (parallel/program.h).
 struct Item {
     enum Kind { compute, reduce } kind = compute;
     double work_ms = 0;
     int wait = -1;            // signal that must be set first
-    int send = -1;            // signal this op's result goes to (a copy to another device)
-    int send_to = -1;         // plan device receiving it
-    std::size_t send_bytes = 0;
+    std::vector<Send> sends;  // the program's sends that follow this op
     int collective = -1;      // for collectives: index into the step's collectives
     std::string name, category;
     int micro = -1;
     std::size_t hold = 0;     // bytes held from the start of this op ...
     std::size_t release = 0;  // ... bytes released at its end
     std::size_t transient = 0;  // bytes alive only during the op
-    bool counts_busy = false;
+    // A backward in parts is one span, as the engine records it: from the start of the part
+    // that opens it to the end of the part that closes it.
+    bool opens_span = true, closes_span = true;
 };
-
-// A stage's gradient bucket, grouped as the engine groups them (bucket_groups), layer by layer
-// from the stage's last: complete once backward has passed `lowest_layer`.
-struct Bucket {
-    std::size_t bytes = 0;
-    std::size_t lowest_layer = 0;
-};
-
-std::vector<Bucket> stage_buckets(const std::vector<LayerCost>& costs, std::size_t begin, std::size_t end,
-                                  std::size_t bucket_bytes) {
-    std::vector<std::size_t> layers, bytes;  // the layers with parameters, last first
-    for (std::size_t i = end; i-- > begin;)
-        if (costs[i].parameter_bytes > 0) layers.push_back(i), bytes.push_back(costs[i].parameter_bytes);
-    std::vector<Bucket> buckets;
-    for (const auto& group : bucket_groups(bytes, bucket_bytes)) {
-        Bucket b;
-        for (std::size_t k : group) b.bytes += bytes[k];
-        b.lowest_layer = layers[group.back()];
-        buckets.push_back(b);
-    }
-    return buckets;
-}
 
 struct Collective {
     std::vector<int> members;  // plan devices
@@ -131,6 +117,7 @@ private:
     int phase_done_ = 0, updates_left_ = -1;
     double last_backward_ = 0, all_compute_done_ = 0, step_end_ = 0;
     std::vector<bool> compute_done_;
+    std::vector<double> span_start_;  // per device: where its open span began
 };
 
 int StepSimulator::signal(int direction, int group, int stage, int micro) const {
@@ -168,136 +155,143 @@ void StepSimulator::check_plan() {
 void StepSimulator::build_queues() {
     const Plan& p = plan_;
     const std::int64_t micro = p.micro_batch();
-    queues_.assign(static_cast<std::size_t>(count_), {});
-    for (int g = 0; g < p.groups; ++g) {
-        for (int s = 0; s < p.stages; ++s) {
-            const int d = g * p.stages + s;
-            const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
-            auto costs = costs_.layer_costs(device, micro);
-            if (bounds_.empty()) {
-                bounds_.push_back(0);
-                for (std::size_t c : p.cuts) bounds_.push_back(c);
-                bounds_.push_back(costs.size());
-                TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
-                    << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
-                for (std::size_t i = 1; i < bounds_.size(); ++i)
-                    TANDEM_CHECK_AS(ConfigError, bounds_[i - 1] < bounds_[i])
-                        << "plan " << p.label() << ": cuts must increase within 1.." << costs.size() - 1;
-            }
-            const std::size_t begin = bounds_[static_cast<std::size_t>(s)], end = bounds_[static_cast<std::size_t>(s) + 1];
-            const StageCosts table(costs);
-            const bool last = s == p.stages - 1, first = s == 0;
-            double fwd = 0, bwd = 0;
-            for (std::size_t i = begin; i < end; ++i) fwd += costs[i].forward_ms, bwd += costs[i].backward_ms;
-            const StageMemory one = table.memory(begin, end, 1, false);
-            const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
-            // A micro-batch in flight keeps its layers' inputs and saved tensors and, since the
-            // last layer keeps its own output for backward (ReLU does), the stage's output.
-            const std::size_t kept = p.recompute ? input : one.activations + output;
-            SimulatedDevice sd;
-            sd.name = device.name;
-            sd.group = g, sd.stage = s;
-            sd.memory = one;
-            sd.cap = device.memory_bytes;
-            sim_.devices.push_back(sd);
-            static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
-            // What one layer needs while it runs (its output or gradients, scratch): the largest.
-            std::size_t workspace = 0;
-            for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
+    std::vector<std::vector<LayerCost>> device_costs;
+    for (int d = 0; d < count_; ++d)
+        device_costs.push_back(costs_.layer_costs(topology_.device(device_of_[static_cast<std::size_t>(d)]), micro));
+    const std::vector<LayerCost>& costs0 = device_costs.front();
+    bounds_.push_back(0);
+    for (std::size_t c : p.cuts) bounds_.push_back(c);
+    bounds_.push_back(costs0.size());
+    TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
+        << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
+    for (std::size_t i = 1; i < bounds_.size(); ++i)
+        TANDEM_CHECK_AS(ConfigError, bounds_[i - 1] < bounds_[i])
+            << "plan " << p.label() << ": cuts must increase within 1.." << costs0.size() - 1;
 
-            // A CPU worker copies what it receives itself; a GPU's copy engine does it beside.
-            const bool cpu = device.cpu;
-            // (The first stage's worker copies its slice of the images too.)
-            const double copy_in = cpu ? static_cast<double>(input) / (costs_.copy_gbs() * 1e6) : 0;
-            const double copy_grad = cpu && !last ? static_cast<double>(output) / (costs_.copy_gbs() * 1e6) : 0;
-            const double loss = last ? costs_.loss_ms(device, micro) : 0;
-            auto& q = queues_[static_cast<std::size_t>(d)];
-            const auto ops = stage_ops(p.schedule, p.stages, s, p.micro_batches);
-            const StageOp* last_backward = nullptr;
-            for (const StageOp& op : ops)
-                if (op.kind == StageOp::backward) last_backward = &op;
-            // The stage's buckets, as the engine fills them: layer by layer from the last.
-            const std::vector<Bucket> buckets = p.groups > 1 ? stage_buckets(costs, begin, end, p.bucket_bytes) : std::vector<Bucket>{};
-            if (g == 0)
-                for (std::size_t b = 0; b < buckets.size(); ++b) {
-                    Collective c;
-                    for (int gg = 0; gg < p.groups; ++gg) c.members.push_back(gg * p.stages + s);
-                    c.bytes = buckets[b].bytes;
-                    c.stage = s, c.bucket = static_cast<int>(b);
-                    collectives_.push_back(c);
-                }
-            auto reduce_item = [&](std::size_t b) {
-                Item it;
-                it.kind = Item::reduce;
-                it.name = "all-reduce", it.category = "allreduce";
-                it.collective = -1 - static_cast<int>(b);  // resolved below: stage s, bucket b
-                q.push_back(std::move(it));
-            };
-            for (const StageOp& op : ops) {
-                Item it;
-                it.micro = op.micro_batch;
-                it.counts_busy = true;
-                if (op.kind == StageOp::forward) {
-                    it.name = "forward", it.category = "forward";
-                    it.work_ms = fwd + loss + copy_in;
-                    if (!first) it.wait = signal(0, g, s, op.micro_batch);
-                    if (!last) {
-                        it.send = signal(0, g, s + 1, op.micro_batch);
-                        it.send_to = d + 1;
-                        it.send_bytes = output;
-                    }
-                    it.hold = kept;
-                    it.transient = workspace;
-                    q.push_back(std::move(it));
-                    continue;
-                }
-                it.name = "backward", it.category = "backward";
-                if (!last) it.wait = signal(1, g, s, op.micro_batch);
-                // The gradient received from the next stage stays alive through the whole
-                // op; recomputation rebuilds one micro-batch's activations (and output).
-                it.transient = (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
-                Item tail = it;  // what ends the backward: the gradient sent back, memory freed
-                tail.wait = -1;
-                if (!first) {
-                    tail.send = signal(1, g, s - 1, op.micro_batch);
-                    tail.send_to = d - 1;
-                    tail.send_bytes = input;
-                }
-                tail.release = kept;
-                const double before = (p.recompute ? fwd : 0) + copy_grad;  // ahead of the layers
-                if (&op != last_backward || !p.overlap_backward || buckets.empty()) {
-                    tail.wait = it.wait;
-                    tail.work_ms = before + bwd;
-                    q.push_back(std::move(tail));
-                    continue;
-                }
-                // The last backward in pieces: the layers down to each bucket's lowest, then
-                // the bucket posted to the lane.
-                std::size_t layer = end;
-                for (std::size_t b = 0; b < buckets.size(); ++b) {
-                    Item piece = it;
-                    piece.wait = b == 0 ? it.wait : -1;
-                    piece.work_ms = b == 0 ? before : 0;
-                    for (; layer > buckets[b].lowest_layer; --layer) piece.work_ms += costs[layer - 1].backward_ms;
-                    q.push_back(std::move(piece));
-                    reduce_item(b);
-                }
-                tail.work_ms = 0;
-                for (; layer > begin; --layer) tail.work_ms += costs[layer - 1].backward_ms;
-                q.push_back(std::move(tail));
+    // The programs the engine runs for this plan: what every device's queue is made of.
+    ProgramSpec spec;
+    spec.parallel = p.parallel_options();
+    spec.bounds = bounds_;
+    for (const LayerCost& c : costs0) {
+        auto tensors = c.parameter_tensor_bytes;
+        if (tensors.empty() && c.parameter_bytes > 0) tensors.push_back(c.parameter_bytes);
+        spec.parameter_bytes.push_back(std::move(tensors));
+    }
+    spec.boundary_bytes.push_back(costs0.front().input_bytes);
+    for (std::size_t s = 1; s < bounds_.size(); ++s) spec.boundary_bytes.push_back(costs0[bounds_[s] - 1].output_bytes);
+    spec.replicas = p.groups;
+    const std::vector<DeviceProgram> programs = build_programs(spec);
+
+    // One collective per stage and bucket, over that stage's copy in every group.
+    std::map<std::pair<int, int>, int> collective_of;  // (stage, bucket) -> index
+    if (reduces_gradients(spec.parallel, spec.replicas))
+        for (int s = 0; s < p.stages; ++s) {
+            const auto buckets = stage_buckets(spec, s);
+            for (std::size_t b = 0; b < buckets.size(); ++b) {
+                Collective c;
+                for (int g = 0; g < p.groups; ++g) c.members.push_back(g * p.stages + s);
+                c.bytes = buckets[b].bytes;
+                c.stage = s, c.bucket = static_cast<int>(b);
+                collective_of[{s, static_cast<int>(b)}] = static_cast<int>(collectives_.size());
+                collectives_.push_back(c);
             }
-            if (!p.overlap_backward)
-                for (std::size_t b = 0; b < buckets.size(); ++b) reduce_item(b);
+        }
+
+    queues_.assign(static_cast<std::size_t>(count_), {});
+    for (int d = 0; d < count_; ++d) {
+        const int g = d / p.stages, s = d % p.stages;
+        const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
+        const std::vector<LayerCost>& costs = device_costs[static_cast<std::size_t>(d)];
+        const std::size_t begin = bounds_[static_cast<std::size_t>(s)], end = bounds_[static_cast<std::size_t>(s) + 1];
+        const StageCosts table(costs);
+        const bool last = s == p.stages - 1;
+        const StageMemory one = table.memory(begin, end, 1, false);
+        const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
+        // A micro-batch in flight keeps its layers' inputs and saved tensors and, since the
+        // last layer keeps its own output for backward (ReLU does), the stage's output.
+        const std::size_t kept = p.recompute ? input : one.activations + output;
+        SimulatedDevice sd;
+        sd.name = device.name;
+        sd.group = g, sd.stage = s;
+        sd.memory = one;
+        sd.cap = device.memory_bytes;
+        sim_.devices.push_back(sd);
+        static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
+        // What one layer needs while it runs (its output or gradients, scratch): the largest.
+        std::size_t workspace = 0;
+        for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
+        // From a gradient's arrival to the end of its backward: the gradient received from the
+        // next stage, and what recomputation rebuilds of one micro-batch (and its output).
+        const std::size_t backward_transient =
+            (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
+        // A CPU worker copies what it receives itself (the first stage its slice of the
+        // images too); a GPU's copy engine does it beside.
+        auto copy_ms = [&](std::size_t bytes) {
+            return device.cpu ? static_cast<double>(bytes) / (costs_.copy_gbs() * 1e6) : 0.0;
+        };
+        auto layers_ms = [&](std::size_t from, std::size_t to, bool backward) {
+            double ms = 0;
+            for (std::size_t i = from; i < to; ++i) ms += backward ? costs[i].backward_ms : costs[i].forward_ms;
+            return ms;
+        };
+        auto& q = queues_[static_cast<std::size_t>(d)];
+        for (const Op& op : programs[static_cast<std::size_t>(d)].ops) {
+            if (op.kind == OpKind::barrier) break;  // the update phase: start_updates()
+            if (op.kind == OpKind::send_activation || op.kind == OpKind::send_gradient) {
+                // A hand-off at the end of the compute op before it (all-reduces between them
+                // are only posted).
+                const int direction = op.kind == OpKind::send_activation ? 0 : 1;
+                auto producer = std::find_if(q.rbegin(), q.rend(), [](const Item& it) { return it.kind == Item::compute; });
+                TANDEM_CHECK(producer != q.rend()) << "a send before any compute op";
+                producer->sends.push_back({signal(direction, op.peer / p.stages, op.peer % p.stages, op.micro_batch),
+                                          op.peer, op.bytes});
+                continue;
+            }
+            if (op.kind == OpKind::wait_lane) continue;  // compute_phase_done() waits for the lanes
+            TANDEM_CHECK(op.micro_batch != kEveryMicroBatch)
+                << "the simulator has no model of op '" << op_name(op.kind) << "' over every micro-batch at once";
+            Item it;
+            it.name = std::string(op_name(op.kind)), it.category = std::string(op_category(op.kind));
+            it.micro = op.micro_batch;
+            switch (op.kind) {
+            case OpKind::load_input: it.work_ms = copy_ms(op.bytes); break;
+            case OpKind::receive_activation:
+                it.wait = signal(0, g, s, op.micro_batch);
+                it.work_ms = copy_ms(op.bytes);
+                break;
+            case OpKind::forward:
+                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
+                it.hold = kept;
+                it.transient = workspace;
+                break;
+            // The cost model's loss time covers its forward and its gradient both.
+            case OpKind::loss: it.work_ms = costs_.loss_ms(device, micro); break;
+            case OpKind::loss_gradient: it.transient = backward_transient; break;
+            case OpKind::receive_gradient:
+                it.wait = signal(1, g, s, op.micro_batch);
+                it.work_ms = last ? 0 : copy_ms(op.bytes);
+                it.transient = backward_transient;
+                break;
+            case OpKind::recompute:
+                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
+                it.transient = backward_transient;
+                break;
+            case OpKind::backward:
+                it.work_ms = layers_ms(op.layer_begin, op.layer_end, true);
+                it.transient = backward_transient;
+                it.opens_span = op.layer_end == end;
+                it.closes_span = op.layer_begin == begin;
+                if (it.closes_span) it.release = kept;  // the micro-batch's activations are spent
+                break;
+            case OpKind::all_reduce:
+                it.kind = Item::reduce;
+                it.collective = collective_of.at({s, op.bucket});
+                break;
+            default: TANDEM_THROW(Error) << "the simulator has no model of op '" << op_name(op.kind) << "'";
+            }
+            q.push_back(std::move(it));
         }
     }
-    // Resolve each collective item to its index: the collectives of stage s, bucket b.
-    for (int d = 0; d < count_; ++d)
-        for (auto& it : queues_[static_cast<std::size_t>(d)])
-            if (it.kind == Item::reduce) {
-                const int s = d % p.stages, b = -1 - it.collective;
-                for (std::size_t c = 0; c < collectives_.size(); ++c)
-                    if (collectives_[c].stage == s && collectives_[c].bucket == b) it.collective = static_cast<int>(c);
-            }
 }
 
 void StepSimulator::span(int device, const std::string& suffix, const std::string& name, const std::string& category,
@@ -377,13 +371,16 @@ void StepSimulator::finish_item(int d, double start, double end) {
     Item& item = queues_[ud][position_[ud]];
     live_[ud] -= item.release;
     busy_[ud] = false;
-    if (item.counts_busy) {
-        sim_.devices[ud].busy_ms += end - start;
-        if (item.category == "backward") last_backward_ = std::max(last_backward_, end);
+    sim_.devices[ud].busy_ms += end - start;  // every compute op is the worker's time
+    if (item.category == "backward") last_backward_ = std::max(last_backward_, end);
+    if (item.opens_span) span_start_[ud] = start;
+    if (item.closes_span) {
+        std::vector<TraceArg> args;
+        if (item.micro >= 0) args.emplace_back("micro_batch", item.micro);
+        args.emplace_back("stage", sim_.devices[ud].stage);
+        span(d, "", item.name, item.category, span_start_[ud], end, std::move(args));
     }
-    span(d, "", item.name, item.category, start, end,
-         {TraceArg("micro_batch", item.micro), TraceArg("stage", sim_.devices[ud].stage)});
-    if (item.send >= 0) send(d, item.send_to, item.send, item.send_bytes, end);
+    for (const Send& out : item.sends) send(d, out.to, out.signal, out.bytes, end);
     ++position_[ud];
     if (position_[ud] == queues_[ud].size()) compute_phase_done(d);
 }
@@ -555,6 +552,7 @@ Simulation StepSimulator::run() {
     busy_.assign(static_cast<std::size_t>(count_), false);
     live_.assign(static_cast<std::size_t>(count_), 0);
     compute_done_.assign(static_cast<std::size_t>(count_), false);
+    span_start_.assign(static_cast<std::size_t>(count_), 0.0);
     signal_set_.assign(static_cast<std::size_t>(2 * plan_.groups * plan_.stages * plan_.micro_batches), false);
     lane_free_.assign(static_cast<std::size_t>(plan_.stages), 0);
     for (int d = 0; d < count_; ++d) compute_phase_done(d);  // an empty queue (cannot happen) is done
@@ -622,6 +620,18 @@ std::string Plan::label() const {
     if (stages > 1) out << " " << pipeline_schedule_name(schedule);
     if (recompute) out << " recompute";
     return out.str();
+}
+
+ParallelOptions Plan::parallel_options() const {
+    ParallelOptions o;
+    o.groups = groups, o.stages = stages, o.micro_batches = micro_batches;
+    o.schedule = schedule;
+    o.cuts = cuts;
+    o.algorithm = algorithm;
+    o.bucket_bytes = bucket_bytes;
+    o.overlap_backward = overlap_backward;
+    if (recompute) o.recompute = {true};
+    return o;
 }
 
 bool Simulation::fits() const {

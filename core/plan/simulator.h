@@ -1,8 +1,9 @@
 // Simulator: one training step of a plan on a topology, event by event, before anything runs.
 //
-// What it plays out, as the engine runs it (core/parallel/engine*.cpp):
-//  - each device's ops in its schedule's order (parallel/schedule.h), one at a time: forward
-//    and backward of every micro-batch of its stage, the loss on the last stage;
+// What it plays out is the engine's own stage programs (parallel/program.h), built by the same
+// generator from the plan, op by op, each timed with the cost model:
+//  - each device's ops in its program's order, one at a time: inputs, forward and backward of
+//    every micro-batch of its stage in the schedule's order, the loss on the last stage;
 //  - a micro-batch's activation goes to the next stage after its forward, its gradient back
 //    after its backward. Between GPUs the copy crosses the topology's channels (one direction
 //    of each link on the route), which copies share first come, first served; between CPU
@@ -23,7 +24,7 @@
 //
 // Output: step time, images/s, the bubble (the devices' idle share until the last backward),
 // the communication left exposed after it, each device's peak memory, and the spans as a Chrome
-// trace with the engine's tracks (device names) and categories.
+// trace with the engine's tracks (device names), op names and categories.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,7 @@
 #include <vector>
 
 #include "io/trace.h"
-#include "parallel/communicator.h"
-#include "parallel/schedule.h"
+#include "parallel/parallel_options.h"
 #include "plan/cost_model.h"
 #include "plan/stage_cost.h"
 #include "plan/topology.h"
@@ -53,6 +53,8 @@ struct Plan {
     std::string placement;                // how devices were chosen, for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
+    // The engine's options that run this plan (parallel/parallel_options.h).
+    ParallelOptions parallel_options() const;
     // "2x2x4 1f1b" and " recompute" when it does.
     std::string label() const;
 };

@@ -16,6 +16,7 @@ std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum) {
         c.forward_ms = lp.forward_ms;
         c.backward_ms = lp.backward_ms;
         c.parameter_bytes = lp.memory.parameter_bytes;
+        c.parameter_tensor_bytes = lp.parameter_tensor_bytes;
         c.optimizer_bytes = momentum ? lp.memory.parameter_bytes : 0;
         c.input_bytes = input;
         c.saved_bytes = lp.memory.saved_bytes;

@@ -45,6 +45,9 @@ struct LayerCost {
     double forward_ms = 0;
     double backward_ms = 0;
     std::size_t parameter_bytes = 0;  // weights; gradients are as large
+    // Each parameter tensor's bytes (they sum to parameter_bytes), for the gradient buckets;
+    // empty: one tensor of parameter_bytes.
+    std::vector<std::size_t> parameter_tensor_bytes;
     std::size_t optimizer_bytes = 0;  // optimizer state (momentum buffers)
     std::size_t input_bytes = 0;      // its input, kept for backward (the previous output)
     std::size_t saved_bytes = 0;      // what else it keeps for backward (masks, indices, ...)
