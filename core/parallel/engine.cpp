@@ -5,15 +5,8 @@
 
 #include "base/rng.h"
 #include "io/safetensors.h"
-#include "io/trace.h"
-#include "layers/batch_statistics.h"
-#include "parallel/buckets.h"
-#include "parallel/comm_inproc.h"
 #include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
-#include "parallel/reduce_lane.h"
-#include "parallel/step_board.h"
-#include "parallel/transfer.h"
 #include "plan/partitioner.h"
 #include "plan/profiler.h"
 
@@ -139,45 +132,30 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 void Engine::place(std::vector<std::size_t> bounds) {
     const ParallelOptions& p = options_.parallel;
     bounds_ = std::move(bounds);
-    for (int g = 0; g < p.groups; ++g)
-        for (int s = 0; s < p.stages; ++s)
-            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
-                replicas_[static_cast<std::size_t>(g)]->net->at(i).to(stage_device(g, s));
     layer_parameter_bytes_.clear();
     for (std::size_t i = 0; i < options_.net->size(); ++i)
         layer_parameter_bytes_.push_back(parameter_tensor_bytes(options_.net->at(i)));
+    const ProgramSpec spec = program_spec(Mode::train, p.groups, p.micro_batches);
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s) {
-            std::vector<NamedParameter> params;
-            Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
-            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
-                for (auto& np : named_parameters(net.at(i)))
-                    params.push_back({net.at(i).name() + "." + np.name, np.parameter});
-            stage_parameters_.push_back(std::move(params));
+            Replica& replica = *replicas_[static_cast<std::size_t>(g)];
+            StageParts parts;
+            parts.group = g, parts.stage = s;
+            parts.rank = global_group(g), parts.replicas = total_groups();
+            parts.device = &stage_device(g, s);
+            parts.net = replica.net, parts.loss = replica.loss, parts.sgd = replica.sgd.get();
+            parts.begin = stage_begin(s), parts.end = stage_begin(s + 1);
+            parts.communicator = communicators_.empty() ? nullptr : communicators_[static_cast<std::size_t>(s)].get();
+            parts.parallel = &options_.parallel;
+            parts.layout = options_.layout;
+            parts.trace = options_.trace.get();
+            stages_.push_back(std::make_unique<Stage>(std::move(parts)));
+            // The programs post the stage's buckets by index: they must group them as it does.
+            const GradientBuckets* buckets = stages_.back()->buckets();
+            TANDEM_CHECK(!buckets || stage_buckets(spec, s).size() == buckets->size())
+                << "stage " << s << ": the stage program's gradient buckets differ from the engine's";
         }
     if (processes_ > 1) broadcast_weights();
-    if (total_groups() == 1) return;
-    // Backward produces gradients last layer first: buckets follow that order.
-    for (int g = 0; g < p.groups; ++g)
-        for (int s = 0; s < p.stages; ++s) {
-            std::vector<std::pair<std::string, Tensor>> grads;
-            for (auto& np : stage_parameters(g, s)) grads.emplace_back(np.name, np.parameter->grad);
-            std::reverse(grads.begin(), grads.end());
-            buckets_.push_back(std::make_unique<GradientBuckets>(std::move(grads), p.bucket_bytes));
-            // The programs post these buckets by index: they must group them as this does.
-            TANDEM_CHECK(stage_buckets(program_spec(Mode::train, p.groups, p.micro_batches), s).size() ==
-                         buckets_.back()->size())
-                << "stage " << s << ": the stage program's gradient buckets differ from the engine's";
-            if (reduces_during_backward(p, total_groups()))
-                lanes_.push_back(std::make_unique<ReduceLane>(stage_device(g, s).name() + " all-reduce"));
-            if (p.average_every == 0) continue;
-            std::vector<std::pair<std::string, Tensor>> values;
-            for (auto& np : stage_parameters(g, s)) values.emplace_back(np.name, np.parameter->value);
-            Sequential& net = *replicas_[static_cast<std::size_t>(g)]->net;
-            for (std::size_t i = stage_begin(s); i < stage_begin(s + 1); ++i)
-                for (auto& b : named_buffers(net.at(i))) values.emplace_back(b.name, b.parameter->value);
-            weight_buckets_.push_back(std::make_unique<GradientBuckets>(std::move(values), p.bucket_bytes));
-        }
 }
 
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
@@ -222,8 +200,8 @@ float Engine::current_lr() const {
     return options_.schedule ? options_.schedule->lr(step_) : options_.sgd.lr;
 }
 
-const std::vector<NamedParameter>& Engine::stage_parameters(int group, int stage) const {
-    return stage_parameters_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
+Stage& Engine::stage(int group, int stage) const {
+    return *stages_[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
 }
 
 StepResult Engine::step(const Tensor& images, const Tensor& labels) {
@@ -247,10 +225,15 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     StepResult result;
     result.lr = current_lr();
     std::vector<std::future<void>> updates;
-    for (int g = 0; g < p.groups; ++g)
-        for (int s = 0; s < p.stages; ++s)
-            updates.push_back(stage_device(g, s).worker().submit(
-                [this, &plan, g, s, lr = result.lr] { run_update(plan, g, s, lr); }));
+    for (int s = 0; s < p.stages; ++s) {
+        std::vector<Stage*> copies;  // stage s of every group, for what they merge
+        for (int g = 0; g < p.groups; ++g) copies.push_back(&stage(g, s));
+        for (int g = 0; g < p.groups; ++g)
+            updates.push_back(stage_device(g, s).worker().submit([&plan, copies, g, index = g * p.stages + s,
+                                                                   lr = result.lr] {
+                copies[static_cast<std::size_t>(g)]->update(plan, plan.programs[static_cast<std::size_t>(index)], lr, copies);
+            }));
+    }
     wait_all(updates);
 
     LossSums total;
@@ -299,14 +282,15 @@ void Engine::run(StepPlan& plan) {
     for (int g = 0; g < plan.groups; ++g)
         for (int s = 0; s < options_.parallel.stages; ++s)
             done.push_back(stage_device(g, s).worker().submit([this, &plan, g, s] {
+                Stage& mine = stage(g, s);
                 try {
-                    run_stage(plan, g, s);
+                    mine.run(plan, plan.programs[static_cast<std::size_t>(g * options_.parallel.stages + s)]);
                 } catch (...) {
                     const std::string reason = plan.board.fail(std::current_exception());
                     for (auto& c : communicators_) c->abort(reason);
                     // Its lane's collectives now throw rather than wait: let them end before the
                     // communicators are reset for the next step.
-                    if (!lanes_.empty()) lanes_[static_cast<std::size_t>(g * options_.parallel.stages + s)]->drain();
+                    mine.drain_lane();
                     throw;
                 }
             }));

@@ -39,9 +39,8 @@
 
 namespace tandem {
 
-class GradientBuckets;
-class ReduceLane;
-class StepBoard;
+class Stage;
+struct StepPlan;
 class Trace;
 
 struct EngineOptions {
@@ -77,7 +76,7 @@ public:
     // with auto_split, profiles the net and chooses the cuts first. step() and evaluate_batch()
     // call it on first use; call it earlier to see the partition before training.
     void prepare(const Shape& sample, std::int64_t batch);
-    bool prepared() const { return !bounds_.empty(); }
+    bool prepared() const { return !stages_.empty(); }
     // The automatic split's table (per stage: layers, time, memory against the cap); empty
     // without auto_split or before prepare().
     const std::string& partition_text() const { return partition_text_; }
@@ -111,21 +110,12 @@ public:
 
 private:
     struct Replica;
-    struct StepPlan;
-    struct StageRun;
     // The stage program's inputs for a run of `groups` x `micro_batches` in `mode`.
     ProgramSpec program_spec(Mode mode, int groups, int micro_batches) const;
     // Runs a step (training) or a forward-only pass (evaluation) on every worker at once: each
-    // executes its program up to the barrier.
+    // stage executes its program up to the barrier.
     void run(StepPlan& plan);
-    void run_stage(StepPlan& plan, int group, int stage);
-    // A training program's ops after the barrier: the optimizer's update and what follows it.
-    void run_update(const StepPlan& plan, int group, int stage, float lr);
-    // One bucket of the stage's gradients, all-reduced with the other groups; its trace span on
-    // `track` (the worker's, or its lane's).
-    void reduce_bucket(int group, int stage, std::size_t bucket, const std::string& track);
-    void average_weights(int group, int stage);
-    void fold_batch_norm(const StepPlan& plan, int group, int stage);
+    Stage& stage(int group, int stage) const;
     // The process-level part (engine_process.cpp), for parallel.mpi.
     int total_groups() const { return processes_ * options_.parallel.groups; }
     int global_group(int group) const { return process_ * options_.parallel.groups + group; }
@@ -141,28 +131,19 @@ private:
     void broadcast_weights();
     LossSums evaluate_share(const Tensor& images, const Tensor& labels);
     LossSums evaluate_local(const Tensor& images, const Tensor& labels);
-    // Stage `stage` of group `group`'s parameters, named as in the whole net ("fc1.weight");
-    // listed once by place(), read on every step.
-    const std::vector<NamedParameter>& stage_parameters(int group, int stage) const;
 
     EngineOptions options_;
     void place(std::vector<std::size_t> bounds);
     std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
 
     std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
-    std::vector<std::vector<NamedParameter>> stage_parameters_;  // index g * S + s
     // Per top-level layer, the bytes of each parameter tensor: what the stage programs' buckets
     // are made of.
     std::vector<std::vector<std::size_t>> layer_parameter_bytes_;
     std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
-    // Per group and stage (index g * S + s), when G > 1.
-    std::vector<std::unique_ptr<GradientBuckets>> buckets_;
-    // Per group and stage, when gradients are reduced during backward (program.h).
-    std::vector<std::unique_ptr<ReduceLane>> lanes_;
-    // The same over weights and buffers, for model averaging.
-    std::vector<std::unique_ptr<GradientBuckets>> weight_buckets_;
+    std::vector<std::unique_ptr<Stage>> stages_;  // index g * S + s; empty until placed
     std::int64_t step_ = 0;
     int processes_ = 1, process_ = 0;  // the MPI job, with parallel.mpi
 };

@@ -1,14 +1,13 @@
-// What engine.cpp (the steps, placement, checkpoints) and engine_stage.cpp (one worker's part
-// of a step) share: the replicas and the plan of one run over a batch. Private to the engine.
+// What engine.cpp (the steps, placement, checkpoints) and engine_process.cpp (the MPI job)
+// share: the replicas. Private to the engine.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <vector>
 
-#include "layers/batch_statistics.h"
 #include "parallel/engine.h"
-#include "parallel/step_board.h"
+#include "parallel/stage.h"
+#include "parallel/step_plan.h"
 
 namespace tandem {
 
@@ -16,39 +15,6 @@ struct Engine::Replica {
     std::shared_ptr<Sequential> net;
     std::shared_ptr<CrossEntropy> loss;  // kernels are cached per object: one per group
     std::unique_ptr<Sgd> sgd;
-};
-
-// One run of every worker over a batch: a training step's forward and backward, or an
-// evaluation's forward. Micro-batch k = g * M + m (group g's m-th) covers samples
-// [starts[k], starts[k + 1]) of the global batch.
-struct Engine::StepPlan {
-    StepPlan(Mode mode, int groups, int micro_batches, int links, const Tensor& images,
-             const Tensor& labels)
-        : mode(mode), groups(groups), micro_batches(micro_batches), images(images), labels(labels),
-          board(groups, std::max(links, 1), micro_batches),
-          sums(static_cast<std::size_t>(groups * micro_batches)) {
-        const std::int64_t n = images.shape()[0];
-        for (int g = 0; g < groups; ++g) {
-            const std::int64_t shard_begin = n * g / groups, shard = n * (g + 1) / groups - shard_begin;
-            for (int m = 0; m < micro_batches; ++m) starts.push_back(shard_begin + shard * m / micro_batches);
-        }
-        starts.push_back(n);
-    }
-    std::int64_t start(int k) const { return starts[static_cast<std::size_t>(k)]; }
-    std::int64_t count(int k) const { return start(k + 1) - start(k); }
-
-    Mode mode;
-    int groups, micro_batches;
-    Tensor images, labels;
-    std::uint64_t rng = 0;
-    float loss_scale = 1;
-    std::int64_t sample_offset = 0;  // of this process's batch in the global batch (MPI)
-    StepBoard board;
-    std::vector<std::int64_t> starts;
-    std::vector<LossSums> sums;  // per micro-batch, from the last stages
-    // Per group and stage (g * S + s), for deferred batch norm.
-    std::vector<BatchStatistics> statistics;
-    std::vector<DeviceProgram> programs;  // per group and stage
 };
 
 }  // namespace tandem

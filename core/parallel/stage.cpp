@@ -1,0 +1,316 @@
+#include "parallel/stage.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "base/error.h"
+#include "device/device.h"
+#include "io/trace.h"
+#include "layers/batch_norm2d.h"
+#include "layers/kernel_cache.h"
+#include "parallel/comm_inproc.h"
+#include "parallel/transfer.h"
+
+namespace tandem {
+namespace {
+
+// sum(slots[begin, end)) in the canonical pairwise order (the in-process tree all-reduce's:
+// split at the largest power of two below the count), accumulated into slots[begin].
+void pairwise_sum(std::vector<std::vector<Tensor>>& slots, std::size_t begin, std::size_t end) {
+    if (end - begin < 2) return;
+    const std::size_t split = begin + canonical_tree_split(end - begin);
+    pairwise_sum(slots, begin, split);
+    pairwise_sum(slots, split, end);
+    for (std::size_t i = 0; i < slots[begin].size(); ++i)
+        tensor_ops(slots[begin][i].device()).accumulate(slots[begin][i], slots[split][i]);
+}
+
+// Every batch-norm layer under `layer`, depth first: the same order in every replica.
+void collect_batch_norms(Layer& layer, std::vector<BatchNorm2d*>& out) {
+    if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) out.push_back(bn);
+    for (Layer* child : layer.children()) collect_batch_norms(*child, out);
+}
+
+// Gradients in backward order (last layer first), as the buckets take them.
+std::vector<std::pair<std::string, Tensor>> gradients_last_first(const std::vector<NamedParameter>& params) {
+    std::vector<std::pair<std::string, Tensor>> grads;
+    for (auto it = params.rbegin(); it != params.rend(); ++it) grads.emplace_back(it->name, it->parameter->grad);
+    return grads;
+}
+
+}  // namespace
+
+Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
+    Sequential& net = *parts_.net;
+    for (std::size_t i = parts_.begin; i < parts_.end; ++i) {
+        net.at(i).to(*parts_.device);
+        for (auto& np : named_parameters(net.at(i))) parameters_.push_back({net.at(i).name() + "." + np.name, np.parameter});
+    }
+    if (parts_.replicas == 1) return;
+    const ParallelOptions& p = *parts_.parallel;
+    buckets_ = std::make_unique<GradientBuckets>(gradients_last_first(parameters_), p.bucket_bytes);
+    if (reduces_during_backward(p, parts_.replicas))
+        lane_ = std::make_unique<ReduceLane>(parts_.device->name() + " all-reduce");
+    if (p.average_every == 0) return;
+    std::vector<std::pair<std::string, Tensor>> values;
+    for (auto& np : parameters_) values.emplace_back(np.name, np.parameter->value);
+    for (std::size_t i = parts_.begin; i < parts_.end; ++i)
+        for (auto& b : named_buffers(net.at(i))) values.emplace_back(b.name, b.parameter->value);
+    weight_buckets_ = std::make_unique<GradientBuckets>(std::move(values), p.bucket_bytes);
+}
+
+Stage::~Stage() = default;
+
+// What the stage keeps between the ops of one run, per micro-batch.
+struct Stage::Run {
+    Run(StepPlan& plan, std::size_t micro_batches)
+        : plan(plan), tapes(micro_batches), inputs(micro_batches), outputs(micro_batches), labels(micro_batches),
+          gradients(micro_batches) {}
+    StepPlan& plan;
+    std::vector<Tape> tapes;
+    std::vector<Pass> passes;         // one per micro-batch, on the tapes
+    std::vector<Pass*> every_pass;
+    std::vector<Tensor> inputs;       // the stage's input, until forward (or a recompute) is done with it
+    std::vector<Tensor> outputs;      // the stage's output, until the loss or the send takes it
+    std::vector<Tensor> labels;       // the last stage: each micro-batch's labels, for the loss's gradient
+    std::vector<Tensor> gradients;    // flowing down through backward, until sent
+    std::vector<std::vector<Tensor>> stashed;  // deterministic mode: each micro-batch's gradients
+    BatchStatistics* statistics = nullptr;     // deferred batch norm
+    // A backward run in parts (buckets posted between them) is one span, from its first part
+    // to its last.
+    std::optional<TraceSpan> backward_span;
+};
+
+float Stage::loss_scale(const StepPlan& plan) const {
+    // Model averaging: each replica follows its own shard's mean gradient.
+    if (parts_.parallel->average_every == 0) return plan.loss_scale;
+    const int m = plan.micro_batches, g = parts_.group;
+    return 1.0f / static_cast<float>(plan.start((g + 1) * m) - plan.start(g * m));
+}
+
+void Stage::run(StepPlan& plan, const DeviceProgram& program) {
+    const ParallelOptions& p = *parts_.parallel;
+    Device& dev = *parts_.device;
+    const int group = parts_.group, stage = parts_.stage, micro_batches = plan.micro_batches;
+    const bool train = plan.mode == Mode::train;
+    Trace* trace = parts_.trace;
+    if (train) Sgd::zero_grad(parameters_);
+
+    Run run(plan, static_cast<std::size_t>(micro_batches));
+    if (train && !plan.statistics.empty())
+        run.statistics = &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)];
+    // Synchronised batch norm: every batch-norm layer sums its statistics over the replicas.
+    auto sum_over_replicas = [this, trace](std::vector<double>& values) {
+        if (!parts_.communicator) return;
+        TraceSpan span(trace, parts_.device->name(), "batch-norm statistics", "allreduce");
+        // In the device's memory, where the stage's communicator reduces (NCCL on GPUs).
+        const std::vector<float> mine(values.begin(), values.end());
+        Tensor buffer = Tensor::from_vector({std::int64_t(mine.size())}, *parts_.device, mine);
+        parts_.communicator->all_reduce_sum(parts_.rank, static_cast<float*>(buffer.raw()), mine.size(),
+                                            parts_.parallel->algorithm);
+        const std::vector<float> sums = buffer.to_vector();
+        values.assign(sums.begin(), sums.end());
+    };
+    run.passes.reserve(run.tapes.size());
+    for (int m = 0; m < micro_batches; ++m) {
+        const int k = group * micro_batches + m;
+        Pass& pass = run.passes.emplace_back(Pass{dev, plan.mode, k, run.tapes[static_cast<std::size_t>(m)], plan.rng});
+        pass.first_sample = plan.sample_offset + plan.start(k);
+        pass.batch_statistics = run.statistics;
+        pass.need_dx = stage > 0;  // nobody reads the gradient of the images
+        if (train && p.batch_norm == BatchNormMode::sync) pass.sum_over_replicas = sum_over_replicas;
+        run.every_pass.push_back(&pass);
+    }
+
+    for (const Op& op : program.ops) {
+        if (op.kind == OpKind::barrier) break;  // the rest runs once every stage is here
+        const auto mi = static_cast<std::size_t>(std::max(op.micro_batch, 0));
+        const int k = group * micro_batches + op.micro_batch;
+        // The board's link between this stage and its peer.
+        const int link = std::min(stage, op.peer % p.stages);
+        auto span = [&](std::optional<TraceSpan>& s) -> TraceSpan& {
+            s.emplace(trace, dev.name(), op_name(op.kind), op_category(op.kind));
+            if (op.micro_batch >= 0) s->arg("micro_batch", op.micro_batch);
+            return s->arg("stage", stage);
+        };
+        std::optional<TraceSpan> traced;
+        switch (op.kind) {
+        case OpKind::load_input: {
+            span(traced);
+            Tensor x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
+            run.inputs[mi] = x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x;
+            break;
+        }
+        case OpKind::receive_activation: {
+            Tensor x = plan.board.take(LinkDirection::forward, group, link, op.micro_batch);
+            span(traced).arg("bytes", x.nbytes());
+            run.inputs[mi] = transfer(x, dev);
+            break;
+        }
+        case OpKind::forward:
+        case OpKind::recompute:
+            span(traced);
+            forward(run, op);
+            break;
+        case OpKind::loss:
+            span(traced);
+            // Labels go straight to the last stage.
+            run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
+            plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(run.outputs[mi], run.labels[mi], run.passes[mi]);
+            if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
+            break;
+        case OpKind::send_activation:
+            plan.board.put(LinkDirection::forward, group, link, op.micro_batch, std::move(run.outputs[mi]));
+            break;
+        case OpKind::loss_gradient:
+            span(traced);
+            run.gradients[mi] =
+                parts_.loss->backward(run.outputs[mi], run.labels[mi], loss_scale(plan), run.passes[mi]);
+            run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
+            break;
+        case OpKind::receive_gradient: {
+            Tensor dy = plan.board.take(LinkDirection::backward, group, link, op.micro_batch);
+            span(traced).arg("bytes", dy.nbytes());
+            run.gradients[mi] = transfer(dy, dev);
+            break;
+        }
+        case OpKind::backward:
+            if (op.layer_end == parts_.end) span(run.backward_span);
+            backward(run, op);
+            if (op.layer_begin == parts_.begin) run.backward_span.reset();
+            break;
+        case OpKind::stash_gradients:
+            span(traced);
+            run.stashed.resize(run.tapes.size());
+            for (auto& np : parameters_) {
+                run.stashed[mi].push_back(np.parameter->grad.clone());
+                tensor_ops(dev).fill(np.parameter->grad, 0.f);
+            }
+            break;
+        case OpKind::send_gradient:
+            plan.board.put(LinkDirection::backward, group, link, op.micro_batch, std::move(run.gradients[mi]));
+            break;
+        case OpKind::sum_gradients:
+            span(traced);
+            // The stage's gradients become the canonical sum of the micro-batches'.
+            pairwise_sum(run.stashed, 0, run.stashed.size());
+            for (std::size_t i = 0; i < parameters_.size(); ++i)
+                tensor_ops(dev).copy(run.stashed.front()[i], parameters_[i].parameter->grad);
+            break;
+        case OpKind::all_reduce: {
+            const auto bucket = static_cast<std::size_t>(op.bucket);
+            if (op.on_lane) {
+                lane_->post([this, bucket] { all_reduce(bucket, lane_->name()); });
+            } else {
+                all_reduce(bucket, dev.name());
+            }
+            break;
+        }
+        case OpKind::wait_lane: lane_->wait(); break;
+        default: TANDEM_THROW(Error) << "op '" << op_name(op.kind) << "' cannot run before the step's barrier";
+        }
+    }
+}
+
+void Stage::forward(Run& run, const Op& op) {
+    const std::size_t mi = static_cast<std::size_t>(std::max(op.micro_batch, 0));
+    Sequential& net = *parts_.net;
+    if (op.micro_batch == kEveryMicroBatch) {
+        run.outputs = net.forward_many_range(run.inputs, run.every_pass, op.layer_begin, op.layer_end);
+        run.inputs.assign(run.inputs.size(), Tensor());
+        return;
+    }
+    Pass& pass = run.passes[mi];
+    if (op.kind == OpKind::recompute) {
+        // The forward again, keeping what backward needs; not counted again in running statistics.
+        pass.recomputing = true;
+        net.forward_range(run.inputs[mi], pass, op.layer_begin, op.layer_end);
+        pass.recomputing = false;
+        run.inputs[mi] = Tensor();
+        return;
+    }
+    if (op.keeps_activations) {
+        run.outputs[mi] = net.forward_range(run.inputs[mi], pass, op.layer_begin, op.layer_end);
+        run.inputs[mi] = Tensor();
+        return;
+    }
+    // Without keeping what backward needs (the input stays for the recompute op).
+    Tape scratch;
+    Pass keep_nothing{pass.device, Mode::train, pass.micro_batch, scratch, pass.rng_key};
+    keep_nothing.first_sample = pass.first_sample;
+    keep_nothing.batch_statistics = pass.batch_statistics;
+    run.outputs[mi] = net.forward_range(run.inputs[mi], keep_nothing, op.layer_begin, op.layer_end);
+}
+
+void Stage::backward(Run& run, const Op& op) {
+    Sequential& net = *parts_.net;
+    if (op.micro_batch == kEveryMicroBatch) {
+        run.gradients = net.backward_many_range(run.gradients, run.every_pass, parts_.begin, parts_.end);
+        return;
+    }
+    const auto mi = static_cast<std::size_t>(op.micro_batch);
+    run.gradients[mi] =
+        net.backward_part(run.gradients[mi], run.passes[mi], parts_.begin, parts_.end, op.layer_begin, op.layer_end);
+    // What forward kept for this micro-batch is spent: free it now, so a stage holds only the
+    // micro-batches in flight (1F1B's bound), not every one until the step ends.
+    if (op.layer_begin == parts_.begin) run.tapes[mi].clear();
+}
+
+void Stage::all_reduce(std::size_t bucket, const std::string& track) {
+    TraceSpan span(parts_.trace, track, op_name(OpKind::all_reduce), op_category(OpKind::all_reduce));
+    span.arg("bucket", bucket).arg("bytes", buckets_->bucket(bucket).flat.nbytes()).arg("stage", parts_.stage);
+    buckets_->all_reduce(bucket, *parts_.communicator, parts_.rank, parts_.parallel->algorithm);
+}
+
+void Stage::drain_lane() noexcept {
+    if (lane_) lane_->drain();
+}
+
+void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr, const std::vector<Stage*>& copies) {
+    const auto barrier =
+        std::find_if(program.ops.begin(), program.ops.end(), [](const Op& op) { return op.kind == OpKind::barrier; });
+    TANDEM_CHECK(barrier != program.ops.end()) << "a training program without a barrier";
+    for (auto op = barrier + 1; op != program.ops.end(); ++op) {
+        TraceSpan span(parts_.trace, parts_.device->name(), op_name(op->kind), op_category(op->kind));
+        span.arg("stage", parts_.stage);
+        switch (op->kind) {
+        case OpKind::update: parts_.sgd->step(parameters_, lr); break;
+        case OpKind::average_weights: average_weights(); break;
+        case OpKind::fold_batch_norm: fold_batch_norm(plan, copies); break;
+        default: TANDEM_THROW(Error) << "op '" << op_name(op->kind) << "' cannot run after the step's barrier";
+        }
+    }
+}
+
+void Stage::average_weights() {
+    const float mean = 1.0f / static_cast<float>(parts_.replicas);
+    for (std::size_t b = 0; b < weight_buckets_->size(); ++b)
+        weight_buckets_->all_reduce(b, *parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
+}
+
+std::vector<BatchNorm2d*> Stage::batch_norms() const {
+    std::vector<BatchNorm2d*> bns;
+    for (std::size_t i = parts_.begin; i < parts_.end; ++i) collect_batch_norms(parts_.net->at(i), bns);
+    return bns;
+}
+
+void Stage::fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& copies) {
+    // Deferred batch norm: the whole batch's statistics, merged over every group in group
+    // order (every replica folds the same numbers), then folded in once.
+    const int stages = parts_.parallel->stages;
+    const std::vector<BatchNorm2d*> mine = batch_norms();
+    std::vector<std::vector<BatchNorm2d*>> all;
+    for (const Stage* copy : copies) all.push_back(copy->batch_norms());
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+        BatchStatistics::Sums total;
+        for (std::size_t g = 0; g < copies.size(); ++g) {
+            const auto& statistics = plan.statistics[static_cast<std::size_t>(copies[g]->group() * stages + parts_.stage)];
+            if (const auto* sums = statistics.find(all[g][i])) total.merge(*sums);
+        }
+        if (total.count < 2) continue;  // the layer saw no training batch this step
+        const auto [mean, variance] = total.mean_and_variance();
+        mine[i]->update_running_stats(mean, variance, total.count);
+    }
+}
+
+}  // namespace tandem

@@ -1,0 +1,92 @@
+// Stage: one stage of one group of an engine's placement, and what its worker does in a step.
+//
+// It owns the stage's share of the training: its device, its layers (a range of its group's
+// replica of the net), their parameters named as in the whole net ("fc1.weight"), the gradient
+// buckets and reduce lane it all-reduces through when there are several groups, and the weight
+// buckets of model averaging. It executes a stage program's ops (program.h) on them: before
+// the step's barrier in run(), after it in update().
+//
+// The engine keeps what spans stages: placement, steps, checkpoints, the replicas' optimizer
+// and loss, the communicators, and error handling (a failure on one stage stops them all).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/cross_entropy.h"
+#include "layers/sequential.h"
+#include "optim/sgd.h"
+#include "parallel/buckets.h"
+#include "parallel/parallel_options.h"
+#include "parallel/program.h"
+#include "parallel/reduce_lane.h"
+#include "parallel/step_plan.h"
+
+namespace tandem {
+
+class BatchNorm2d;
+class Trace;
+
+// What the engine hands a stage when it places it.
+struct StageParts {
+    int group = 0, stage = 0;
+    // The group's rank among the replicas of the stage (every process's groups, under MPI).
+    int rank = 0;
+    int replicas = 1;
+    Device* device = nullptr;
+    std::shared_ptr<Sequential> net;     // the group's replica; the stage runs [begin, end)
+    std::shared_ptr<CrossEntropy> loss;  // the group's: its last stage computes it
+    Sgd* sgd = nullptr;                  // the group's optimizer, over this stage's parameters
+    std::size_t begin = 0, end = 0;
+    Communicator* communicator = nullptr;  // among the replicas of the stage; null with one
+    const ParallelOptions* parallel = nullptr;
+    Layout layout = Layout::contiguous;  // of the images as the first stage takes them
+    Trace* trace = nullptr;
+};
+
+class Stage {
+public:
+    explicit Stage(StageParts parts);
+    ~Stage();
+    Stage(const Stage&) = delete;
+    Stage& operator=(const Stage&) = delete;
+
+    Device& device() const { return *parts_.device; }
+    int group() const { return parts_.group; }
+    int index() const { return parts_.stage; }
+    // Named as in the whole net; listed once, at placement.
+    const std::vector<NamedParameter>& parameters() const { return parameters_; }
+    // The gradient buckets (null with one replica), in the order the programs post them.
+    const GradientBuckets* buckets() const { return buckets_.get(); }
+
+    // The program's ops up to the barrier: this stage's part of a step or an evaluation.
+    void run(StepPlan& plan, const DeviceProgram& program);
+    // The program's ops after the barrier (training): the optimizer's update at `lr`, model
+    // averaging, deferred batch norm's statistics. `copies`: this stage in every local group,
+    // in group order (their statistics are merged).
+    void update(const StepPlan& plan, const DeviceProgram& program, float lr, const std::vector<Stage*>& copies);
+    // After a failed step: waits for the collectives posted to the lane (the communicators
+    // have been aborted, so they end), dropping their errors.
+    void drain_lane() noexcept;
+
+private:
+    struct Run;
+    // The per-op parts of run().
+    void forward(Run& run, const Op& op);
+    void backward(Run& run, const Op& op);
+    void all_reduce(std::size_t bucket, const std::string& track);
+    void average_weights();
+    void fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& copies);
+    std::vector<BatchNorm2d*> batch_norms() const;
+    float loss_scale(const StepPlan& plan) const;
+
+    StageParts parts_;
+    std::vector<NamedParameter> parameters_;
+    std::unique_ptr<GradientBuckets> buckets_;         // several replicas
+    std::unique_ptr<ReduceLane> lane_;                 // when buckets go during backward
+    std::unique_ptr<GradientBuckets> weight_buckets_;  // model averaging
+};
+
+}  // namespace tandem
