@@ -18,6 +18,8 @@
 #include "check.h"
 #include "device/cpu/cpu_device.h"
 #include "objects.h"
+#include "plan/analytic_costs.h"
+#include "plan/measured_costs.h"
 #include "plan/planner.h"
 #include "wrap.h"
 
@@ -109,9 +111,8 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     const Shape sample = check_shape(L, lua_gettop(L));
     lua_pop(L, 1);
     const bool momentum = option_bool(L, args, "momentum", true);
-    NetShapes shapes = net_shapes(*net, sample);
     const std::string kind = option_string(L, args, "cost", "analytic");
-    if (kind == "analytic") return std::make_shared<AnalyticCostModel>(std::move(shapes), momentum);
+    if (kind == "analytic") return std::make_shared<AnalyticCostModel>(net_shapes(*net, sample), momentum);
     if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     ProfileOptions po;
     po.layout = option_string(L, args, "layout", "channels_last") == "contiguous" ? Layout::contiguous
@@ -122,22 +123,7 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     const int rounds = static_cast<int>(option_int(L, args, "rounds", 3));
     // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
     po.quantile = 0.25;
-    auto profiler = [net, sample, po](int threads, std::int64_t batch, std::function<void()> after_step) {
-        // A copy of the net on a device of its own: the recipe's net and devices stay as they are.
-        auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
-        ProfileOptions options = po;
-        options.after_step = std::move(after_step);
-        NetProfile p;
-        {
-            auto copy = std::static_pointer_cast<Sequential>(net->clone());
-            CrossEntropy loss;
-            p = profile_net(*copy, loss, *device, sample, batch, options);
-        }
-        return p;
-    };
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores),
-                                               rounds);
+    return measured_cost_model(net, sample, momentum, po, rounds);
 }
 
 // The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other

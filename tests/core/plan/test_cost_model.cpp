@@ -14,7 +14,8 @@
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "base/error.h"
-#include "plan/cost_model.h"
+#include "plan/analytic_costs.h"
+#include "plan/measured_costs.h"
 
 namespace tandem::test {
 namespace {

@@ -10,6 +10,7 @@
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "parallel/engine.h"
+#include "plan/measured_costs.h"
 #include "plan/simulator.h"
 #include "support/toy_batch.h"
 

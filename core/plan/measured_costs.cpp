@@ -1,0 +1,228 @@
+#include "plan/measured_costs.h"
+
+#include <algorithm>
+#include <barrier>
+#include <exception>
+#include <thread>
+
+#include "base/error.h"
+#include "device/cpu/cpu_device.h"
+
+namespace tandem {
+
+MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
+                                     int rounds)
+    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)), machine_(machine),
+      rounds_(rounds) {
+    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0) << "the copy rate must be positive, got " << machine_.copy_gbs;
+    TANDEM_CHECK_AS(ConfigError, rounds_ >= 1) << "profiling needs at least 1 round, got " << rounds_;
+}
+
+namespace {
+
+void check_measurable(const TopologyDevice& device) {
+    TANDEM_CHECK_AS(ConfigError, device.cpu)
+        << "device '" << device.name << "' is a " << device.model
+        << ": only CPU devices are measured here; plan GPUs with the analytic model";
+}
+
+// Each time figure of `into` lowered to `other`'s where that is smaller (same net and batch).
+void keep_fastest(NetProfile& into, const NetProfile& other) {
+    into.step_ms = std::min(into.step_ms, other.step_ms);
+    into.update_ms = std::min(into.update_ms, other.update_ms);
+    for (std::size_t i = 0; i < into.layers.size() && i < other.layers.size(); ++i) {
+        into.layers[i].forward_ms = std::min(into.layers[i].forward_ms, other.layers[i].forward_ms);
+        into.layers[i].backward_ms = std::min(into.layers[i].backward_ms, other.layers[i].backward_ms);
+    }
+}
+
+}  // namespace
+
+void MeasuredCostModel::prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const {
+    check_measurable(device);
+    std::lock_guard lock(mutex_);
+    std::sort(batches.begin(), batches.end());
+    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+    std::erase_if(batches, [&](std::int64_t b) { return cache_.count({device.threads, b}) > 0; });
+    std::vector<NetProfile> fastest(batches.size());
+    for (int round = 0; round < rounds_; ++round)
+        for (std::size_t i = 0; i < batches.size(); ++i) {
+            NetProfile p = profiler_(device.threads, batches[i], nullptr);
+            if (round == 0) fastest[i] = std::move(p);
+            else keep_fastest(fastest[i], p);
+        }
+    for (std::size_t i = 0; i < batches.size(); ++i)
+        cache_.emplace(std::make_pair(device.threads, batches[i]), std::move(fastest[i]));
+}
+
+const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::int64_t batch) const {
+    check_measurable(device);
+    std::lock_guard lock(mutex_);
+    const auto key = std::make_pair(device.threads, batch);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, profiler_(device.threads, batch, nullptr)).first;
+    return it->second;
+}
+
+std::vector<LayerCost> MeasuredCostModel::layer_costs(const TopologyDevice& device, std::int64_t batch) const {
+    return tandem::layer_costs(profile(device, batch), momentum_);
+}
+
+double MeasuredCostModel::loss_ms(const TopologyDevice& device, std::int64_t batch) const {
+    // What the whole step measured beyond its layers and update: the loss and the step's own
+    // bookkeeping.
+    const NetProfile& p = profile(device, batch);
+    double layers = 0;
+    for (const auto& l : p.layers) layers += l.forward_ms + l.backward_ms;
+    return std::max(0.0, p.step_ms - layers - p.update_ms);
+}
+
+double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const {
+    // The update does not depend on the batch: one profile's, the same whatever else is cached.
+    const NetProfile& p = profile(device, 1);
+    const std::size_t total = shapes_.parameter_bytes();
+    return total == 0 ? 0 : p.update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
+}
+
+namespace {
+
+// Between 1 (one busy) and `all` (every core busy), linearly; beyond the cores, from `all` up
+// to `over` at twice as many busy threads.
+double slowdown(int busy, int cores, double all, double over) {
+    if (busy <= 1 || cores <= 1) return 1;
+    if (busy > cores) {
+        const double f = std::min(1.0, static_cast<double>(busy - cores) / cores);
+        return all + (std::max(all, over) - all) * f;
+    }
+    return 1 + (all - 1) * static_cast<double>(busy - 1) / static_cast<double>(cores - 1);
+}
+
+}  // namespace
+
+const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std::int64_t batch) const {
+    const auto key = std::make_pair(cores, batch);
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = slowdowns_.find(key); it != slowdowns_.end()) return it->second;
+    }
+    // The net's step alone and on every core at once (and on twice as many threads as cores:
+    // beyond the proportional share, time slicing evicts each one's working set, and the
+    // threads get the cores in turns, not evenly). The threads pass a barrier after every step,
+    // as the engine's workers do, so a step lasts as long as its slowest thread's. Larger
+    // batches leave the caches sooner and share memory bandwidth: measured at the batch asked
+    // for. Other work on the machine comes and goes within seconds: each trial takes its own
+    // `alone` right before, and the median of three trials counts.
+    auto concurrent = [&](int n) {
+        std::barrier steps(n);
+        std::vector<double> times(static_cast<std::size_t>(n));
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+        std::vector<std::thread> threads;
+        for (int c = 0; c < n; ++c)
+            threads.emplace_back([&, c] {
+                try {
+                    times[static_cast<std::size_t>(c)] = profiler_(1, batch, [&] { steps.arrive_and_wait(); }).step_ms;
+                } catch (...) {
+                    // Failed inside a step: leave the barrier, so the others do not wait for it.
+                    errors[static_cast<std::size_t>(c)] = std::current_exception();
+                    steps.arrive_and_drop();
+                }
+            });
+        for (auto& t : threads) t.join();
+        for (const auto& e : errors)
+            if (e) std::rethrow_exception(e);
+        double mean = 0;
+        for (double t : times) mean += t / n;
+        return mean;
+    };
+    constexpr int trials = 3;
+    std::vector<double> all, over;
+    for (int t = 0; t < trials; ++t) {
+        const double alone = profiler_(1, batch, nullptr).step_ms;
+        if (alone <= 0) break;
+        all.push_back(std::max(1.0, concurrent(cores) / alone));
+        over.push_back(std::max(1.0, concurrent(2 * cores) / (2 * alone)));
+    }
+    Slowdowns s;
+    if (!all.empty()) s.all = median_of(all), s.over = median_of(over);
+    std::lock_guard lock(mutex_);
+    return slowdowns_.emplace(key, s).first->second;
+}
+
+double MeasuredCostModel::contention(int busy, int cores, std::int64_t batch) const {
+    if (busy <= 1 || cores <= 1) return 1;
+    const Slowdowns& s = slowdowns(cores, batch);
+    return slowdown(busy, cores, s.all, s.over);
+}
+
+double MeasuredCostModel::update_contention(int busy, int cores, std::int64_t) const {
+    if (busy <= 1 || cores <= 1) return 1;
+    std::lock_guard lock(mutex_);
+    auto it = update_slowdowns_.find(busy);
+    if (it == update_slowdowns_.end()) {
+        // Beyond the cores, what time slicing costs on top of the proportional share (which
+        // the simulator applies itself).
+        const double share = std::max(1.0, static_cast<double>(busy) / cores);
+        const double measured = measure_update_slowdown(shapes_.parameter_bytes(), busy, momentum_);
+        it = update_slowdowns_.emplace(busy, std::max(1.0, measured / share)).first;
+    }
+    return it->second;
+}
+
+double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {
+    if (ranks < 2) return 0;
+    const auto key = std::make_pair(ranks, algorithm);
+    std::lock_guard lock(mutex_);
+    auto it = all_reduce_.find(key);
+    if (it == all_reduce_.end()) {
+        // Two sizes a bucket spans (a small one is mostly the steps' hand-offs, a large one the
+        // memory traffic): a line through them.
+        constexpr std::size_t small = std::size_t(64) << 10, large = std::size_t(8) << 20;
+        const double t_small = measure_all_reduce_ms(small, ranks, algorithm);
+        const double t_large = measure_all_reduce_ms(large, ranks, algorithm);
+        const double per_byte = std::max(0.0, (t_large - t_small) / static_cast<double>(large - small));
+        const double latency = std::max(0.0, t_small - per_byte * static_cast<double>(small));
+        it = all_reduce_.emplace(key, std::make_pair(latency, per_byte)).first;
+    }
+    return it->second.first + it->second.second * static_cast<double>(bytes);
+}
+
+std::size_t MeasuredCostModel::profiles_taken() const {
+    std::lock_guard lock(mutex_);
+    return cache_.size();
+}
+
+MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
+    std::lock_guard lock(mutex_);
+    Calibration c;
+    c.machine = machine_;
+    for (const auto& [key, profile] : cache_) c.profiles.push_back({key.first, key.second, profile.step_ms});
+    for (const auto& [key, d] : slowdowns_)
+        c.contention.push_back({key.first, key.second, d.all, std::max(d.all, d.over)});
+    for (const auto& [busy, slowdown] : update_slowdowns_) c.updates.push_back({busy, slowdown});
+    for (const auto& [key, line] : all_reduce_)
+        c.all_reduce.push_back({key.first, key.second, line.first, line.second * 1e6});
+    return c;
+}
+
+std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
+                                                       bool momentum, const ProfileOptions& options, int rounds) {
+    NetShapes shapes = net_shapes(*net, sample);
+    auto profiler = [net, sample, options](int threads, std::int64_t batch, std::function<void()> after_step) {
+        // A copy of the net on a device of its own: the caller's net and devices stay as they are.
+        auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
+        ProfileOptions o = options;
+        o.after_step = std::move(after_step);
+        NetProfile p;
+        {
+            auto copy = std::static_pointer_cast<Sequential>(net->clone());
+            CrossEntropy loss;
+            p = profile_net(*copy, loss, *device, sample, batch, o);
+        }
+        return p;
+    };
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores),
+                                               rounds);
+}
+
+}  // namespace tandem

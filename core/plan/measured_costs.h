@@ -1,0 +1,113 @@
+// MeasuredCostModel: costs for the CPU devices here, from the profiler's figures at each
+// micro-batch size, taken on a device with the topology device's thread count and cached, and
+// this machine's probes (machine_probe.h) for copies, hand-offs, contention and all-reduces.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "layers/sequential.h"
+#include "plan/cost_model.h"
+#include "plan/machine_probe.h"
+#include "plan/profiler.h"
+
+namespace tandem {
+
+class MeasuredCostModel final : public CostModel {
+public:
+    // profile(threads, batch, after_step): the net profiled on a CPU device with that many
+    // threads; `after_step`, when set, goes to ProfileOptions::after_step.
+    using Profiler = std::function<NetProfile(int threads, std::int64_t batch, std::function<void()> after_step)>;
+    // `rounds`: how many times prefetch() profiles each batch size (see there).
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine, int rounds = 1);
+    std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
+    double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
+    double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
+    double copy_gbs() const override { return machine_.copy_gbs; }
+    double handoff_ms() const override { return machine_.handoff_ms; }
+    double busy_handoff_ms() const override { return machine_.busy_handoff_ms; }
+    double crowded_handoff_ms() const override { return machine_.crowded_handoff_ms; }
+    // Profiles every batch size not yet measured, `rounds` times, the sizes taking turns, and
+    // keeps each figure's smallest over the rounds. Other work on the machine only ever adds
+    // time and comes in bursts of a fraction of a second to seconds: measured one after
+    // another, a burst can fall on every iteration of one size and skew every plan using it;
+    // taking turns spreads each size's rounds over the whole measurement.
+    void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const override;
+    // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
+    // barrier after every step, as the engine's workers do) against one alone, interpolated
+    // linearly for fewer busy devices; and on twice as many, beyond the proportional share,
+    // for more. The median of three trials.
+    double contention(int busy, int cores, std::int64_t batch) const override;
+    // The optimizer's update on `busy` devices at once against one alone (beyond the
+    // proportional share), measured once per count with the net's weights.
+    double update_contention(int busy, int cores, std::int64_t batch) const override;
+    // Measured: the in-process communicator's all-reduce at two sizes for each rank count and
+    // algorithm (once each), as latency + bytes x time per byte.
+    double cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const override;
+    // How many profiles were taken (each distinct thread count and batch once).
+    std::size_t profiles_taken() const;
+
+    // The machine figures measured so far, to print beside a plan: whoever reads a prediction
+    // can see what it rests on.
+    struct Calibration {
+        struct Profile {
+            int threads = 0;
+            std::int64_t batch = 0;
+            double step_ms = 0;
+        };
+        struct Contention {
+            int cores = 0;
+            std::int64_t batch = 0;
+            double all = 1;   // a step with every core busy
+            double over = 1;  // twice as many busy as cores, beyond the proportional share
+        };
+        struct Update {
+            int busy = 0;          // devices updating at once
+            double slowdown = 1;   // against one alone, beyond the proportional share
+        };
+        struct AllReduce {
+            int ranks = 0;
+            ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
+            double latency_ms = 0, ms_per_mb = 0;
+        };
+        MachineFigures machine;
+        std::vector<Profile> profiles;
+        std::vector<Contention> contention;
+        std::vector<AllReduce> all_reduce;
+        std::vector<Update> updates;
+    };
+    Calibration calibration() const;
+
+private:
+    const NetProfile& profile(const TopologyDevice& device, std::int64_t batch) const;
+
+    NetShapes shapes_;
+    bool momentum_;
+    Profiler profiler_;
+    MachineFigures machine_;
+    int rounds_;
+    mutable std::mutex mutex_;
+    mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
+    // How much slower a step runs with every core busy, and with twice as many busy threads
+    // beyond the proportional share; per (cores, batch), measured once.
+    struct Slowdowns {
+        double all = 1, over = 1;
+    };
+    const Slowdowns& slowdowns(int cores, std::int64_t batch) const;
+    mutable std::map<std::pair<int, std::int64_t>, Slowdowns> slowdowns_;
+    mutable std::map<int, double> update_slowdowns_;  // per busy devices
+    mutable std::map<std::pair<int, ReduceAlgorithm>, std::pair<double, double>> all_reduce_;  // ms, ms per byte
+};
+
+// A measured cost model of `net` on samples of `sample`: each profile is taken on a copy of
+// the net, on a CPU device of its own with the thread count asked for (the caller's net and
+// devices stay as they are), with `options` (layout, seed, warm-up, iterations, quantile);
+// `rounds` as MeasuredCostModel's. Measures this machine's figures now (a few milliseconds).
+std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
+                                                       bool momentum, const ProfileOptions& options, int rounds);
+
+}  // namespace tandem
