@@ -34,7 +34,7 @@ local function prepare(build, layout, sample)
     net = build{}, optim = T.optim.SGD{lr = 0.01, momentum = 0.9},
     devices = T.devices('cpu', layout.groups * layout.stages, {threads = layout.threads}),
     parallel = {groups = layout.groups, stages = layout.stages, micro_batches = layout.micro_batches,
-                schedule = layout.schedule or '1f1b', split = layout.stages > 1 and 'auto' or nil,
+                pipeline = layout.pipeline or '1f1b', split = layout.stages > 1 and 'auto' or nil,
                 batch_norm = layout.batch_norm},
   }
   local images = T.randn({opt.batch, sample[1], sample[2], sample[3]}, 1)
@@ -105,7 +105,7 @@ if opt.bn_nets ~= '' then
   for _, mode in ipairs{'micro', 'deferred', 'sync'} do
     modes[#modes + 1] = {name = ('2x2x%d gpipe, bn %s'):format(opt.micro_batches, mode), groups = 2,
                          stages = 2, micro_batches = opt.micro_batches, threads = 1, batch_norm = mode,
-                         schedule = 'gpipe'}
+                         pipeline = 'gpipe'}
   end
   if not opt.json then print('\nbatch norm modes, 4 devices of 1 thread') end
   for name in opt.bn_nets:gmatch('[^,%s]+') do compare(name, modes, 'batch_norm') end

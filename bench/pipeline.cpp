@@ -161,7 +161,7 @@ Run run(const Config& l, const Args& args) {
     o.sgd = SgdOptions{0.01f, 0.9f, 0.f, 5e-4f, true};
     o.layout = tandem::Layout::channels_last;
     o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro_batches;
-    o.parallel.schedule = l.schedule;
+    o.parallel.pipeline = l.schedule;
     o.parallel.auto_split = l.stages > 1;
     o.parallel.overlap_backward = l.overlap;
     o.parallel.bucket_bytes = args.bucket_kb << 10;

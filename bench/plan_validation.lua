@@ -53,7 +53,7 @@ local function engine_for(p)
   local engine = T.Engine{net = net, devices = devices,
                           optim = T.optim.SGD{lr = 0.01, momentum = 0.9}, layout = 'channels_last',
                           parallel = {groups = p.groups, stages = p.stages, micro_batches = p.micro_batches,
-                                      schedule = p.schedule, split = p.split, recompute = p.recompute}}
+                                      pipeline = p.pipeline, split = p.split, recompute = p.recompute}}
   local images, labels = random_batch(sample, opt.batch, 10)
   for _ = 1, opt.warmup do engine:step(images, labels) end
   return {engine = engine, images = images, labels = labels, times = {}}
@@ -95,10 +95,10 @@ local function ratio_interval(a, b)
 end
 
 local function parse(item)
-  local g, s, m, schedule = item:match('^(%d+)x(%d+)x(%d+):?(%w*)$')
+  local g, s, m, pipeline = item:match('^(%d+)x(%d+)x(%d+):?(%w*)$')
   assert(g, 'a plan is GxSxM[:gpipe|1f1b], got ' .. item)
   return {groups = tonumber(g), stages = tonumber(s), micro_batches = tonumber(m),
-          schedule = schedule ~= '' and schedule or 'gpipe'}
+          pipeline = pipeline ~= '' and pipeline or 'gpipe'}
 end
 
 local rows = {}

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "bind_parallel.h"
 #include "binding.h"
 #include "objects.h"
 #include "io/trace.h"
@@ -135,69 +136,6 @@ Layout parse_layout(int index, const std::string& text) {
     if (text == "contiguous" || text == "nchw") return Layout::contiguous;
     if (text == "channels_last" || text == "nhwc") return Layout::channels_last;
     throw ArgError(index, "layout must be 'contiguous' or 'channels_last', got '" + text + "'");
-}
-
-// The parallel table: {groups =, stages =, micro_batches =, schedule = 'gpipe' | '1f1b',
-// split = {cut, ...} | 'auto', algorithm = 'ring' | 'tree', batch_norm = 'micro' | 'deferred',
-// recompute = bool | {bool per stage}, deterministic = bool, average_every = k, mpi = bool,
-// bucket_bytes = n, overlap = bool}. A cut is a top-level layer's name or
-// 1-based index: the next stage begins after it.
-ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
-    check_options(L, index, "T.Engine parallel",
-                  {"groups", "stages", "micro_batches", "schedule", "split", "algorithm",
-                   "batch_norm", "recompute", "deterministic", "average_every", "mpi", "bucket_bytes",
-                   "overlap"});
-    ParallelOptions p;
-    p.groups = static_cast<int>(option_int(L, index, "groups", 1));
-    p.stages = static_cast<int>(option_int(L, index, "stages", 1));
-    p.micro_batches = static_cast<int>(option_int(L, index, "micro_batches", 1));
-    p.schedule = parse_pipeline_schedule(option_string(L, index, "schedule", "gpipe"));
-    p.algorithm = parse_reduce_algorithm(option_string(L, index, "algorithm", "ring"));
-    p.batch_norm = parse_batch_norm_mode(option_string(L, index, "batch_norm", "micro"));
-    p.deterministic = option_bool(L, index, "deterministic", false);
-    p.average_every = static_cast<int>(option_int(L, index, "average_every", 0));
-    p.mpi = option_bool(L, index, "mpi", false);
-    const double bucket_bytes = option_number(L, index, "bucket_bytes", static_cast<double>(p.bucket_bytes));
-    if (bucket_bytes < 1) throw ArgError(index, "parallel.bucket_bytes must be at least 1");
-    p.bucket_bytes = static_cast<std::size_t>(bucket_bytes);
-    p.overlap_backward = option_bool(L, index, "overlap", true);
-    if (has_option(L, index, "recompute")) {
-        lua_getfield(L, index, "recompute");
-        if (lua_isboolean(L, -1)) {
-            p.recompute.push_back(lua_toboolean(L, -1));
-        } else if (lua_istable(L, -1)) {
-            for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
-                lua_rawgeti(L, -1, i);
-                p.recompute.push_back(lua_toboolean(L, -1));
-                lua_pop(L, 1);
-            }
-        } else {
-            throw ArgError(index, "parallel.recompute must be a boolean or a list of booleans, one per stage");
-        }
-        lua_pop(L, 1);
-    }
-    if (!has_option(L, index, "split")) return p;
-    lua_getfield(L, index, "split");
-    const int split = lua_gettop(L);
-    if (lua_type(L, split) == LUA_TSTRING && std::string(lua_tostring(L, split)) == "auto") {
-        p.auto_split = true;
-        lua_pop(L, 1);
-        return p;
-    }
-    if (!lua_istable(L, split))
-        throw ArgError(index, "parallel.split must be 'auto' or a list of layer names or indices");
-    std::vector<std::string> known;
-    for (const auto& layer : net.layers()) known.push_back(layer->name());
-    std::vector<CutSpec> specs;
-    for (int i = 1; i <= static_cast<int>(lua_objlen(L, split)); ++i) {
-        lua_rawgeti(L, split, i);
-        if (lua_type(L, -1) == LUA_TNUMBER) specs.emplace_back(check_int(L, lua_gettop(L)));
-        else specs.emplace_back(check_string(L, lua_gettop(L)));
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-    p.cuts = parse_cuts(specs, known, p.stages);
-    return p;
 }
 
 // core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,

@@ -225,7 +225,8 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
     set_number(L, "groups", p.groups);
     set_number(L, "stages", p.stages);
     set_number(L, "micro_batches", p.micro_batches);
-    set_string(L, "schedule", std::string(pipeline_schedule_name(p.schedule)));
+    set_string(L, "pipeline", std::string(pipeline_schedule_name(p.schedule)));
+    set_string(L, "schedule", std::string(pipeline_schedule_name(p.schedule)));  // the old name, one release
     lua_pushboolean(L, p.recompute);
     lua_setfield(L, -2, "recompute");
     set_string(L, "placement", p.placement);
@@ -360,12 +361,14 @@ int plan_search(lua_State* L) {
 Plan read_plan(lua_State* L, int pt, const Topology& topology, const CostModel& costs,
                const std::vector<std::string>& names) {
     check_options(L, pt, "T.plan.simulate's plan",
-                  {"groups", "stages", "micro_batches", "schedule", "recompute", "split", "devices", "placement"});
+                  {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute", "split", "devices",
+                   "placement"});
     Plan plan;
     plan.groups = static_cast<int>(option_int(L, pt, "groups", 1));
     plan.stages = static_cast<int>(option_int(L, pt, "stages", 1));
     plan.micro_batches = static_cast<int>(option_int(L, pt, "micro_batches", 1));
-    plan.schedule = parse_pipeline_schedule(option_string(L, pt, "schedule", "gpipe"));
+    // `schedule`: the pipeline's old name, still read for one release.
+    plan.schedule = parse_pipeline_schedule(option_string(L, pt, "pipeline", option_string(L, pt, "schedule", "gpipe")));
     plan.recompute = option_bool(L, pt, "recompute", false);
     plan.batch = option_int(L, 1, "batch", 0);
     plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));

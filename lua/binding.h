@@ -34,6 +34,7 @@ void register_io(lua_State* L, int module);
 void register_data(lua_State* L, int module);
 void register_loader(lua_State* L, int module);
 void register_engine(lua_State* L, int module);
+void register_parallel(lua_State* L, int module);
 void register_profile(lua_State* L, int module);
 void register_plan(lua_State* L, int module);
 void register_mpi(lua_State* L, int module);

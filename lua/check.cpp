@@ -182,10 +182,13 @@ void push_shape(lua_State* L, const Shape& shape) {
 
 void check_options(lua_State* L, int index, const char* function,
                    std::initializer_list<const char*> known) {
+    check_options(L, index, function, std::vector<std::string>(known.begin(), known.end()));
+}
+
+void check_options(lua_State* L, int index, const char* function, const std::vector<std::string>& names) {
     if (lua_isnoneornil(L, index)) return;
     if (!lua_istable(L, index))
         throw ArgError(index, "options table expected, got " + type_name(L, index));
-    std::vector<std::string> names(known.begin(), known.end());
     lua_pushnil(L);
     while (lua_next(L, index) != 0) {
         lua_pop(L, 1);

@@ -3,11 +3,11 @@
 -- micro-batches under 1F1B on 4 CPU devices of one kernel thread each, stages cut by profiling
 -- (split = 'auto'). There is no CIFAR here: the data is a synthetic 10-class colour set of
 -- 3x32x32 images made in memory (recipes/data/colors.lua).
---   tandem run recipes/resnet_hybrid.lua --groups=2 --stages=2 --micro_batches=4 --schedule=1f1b
+--   tandem run recipes/resnet_hybrid.lua --groups=2 --stages=2 --micro_batches=4 --pipeline=1f1b
 --   tandem run recipes/resnet_hybrid.lua --devices=2 --groups=1 --stages=2 --split=stage2_1,relu6
 -- --devices must equal groups x stages (it defaults to that). --batch_norm=deferred folds the
 -- whole batch's statistics into the running ones once per step (evaluation then matches one
--- device); --batch_norm=sync --schedule=gpipe normalises with the whole global batch's
+-- device); --batch_norm=sync --pipeline=gpipe normalises with the whole global batch's
 -- statistics (exact against one device, at the cost of gathering them); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
 local T = require 'tandem'
 

@@ -102,7 +102,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         for (const auto& d : options_.devices) d->set_deterministic(true);
     }
     if (p.batch_norm == BatchNormMode::sync) {
-        TANDEM_CHECK_AS(ConfigError, p.schedule == PipelineSchedule::gpipe)
+        TANDEM_CHECK_AS(ConfigError, p.pipeline == PipelineSchedule::gpipe)
             << "Engine: batch_norm = 'sync' needs every micro-batch of a stage at once: use the "
                "gpipe schedule (1f1b would wait on backwards that cannot start)";
         TANDEM_CHECK_AS(ConfigError, p.recompute.empty() || (p.recompute.size() == 1 && !p.recompute[0]))
@@ -182,7 +182,7 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
     const std::vector<LayerCost> costs = layer_costs(profile, options_.sgd.momentum != 0.f);
     PartitionOptions o;
     o.stages = p.stages;
-    o.schedule = p.schedule;
+    o.schedule = p.pipeline;
     o.micro_batches = p.micro_batches;
     for (int s = 0; s < p.stages; ++s) o.caps.push_back(stage_device(0, s).allocator().stats().cap);
     const Partition partition = best_partition(costs, o);

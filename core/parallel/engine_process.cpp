@@ -10,6 +10,7 @@
 #include "parallel/comm_staged.h"
 #include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
+#include "parallel/parallel_schema.h"
 #if TANDEM_CUDA
 #include "device/cuda/comm_nccl.h"
 #endif
@@ -31,19 +32,18 @@ void Engine::join_processes() {
         << "Engine: " << p.stages << " stages reduce concurrently over MPI, which needs "
         << "MPI_THREAD_MULTIPLE; this MPI library does not grant it (use one stage per process)";
     // Every process must run the same layout, or their collectives would not match: compare
-    // the options that shape them (the smallest and largest of each over the ranks).
-    const std::vector<double> mine{double(p.groups), double(p.stages), double(p.micro_batches),
-                                   double(p.average_every), double(p.deterministic),
-                                   double(p.algorithm), double(p.batch_norm),
-                                   double(p.bucket_bytes)};
+    // the options that shape them (the schema's ranks_agree ones), the smallest and largest of
+    // each over the ranks.
+    std::vector<const ParallelOption*> shaping;
+    std::vector<double> mine;
+    for (const auto& option : parallel_option_schema())
+        if (option.ranks_agree) shaping.push_back(&option), mine.push_back(option_as_number(option, option.get(p)));
     std::vector<double> low = mine, high = mine;
     mpi::all_reduce(low.data(), low.size(), "min");
     mpi::all_reduce(high.data(), high.size(), "max");
-    const char* names[] = {"groups", "stages", "micro_batches", "average_every", "deterministic",
-                           "algorithm", "batch_norm", "bucket_bytes"};
     for (std::size_t i = 0; i < mine.size(); ++i)
         TANDEM_CHECK_AS(ConfigError, low[i] == high[i])
-            << "Engine: the MPI ranks disagree on parallel." << names[i] << " (from " << low[i]
+            << "Engine: the MPI ranks disagree on parallel." << shaping[i]->name << " (from " << low[i]
             << " to " << high[i] << "); every rank must run the same layout";
     // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
     // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.

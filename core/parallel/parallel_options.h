@@ -29,7 +29,7 @@ struct ParallelOptions {
     int groups = 1;
     int stages = 1;
     int micro_batches = 1;
-    PipelineSchedule schedule = PipelineSchedule::gpipe;
+    PipelineSchedule pipeline = PipelineSchedule::gpipe;  // the pipeline schedule
     // Where stages 1 .. S-1 begin: S - 1 increasing top-level layer indices (0-based). Empty:
     // cut into stages of nearly equal layer counts.
     std::vector<std::size_t> cuts;

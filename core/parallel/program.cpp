@@ -174,7 +174,7 @@ private:
         if (reduce) buckets_ = stage_buckets(spec_, stage_);
         std::vector<StageOp> order;
         if (train) {
-            order = stage_ops(p_.schedule, p_.stages, stage_, micro_batches);
+            order = stage_ops(p_.pipeline, p_.stages, stage_, micro_batches);
         } else {
             for (int m = 0; m < micro_batches; ++m) order.push_back({StageOp::forward, m});
         }

@@ -190,7 +190,7 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
         << p.batch << ".\n-- Use it with `tandem run RECIPE --plan=THIS_FILE`.\n";
     out << "return {\n";
     out << "  groups = " << p.groups << ", stages = " << p.stages << ", micro_batches = " << p.micro_batches << ",\n";
-    out << "  schedule = '" << pipeline_schedule_name(p.schedule) << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
+    out << "  pipeline = '" << pipeline_schedule_name(p.schedule) << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
     out << "  split = {";
     for (std::size_t i = 0; i < p.cuts.size(); ++i)
         out << (i ? ", " : "") << "'" << search.layer_names.at(p.cuts[i] - 1) << "'";

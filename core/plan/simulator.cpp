@@ -625,7 +625,7 @@ std::string Plan::label() const {
 ParallelOptions Plan::parallel_options() const {
     ParallelOptions o;
     o.groups = groups, o.stages = stages, o.micro_batches = micro_batches;
-    o.schedule = schedule;
+    o.pipeline = schedule;
     o.cuts = cuts;
     o.algorithm = algorithm;
     o.bucket_bytes = bucket_bytes;

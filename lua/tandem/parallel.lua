@@ -10,14 +10,20 @@
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
 -- stages; otherwise it must equal that), --threads (CPU) and --memory of each device,
--- --tf32 (GPUs: TF32 tensor cores, T.devices' option), --groups, --stages, --micro_batches,
--- --schedule, --split, --recompute, --batch_norm, --average_every, --overlap, --bucket_mb,
--- --deterministic, --trace (see docs/lua-api.md, T.Engine's parallel option), and --plan: 'auto' asks the planner for the fastest layout on this machine's CPU
--- devices (it profiles the net, simulates every layout and prints the ranking); a file written
--- by `tandem plan --write` applies that plan; '' (the default) keeps the options as given.
+-- --tf32 (GPUs: TF32 tensor cores, T.devices' option), a flag for each option of T.Engine's
+-- parallel table that recipes set (core.parallel_options(), the schema of
+-- core/parallel/parallel_schema.h: --groups, --stages, --micro_batches, --pipeline, --split,
+-- --recompute, --batch_norm, --bucket_mb, --overlap, --deterministic, --average_every; see
+-- docs/lua-api.md), --trace, and --plan: 'auto' asks the planner for the fastest layout on this
+-- machine's CPU devices (it profiles the net, simulates every layout and prints the ranking); a
+-- file written by `tandem plan --write` applies that plan; '' (the default) keeps the options
+-- as given.
 local core = require 'tandem.core'
 
 local M = {}
+
+-- The parallel options, as the core defines them: name, kind, default, flag, help, ...
+local schema = core.parallel_options()
 
 local defaults = {
   device = 'cpu',         -- the kind of every device: cpu or cuda (one GPU each)
@@ -25,27 +31,48 @@ local defaults = {
   threads = 0,            -- kernel threads of each device; 0: all cores
   memory = '',            -- memory cap of each device ('512MB'); '': the machine's
   tf32 = false,           -- GPUs: TF32 tensor cores for convolutions and Linear
-  groups = 1,             -- worker groups (data parallel)
-  stages = 1,             -- pipeline stages per group (model parallel)
-  micro_batches = 1,      -- micro-batches each group's share of a batch is cut into
-  schedule = 'gpipe',     -- gpipe or 1f1b
-  split = '',             -- stage cuts: layer names or indices (comma-separated), 'auto', or '' (even)
-  recompute = false,      -- every stage recomputes its activations in backward
   plan = '',              -- 'auto': the planner's choice for this machine; a plan file; '': as given
-  batch_norm = 'micro',   -- micro, deferred or sync (sync needs --schedule=gpipe)
-  average_every = 0,      -- model averaging every k steps instead of synchronous SGD (0: off)
-  overlap = true,         -- all-reduce gradient buckets during the last backward (false: after it)
-  bucket_mb = 25,         -- gradient all-reduce bucket size, MB
-  deterministic = false,  -- every reduction in one canonical order: the same bits run after run
   trace = '',             -- write a Chrome trace of every worker to this file
+  schedule = '',          -- the old name of --pipeline, for one release
 }
+
+-- A parallel option's default as its recipe flag takes it: sizes in MB, a split as text (layer
+-- names or indices, comma-separated, or 'auto'; '' for even layer counts), one recompute flag
+-- for every stage.
+local function flag_value(option, value)
+  if option.kind == 'bytes' then return value / 1048576 end
+  if option.kind == 'cuts' then return type(value) == 'table' and table.concat(value, ',') or value end
+  if option.kind == 'stage_flags' then return type(value) == 'table' and #value > 0 and value[1] or value == true end
+  return value
+end
+
+for _, option in ipairs(schema) do
+  if option.flag ~= '' then defaults[option.flag] = flag_value(option, option.default) end
+end
+
+-- T.Engine's parallel table from the recipe's flags.
+local function engine_parallel(opt)
+  local parallel = {}
+  for _, option in ipairs(schema) do
+    if option.flag ~= '' then
+      local value = opt[option.flag]
+      if option.kind == 'bytes' then value = math.floor(value * 1048576) end
+      if option.kind == 'cuts' and value == '' then value = nil end
+      parallel[option.name] = value
+    end
+  end
+  return parallel
+end
 
 -- The parallel options' defaults, with the recipe's own options (and its choice of parallel
 -- defaults) over them.
 function M.defaults(recipe)
   local all = {}
   for k, v in pairs(defaults) do all[k] = v end
-  for k, v in pairs(recipe) do all[k] = v end
+  for k, v in pairs(recipe) do
+    if k == 'schedule' then k = 'pipeline' end  -- a recipe's defaults written before the rename
+    all[k] = v
+  end
   return all
 end
 
@@ -64,6 +91,10 @@ end
 -- are faster in nchw (an H100, batch 64: alexnet64 21.6k against 14.5k images/s, resnet20
 -- 12.1k against 8.2k, smallbn 45.9k against 41.0k).
 function M.preferred_layout(kind)
+  if kind ~= 'cpu' and kind ~= 'cuda' then
+    error(("T.parallel.preferred_layout: kind must be 'cpu' or 'cuda' (a device's kind()), got %s")
+          :format(require('tandem.options').describe(kind)), 2)
+  end
   return kind == 'cuda' and 'contiguous' or 'channels_last'
 end
 
@@ -73,11 +104,18 @@ function M.data_layout(opt)
   return M.preferred_layout(opt.device or 'cpu')
 end
 
--- opt's layout options from a plan (T.plan's result or a plan file).
+-- opt's layout options from a plan (T.plan's result or a plan file): the options a plan
+-- chooses (the schema's `planned` ones), and the threads and prediction it was made for.
 local function apply_plan(opt, plan)
-  opt.groups, opt.stages, opt.micro_batches = plan.groups, plan.stages, plan.micro_batches
-  opt.schedule, opt.recompute = plan.schedule, plan.recompute and true or false
-  opt.split = table.concat(plan.split or {}, ',')
+  for _, option in ipairs(schema) do
+    if option.planned and option.flag ~= '' then
+      local value = plan[option.name]
+      if option.name == 'pipeline' and value == nil then value = plan.schedule end  -- written before the rename
+      if option.kind == 'cuts' then value = value or {} end
+      if option.kind == 'stage_flags' then value = value or false end
+      if value ~= nil then opt[option.flag] = flag_value(option, value) end
+    end
+  end
   opt.devices = plan.groups * plan.stages
   opt.threads = plan.threads or opt.threads
   opt.predicted_step_ms = plan.predicted_step_ms or plan.step_ms
@@ -105,6 +143,11 @@ end
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
   M.check_device(opt)
+  if opt.schedule ~= nil and opt.schedule ~= '' then
+    io.stderr:write('warning: --schedule is now --pipeline (the pipeline schedule; T.Engine\'s schedule is the '
+                    .. 'learning rate\'s); the old name goes in the next release\n')
+    opt.pipeline, opt.schedule = opt.schedule, ''
+  end
   if opt.plan == 'auto' then
     if opt.device ~= 'cpu' then
       error('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 0)
@@ -124,11 +167,7 @@ function M.layout(opt, net, sample_shape)
   local memory = opt.memory ~= '' and opt.memory or nil
   local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})
                   or core.devices('cpu', n, {threads = opt.threads, memory = memory})
-  return devices, {groups = opt.groups, stages = opt.stages, micro_batches = opt.micro_batches,
-                   schedule = opt.schedule, split = opt.split, batch_norm = opt.batch_norm,
-                   recompute = opt.recompute, average_every = opt.average_every,
-                   overlap = opt.overlap, bucket_bytes = math.floor(opt.bucket_mb * 1048576),
-                   deterministic = opt.deterministic}
+  return devices, engine_parallel(opt)
 end
 
 -- With a plan: the measured step time (ms) beside the predicted one.
@@ -141,6 +180,9 @@ end
 -- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the
 -- ranks take consecutive slices in rank order, as the engine's groups do. Outside MPI: all.
 function M.share(first, count)
+  local check = require 'tandem.options'
+  check.arg('T.parallel.share', 1, 'first', first, check.positive_int)
+  check.arg('T.parallel.share', 2, 'count', count, check.nonneg_int)
   local rank, size = core.mpi.rank(), core.mpi.size()
   local from, to = math.floor(count * rank / size), math.floor(count * (rank + 1) / size)
   return first + from, to - from
@@ -160,7 +202,7 @@ function M.describe(engine, opt, sample_shape)
   print(('%s: %s x %s x %s (%s), batch norm %s%s'):format(
     count(opt.groups * opt.stages, 'device', 'devices'), count(opt.groups, 'group', 'groups'),
     count(opt.stages, 'stage', 'stages'), count(opt.micro_batches, 'micro-batch', 'micro-batches'),
-    opt.schedule, opt.batch_norm, opt.deterministic and ', deterministic' or ''))
+    opt.pipeline, opt.batch_norm, opt.deterministic and ', deterministic' or ''))
   local partition = engine:prepare(sample_shape, opt.batch)
   if partition ~= '' then print(partition) end
   for i, stage in ipairs(engine:stages()) do

@@ -71,12 +71,12 @@ local function with_cost(args)
   return copy
 end
 
--- Every layout ranked: {plans = {{groups, stages, micro_batches, schedule, recompute, split,
+-- Every layout ranked: {plans = {{groups, stages, micro_batches, pipeline (and its old name schedule), recompute, split,
 -- placement, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
 function M.search(args) return core.plan_search(with_cost(args)) end
 
 -- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
--- schedule, recompute, split}.
+-- pipeline, recompute, split}.
 function M.simulate(args) return core.plan_simulate(with_cost(args)) end
 
 -- A cost model to share between searches and simulations (their `costs =`): the net profiled

@@ -25,7 +25,7 @@ function M.defaults(recipe)
     groups = 1,             -- worker groups (data parallel)
     stages = 2,             -- pipeline stages per group (model parallel)
     micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
-    schedule = '1f1b',      -- gpipe or 1f1b
+    pipeline = '1f1b',      -- the pipeline schedule: gpipe or 1f1b
     split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
     layout = 'channels_last',
     max_steps = 0,          -- stop after this many steps (0: every epoch); for tests

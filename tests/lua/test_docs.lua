@@ -75,3 +75,33 @@ t.test('every bound function and method is documented', function()
   table.sort(missing)
   t.eq(missing, {}, 'undocumented')
 end)
+
+-- The parallel options' table is the schema's (core/parallel/parallel_schema.h), row for row:
+-- an option added, renamed or changed there must be documented the same way.
+local function option_values(o)
+  if o.kind == 'count' then return ('a whole number, at least %d'):format(o.minimum) end
+  if o.kind == 'flag' then return 'true or false' end
+  if o.kind == 'bytes' then return 'bytes, at least 1' end
+  if o.kind == 'cuts' then return "'auto' or a list of layers" end
+  if o.kind == 'stage_flags' then return 'true or false, or one per stage' end
+  local quoted = {}
+  for i, c in ipairs(o.choices) do quoted[i] = "'" .. c .. "'" end
+  return table.concat(quoted, ', ')
+end
+
+local function parallel_option_rows()
+  local rows = {}
+  for _, o in ipairs(core.parallel_options()) do
+    rows[#rows + 1] = ('| `%s` | `%s` | %s | %s | %s |'):format(o.name, o.default_text, option_values(o),
+                                                            o.flag ~= '' and '`--' .. o.flag .. '`' or '—', o.help)
+  end
+  return rows
+end
+
+t.test('the parallel options are documented as the schema defines them', function()
+  local missing = {}
+  for _, row in ipairs(parallel_option_rows()) do
+    if not text:find(row, 1, true) then missing[#missing + 1] = row end
+  end
+  t.eq(#missing, 0, path .. ' lacks these rows of the parallel options table:\n' .. table.concat(missing, '\n'))
+end)

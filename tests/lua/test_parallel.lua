@@ -46,6 +46,30 @@ t.test('a bad parallel option is a clear error', function()
   t.raises(function() engine({groups = 2, bucket_bytes = 0}, 2) end, 'bucket_bytes must be at least 1')
 end)
 
+t.test('the pipeline option, and its old name schedule for one release', function()
+  local piped = train(engine({stages = 2, micro_batches = 2, pipeline = '1f1b'}, 2))
+  t.eq(piped, train(engine({stages = 2, micro_batches = 2, schedule = '1f1b'}, 2)))
+  t.raises(function() engine({stages = 2, pipeline = 'zigzag'}, 2) end, "unknown pipeline schedule 'zigzag'")
+  t.raises(function() engine({stages = 2, pipeline = '1f1b', schedule = 'gpipe'}, 2) end,
+           'give pipeline or its old name schedule, not both')
+  t.raises(function() engine({groups = 0}, 1) end, 'parallel.groups must be at least 1, got 0')
+  -- One flag in a list is not 'true for every stage' (that is recompute = true).
+  t.raises(function() engine({stages = 2, recompute = {true}}, 2) end, 'parallel.recompute lists 1 flag for 2 stages')
+  -- The recipes' flags and defaults come from the same schema.
+  local defaults = T.parallel.defaults{}
+  for _, o in ipairs(require('tandem.core').parallel_options()) do
+    if o.flag ~= '' then t.ok(defaults[o.flag] ~= nil, 'a recipe default for --' .. o.flag) end
+  end
+  t.eq(defaults.pipeline, 'gpipe')
+  t.eq(defaults.bucket_mb, 25)
+  t.eq(T.parallel.defaults{schedule = '1f1b'}.pipeline, '1f1b')
+  local opt = T.options({schedule = '1f1b', stages = 2, micro_batches = 2}, T.parallel.defaults{})
+  local _, parallel = T.parallel.layout(opt)
+  t.eq(parallel.pipeline, '1f1b')
+  t.eq(parallel.schedule, nil)
+  t.eq(parallel.bucket_bytes, 25 * 1048576)
+end)
+
 t.test('engine:stages() and a Chrome trace of every worker', function()
   local e = T.Engine{net = net(), devices = T.devices('cpu', 4, {threads = 1}), trace = true,
                optim = T.optim.SGD{lr = 0.05}, parallel = {groups = 2, stages = 2, micro_batches = 2,

@@ -25,7 +25,7 @@ const Command kCommands[] = {
     {"bench", "NET [--batch=N] [--threads=T] [--json]",
      "time each layer and the whole training step of a net", command_bench},
     {"plan", "RECIPE --batch=B [--topology=NAME] [--devices=N] [--write=FILE] [--trace=FILE]",
-     "rank every layout (groups, stages, micro-batches, schedule) by simulation", command_plan},
+     "rank every layout (groups, stages, micro-batches, pipeline) by simulation", command_plan},
     {"devices", "", "list the compiled backends and the devices present", command_devices},
     {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
      "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},

@@ -86,7 +86,7 @@ EngineOptions options(int groups, int stages, int micro_batches, std::shared_ptr
     o.seed = 5;
     o.layout = Layout::channels_last;  // (a contiguous conv on a worker thread leaks inside oneDNN)
     o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
-    o.parallel.schedule = PipelineSchedule::one_f_one_b;
+    o.parallel.pipeline = PipelineSchedule::one_f_one_b;
     o.parallel.bucket_bytes = 64;  // every gradient a bucket of its own
     return o;
 }

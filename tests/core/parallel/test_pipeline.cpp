@@ -57,7 +57,7 @@ EngineOptions layout_options(int groups, int stages, int micro_batches,
     o.seed = 11;
     o.layout = Layout::channels_last;
     o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
-    o.parallel.schedule = schedule;
+    o.parallel.pipeline = schedule;
     return o;
 }
 

@@ -17,7 +17,7 @@ namespace {
 ProgramSpec spec(int groups, int stages, int micro, PipelineSchedule schedule = PipelineSchedule::gpipe) {
     ProgramSpec s;
     s.parallel.groups = groups, s.parallel.stages = stages, s.parallel.micro_batches = micro;
-    s.parallel.schedule = schedule;
+    s.parallel.pipeline = schedule;
     s.parameter_bytes = {{4000, 40}, {}, {800, 8}, {}};
     s.bounds = stages == 1 ? std::vector<std::size_t>{0, 4} : std::vector<std::size_t>{0, 2, 4};
     s.replicas = groups;

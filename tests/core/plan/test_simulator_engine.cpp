@@ -113,7 +113,7 @@ std::vector<std::string> program_spans(const DeviceProgram& program) {
     return out;
 }
 
-struct Layout {
+struct Case {
     int groups, stages, micro;
     PipelineSchedule schedule;
     bool recompute, overlap;
@@ -121,7 +121,7 @@ struct Layout {
 };
 
 TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
-    const std::vector<Layout> layouts{
+    const std::vector<Case> layouts{
         {1, 1, 2, PipelineSchedule::gpipe, false, true, 25 << 20},
         {1, 2, 3, PipelineSchedule::one_f_one_b, false, true, 25 << 20},
         {1, 3, 4, PipelineSchedule::one_f_one_b, true, true, 25 << 20},
@@ -130,7 +130,7 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         {2, 2, 2, PipelineSchedule::gpipe, false, false, 2000},  // all-reduces after backward, by the workers
     };
     const Shape sample{1, 8, 8};
-    for (const Layout& l : layouts) {
+    for (const Case& l : layouts) {
         const std::string what = std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" +
                                  std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
                                  (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
@@ -142,8 +142,9 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         o.net = small_net();
         for (int i = 0; i < l.groups * l.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
         o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
+        o.layout = Layout::channels_last;
         o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro;
-        o.parallel.schedule = l.schedule;
+        o.parallel.pipeline = l.schedule;
         o.parallel.cuts = cuts;
         if (l.recompute) o.parallel.recompute = {true};
         o.parallel.overlap_backward = l.overlap;

@@ -1,0 +1,174 @@
+#include "parallel/parallel_schema.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace tandem {
+namespace {
+
+template <class T>
+const T& value_as(const OptionValue& value, std::string_view option, const char* expected) {
+    const T* v = std::get_if<T>(&value);
+    TANDEM_CHECK_AS(ConfigError, v != nullptr) << "parallel." << option << " must be " << expected;
+    return *v;
+}
+
+int count_at_least(const OptionValue& value, std::string_view option, std::int64_t minimum) {
+    const std::int64_t n = value_as<std::int64_t>(value, option, "a whole number");
+    TANDEM_CHECK_AS(ConfigError, n >= minimum && n <= (std::int64_t(1) << 30))
+        << "parallel." << option << " must be at least " << minimum << (minimum == 0 ? " (0: off)" : "")
+        << ", got " << n;
+    return static_cast<int>(n);
+}
+
+bool flag_of(const OptionValue& value, std::string_view option) {
+    return value_as<bool>(value, option, "true or false");
+}
+
+const std::string& choice_of(const OptionValue& value, std::string_view option) {
+    return value_as<std::string>(value, option, "a string");
+}
+
+std::vector<ParallelOption> make_schema() {
+    std::vector<ParallelOption> s;
+    s.push_back({"groups", OptionKind::count, "worker groups (data parallel): each holds a replica of the net",
+                 "groups", {}, 1, true, true, [](const ParallelOptions& p) -> OptionValue { return std::int64_t(p.groups); },
+                 [](ParallelOptions& p, const OptionValue& v) { p.groups = count_at_least(v, "groups", 1); }});
+    s.push_back({"stages", OptionKind::count, "pipeline stages per group (model parallel)", "stages", {}, 1, true, true,
+                 [](const ParallelOptions& p) -> OptionValue { return std::int64_t(p.stages); },
+                 [](ParallelOptions& p, const OptionValue& v) { p.stages = count_at_least(v, "stages", 1); }});
+    s.push_back({"micro_batches", OptionKind::count, "micro-batches each group's share of a batch is cut into",
+                 "micro_batches", {}, 1, true, true,
+                 [](const ParallelOptions& p) -> OptionValue { return std::int64_t(p.micro_batches); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.micro_batches = count_at_least(v, "micro_batches", 1);
+                 }});
+    s.push_back({"pipeline", OptionKind::choice, "the pipeline schedule: fill-drain (gpipe) or one forward, one backward",
+                 "pipeline", {"gpipe", "1f1b"}, 0, true, true,
+                 [](const ParallelOptions& p) -> OptionValue { return std::string(pipeline_schedule_name(p.pipeline)); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.pipeline = parse_pipeline_schedule(choice_of(v, "pipeline"));
+                 }});
+    s.push_back({"split", OptionKind::cuts,
+                 "where stages end: layer names or 1-based indices, 'auto' (profiled), or none (even layer counts)",
+                 "split", {}, 0, false, true,
+                 [](const ParallelOptions& p) -> OptionValue {
+                     if (p.auto_split) return std::string("auto");
+                     return p.cuts;
+                 },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     if (const auto* text = std::get_if<std::string>(&v)) {
+                         TANDEM_CHECK_AS(ConfigError, *text == "auto")
+                             << "parallel.split must be 'auto' or a list of layers, got '" << *text << "'";
+                         p.auto_split = true, p.cuts.clear();
+                         return;
+                     }
+                     p.auto_split = false;
+                     p.cuts = value_as<std::vector<std::size_t>>(v, "split", "'auto' or a list of layers");
+                 }});
+    s.push_back({"recompute", OptionKind::stage_flags,
+                 "activation recomputation: true for every stage, or a flag per stage", "recompute", {}, 0, false, true,
+                 [](const ParallelOptions& p) -> OptionValue { return p.recompute; },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     if (const auto* one = std::get_if<bool>(&v)) {
+                         p.recompute = {*one};
+                         return;
+                     }
+                     const auto& flags = value_as<std::vector<bool>>(v, "recompute", "a boolean or a list of booleans, one per stage");
+                     // A list is one flag per stage (stages is set first); one for all is a boolean.
+                     TANDEM_CHECK_AS(ConfigError, flags.size() == static_cast<std::size_t>(p.stages))
+                         << "parallel.recompute lists " << flags.size() << " flag" << (flags.size() == 1 ? "" : "s")
+                         << " for " << p.stages << " stage" << (p.stages == 1 ? "" : "s")
+                         << ": give one flag per stage, or true or false for every stage";
+                     p.recompute = flags;
+                 }});
+    s.push_back({"batch_norm", OptionKind::choice,
+                 "batch norm across micro-batches: per micro-batch, deferred running statistics, or synchronised",
+                 "batch_norm", {"micro", "deferred", "sync"}, 0, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return std::string(batch_norm_mode_name(p.batch_norm)); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.batch_norm = parse_batch_norm_mode(choice_of(v, "batch_norm"));
+                 }});
+    s.push_back({"algorithm", OptionKind::choice, "the gradient all-reduce's algorithm", "", {"ring", "tree"}, 0, true,
+                 false,
+                 [](const ParallelOptions& p) -> OptionValue { return std::string(reduce_algorithm_name(p.algorithm)); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.algorithm = parse_reduce_algorithm(choice_of(v, "algorithm"));
+                 }});
+    s.push_back({"bucket_bytes", OptionKind::bytes, "gradient all-reduce bucket size (the recipe flag in MB)",
+                 "bucket_mb", {}, 1, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return static_cast<std::int64_t>(p.bucket_bytes); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.bucket_bytes = static_cast<std::size_t>(count_at_least(v, "bucket_bytes", 1));
+                 }});
+    s.push_back({"overlap", OptionKind::flag, "all-reduce each bucket during the last backward (false: after it)",
+                 "overlap", {}, 0, false, false,
+                 [](const ParallelOptions& p) -> OptionValue { return p.overlap_backward; },
+                 [](ParallelOptions& p, const OptionValue& v) { p.overlap_backward = flag_of(v, "overlap"); }});
+    s.push_back({"deterministic", OptionKind::flag, "every reduction in one canonical order: the same bits run after run",
+                 "deterministic", {}, 0, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return p.deterministic; },
+                 [](ParallelOptions& p, const OptionValue& v) { p.deterministic = flag_of(v, "deterministic"); }});
+    s.push_back({"average_every", OptionKind::count,
+                 "model averaging every k steps instead of synchronous SGD (0: off)", "average_every", {}, 0, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return std::int64_t(p.average_every); },
+                 [](ParallelOptions& p, const OptionValue& v) { p.average_every = count_at_least(v, "average_every", 0); }});
+    s.push_back({"mpi", OptionKind::flag, "spread the groups over the processes of an MPI job (on under mpirun)", "", {},
+                 0, false, false, [](const ParallelOptions& p) -> OptionValue { return p.mpi; },
+                 [](ParallelOptions& p, const OptionValue& v) { p.mpi = flag_of(v, "mpi"); }});
+    return s;
+}
+
+}  // namespace
+
+const std::vector<ParallelOption>& parallel_option_schema() {
+    static const std::vector<ParallelOption> schema = make_schema();
+    return schema;
+}
+
+const ParallelOption* find_parallel_option(std::string_view name) {
+    for (const auto& option : parallel_option_schema())
+        if (option.name == name) return &option;
+    return nullptr;
+}
+
+const std::vector<RenamedOption>& renamed_parallel_options() {
+    static const std::vector<RenamedOption> renamed{{"schedule", "pipeline"}};
+    return renamed;
+}
+
+std::string option_text(const ParallelOption& option, const OptionValue& value) {
+    std::ostringstream out;
+    std::visit(
+        [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) {
+                out << (v ? "true" : "false");
+            } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::string>) {
+                out << v;
+            } else {
+                out << "{";
+                for (std::size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+                out << "}";
+            }
+        },
+        value);
+    if (option.kind == OptionKind::cuts && out.str() == "{}") return "none";
+    if (option.kind == OptionKind::stage_flags && out.str() == "{}") return "false";
+    return out.str();
+}
+
+double option_as_number(const ParallelOption& option, const OptionValue& value) {
+    if (const auto* b = std::get_if<bool>(&value)) return *b ? 1 : 0;
+    if (const auto* n = std::get_if<std::int64_t>(&value)) return static_cast<double>(*n);
+    if (const auto* text = std::get_if<std::string>(&value)) {
+        const auto it = std::find(option.choices.begin(), option.choices.end(), *text);
+        TANDEM_CHECK(it != option.choices.end()) << "parallel." << option.name << ": '" << *text << "' is no choice";
+        return static_cast<double>(it - option.choices.begin());
+    }
+    TANDEM_THROW(Error) << "parallel." << option.name << " has no single number to compare across MPI ranks";
+}
+
+}  // namespace tandem
