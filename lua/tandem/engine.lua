@@ -3,7 +3,7 @@
 --                           optim = T.optim.SGD{lr = 0.1, momentum = 0.9},
 --                           schedule = T.schedule.Cosine{lr = 0.1, total_steps = 1000},
 --                           seed = 1, layout = 'channels_last',
---                           parallel = {groups = 2, stages = 2, micro_batches = 4, schedule = '1f1b'}}
+--                           parallel = {groups = 2, stages = 2, micro_batches = 4, pipeline = '1f1b'}}
 -- Options are checked here (unknown keys list the known ones) and reach C++ as plain values.
 local core = require 'tandem.core'
 local check = require 'tandem.options'
@@ -13,10 +13,16 @@ local M = {optim = {}, schedule = {}}
 -- Userdata and tables are checked by the C++ side, which names the argument.
 local function any(v) return v end
 
-local function options(given, name, known)
+-- `checked`: the options whose values are checked here (key -> checker); the others reach C++.
+local function options(given, name, known, checked)
   local spec = {}
-  for _, key in ipairs(known) do spec[key] = any end
+  for _, key in ipairs(known) do spec[key] = (checked or {})[key] or any end
   return check.check(name, given, spec)
+end
+
+local function is_device(d)
+  local mt = getmetatable(d)
+  return type(mt) == 'table' and mt.__name == 'tandem.Device'
 end
 
 -- parallel.split may come from a command line as one string: 'conv2,fc1' or '4,8' (cut after
@@ -31,11 +37,16 @@ end
 
 function M.Engine(o)
   o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
-                              'parallel', 'trace'})
+                              'parallel', 'trace'}, {seed = check.nonneg_int, trace = check.boolean})
   if o.net == nil then error('T.Engine: option net is required', 2) end
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
+  for i, d in ipairs(devices) do
+    if not is_device(d) then
+      error(('T.Engine: devices must be a list from T.devices; entry %d is %s'):format(i, check.describe(d)), 2)
+    end
+  end
   local parallel = o.parallel
   -- Under mpirun with several ranks the groups spread over the processes unless told not to.
   local mpi_default = core.mpi.size() > 1 and (type(parallel) ~= 'table' or parallel.mpi == nil)
@@ -45,7 +56,8 @@ function M.Engine(o)
     parallel.split = split_list(parallel.split)
     if mpi_default then parallel.mpi = true end
   end
-  local layout = o.layout or require('tandem.parallel').preferred_layout(devices[1] and devices[1]:kind())
+  local layout = o.layout or (devices[1] and require('tandem.parallel').preferred_layout(devices[1]:kind()))
+                 or 'channels_last'
   return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
                          layout, parallel or {},
                          o.trace and true or false)

@@ -5,6 +5,7 @@
 -- data_wait, when given, is the fraction of step time spent waiting for data ("| data 0.4%").
 --   bar:finish()
 local core = require 'tandem.core'
+local check = require 'tandem.options'
 
 local Progress = {}
 Progress.__index = Progress
@@ -28,8 +29,9 @@ local function format_value(v)
 end
 
 function Progress.new(options)
-  assert(type(options) == 'table', 'T.Progress expects an options table {total = N, title = ...}')
-  assert(type(options.total) == 'number' and options.total > 0, 'T.Progress: total must be a positive number')
+  options = check.check('T.Progress', options or {}, {total = check.positive_number, title = check.string,
+                                                      width = check.positive_int, terminal = check.boolean})
+  if options.total == nil then error('T.Progress: option total is required (the number of steps)', 2) end
   local self = setmetatable({}, Progress)
   self.total = options.total
   self.title = options.title or ''

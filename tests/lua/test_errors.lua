@@ -184,6 +184,24 @@ end)
 
 -- Every bound function and method, called with every kind of wrong value, either works or
 -- raises an error with a message: a crash would end this test run.
+t.test('values that were taken and misread are refused, naming the option', function()
+  t.raises(function() T.Progress{total = 10, width = -5} end, "T.Progress: option 'width' must be a positive integer, got -5")
+  t.raises(function() T.Progress{width = 10} end, 'T.Progress: option total is required')
+  t.raises(function() T.parallel.share(1, -5) end,
+           "bad argument #2 to 'T.parallel.share' (count must be a non-negative integer, got -5)")
+  t.raises(function() T.parallel.share(0, 8) end, "bad argument #1 to 'T.parallel.share' (first must be a positive integer")
+  t.raises(function() T.parallel.preferred_layout('gpu') end,
+           "T.parallel.preferred_layout: kind must be 'cpu' or 'cuda' (a device's kind()), got 'gpu'")
+  local net = nn.Sequential{nn.Flatten(), nn.Linear(4, 2)}
+  local sgd = T.optim.SGD{lr = 0.1}
+  t.raises(function() T.Engine{net = net, optim = sgd, trace = 'yes'} end,
+           "T.Engine: option 'trace' must be true or false, got 'yes'")
+  t.raises(function() T.Engine{net = net, optim = sgd, seed = 1.5} end,
+           "T.Engine: option 'seed' must be a non-negative integer, got 1.5")
+  t.raises(function() T.Engine{net = net, optim = sgd, devices = {'cpu'}} end,
+           "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'")
+end)
+
 t.test('no wrong argument crashes anything', function()
   local freed = T.zeros{2}
   freed:free()
