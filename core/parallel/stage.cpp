@@ -134,6 +134,12 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             return s->arg("stage", stage);
         };
         std::optional<TraceSpan> traced;
+        // What the peer handed over, once it is there (the wait is not the op's), onto this device.
+        auto receive = [&](LinkDirection direction) {
+            Tensor t = plan.board.take(direction, group, link, op.micro_batch);
+            span(traced).arg("bytes", t.nbytes());
+            return transfer(t, dev);
+        };
         switch (op.kind) {
         case OpKind::load_input: {
             span(traced);
@@ -141,12 +147,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             run.inputs[mi] = x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x;
             break;
         }
-        case OpKind::receive_activation: {
-            Tensor x = plan.board.take(LinkDirection::forward, group, link, op.micro_batch);
-            span(traced).arg("bytes", x.nbytes());
-            run.inputs[mi] = transfer(x, dev);
-            break;
-        }
+        case OpKind::receive_activation: run.inputs[mi] = receive(LinkDirection::forward); break;
         case OpKind::forward:
         case OpKind::recompute:
             span(traced);
@@ -168,12 +169,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
                 parts_.loss->backward(run.outputs[mi], run.labels[mi], loss_scale(plan), run.passes[mi]);
             run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
             break;
-        case OpKind::receive_gradient: {
-            Tensor dy = plan.board.take(LinkDirection::backward, group, link, op.micro_batch);
-            span(traced).arg("bytes", dy.nbytes());
-            run.gradients[mi] = transfer(dy, dev);
-            break;
-        }
+        case OpKind::receive_gradient: run.gradients[mi] = receive(LinkDirection::backward); break;
         case OpKind::backward:
             if (op.layer_end == parts_.end) span(run.backward_span);
             backward(run, op);
