@@ -238,12 +238,19 @@ void StepSimulator::build_queues() {
         for (const Op& op : programs[static_cast<std::size_t>(d)].ops) {
             if (op.kind == OpKind::barrier) break;  // the update phase: start_updates()
             if (op.kind == OpKind::send_activation || op.kind == OpKind::send_gradient) {
-                // A hand-off at the end of the compute op before it (all-reduces between them
-                // are only posted).
+                // A hand-off at the end of the op before it. After all-reduces posted to the
+                // lane it is an item of its own, taking no time and no span, so that the
+                // collectives, posted first, reserve the channels first, as in the program.
                 const int direction = op.kind == OpKind::send_activation ? 0 : 1;
-                auto producer = std::find_if(q.rbegin(), q.rend(), [](const Item& it) { return it.kind == Item::compute; });
-                TANDEM_CHECK(producer != q.rend()) << "a send before any compute op";
-                producer->sends.push_back({signal(direction, op.peer / p.stages, op.peer % p.stages, op.micro_batch),
+                TANDEM_CHECK(!q.empty()) << "a send before any op";
+                if (q.back().kind != Item::compute) {
+                    Item hand_off;
+                    hand_off.name = std::string(op_name(op.kind)), hand_off.category = std::string(op_category(op.kind));
+                    hand_off.micro = op.micro_batch;
+                    hand_off.opens_span = hand_off.closes_span = false;
+                    q.push_back(std::move(hand_off));
+                }
+                q.back().sends.push_back({signal(direction, op.peer / p.stages, op.peer % p.stages, op.micro_batch),
                                           op.peer, op.bytes});
                 continue;
             }
