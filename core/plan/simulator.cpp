@@ -2,123 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <map>
-#include <queue>
 #include <sstream>
 
 #include "base/error.h"
-#include "parallel/program.h"
+#include "plan/simulator_internal.h"
 
 namespace tandem {
-namespace {
+namespace simulation {
 
 constexpr double kEpsilon = 1e-9;
-
-// A compute activity: `work` ms at full speed; devices in a CPU pool share its cores.
-struct Activity {
-    double remaining = 0;
-    int pool = -1;        // -1: runs at full speed (a GPU)
-    int threads = 1;      // cores it asks of the pool
-    bool update = false;  // an optimizer step: memory-bound, slowed by busy cores its own way
-    double started = 0;
-    std::function<void(double start, double end)> done;
-};
-
-// A hand-off at the end of an item: the signal set on the receiving device.
-struct Send {
-    int signal = -1;
-    int to = -1;  // plan device
-    std::size_t bytes = 0;
-};
-
-// One entry of a device's queue: one op of its stage program (parallel/program.h).
-struct Item {
-    enum Kind { compute, reduce } kind = compute;
-    double work_ms = 0;
-    int wait = -1;            // signal that must be set first
-    std::vector<Send> sends;  // the program's sends that follow this op
-    int collective = -1;      // for collectives: index into the step's collectives
-    std::string name, category;
-    int micro = -1;
-    std::size_t hold = 0;     // bytes held from the start of this op ...
-    std::size_t release = 0;  // ... bytes released at its end
-    std::size_t transient = 0;  // bytes alive only during the op
-    // A backward in parts is one span, as the engine records it: from the start of the part
-    // that opens it to the end of the part that closes it.
-    bool opens_span = true, closes_span = true;
-};
-
-struct Collective {
-    std::vector<int> members;  // plan devices
-    std::vector<int> ring;     // the members in ring order (GPUs), found on first use
-    std::size_t bytes = 0;
-    int stage = 0, bucket = 0;
-    int arrived = 0;
-    bool started = false, finished = false;
-    double start = 0;
-};
-
-class StepSimulator {
-public:
-    StepSimulator(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace)
-        : plan_(plan), topology_(topology), costs_(costs), trace_(trace) {}
-
-    Simulation run();
-
-private:
-    void check_plan();
-    void build_queues();
-    void start_ready();
-    void start_item(int device);
-    void start_activity(Activity activity);
-    void finish_item(int device, double start, double end);
-    void send(int from, int to, int signal, std::size_t bytes, double at);
-    void start_collective(int c);
-    void collective_step(int c, int step);
-    double reserve(int from, int to, std::size_t bytes, double at);
-    void set_signal(int signal, double at);
-    void span(int device, const std::string& track_suffix, const std::string& name, const std::string& category,
-              double start, double end, std::vector<TraceArg> args = {});
-    int signal(int direction, int group, int stage, int micro) const;
-    bool on_cpu(int device) const { return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu; }
-    void compute_phase_done(int device);
-    void start_updates();
-
-    const Plan& plan_;
-    const Topology& topology_;
-    const CostModel& costs_;
-    bool trace_;
-    int count_ = 0;  // plan devices
-    std::vector<int> device_of_;  // plan device -> topology device
-    std::vector<std::size_t> bounds_;
-    Simulation sim_;
-
-    double now_ = 0;
-    std::vector<std::vector<Item>> queues_;
-    std::vector<std::size_t> position_;
-    std::vector<bool> busy_;
-    std::vector<std::size_t> live_, static_bytes_;
-    std::vector<bool> signal_set_;
-    std::vector<double> signal_at_;
-    std::vector<Collective> collectives_;
-    std::vector<int> lane_free_;           // per stage: next collective index on its comm lane (GPUs)
-    std::vector<double> channel_free_;
-    std::vector<Activity> running_;
-    struct Timed {
-        double at;
-        long seq;
-        std::function<void()> run;
-        bool operator>(const Timed& o) const { return at != o.at ? at > o.at : seq > o.seq; }
-    };
-    std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
-    long seq_ = 0;
-    int phase_done_ = 0, updates_left_ = -1;
-    double last_backward_ = 0, all_compute_done_ = 0, step_end_ = 0;
-    std::vector<bool> compute_done_;
-    std::vector<double> span_start_;  // per device: where its open span began
-};
 
 int StepSimulator::signal(int direction, int group, int stage, int micro) const {
     // direction 0: activation into `stage`; 1: gradient into `stage`.
@@ -149,155 +42,6 @@ void StepSimulator::check_plan() {
             TANDEM_CHECK_AS(ConfigError, device_of_[i] != device_of_[j])
                 << "plan " << p.label() << " puts two stages on device '"
                 << topology_.device(device_of_[i]).name << "'";
-    }
-}
-
-void StepSimulator::build_queues() {
-    const Plan& p = plan_;
-    const std::int64_t micro = p.micro_batch();
-    std::vector<std::vector<LayerCost>> device_costs;
-    for (int d = 0; d < count_; ++d)
-        device_costs.push_back(costs_.layer_costs(topology_.device(device_of_[static_cast<std::size_t>(d)]), micro));
-    const std::vector<LayerCost>& costs0 = device_costs.front();
-    bounds_.push_back(0);
-    for (std::size_t c : p.cuts) bounds_.push_back(c);
-    bounds_.push_back(costs0.size());
-    TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
-        << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
-    for (std::size_t i = 1; i < bounds_.size(); ++i)
-        TANDEM_CHECK_AS(ConfigError, bounds_[i - 1] < bounds_[i])
-            << "plan " << p.label() << ": cuts must increase within 1.." << costs0.size() - 1;
-
-    // The programs the engine runs for this plan: what every device's queue is made of.
-    ProgramSpec spec;
-    spec.parallel = p.parallel_options();
-    spec.bounds = bounds_;
-    for (const LayerCost& c : costs0) {
-        auto tensors = c.parameter_tensor_bytes;
-        if (tensors.empty() && c.parameter_bytes > 0) tensors.push_back(c.parameter_bytes);
-        spec.parameter_bytes.push_back(std::move(tensors));
-    }
-    spec.boundary_bytes.push_back(costs0.front().input_bytes);
-    for (std::size_t s = 1; s < bounds_.size(); ++s) spec.boundary_bytes.push_back(costs0[bounds_[s] - 1].output_bytes);
-    spec.replicas = p.groups;
-    const std::vector<DeviceProgram> programs = build_programs(spec);
-
-    // One collective per stage and bucket, over that stage's copy in every group.
-    std::map<std::pair<int, int>, int> collective_of;  // (stage, bucket) -> index
-    if (reduces_gradients(spec.parallel, spec.replicas))
-        for (int s = 0; s < p.stages; ++s) {
-            const auto buckets = stage_buckets(spec, s);
-            for (std::size_t b = 0; b < buckets.size(); ++b) {
-                Collective c;
-                for (int g = 0; g < p.groups; ++g) c.members.push_back(g * p.stages + s);
-                c.bytes = buckets[b].bytes;
-                c.stage = s, c.bucket = static_cast<int>(b);
-                collective_of[{s, static_cast<int>(b)}] = static_cast<int>(collectives_.size());
-                collectives_.push_back(c);
-            }
-        }
-
-    queues_.assign(static_cast<std::size_t>(count_), {});
-    for (int d = 0; d < count_; ++d) {
-        const int g = d / p.stages, s = d % p.stages;
-        const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
-        const std::vector<LayerCost>& costs = device_costs[static_cast<std::size_t>(d)];
-        const std::size_t begin = bounds_[static_cast<std::size_t>(s)], end = bounds_[static_cast<std::size_t>(s) + 1];
-        const StageCosts table(costs);
-        const bool last = s == p.stages - 1;
-        const StageMemory one = table.memory(begin, end, 1, false);
-        const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
-        // A micro-batch in flight keeps its layers' inputs and saved tensors and, since the
-        // last layer keeps its own output for backward (ReLU does), the stage's output.
-        const std::size_t kept = p.recompute ? input : one.activations + output;
-        SimulatedDevice sd;
-        sd.name = device.name;
-        sd.group = g, sd.stage = s;
-        sd.memory = one;
-        sd.cap = device.memory_bytes;
-        sim_.devices.push_back(sd);
-        static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
-        // What one layer needs while it runs (its output or gradients, scratch): the largest.
-        std::size_t workspace = 0;
-        for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
-        // From a gradient's arrival to the end of its backward: the gradient received from the
-        // next stage, and what recomputation rebuilds of one micro-batch (and its output).
-        const std::size_t backward_transient =
-            (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
-        // A CPU worker copies what it receives itself (the first stage its slice of the
-        // images too); a GPU's copy engine does it beside.
-        auto copy_ms = [&](std::size_t bytes) {
-            return device.cpu ? static_cast<double>(bytes) / (costs_.copy_gbs() * 1e6) : 0.0;
-        };
-        auto layers_ms = [&](std::size_t from, std::size_t to, bool backward) {
-            double ms = 0;
-            for (std::size_t i = from; i < to; ++i) ms += backward ? costs[i].backward_ms : costs[i].forward_ms;
-            return ms;
-        };
-        auto& q = queues_[static_cast<std::size_t>(d)];
-        for (const Op& op : programs[static_cast<std::size_t>(d)].ops) {
-            if (op.kind == OpKind::barrier) break;  // the update phase: start_updates()
-            if (op.kind == OpKind::send_activation || op.kind == OpKind::send_gradient) {
-                // A hand-off at the end of the op before it. After all-reduces posted to the
-                // lane it is an item of its own, taking no time and no span, so that the
-                // collectives, posted first, reserve the channels first, as in the program.
-                const int direction = op.kind == OpKind::send_activation ? 0 : 1;
-                TANDEM_CHECK(!q.empty()) << "a send before any op";
-                if (q.back().kind != Item::compute) {
-                    Item hand_off;
-                    hand_off.name = std::string(op_name(op.kind)), hand_off.category = std::string(op_category(op.kind));
-                    hand_off.micro = op.micro_batch;
-                    hand_off.opens_span = hand_off.closes_span = false;
-                    q.push_back(std::move(hand_off));
-                }
-                q.back().sends.push_back({signal(direction, op.peer / p.stages, op.peer % p.stages, op.micro_batch),
-                                          op.peer, op.bytes});
-                continue;
-            }
-            if (op.kind == OpKind::wait_lane) continue;  // compute_phase_done() waits for the lanes
-            TANDEM_CHECK(op.micro_batch != kEveryMicroBatch)
-                << "the simulator has no model of op '" << op_name(op.kind) << "' over every micro-batch at once";
-            Item it;
-            it.name = std::string(op_name(op.kind)), it.category = std::string(op_category(op.kind));
-            it.micro = op.micro_batch;
-            switch (op.kind) {
-            case OpKind::load_input: it.work_ms = copy_ms(op.bytes); break;
-            case OpKind::receive_activation:
-                it.wait = signal(0, g, s, op.micro_batch);
-                it.work_ms = copy_ms(op.bytes);
-                break;
-            case OpKind::forward:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
-                it.hold = kept;
-                it.transient = workspace;
-                break;
-            // The cost model's loss time covers its forward and its gradient both.
-            case OpKind::loss: it.work_ms = costs_.loss_ms(device, micro); break;
-            case OpKind::loss_gradient: it.transient = backward_transient; break;
-            case OpKind::receive_gradient:
-                it.wait = signal(1, g, s, op.micro_batch);
-                it.work_ms = last ? 0 : copy_ms(op.bytes);
-                it.transient = backward_transient;
-                break;
-            case OpKind::recompute:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
-                it.transient = backward_transient;
-                break;
-            case OpKind::backward:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, true);
-                it.transient = backward_transient;
-                it.opens_span = op.layer_end == end;
-                it.closes_span = op.layer_begin == begin;
-                if (it.closes_span) it.release = kept;  // the micro-batch's activations are spent
-                break;
-            case OpKind::all_reduce:
-                it.kind = Item::reduce;
-                it.collective = collective_of.at({s, op.bucket});
-                break;
-            default: TANDEM_THROW(Error) << "the simulator has no model of op '" << op_name(op.kind) << "'";
-            }
-            q.push_back(std::move(it));
-        }
     }
 }
 
@@ -619,7 +363,7 @@ Simulation StepSimulator::run() {
     return s;
 }
 
-}  // namespace
+}  // namespace simulation
 
 std::string Plan::label() const {
     std::ostringstream out;
@@ -652,7 +396,7 @@ std::size_t Simulation::peak_bytes() const {
 }
 
 Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace) {
-    return StepSimulator(plan, topology, costs, trace).run();
+    return simulation::StepSimulator(plan, topology, costs, trace).run();
 }
 
 void write_simulated_trace(const Simulation& simulation, const std::string& path) {
