@@ -74,13 +74,17 @@ std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t f
     std::size_t bytes = 0;
     if (lua_type(L, -1) == LUA_TSTRING) {
         bytes = parse_bytes(lua_tostring(L, -1));
-    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) > 0) {
+    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 && lua_tonumber(L, -1) < 1e18) {
         bytes = static_cast<std::size_t>(lua_tonumber(L, -1));
-    } else {
-        const std::string got = type_name(L, -1);
+    }
+    if (bytes == 0) {
+        // '0B' is no cap at all: say so rather than run without one.
+        const std::string got = lua_type(L, -1) == LUA_TSTRING ? std::string("'") + lua_tostring(L, -1) + "'"
+                                                                : number_or_type(L, -1);
         lua_pop(L, 1);
         throw ArgError(index, std::string("option '") + key +
-                                  "' must be a size such as '512MB' or a byte count, got " + got);
+                                  "' must be a positive size such as '512MB' or a byte count (leave it out for none), got " +
+                                  got);
     }
     lua_pop(L, 1);
     return bytes;
@@ -145,6 +149,8 @@ int cuda_devices_new(lua_State* L) {
 #endif
 }
 
+constexpr std::int64_t kMaxThreads = 1024;
+
 // T.devices(kind, n [, {memory = '512MB' | bytes, threads = k}]): a list of n new devices.
 int devices_new(lua_State* L) {
     const std::string kind = check_string(L, 1);
@@ -154,8 +160,12 @@ int devices_new(lua_State* L) {
     check_options(L, 3, "T.devices", {"memory", "threads"});
     CpuDeviceOptions options;
     options.memory = option_bytes(L, 3, "memory", 0);
-    options.threads = static_cast<int>(option_int(L, 3, "threads", 0));
-    if (options.threads < 0) throw ArgError(3, "option 'threads' must be positive");
+    // 0: every core. More kernel threads than any machine has cores is a mistake, not a request.
+    const std::int64_t threads = option_int(L, 3, "threads", 0);
+    if (threads < 0 || threads > kMaxThreads)
+        throw ArgError(3, "option 'threads' must be 0 (every core) to " + std::to_string(kMaxThreads) + ", got " +
+                              std::to_string(threads));
+    options.threads = static_cast<int>(threads);
 
     std::vector<std::shared_ptr<Device>> devices;
     for (int i = 0; i < count; ++i)

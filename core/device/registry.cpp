@@ -1,5 +1,7 @@
 #include "device/registry.h"
 
+#include <algorithm>
+
 #include "base/format.h"
 
 namespace tandem {
@@ -21,6 +23,15 @@ std::vector<std::string> KernelRegistry::list(std::type_index type) const {
     if (auto it = entries_.find(type); it != entries_.end())
         for (const auto& e : it->second)
             names.push_back(std::string(device_kind_name(e.kind)) + "/" + e.impl);
+    return names;
+}
+
+std::vector<std::string> KernelRegistry::implementation_names() const {
+    std::vector<std::string> names;
+    for (const auto& [type, entries] : entries_)
+        for (const auto& e : entries)
+            if (std::find(names.begin(), names.end(), e.impl) == names.end()) names.push_back(e.impl);
+    std::sort(names.begin(), names.end());
     return names;
 }
 

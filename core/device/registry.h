@@ -53,6 +53,10 @@ public:
         return list(std::type_index(typeid(K)));
     }
 
+    // Every implementation name registered for any kernel kind and device kind, sorted:
+    // what a layer's kernel_impl may name in this build.
+    std::vector<std::string> implementation_names() const;
+
 private:
     struct Entry {
         DeviceKind kind;

@@ -1,8 +1,10 @@
 #include "layers/layer.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "device/cpu/cpu_device.h"
+#include "device/registry.h"
 
 namespace tandem {
 
@@ -44,6 +46,15 @@ void Layer::on_bind(Device& device, const Shape& input, Layout layout) {
 }
 
 void Layer::set_kernel_impl(const std::string& impl) {
+    if (!impl.empty()) {
+        const auto known = KernelRegistry::instance().implementation_names();
+        if (std::find(known.begin(), known.end(), impl) == known.end()) {
+            std::string list;
+            for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
+            TANDEM_THROW(ConfigError) << (name().empty() ? std::string(kind()) : "layer " + label()) << ": unknown kernel implementation '" << impl
+                                      << "' (this build has: " << list << ")";
+        }
+    }
     kernel_impl_ = impl;
     for (auto* child : children()) child->set_kernel_impl(impl);
 }

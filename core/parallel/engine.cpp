@@ -159,6 +159,21 @@ void Engine::place(std::vector<std::size_t> bounds) {
 }
 
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
+    TANDEM_CHECK_AS(ConfigError, batch >= 1) << "prepare: the batch must be at least 1 sample, got " << batch;
+    // The net must take batches of such samples (a convolution wants C x H x W): a wrong shape
+    // is the caller's mistake, said now rather than at the first step.
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), sample.dims().begin(), sample.dims().end());
+    try {
+        (void)options_.net->output_shape(Shape(dims));
+    } catch (Error& e) {
+        e.add_context("prepare: samples of shape " + sample.to_string() + " do not fit the net");
+        throw;
+    }
+    place_for(sample, batch);
+}
+
+void Engine::place_for(const Shape& sample, std::int64_t batch) {
     if (prepared()) return;
     std::vector<std::size_t> cuts = auto_cuts(sample, batch);
     // Under MPI each rank profiled for itself: rank 0's choice holds for all.
@@ -211,7 +226,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     TANDEM_CHECK_AS(ConfigError, n >= p.groups * p.micro_batches)
         << "a batch of " << n << " cannot feed " << p.groups << " groups x " << p.micro_batches
         << " micro-batches (every micro-batch needs a sample)";
-    prepare(sample_shape(images), n);
+    place_for(sample_shape(images), n);
     StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
     const auto [offset, global_batch] = share_batch(n);
@@ -255,7 +270,7 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     const int n = static_cast<int>(std::min<std::int64_t>(images.shape()[0], 1 << 30));
     const int groups = std::max(1, std::min(p.groups, n));
     const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
-    prepare(sample_shape(images), images.shape()[0]);
+    place_for(sample_shape(images), images.shape()[0]);
     StepPlan plan(Mode::eval, groups, micro_batches, p.stages - 1, images, labels);
     run(plan);
     LossSums total;

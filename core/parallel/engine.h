@@ -133,6 +133,9 @@ private:
     LossSums evaluate_local(const Tensor& images, const Tensor& labels);
 
     EngineOptions options_;
+    // prepare() without its checks: what step() and evaluate_batch() call on first use (their
+    // batches' shapes are checked by the layers as they run).
+    void place_for(const Shape& sample, std::int64_t batch);
     void place(std::vector<std::size_t> bounds);
     std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
 

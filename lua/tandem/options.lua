@@ -166,6 +166,11 @@ function M.recipe_options(given, defaults)
       error(("recipe option '--%s' must be a %s (default %s), got %s")
             :format(k, type(default), tostring(default), describe(v)), 2)
     end
+    -- --epochs=nan and --epochs=1e400 (inf) parse as numbers, and no option means them.
+    if type(v) == 'number' and (v ~= v or v == math.huge or v == -math.huge) then
+      error(("recipe option '--%s' must be a finite number (default %s), got %s")
+            :format(k, tostring(default), tostring(v)), 2)
+    end
     opt[k] = v
   end
   return opt

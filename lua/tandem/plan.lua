@@ -41,11 +41,19 @@ end
 -- This machine as CPU topologies: 1, 2, ... `cores` devices splitting the cores between them
 -- (opt.devices: only that many).
 function M.machine(opt)
-  opt = opt or {}
+  local check = require 'tandem.options'
+  local function size(v)
+    if type(v) == 'string' or (type(v) == 'number' and v >= 1) then return v end
+    return nil, "a size such as '512MB' or a byte count"
+  end
+  -- devices: one count (leave it out for every count that divides the cores); threads 0: the
+  -- cores split evenly.
+  opt = check.check('T.plan.machine', opt, {devices = check.positive_int, threads = check.nonneg_int,
+                                            cores = check.positive_int, memory = size})
   local cores = opt.cores or core.cores()
   local list = {}
   for n = 1, cores do
-    if (not opt.devices or opt.devices == 0 or opt.devices == n) and cores % n == 0 then
+    if (not opt.devices or opt.devices == n) and cores % n == 0 then
       list[#list + 1] = M.topology('cpu', {devices = n, threads = opt.threads ~= 0 and opt.threads or nil,
                                            cores = cores, memory = opt.memory})
     end
@@ -135,7 +143,7 @@ local Done = {}  -- raised to stop a recipe once its net is planned
 local function plan_net(net, sample, opt)
   local topologies
   if opt.topology == '' or opt.topology == 'machine' then
-    topologies = M.machine{devices = opt.devices, threads = opt.threads,
+    topologies = M.machine{devices = opt.devices ~= 0 and opt.devices or nil, threads = opt.threads,
                            memory = opt.memory ~= '' and opt.memory or nil}
   else
     local options = {}  -- the topology file's options: those given (empty and 0 mean not given)

@@ -200,6 +200,21 @@ t.test('values that were taken and misread are refused, naming the option', func
            "T.Engine: option 'seed' must be a non-negative integer, got 1.5")
   t.raises(function() T.Engine{net = net, optim = sgd, devices = {'cpu'}} end,
            "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'")
+  t.raises(function() nn.Conv2d(1, 2, 3):set_kernel_impl('cudnn2') end,
+           "Conv2d: unknown kernel implementation 'cudnn2' (this build has: ")
+  local conv = nn.Conv2d(1, 2, 3)
+  conv:set_kernel_impl('reference')
+  conv:set_kernel_impl()  -- back to each device's default
+  t.raises(function() T.plan.machine{devices = 0} end, "T.plan.machine: option 'devices' must be a positive integer, got 0")
+  t.raises(function() T.plan.machine{threads = -1} end, "option 'threads' must be a non-negative integer")
+  local conv_net = nn.Sequential{nn.Conv2d(1, 4, 3, {pad = 1}), nn.ReLU(), nn.Flatten(), nn.Linear(256, 3)}
+  local e = T.Engine{net = conv_net, optim = sgd, devices = T.devices('cpu', 1, {threads = 1})}
+  local message = t.raises(function() e:prepare({8, 8}, 4) end, 'input must be N x C x H x W, got 4x8x8')
+  t.ok(message:find('prepare: samples of shape 8x8 do not fit the net', 1, true), message)
+  t.raises(function() e:prepare({1, 8, 8}, 0) end, "bad argument #2 to 'prepare' (batch must be at least 1)")
+  e:prepare({1, 8, 8}, 4)
+  t.raises(function() T.devices('cpu', 1, {memory = '0B'}) end, "option 'memory' must be a positive size")
+  t.raises(function() T.devices('cpu', 1, {threads = 1e9}) end, "option 'threads' must be 0 (every core) to 1024")
 end)
 
 t.test('no wrong argument crashes anything', function()

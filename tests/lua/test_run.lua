@@ -48,6 +48,24 @@ print(opt.epochs, opt.lr, opt.resume, opt.fast, T.recipe_dir ~= nil)
   out, rc = S.tandem({'run', path, '--epochs=ten'})
   t.eq(rc, 1)
   t.ok(out:find("recipe option '--epochs' must be a number (default 10), got 'ten'", 1, true), out)
+  for _, bad in ipairs{'nan', '1e400', '-inf'} do
+    out, rc = S.tandem({'run', path, '--epochs=' .. bad})
+    t.eq(rc, 1, out)
+    t.ok(out:find("recipe option '--epochs' must be a finite number (default 10), got", 1, true), out)
+  end
+  -- Devices: '0B' is no cap, a billion threads no machine's.
+  local devices = recipe([[
+local T = require 'tandem'
+local opt = T.options(..., T.parallel.defaults{})
+T.parallel.layout(opt)
+]])
+  out, rc = S.tandem({'run', devices, '--memory=0B'})
+  t.eq(rc, 1, out)
+  t.ok(out:find("option 'memory' must be a positive size such as '512MB' or a byte count (leave it out for none), got '0B'",
+                1, true), out)
+  out, rc = S.tandem({'run', devices, '--threads=1000000000'})
+  t.eq(rc, 1, out)
+  t.ok(out:find("option 'threads' must be 0 (every core) to 1024, got 1000000000", 1, true), out)
 end)
 
 t.test('T.recipe_dir is the recipe\'s directory', function()

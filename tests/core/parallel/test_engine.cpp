@@ -109,6 +109,22 @@ TEST(Engine, ShapeMismatchNamesTheLayerAndTheEngineGoesOn) {
     EXPECT_NO_THROW(engine.step(b.images, b.labels));
 }
 
+TEST(Engine, PrepareRefusesSamplesTheNetCannotTake) {
+    Engine engine(options_for(cpu(0), 1));
+    try {
+        engine.prepare(Shape{8, 8}, 4);  // a convolution wants C x H x W
+        FAIL() << "prepare took 8x8 samples for a conv net";
+    } catch (const ShapeError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("input must be N x C x H x W, got 4x8x8"), std::string::npos) << what;
+        EXPECT_NE(what.find("prepare: samples of shape 8x8 do not fit the net"), std::string::npos) << what;
+    }
+    EXPECT_THROW(engine.prepare(Shape{1, 8, 8}, 0), ConfigError);
+    engine.prepare(Shape{1, 8, 8}, 4);
+    const Batch b = make_batch(0);  // and the engine trains as before
+    EXPECT_GT(engine.step(b.images, b.labels).samples, 0);
+}
+
 TEST(Engine, OutOfMemoryNamesDeviceRequestAndCap) {
     Engine engine(options_for(cpu(4, 256 << 10), 1));  // 256 KiB: the weights fit, a big batch does not
     const Batch b = make_batch(0, 2000);
