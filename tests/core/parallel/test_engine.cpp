@@ -115,7 +115,7 @@ TEST(Engine, PrepareRefusesSamplesTheNetCannotTake) {
         engine.prepare(Shape{8, 8}, 4);  // a convolution wants C x H x W
         FAIL() << "prepare took 8x8 samples for a conv net";
     } catch (const ShapeError& e) {
-        const std::string what = e.what();
+        const std::string what = e.full_message();
         EXPECT_NE(what.find("input must be N x C x H x W, got 4x8x8"), std::string::npos) << what;
         EXPECT_NE(what.find("prepare: samples of shape 8x8 do not fit the net"), std::string::npos) << what;
     }
