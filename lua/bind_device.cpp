@@ -83,7 +83,7 @@ std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t f
                                                                 : number_or_type(L, -1);
         lua_pop(L, 1);
         throw ArgError(index, std::string("option '") + key +
-                                  "' must be a positive size such as '512MB' or a byte count (leave it out for none), got " +
+                                  "' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got " +
                                   got);
     }
     lua_pop(L, 1);

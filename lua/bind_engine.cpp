@@ -132,10 +132,12 @@ int schedule_tostring(lua_State* L) {
 
 // --- the engine ---
 
-Layout parse_layout(int index, const std::string& text) {
-    if (text == "contiguous" || text == "nchw") return Layout::contiguous;
-    if (text == "channels_last" || text == "nhwc") return Layout::channels_last;
-    throw ArgError(index, "layout must be 'contiguous' or 'channels_last', got '" + text + "'");
+Layout check_layout(int index, const std::string& text) {
+    try {
+        return parse_layout(text);
+    } catch (const ConfigError& e) {
+        throw ArgError(index, e.what());
+    }
 }
 
 // core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,
@@ -153,7 +155,7 @@ int engine_new(lua_State* L) {
     o.sgd = check_box<SgdOptions>(L, 4, kSgdType, "optimizer");
     if (!lua_isnoneornil(L, 5)) o.schedule = check_schedule(L, 5);
     o.seed = static_cast<std::uint64_t>(check_int(L, 6));
-    o.layout = parse_layout(7, check_string(L, 7));
+    o.layout = check_layout(7, check_string(L, 7));
     o.parallel = check_parallel(L, 8, *o.net);
     if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
     push_box(L, kEngineType, std::make_shared<Engine>(std::move(o)));

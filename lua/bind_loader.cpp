@@ -220,15 +220,11 @@ int data_loader(lua_State* L) {
     lua_getfield(L, 1, "device");
     if (!lua_isnil(L, -1)) o.device = check_device(L, lua_gettop(L));
     lua_pop(L, 1);
-    const std::string layout = option_string(L, 1, "layout", "contiguous");
-    if (layout == "contiguous" || layout == "nchw")
-        o.layout = Layout::contiguous;
-    else if (layout == "channels_last" || layout == "nhwc")
-        o.layout = Layout::channels_last;
-    else
-        TANDEM_THROW(ConfigError)
-            << "T.data.Loader: layout must be 'contiguous' or 'channels_last', got '" << layout
-            << "'";
+    try {
+        o.layout = parse_layout(option_string(L, 1, "layout", "contiguous"));
+    } catch (const ConfigError& e) {
+        throw ConfigError(std::string("T.data.Loader: ") + e.what());
+    }
     o.seed = static_cast<std::uint64_t>(option_int(L, 1, "seed", 1));
     o.shuffle = option_bool(L, 1, "shuffle", true);
     o.strict = option_bool(L, 1, "strict", false);

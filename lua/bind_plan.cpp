@@ -115,8 +115,8 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     if (kind == "analytic") return std::make_shared<AnalyticCostModel>(net_shapes(*net, sample), momentum);
     if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     ProfileOptions po;
-    po.layout = option_string(L, args, "layout", "channels_last") == "contiguous" ? Layout::contiguous
-                                                                                 : Layout::channels_last;
+    // Anything else was taken as channels_last.
+    po.layout = parse_layout(option_string(L, args, "layout", "channels_last"));
     po.seed = static_cast<std::uint64_t>(option_int(L, args, "seed", 1));
     po.warmup = static_cast<int>(option_int(L, args, "warmup", 2));
     po.iterations = static_cast<int>(option_int(L, args, "iterations", 7));

@@ -30,10 +30,11 @@ int profile(lua_State* L) {
     o.warmup = static_cast<int>(option_int(L, 4, "warmup", o.warmup));
     o.iterations = static_cast<int>(option_int(L, 4, "iterations", o.iterations));
     if (o.iterations < 1 || o.warmup < 0) throw ArgError(4, "iterations must be >= 1, warmup >= 0");
-    const std::string layout = option_string(L, 4, "layout", "channels_last");
-    if (layout != "channels_last" && layout != "contiguous")
-        throw ArgError(4, "layout must be 'contiguous' or 'channels_last', got '" + layout + "'");
-    o.layout = layout == "channels_last" ? Layout::channels_last : Layout::contiguous;
+    try {
+        o.layout = parse_layout(option_string(L, 4, "layout", "channels_last"));
+    } catch (const ConfigError& e) {
+        throw ArgError(4, e.what());
+    }
     o.seed = static_cast<std::uint64_t>(option_int(L, 4, "seed", 1));
 
     CrossEntropy loss;

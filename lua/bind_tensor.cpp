@@ -214,8 +214,8 @@ int tensor_dtype(lua_State* L) {
 }
 
 int tensor_layout(lua_State* L) {
-    const bool last = check_tensor(L, 1).layout() == Layout::channels_last;
-    lua_pushstring(L, last ? "channels_last" : "contiguous");
+    const std::string_view name = layout_name(check_tensor(L, 1).layout());
+    lua_pushlstring(L, name.data(), name.size());
     return 1;
 }
 

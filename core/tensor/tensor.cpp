@@ -5,6 +5,16 @@
 #include "device/device.h"
 
 namespace tandem {
+
+std::string_view layout_name(Layout layout) {
+    return layout == Layout::channels_last ? "channels_last" : "contiguous";
+}
+
+Layout parse_layout(std::string_view name) {
+    if (name == "contiguous") return Layout::contiguous;
+    if (name == "channels_last") return Layout::channels_last;
+    TANDEM_THROW(ConfigError) << "layout must be 'contiguous' or 'channels_last', got '" << name << "'";
+}
 namespace {
 
 // Calls f(logical_index, storage_index) for every element of a rank-4 channels_last tensor.

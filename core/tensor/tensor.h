@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -22,6 +23,10 @@ namespace tandem {
 class Device;
 
 enum class Layout { contiguous, channels_last };
+// "contiguous" or "channels_last": the names every option and message uses.
+std::string_view layout_name(Layout layout);
+// The layout called `name`; ConfigError naming it and the two known otherwise.
+Layout parse_layout(std::string_view name);
 
 class Tensor {
 public:

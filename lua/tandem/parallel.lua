@@ -100,6 +100,9 @@ end
 
 -- A recipe's --layout: as given, or for 'auto' the device kind's preferred one.
 function M.data_layout(opt)
+  if opt.layout ~= 'auto' and opt.layout ~= 'contiguous' and opt.layout ~= 'channels_last' then
+    error(("option --layout must be 'auto', 'contiguous' or 'channels_last', got '%s'"):format(tostring(opt.layout)), 0)
+  end
   if opt.layout ~= 'auto' then return opt.layout end
   return M.preferred_layout(opt.device or 'cpu')
 end

@@ -213,8 +213,17 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.ok(message:find('prepare: samples of shape 8x8 do not fit the net', 1, true), message)
   t.raises(function() e:prepare({1, 8, 8}, 0) end, "bad argument #2 to 'prepare' (batch must be at least 1)")
   e:prepare({1, 8, 8}, 4)
-  t.raises(function() T.devices('cpu', 1, {memory = '0B'}) end, "option 'memory' must be a positive size")
+  t.raises(function() T.devices('cpu', 1, {memory = '0B'}) end, "option 'memory' must be a size such as '512MB' or a byte count, above 0")
   t.raises(function() T.devices('cpu', 1, {threads = 1e9}) end, "option 'threads' must be 0 (every core) to 1024")
+  -- One set of layout names everywhere ('nhwc' was taken by some and read as channels_last
+  -- by the planner whatever it said).
+  t.raises(function() T.Engine{net = net, optim = sgd, layout = 'nhwc'} end,
+           "layout must be 'contiguous' or 'channels_last', got 'nhwc'")
+  t.raises(function() T.plan.costs{net = net, sample = {1, 2, 2}, cost = 'measured', layout = 'nhwc'} end,
+           "layout must be 'contiguous' or 'channels_last', got 'nhwc'")
+  t.raises(function() T.parallel.data_layout{layout = 'nhwc'} end,
+           "option --layout must be 'auto', 'contiguous' or 'channels_last', got 'nhwc'")
+  t.eq(T.parallel.data_layout{layout = 'auto', device = 'cuda'}, 'contiguous')
 end)
 
 t.test('no wrong argument crashes anything', function()

@@ -61,7 +61,7 @@ T.parallel.layout(opt)
 ]])
   out, rc = S.tandem({'run', devices, '--memory=0B'})
   t.eq(rc, 1, out)
-  t.ok(out:find("option 'memory' must be a positive size such as '512MB' or a byte count (leave it out for none), got '0B'",
+  t.ok(out:find("option 'memory' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got '0B'",
                 1, true), out)
   out, rc = S.tandem({'run', devices, '--threads=1000000000'})
   t.eq(rc, 1, out)

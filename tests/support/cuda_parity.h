@@ -41,6 +41,4 @@ inline void expect_near(const Tensor& got, const Tensor& want, double tol, const
                           << got.device().name() << ", " << w[at] << " on " << want.device().name();
 }
 
-inline const char* layout_name(Layout l) { return l == Layout::contiguous ? "NCHW" : "NHWC"; }
-
 }  // namespace tandem::test
