@@ -120,6 +120,11 @@ int layer_forward(lua_State* L) {
     if (mode != "train" && mode != "eval")
         throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
     const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
+    // Layers compute in f32: an i32 or u8 tensor's bytes would be read as floats (and a u8
+    // one past its end).
+    if (x.dtype() != DType::f32)
+        throw ArgError(2, "layer " + layer->label() + " takes f32 tensors, got " + x.description() +
+                              " (T.tensor, T.zeros and T.randn make f32 by default)");
 
     Device& device = x.device();
     layer->bind(device, x.shape(), x.layout());

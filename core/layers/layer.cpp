@@ -8,7 +8,11 @@
 
 namespace tandem {
 
-std::string Layer::label() const { return "'" + name_ + "' (" + std::string(kind()) + ")"; }
+std::string Layer::label() const {
+    // A layer outside any container has no name yet: its kind says enough.
+    if (name_.empty()) return std::string(kind());
+    return "'" + name_ + "' (" + std::string(kind()) + ")";
+}
 
 MemoryEstimate Layer::memory_estimate(const Shape& input) const {
     MemoryEstimate e;
@@ -51,7 +55,7 @@ void Layer::set_kernel_impl(const std::string& impl) {
         if (std::find(known.begin(), known.end(), impl) == known.end()) {
             std::string list;
             for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
-            TANDEM_THROW(ConfigError) << (name().empty() ? std::string(kind()) : "layer " + label()) << ": unknown kernel implementation '" << impl
+            TANDEM_THROW(ConfigError) << "layer " << label() << ": unknown kernel implementation '" << impl
                                       << "' (this build has: " << list << ")";
         }
     }

@@ -201,7 +201,7 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.raises(function() T.Engine{net = net, optim = sgd, devices = {'cpu'}} end,
            "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'")
   t.raises(function() nn.Conv2d(1, 2, 3):set_kernel_impl('cudnn2') end,
-           "Conv2d: unknown kernel implementation 'cudnn2' (this build has: ")
+           "layer Conv2d: unknown kernel implementation 'cudnn2' (this build has: ")
   local conv = nn.Conv2d(1, 2, 3)
   conv:set_kernel_impl('reference')
   conv:set_kernel_impl()  -- back to each device's default
@@ -224,6 +224,11 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.raises(function() T.parallel.data_layout{layout = 'nhwc'} end,
            "option --layout must be 'auto', 'contiguous' or 'channels_last', got 'nhwc'")
   t.eq(T.parallel.data_layout{layout = 'auto', device = 'cuda'}, 'contiguous')
+  -- Layers compute in f32: an i32 tensor's bytes were read as floats (7.0e-45), a u8 one past its end.
+  t.raises(function() nn.ReLU():forward(T.tensor({1, 2, 3}, nil, {dtype = 'i32'})) end,
+           'layer ReLU takes f32 tensors, got Tensor(3, i32, host)')
+  t.raises(function() nn.Linear(1, 2):forward(T.tensor({{1}}, nil, {dtype = 'u8'})) end,
+           'layer Linear takes f32 tensors, got Tensor(1x1, u8, host)')
 end)
 
 t.test('no wrong argument crashes anything', function()
