@@ -212,8 +212,15 @@ int data_loader(lua_State* L) {
     if (!lua_isnil(L, -1)) {
         const int shard = lua_gettop(L);
         check_options(L, shard, "shard", {"index", "count"});
-        o.shard_count = static_cast<int>(option_int(L, shard, "count", 1));
-        o.shard_index = static_cast<int>(option_int(L, shard, "index", 1)) - 1;  // 1-based in Lua
+        const std::int64_t count = option_int(L, shard, "count", 1), index = option_int(L, shard, "index", 1);
+        if (count < 1 || count > (1 << 20))
+            throw ConfigError("T.data.Loader: shard.count must be at least 1, got " + std::to_string(count));
+        // Shards count from 1 here, as Lua does (the core's are 0-based).
+        if (index < 1 || index > count)
+            throw ConfigError("T.data.Loader: shard.index must be in 1.." + std::to_string(count) +
+                              " (shard.count), got " + std::to_string(index));
+        o.shard_count = static_cast<int>(count);
+        o.shard_index = static_cast<int>(index) - 1;
     }
     lua_pop(L, 1);
     o.last = parse_last_batch(option_string(L, 1, "last", "drop"));

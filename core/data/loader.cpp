@@ -48,14 +48,14 @@ Loader::Loader(DataSourcePtr source, LoaderOptions options)
         << "loader threads must be in [1, 256], got " << o.threads;
     TANDEM_CHECK_AS(ConfigError,
                     o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count)
-        << "loader shard " << o.shard_index << " of " << o.shard_count
-        << ": needs 0 <= shard_index < shard_count";
+        << "loader shard_index must be in [0, shard_count), got " << o.shard_index << " with shard_count "
+        << o.shard_count;
     TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1)
         << "loader prefetch must be >= 1, got " << o.prefetch;
     TANDEM_CHECK_AS(DataError, source_->size() > 0) << source_->description() << " is empty";
     TANDEM_CHECK_AS(DataError, shard_size() > 0)
-        << "shard " << o.shard_index << " of " << o.shard_count << " of " << source_->description()
-        << " is empty";
+        << "shard " << o.shard_index + 1 << " of " << o.shard_count << " of " << source_->description()
+        << " is empty (fewer samples than shards)";
     // The decode threads are the parallelism; OpenCV's own pool would oversubscribe the cores
     // and make `threads` mean less than it says.
     cv::setNumThreads(0);
