@@ -246,7 +246,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         for (int g = 0; g < p.groups; ++g)
             updates.push_back(stage_device(g, s).worker().submit([&plan, copies, g, index = g * p.stages + s,
                                                                    lr = result.lr] {
-                copies[static_cast<std::size_t>(g)]->update(plan, plan.programs[static_cast<std::size_t>(index)], lr, copies);
+                copies[static_cast<std::size_t>(g)]->update(plan, plan.program(index), lr, copies);
             }));
     }
     wait_all(updates);
@@ -291,15 +291,24 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     return spec;
 }
 
+std::shared_ptr<const std::vector<DeviceProgram>> Engine::programs(Mode mode, int groups, int micro_batches) {
+    // A run's programs depend on the step only through model averaging: a few kinds of run,
+    // each built once rather than on every step.
+    const bool averages = mode == Mode::train && averages_after(options_.parallel, total_groups(), step_);
+    auto& cached = programs_[{mode == Mode::train, groups, micro_batches, averages}];
+    if (!cached) cached = std::make_shared<const std::vector<DeviceProgram>>(build_programs(program_spec(mode, groups, micro_batches)));
+    return cached;
+}
+
 void Engine::run(StepPlan& plan) {
-    plan.programs = build_programs(program_spec(plan.mode, plan.groups, plan.micro_batches));
+    plan.programs = programs(plan.mode, plan.groups, plan.micro_batches);
     std::vector<std::future<void>> done;
     for (int g = 0; g < plan.groups; ++g)
         for (int s = 0; s < options_.parallel.stages; ++s)
             done.push_back(stage_device(g, s).worker().submit([this, &plan, g, s] {
                 Stage& mine = stage(g, s);
                 try {
-                    mine.run(plan, plan.programs[static_cast<std::size_t>(g * options_.parallel.stages + s)]);
+                    mine.run(plan, plan.program(g * options_.parallel.stages + s));
                 } catch (...) {
                     const std::string reason = plan.board.fail(std::current_exception());
                     for (auto& c : communicators_) c->abort(reason);

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "layers/cross_entropy.h"
@@ -112,6 +113,8 @@ private:
     struct Replica;
     // The stage program's inputs for a run of `groups` x `micro_batches` in `mode`.
     ProgramSpec program_spec(Mode mode, int groups, int micro_batches) const;
+    // The programs of such a run at the current step, from programs_ once built.
+    std::shared_ptr<const std::vector<DeviceProgram>> programs(Mode mode, int groups, int micro_batches);
     // Runs a step (training) or a forward-only pass (evaluation) on every worker at once: each
     // stage executes its program up to the barrier.
     void run(StepPlan& plan);
@@ -147,6 +150,8 @@ private:
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     std::vector<std::unique_ptr<Stage>> stages_;  // index g * S + s; empty until placed
+    // Built programs by (training, groups, micro-batches, averages weights this step).
+    std::map<std::tuple<bool, int, int, bool>, std::shared_ptr<const std::vector<DeviceProgram>>> programs_;
     std::int64_t step_ = 0;
     int processes_ = 1, process_ = 0;  // the MPI job, with parallel.mpi
 };

@@ -75,6 +75,10 @@ bool reduces_during_backward(const ParallelOptions& parallel, int replicas) {
            parallel.batch_norm != BatchNormMode::sync;
 }
 
+bool averages_after(const ParallelOptions& parallel, int replicas, std::int64_t step) {
+    return parallel.average_every > 0 && replicas > 1 && (step + 1) % parallel.average_every == 0;
+}
+
 std::vector<StageBucket> stage_buckets(const ProgramSpec& spec, int stage) {
     const auto s = static_cast<std::size_t>(stage);
     // The stage's parameter tensors in backward order (last layer first, each layer's last
@@ -239,8 +243,7 @@ private:
     void write_update() {
         add({.kind = OpKind::barrier});
         add({.kind = OpKind::update});
-        const int every = p_.average_every;
-        if (every > 0 && spec_.replicas > 1 && (spec_.step + 1) % every == 0) add({.kind = OpKind::average_weights});
+        if (averages_after(p_, spec_.replicas, spec_.step)) add({.kind = OpKind::average_weights});
         if (p_.batch_norm == BatchNormMode::deferred) add({.kind = OpKind::fold_batch_norm});
     }
 

@@ -117,6 +117,8 @@ bool stage_recomputes(const ParallelOptions& parallel, int stage);
 // (overlap_backward, unless deterministic mode or sync batch norm need the gradients whole).
 bool reduces_gradients(const ParallelOptions& parallel, int replicas);
 bool reduces_during_backward(const ParallelOptions& parallel, int replicas);
+// Whether model averaging averages the replicas' weights after step `step` (0-based).
+bool averages_after(const ParallelOptions& parallel, int replicas, std::int64_t step);
 
 // Every device's program, index g * S + s. ConfigError for bounds that do not fit.
 std::vector<DeviceProgram> build_programs(const ProgramSpec& spec);

@@ -126,8 +126,8 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         if (op.kind == OpKind::barrier) break;  // the rest runs once every stage is here
         const auto mi = static_cast<std::size_t>(std::max(op.micro_batch, 0));
         const int k = group * micro_batches + op.micro_batch;
-        // The board's link between this stage and its peer.
-        const int link = std::min(stage, op.peer % p.stages);
+        // The board's link between this stage and its peer (sends and receives).
+        const int link = op.peer < 0 ? -1 : std::min(stage, op.peer % p.stages);
         auto span = [&](std::optional<TraceSpan>& s) -> TraceSpan& {
             s.emplace(trace, dev.name(), op_name(op.kind), op_category(op.kind));
             if (op.micro_batch >= 0) s->arg("micro_batch", op.micro_batch);
@@ -177,7 +177,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             break;
         case OpKind::stash_gradients:
             span(traced);
-            run.stashed.resize(run.tapes.size());
+            if (run.stashed.empty()) run.stashed.resize(run.tapes.size());
             for (auto& np : parameters_) {
                 run.stashed[mi].push_back(np.parameter->grad.clone());
                 tensor_ops(dev).fill(np.parameter->grad, 0.f);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "layers/batch_statistics.h"
@@ -44,7 +45,9 @@ struct StepPlan {
     std::vector<LossSums> sums;  // per micro-batch, from the last stages
     // Per group and stage (g * S + s), for deferred batch norm.
     std::vector<BatchStatistics> statistics;
-    std::vector<DeviceProgram> programs;  // per group and stage
+    // Per group and stage (g * S + s); built once per kind of run and shared (Engine::programs).
+    std::shared_ptr<const std::vector<DeviceProgram>> programs;
+    const DeviceProgram& program(int device) const { return (*programs)[static_cast<std::size_t>(device)]; }
 };
 
 }  // namespace tandem
