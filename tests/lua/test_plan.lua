@@ -137,7 +137,7 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
   t.ok(out:find('1x8x'), 'the pure pipeline reference row: ' .. out)
   local path = S.tmpname('.lua')
   local trace = S.tmpname('.json')
-  out, rc = S.tandem{'plan', 'recipes/fashion_mnist.lua', '--batch=64', '--devices=2',
+  out, rc = S.tandem{'plan', 'recipes/fashion_mnist.lua', '--batch=16', '--devices=2',
                      '--write=' .. path, '--trace=' .. trace, '--iterations=2'}
   t.eq(rc, 0, out)
   t.ok(out:find('measured costs'), out)
@@ -152,9 +152,9 @@ end)
 t.test('the default recipe plans itself with --plan=auto', function()
   local dir = S.tmpname('_run')
   local out, rc = S.tandem{'run', 'recipes/fashion_mnist.lua', '--plan=auto', '--epochs=1', '--max_steps=4',
-                           '--batch=64', '--checkpoints=' .. dir .. '/ck', '--log=' .. dir .. '/log.jsonl'}
+                           '--batch=16', '--checkpoints=' .. dir .. '/ck', '--log=' .. dir .. '/log.jsonl'}
   t.eq(rc, 0, out)
-  t.ok(out:find('planner: batch 64 on this machine'), out)
+  t.ok(out:find('planner: batch 16 on this machine'), out)
   t.ok(out:find('planner: chose %d+x%d+x%d+'), out)
   t.ok(out:find('step time: measured [%d.]+ ms, predicted [%d.]+ ms'), out)
   os.execute('rm -rf ' .. S.quote(dir))
