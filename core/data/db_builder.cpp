@@ -120,10 +120,12 @@ DbBuildResult build_db(const DataSource& source, const std::string& path, const 
         }
         if (o.progress) o.progress(end, n);
     }
-    writer.finish();
+    // Nothing decoded: no database at all (the writer removes what it began), so a rerun on
+    // the mended source is not refused as "already exists".
     TANDEM_CHECK_AS(DataError, result.written > 0)
-        << "no image of " << source.description() << " could be decoded; nothing written to "
-        << path;
+        << "no image of " << source.description() << " could be decoded (" << result.skipped.size()
+        << " skipped); nothing written to " << path;
+    writer.finish();
     return result;
 }
 

@@ -7,26 +7,39 @@
 
 namespace tandem {
 
+namespace fs = std::filesystem;
+
 LmdbWriter::LmdbWriter(const std::string& path, bool overwrite, std::size_t commit_every)
-    : commit_every_(commit_every > 0 ? commit_every : 1) {
-    namespace fs = std::filesystem;
+    : path_(path), partial_(path + ".partial"), overwrite_(overwrite),
+      commit_every_(commit_every > 0 ? commit_every : 1) {
     std::error_code error;
-    if (fs::exists(path, error)) {
-        TANDEM_CHECK_AS(ConfigError, overwrite)
-            << path << " already exists; remove it or pass --overwrite";
-        fs::remove_all(path);
-    }
-    env_ = std::make_unique<LmdbEnv>(path, true);
+    TANDEM_CHECK_AS(ConfigError, overwrite || !fs::exists(path, error))
+        << path << " already exists; remove it or pass --overwrite";
+    fs::remove_all(partial_, error);  // what an earlier run that was killed left
+    env_ = std::make_unique<LmdbEnv>(partial_, true);
 }
 
-LmdbWriter::~LmdbWriter() = default;
+LmdbWriter::~LmdbWriter() {
+    if (!env_) return;  // finished
+    env_.reset();
+    std::error_code error;
+    fs::remove_all(partial_, error);
+}
 
 void LmdbWriter::put(std::string key, std::string value) {
     pending_.emplace_back(std::move(key), std::move(value));
     if (pending_.size() >= commit_every_) commit_pending();
 }
 
-void LmdbWriter::finish() { commit_pending(); }
+void LmdbWriter::finish() {
+    commit_pending();
+    env_.reset();  // closes the database before it moves
+    std::error_code error;
+    if (overwrite_) fs::remove_all(path_, error);
+    fs::rename(partial_, path_, error);
+    TANDEM_CHECK_AS(DataError, !error)
+        << "could not move the finished database " << partial_ << " to " << path_ << ": " << error.message();
+}
 
 void LmdbWriter::commit_pending() {
     if (pending_.empty()) return;
@@ -54,7 +67,7 @@ bool LmdbWriter::try_commit() {
         if (rc == MDB_MAP_FULL) return false;
         // The failing key is the first one not in the database.
         TANDEM_CHECK_AS(ConfigError, rc != MDB_KEYEXIST)
-            << env_->path() << ": a key is written twice";
+            << path_ << ": a key is written twice";
         env_->check(rc, "mdb_put");
     }
     rc = mdb_txn_commit(txn);  // frees the transaction whatever it returns

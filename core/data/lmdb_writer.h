@@ -3,6 +3,10 @@
 // Puts are gathered and committed in batches of `commit_every`. The memory map starts small and
 // doubles whenever LMDB reports it full: the batch in hand is kept until its commit succeeds,
 // so it is simply written again into the larger map.
+//
+// The database is built beside its place, in "<path>.partial", and moved there by finish():
+// a run that fails or is killed leaves no half-written database at `path` (a rerun just works),
+// and --overwrite replaces the old one only once the new one is complete.
 #pragma once
 
 #include <memory>
@@ -16,15 +20,15 @@ namespace tandem {
 
 class LmdbWriter {
 public:
-    // ConfigError when `path` already holds a database (unless `overwrite`, which removes it).
+    // ConfigError when `path` already exists (unless `overwrite`: finish() replaces it).
     LmdbWriter(const std::string& path, bool overwrite, std::size_t commit_every = 1000);
-    ~LmdbWriter();  // commits what is pending only through finish(); otherwise drops it
+    ~LmdbWriter();  // without finish(), removes what was written: `path` stays as it was
     LmdbWriter(const LmdbWriter&) = delete;
     LmdbWriter& operator=(const LmdbWriter&) = delete;
 
     // ConfigError for a key already put.
     void put(std::string key, std::string value);
-    // Commits what is pending; the database is complete after this.
+    // Commits what is pending and moves the database to `path`; it is complete after this.
     void finish();
     std::int64_t written() const { return written_; }
 
@@ -33,6 +37,8 @@ private:
     // Writes pending_ in one transaction; false when the map is full (nothing written).
     bool try_commit();
 
+    std::string path_, partial_;
+    bool overwrite_;
     std::unique_ptr<LmdbEnv> env_;
     std::size_t commit_every_;
     std::vector<std::pair<std::string, std::string>> pending_;
