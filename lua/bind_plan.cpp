@@ -233,6 +233,9 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
     set_string(L, "label", p.label());
     set_string(L, "topology", r.topology);
     set_number(L, "threads", r.threads);
+    set_string(L, "device", r.model == "cpu" ? "cpu" : "cuda");
+    set_string(L, "model", r.model);
+    set_number(L, "cores", r.cores);
     lua_createtable(L, static_cast<int>(p.cuts.size()), 0);
     for (std::size_t i = 0; i < p.cuts.size(); ++i) {
         lua_pushstring(L, search.layer_names.at(p.cuts[i] - 1).c_str());

@@ -124,6 +124,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         ranked.plan = std::move(plan);
                         ranked.topology = topology.name();
                         ranked.threads = first.cpu ? first.threads : 0;
+                        ranked.model = first.model;
+                        ranked.cores = first.cpu && first.pool >= 0
+                                           ? topology.pools().at(static_cast<std::size_t>(first.pool))
+                                           : 0;
                         search.plans.push_back(std::move(ranked));
                         placed = true;
                         break;
@@ -199,6 +203,9 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
     for (std::size_t i = 0; i < p.devices.size(); ++i) out << (i ? ", " : "") << p.devices[i];
     out << "},\n";
     out << "  threads = " << r.threads << ", batch = " << p.batch << ", topology = '" << r.topology << "',\n";
+    // What it was planned for, which `tandem run --plan=` checks against the devices it gets.
+    out << "  device = '" << (r.model == "cpu" ? "cpu" : "cuda") << "', model = '" << r.model
+        << "', cores = " << r.cores << ",\n";
     out << "  predicted_step_ms = " << fixed(r.simulation.step_ms, 3) << ", predicted_images_per_s = "
         << fixed(r.simulation.images_per_s, 1) << ",\n";
     out << "}\n";

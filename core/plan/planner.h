@@ -34,6 +34,8 @@ struct RankedPlan {
     Partition partition;
     std::string topology;    // its name
     int threads = 0;         // kernel threads of its devices (CPU topologies; 0 for GPUs)
+    std::string model;       // its devices' model: 'cpu', 'V100', ... (what a run checks against)
+    int cores = 0;           // CPU topologies: the cores the devices share (0 for GPUs)
 };
 
 struct PlanSearch {
