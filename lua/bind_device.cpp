@@ -236,8 +236,16 @@ const luaL_Reg kMethods[] = {
     {nullptr, nullptr},
 };
 
+// core.parse_bytes('512MB'): the byte count of a size, as T.devices' memory option reads it (the
+// one reader of sizes, for Lua's checks of recipe options); a ConfigError for text it cannot read.
+int bytes_parse(lua_State* L) {
+    lua_pushnumber(L, static_cast<lua_Number>(parse_bytes(check_string(L, 1))));
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"devices", wrap<devices_new>},
+    {"parse_bytes", wrap<bytes_parse>},
     {nullptr, nullptr},
 };
 

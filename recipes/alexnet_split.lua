@@ -10,6 +10,6 @@
 -- net that does not fit one device trains split; --trace=FILE writes a Chrome trace.
 local T = require 'tandem'
 
-local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+local colors = dofile(T.recipe_path('lib/train_colors.lua'))
 local opt = T.options(..., colors.defaults{})
 colors.train{opt = opt, net = 'alexnet64', size = 64}

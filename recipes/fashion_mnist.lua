@@ -10,26 +10,28 @@
 local T = require 'tandem'
 
 local opt = T.options(..., T.parallel.defaults{
-  data = '/usr/share/datasets/fashion-mnist',
-  epochs = 10,
-  batch = 128,
-  lr = 0.1,
-  momentum = 0.9,
-  weight_decay = 5e-4,
-  label_smoothing = 0.0,
-  warmup_steps = 200,
-  flip = true,            -- random horizontal flips
-  crop_pad = 2,           -- random crops from images padded by this many pixels
-  seed = 1,
-  layout = 'auto',        -- channels_last or contiguous; auto: the device kind's fastest
-  max_steps = 0,          -- stop after this many steps (0: run every epoch); for tests
-  eval_batch = 1000,
-  checkpoints = 'checkpoints/fashion_mnist',
-  log = 'logs/fashion_mnist.jsonl',
-  resume = '',
-  source = 'memory',      -- memory | lmdb
-  lmdb = 'data/fashion_mnist_train_lmdb',
-  data_threads = 2,       -- the loader's decode threads (source = lmdb)
+  data = {'/usr/share/datasets/fashion-mnist', 'the folder of the Fashion-MNIST idx files', kind = 'dir'},
+  epochs = {10, 'passes over the training set', kind = 'positive_int'},
+  batch = {128, 'images a step (the global batch, shared by the groups)', kind = 'positive_int'},
+  lr = {0.1, 'the peak learning rate (cosine decay after the warm-up)', kind = 'positive_number'},
+  momentum = {0.9, 'SGD momentum', kind = 'fraction'},
+  weight_decay = {5e-4, 'L2 weight decay', kind = 'nonneg_number'},
+  label_smoothing = {0.0, 'the cross-entropy\'s label smoothing', kind = 'fraction'},
+  warmup_steps = {200, 'steps of linear learning-rate warm-up', kind = 'nonneg_int'},
+  flip = {true, 'random horizontal flips'},
+  crop_pad = {2, 'random crops from images padded by this many pixels (0: none)', kind = 'nonneg_int'},
+  seed = {1, 'the seed of the weights, the data order and the augmentation', kind = 'nonneg_int'},
+  layout = {'auto', "the activation layout (auto: the device kind's fastest)",
+            choices = {'auto', 'contiguous', 'channels_last'}},
+  max_steps = {0, 'stop after this many steps (0: run every epoch)', kind = 'nonneg_int'},
+  eval_batch = {1000, 'images a step when testing', kind = 'positive_int'},
+  checkpoints = {'checkpoints/fashion_mnist', 'the folder of the checkpoints (one each epoch)'},
+  log = {'logs/fashion_mnist.jsonl', 'the metrics log (JSON lines)'},
+  resume = {'', "continue exactly from this checkpoint ('': start afresh)", kind = 'file'},
+  source = {'memory', 'the training set: in memory, or an LMDB database through T.data.Loader',
+            choices = {'memory', 'lmdb'}},
+  lmdb = {'data/fashion_mnist_train_lmdb', 'the LMDB database (--source=lmdb; made when missing)'},
+  data_threads = {2, "the loader's decode threads (--source=lmdb)", kind = 'positive_int'},
 })
 opt.layout = T.parallel.data_layout(opt)
 
@@ -62,11 +64,9 @@ if opt.source == 'lmdb' then
     transforms = {crop = 28, pad = opt.crop_pad, random_crop = opt.crop_pad > 0,
                   flip = opt.flip, mean = mean, std = std},
   }
-elseif opt.source ~= 'memory' then
-  error("option source must be 'memory' or 'lmdb', got '" .. tostring(opt.source) .. "'")
 end
 
-local build = dofile(T.recipe_dir .. '/nets/smallbn.lua')
+local build = dofile(T.recipe_path('nets/smallbn.lua'))
 local net, sample_shape = build{classes = test:classes()}
 local steps_per_epoch = loader and loader:batches_per_epoch()
                         or math.floor(train:size() / opt.batch)

@@ -1,6 +1,7 @@
--- Train a small CNN on a folder of colour JPEGs (one sub-folder per class), read and augmented
--- by the threaded T.data.Loader: random crops of images resized to a shorter side, flips,
--- colour jitter, normalisation, straight into the device's layout.
+-- Train a small CNN on a folder of JPEGs (one sub-folder per class) or an LMDB database made
+-- by `tandem mkdb`, read and augmented by the threaded T.data.Loader: random crops of images
+-- resized to a shorter side, flips, colour jitter, normalisation, straight into the device's
+-- layout. --channels=1 trains on greyscale images.
 --   tandem run recipes/folder_jpeg.lua --train=photos/train --val=photos/val --size=64
 -- Without --train it makes a synthetic set first (`tandem gen-images`: 8 classes of coloured
 -- shapes, 64-256 px) under data/synthetic_jpeg, so the recipe runs anywhere.
@@ -9,23 +10,27 @@
 local T = require 'tandem'
 
 local opt = T.options(..., T.parallel.defaults{
-  train = '',             -- image folder; '' makes a synthetic one
-  val = '',               -- image folder for validation; '' with a synthetic train set too
-  synthetic = 'data/synthetic_jpeg',
-  classes = 8,            -- of the synthetic set
-  per_class = 64,
-  epochs = 5,
-  batch = 32,
-  size = 64,              -- crop size fed to the net
-  resize = 72,            -- shorter side before cropping
-  lr = 0.05,
-  momentum = 0.9,
-  weight_decay = 5e-4,
-  seed = 1,
-  data_threads = 2,       -- decode/augment threads of the loader
-  layout = 'auto',        -- channels_last or contiguous; auto: the device kind's fastest
-  max_steps = 0,
-  log = 'logs/folder_jpeg.jsonl',
+  train = {'', "the training images: a folder (one sub-folder per class) or an LMDB database from "
+               .. "`tandem mkdb`; '': a synthetic set", kind = 'dir'},
+  val = {'', "the validation images, as --train; '': none (a synthetic one with a synthetic --train)",
+         kind = 'dir'},
+  channels = {3, 'colour (3) or greyscale (1): every image is decoded to this', choices = {3, 1}},
+  synthetic = {'data/synthetic_jpeg', 'where the synthetic set is made when --train is not given'},
+  classes = {8, 'classes of the synthetic set', kind = 'positive_int'},
+  per_class = {64, 'training images a class of the synthetic set', kind = 'positive_int'},
+  epochs = {5, 'passes over the training set', kind = 'positive_int'},
+  batch = {32, 'images a step (the global batch, shared by the groups)', kind = 'positive_int'},
+  size = {64, 'the crop fed to the net (pixels a side)', kind = 'positive_int'},
+  resize = {72, 'the shorter side images are resized to before cropping', kind = 'positive_int'},
+  lr = {0.05, 'the peak learning rate (cosine decay)', kind = 'positive_number'},
+  momentum = {0.9, 'SGD (Nesterov) momentum', kind = 'fraction'},
+  weight_decay = {5e-4, 'L2 weight decay', kind = 'nonneg_number'},
+  seed = {1, 'the seed of the weights, the data order and the augmentation', kind = 'nonneg_int'},
+  data_threads = {2, "the loader's decode and augmentation threads", kind = 'positive_int'},
+  layout = {'auto', "the activation layout (auto: the device kind's fastest)",
+            choices = {'auto', 'contiguous', 'channels_last'}},
+  max_steps = {0, 'stop after this many steps (0: every epoch)', kind = 'nonneg_int'},
+  log = {'logs/folder_jpeg.jsonl', 'the metrics log (JSON lines)'},
 })
 opt.layout = T.parallel.data_layout(opt)
 
@@ -50,23 +55,32 @@ if opt.train == '' then
   T.mpi.barrier()
 end
 
-local mean, std = {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}
-local source = assert(T.data.folder(opt.train))
-local build = dofile(T.recipe_dir .. '/nets/smallcolor.lua')
-local net, sample_shape = build{classes = source:classes(), size = opt.size}
+-- An image folder, or an LMDB database (a folder holding data.mdb).
+local function images(path)
+  local f = io.open(path .. '/data.mdb', 'rb')
+  if f then f:close() return T.data.lmdb(path) end
+  return assert(T.data.folder(path))
+end
+
+local mean, std = {}, {}
+for c = 1, opt.channels do mean[c], std[c] = 0.5, 0.25 end
+local source = images(opt.train)
+local build = dofile(T.recipe_path('nets/smallcolor.lua'))
+local net, sample_shape = build{classes = source:classes(), size = opt.size, channels = opt.channels}
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local train = T.data.Loader{
   source = source, threads = opt.data_threads,
   batch = select(2, T.parallel.share(1, opt.batch)),  -- under MPI: this rank's part
   shard = {index = T.mpi.rank() + 1, count = T.mpi.size()},  -- under MPI: each rank its shard
   seed = opt.seed, layout = opt.layout, device = devices[1],
-  transforms = {resize = opt.resize, crop = opt.size, random_crop = true, flip = true,
-                brightness = 0.2, contrast = 0.2, saturation = 0.2, mean = mean, std = std},
+  transforms = {channels = opt.channels, resize = opt.resize, crop = opt.size, random_crop = true,
+                flip = true, brightness = 0.2, contrast = 0.2,
+                saturation = opt.channels == 3 and 0.2 or nil, mean = mean, std = std},
 }
 local val = opt.val ~= '' and T.data.Loader{
-  source = assert(T.data.folder(opt.val)), batch = opt.batch, threads = opt.data_threads,
+  source = images(opt.val), batch = opt.batch, threads = opt.data_threads,
   shuffle = false, last = 'keep', layout = opt.layout, device = devices[1],
-  transforms = {resize = opt.resize, crop = opt.size, mean = mean, std = std},
+  transforms = {channels = opt.channels, resize = opt.resize, crop = opt.size, mean = mean, std = std},
 }
 print(('%s; %d batches of %d per epoch'):format(tostring(train), train:batches_per_epoch(), opt.batch))
 -- Under MPI the ranks' shards may differ by a batch: all stop at the shortest.

@@ -11,6 +11,6 @@
 -- statistics (exact against one device, at the cost of gathering them); --trace=FILE writes a Chrome trace of every worker (Perfetto, chrome://tracing).
 local T = require 'tandem'
 
-local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+local colors = dofile(T.recipe_path('lib/train_colors.lua'))
 local opt = T.options(..., colors.defaults{batch = 128, train = 2560, test = 512, lr = 0.1, groups = 2})
 colors.train{opt = opt, net = 'resnet20', size = 32}

@@ -1,29 +1,44 @@
--- `tandem bench NET [--batch=N] [--device=cpu|cuda] [--threads=T] [--layout=auto]
---  [--iters=10] [--warmup=3] [--benchmark] [--tf32] [--json]`: per-layer forward and backward
--- time of a net, and the images/s and GFLOP/s of a whole training step (forward, loss,
--- backward, SGD update), like `caffe time`.
--- NET is a net file (recipes/nets/*.lua) returning a function that builds the net and the
--- shape of one sample. --layout: channels_last or contiguous; auto, the default, takes the
--- device kind's fastest (T.parallel.preferred_layout). --benchmark (GPU): cuDNN times its
--- convolution algorithms and the fastest that fits is used, instead of its heuristics' first.
--- --tf32 (GPU): TF32 tensor cores for convolutions and Linear (T.devices' tf32 option).
+-- `tandem bench NET.lua [options]`: per-layer forward and backward time of a net, and the
+-- images/s and GFLOP/s of a whole training step (forward, loss, backward, SGD update), like
+-- `caffe time`. NET is a net file (recipes/nets/*.lua) returning a function that builds the net
+-- and the shape of one sample. Its options are declared below (`tandem bench --help`); --layout
+-- auto takes the device kind's fastest (T.parallel.preferred_layout), --benchmark (GPU) lets
+-- cuDNN time its convolution algorithms instead of taking its heuristics' first.
 local T = require 'tandem'
 
 local PEAK_PER_CORE = 239  -- GFLOP/s, AVX-512 FMA on this kind of machine (../shared/peers)
 
+local options = {
+  batch = {64, 'images a step', kind = 'positive_int'},
+  device = {'cpu', 'the device kind', choices = {'cpu', 'cuda'}},
+  threads = {0, 'kernel threads of the CPU device (0: every core)', kind = 'nonneg_int'},
+  layout = {'auto', "the activation layout (auto: the device kind's fastest)",
+            choices = {'auto', 'contiguous', 'channels_last'}},
+  iters = {10, 'timed steps', kind = 'positive_int'},
+  warmup = {3, 'untimed steps first', kind = 'nonneg_int'},
+  benchmark = {false, "GPU: cuDNN times its convolution algorithms and the fastest is used"},
+  tf32 = {false, 'GPU: TF32 tensor cores for convolutions and Linear'},
+  json = {false, 'one JSON line instead of the table'},
+  seed = {1, 'the seed of the weights and the data', kind = 'nonneg_int'},
+}
+
+local about = {
+  usage = 'tandem bench NET.lua [--option=value ...]',
+  description = 'Per-layer forward and backward times of a net and the images/s and GFLOP/s of a whole\n'
+                .. 'training step. NET.lua returns a function building the net (recipes/nets/*.lua).',
+  who = 'tandem bench', who_option = 'tandem bench: option', positional = {'NET.lua'},
+}
+
 local function run(args)
-  local file = args[1]
-  if not file then error('usage: tandem bench NET.lua [--batch=N] [--threads=T] [--json]', 0) end
-  local named = {}
-  for k, v in pairs(args) do
-    if type(k) == 'string' then named[k] = v end
-  end
-  local opt = T.options(named, {batch = 64, device = 'cpu', threads = 0, layout = 'auto',
-                               iters = 10, warmup = 3, benchmark = false, tf32 = false, json = false,
-                               seed = 1})
-  local build = dofile(file)
+  local opt = T.options(args, options, about)
+  local usage_error = require('tandem.command_line').usage_error
+  local file = opt[1]
+  if not file then usage_error('usage: ' .. about.usage .. ' (tandem bench --help lists the options)') end
+  local chunk, err = loadfile(file)
+  if not chunk then usage_error('tandem bench: ' .. err) end
+  local build = chunk()
   if type(build) ~= 'function' then
-    error(file .. ' must return a function building the net (see recipes/nets/)', 0)
+    usage_error(file .. ' must return a function building the net (see recipes/nets/)')
   end
   local net, sample = build{}
   T.parallel.check_device(opt)

@@ -111,17 +111,36 @@ end
 -- engine:evaluate(dataset [, {batch = 1000}]) -> {loss =, accuracy =, samples =}: the mean loss
 -- and accuracy over the whole data set, in evaluation mode (batch norm's running statistics,
 -- no dropout).
-local function evaluate(engine, dataset, o)
-  o = options(o, 'evaluate', {'batch'})
-  local batch = o.batch or 1000
-  local n = dataset:size()
-  local order = core.data.epoch_order(n, 0, 0, false)
+local function type_name(v)
+  local mt = getmetatable(v)
+  return type(mt) == 'table' and mt.__name or nil
+end
+
+-- engine:evaluate(data [, {batch =}]): the mean loss and accuracy over a data set (every sample,
+-- in order, `batch` at a time) or over one epoch of a T.data.Loader (what it yields: its batch,
+-- order and `last` rule).
+local function evaluate(engine, data, o)
+  local kind = type_name(data)
+  if kind ~= 'tandem.Dataset' and kind ~= 'tandem.Loader' then
+    error(("bad argument #1 to 'evaluate' (a data set (T.data.mnist, T.data.dataset) or a "
+           .. 'T.data.Loader expected, got %s)'):format(kind or check.describe(data)), 2)
+  end
   local loss, correct, count = 0, 0, 0
-  for first = 1, n, batch do
-    local images, labels = dataset:batch(order, first, math.min(batch, n - first + 1))
+  local function add(images, labels)
     local s = engine:evaluate_batch(images, labels)
     loss, correct, count = loss + s.loss, correct + s.correct, count + s.count
   end
+  if kind == 'tandem.Loader' then
+    if o ~= nil then error("evaluate: a T.data.Loader brings its own batch; give no options", 2) end
+    for images, labels in data:batches(1) do add(images, labels) end
+  else
+    o = options(o, 'evaluate', {'batch'})
+    local batch = o.batch or 1000
+    local n = data:size()
+    local order = core.data.epoch_order(n, 0, 0, false)
+    for first = 1, n, batch do add(data:batch(order, first, math.min(batch, n - first + 1))) end
+  end
+  if count == 0 then error('evaluate: the data gave no samples', 2) end
   return {loss = loss / count, accuracy = correct / count, samples = count}
 end
 

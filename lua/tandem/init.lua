@@ -30,12 +30,15 @@ T.data = core.data
 -- The MPI job (lua/bind_mpi.cpp): T.mpi.rank(), T.mpi.size(), T.mpi.all_reduce{...}.
 T.mpi = core.mpi
 
--- Options of a recipe merged over its defaults (lua/tandem/options.lua).
-T.options = require('tandem.options').recipe_options
+-- A recipe's options: declared with defaults and help, read from its command line, checked,
+-- and listed by --help (lua/tandem/command_line.lua).
+T.options = require('tandem.command_line').options
 
 -- Where the running recipe is (set by `tandem run`; nil elsewhere).
 local ok, host = pcall(require, 'tandem.host')
 if ok and type(host) == 'table' then T.recipe_dir = host.recipe_dir end
+-- A file of the recipes' (nets/lenet5.lua): beside the running recipe, else Tandem's own.
+T.recipe_path = require('tandem.paths').recipe_path
 
 -- True when `value` is a tensor, a layer, a device.
 local mt = core.metatables

@@ -135,45 +135,4 @@ function M.check(fn, opts, spec)
   return out
 end
 
--- A recipe's options: the command line's (from `tandem run`, or nil) over the defaults.
--- An option the recipe does not declare is an error listing the known ones; a value is
--- converted to its default's type where the text allows (--resume=5 with a string default
--- stays the string '5'), and refused where it does not (--epochs=ten).
-function M.recipe_options(given, defaults)
-  if type(defaults) ~= 'table' then
-    error(("bad argument #2 to 'T.options' (table of defaults expected, got %s)")
-          :format(describe(defaults)), 2)
-  end
-  local opt = {}
-  for k, v in pairs(defaults) do opt[k] = v end
-  if given == nil then return opt end
-  if type(given) ~= 'table' then
-    error(("bad argument #1 to 'T.options' (options table expected, got %s)")
-          :format(describe(given)), 2)
-  end
-  for k, v in pairs(given) do
-    if type(k) ~= 'string' then
-      error(('recipe option: unexpected argument %s (options are --key=value)')
-            :format(describe(v)), 2)
-    end
-    local default = defaults[k]
-    if default == nil then
-      error(("recipe option: unknown option '--%s' (known: %s)")
-            :format(k, table.concat(sorted_keys(defaults), ', ')), 2)
-    end
-    if type(default) == 'string' and type(v) ~= 'string' then v = tostring(v) end
-    if type(v) ~= type(default) then
-      error(("recipe option '--%s' must be a %s (default %s), got %s")
-            :format(k, type(default), tostring(default), describe(v)), 2)
-    end
-    -- --epochs=nan and --epochs=1e400 (inf) parse as numbers, and no option means them.
-    if type(v) == 'number' and (v ~= v or v == math.huge or v == -math.huge) then
-      error(("recipe option '--%s' must be a finite number (default %s), got %s")
-            :format(k, tostring(default), tostring(v)), 2)
-    end
-    opt[k] = v
-  end
-  return opt
-end
-
 return M

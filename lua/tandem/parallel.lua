@@ -19,21 +19,26 @@
 -- file written by `tandem plan --write` applies that plan; '' (the default) keeps the options
 -- as given.
 local core = require 'tandem.core'
+-- The recipe's flags came from its command line: a wrong combination is a command-line mistake.
+local usage_error = require('tandem.command_line').usage_error
 
 local M = {}
 
 -- The parallel options, as the core defines them: name, kind, default, flag, help, ...
 local schema = core.parallel_options()
 
+-- The options every recipe takes for its devices and their layout, declared as T.options
+-- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
+local group = 'devices and parallelism'
 local defaults = {
-  device = 'cpu',         -- the kind of every device: cpu or cuda (one GPU each)
-  devices = 0,            -- devices; 0: groups x stages
-  threads = 0,            -- kernel threads of each device; 0: all cores
-  memory = '',            -- memory cap of each device ('512MB'); '': the machine's
-  tf32 = false,           -- GPUs: TF32 tensor cores for convolutions and Linear
-  plan = '',              -- 'auto': the planner's choice for this machine; a plan file; '': as given
-  trace = '',             -- write a Chrome trace of every worker to this file
-  schedule = '',          -- the old name of --pipeline, for one release
+  device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
+  devices = {0, 'devices (0: groups x stages)', kind = 'nonneg_int'},
+  threads = {0, "kernel threads of each CPU device (0: the cores split between the devices)", kind = 'nonneg_int'},
+  memory = {'', "memory cap of each device, such as 512MB ('': the machine's)", kind = 'size'},
+  tf32 = {false, 'GPUs: TF32 tensor cores for convolutions and Linear'},
+  plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
+  trace = {'', 'write a Chrome trace of every worker to this file'},
+  schedule = {'', 'the old name of --pipeline, for one release'},
 }
 
 -- A parallel option's default as its recipe flag takes it: sizes in MB, a split as text (layer
@@ -46,9 +51,21 @@ local function flag_value(option, value)
   return value
 end
 
-for _, option in ipairs(schema) do
-  if option.flag ~= '' then defaults[option.flag] = flag_value(option, option.default) end
+-- The recipe flag's kind for each kind of the schema.
+local function flag_kind(option)
+  if option.kind == 'count' then return option.minimum >= 1 and 'positive_int' or 'nonneg_int' end
+  if option.kind == 'bytes' then return 'positive_number' end
+  if option.kind == 'cuts' or option.kind == 'choice' then return 'string' end
+  return 'boolean'
 end
+
+for _, option in ipairs(schema) do
+  if option.flag ~= '' then
+    defaults[option.flag] = {flag_value(option, option.default), option.help, kind = flag_kind(option),
+                             choices = #option.choices > 0 and option.choices or nil}
+  end
+end
+for _, spec in pairs(defaults) do spec.group = group end
 
 -- T.Engine's parallel table from the recipe's flags.
 local function engine_parallel(opt)
@@ -64,25 +81,24 @@ local function engine_parallel(opt)
   return parallel
 end
 
--- The parallel options' defaults, with the recipe's own options (and its choice of parallel
--- defaults) over them.
+-- The parallel options' declarations, with the recipe's own options over them. A recipe may
+-- give a parallel option a default of its own (`stages = 2`): it keeps its help and kind.
 function M.defaults(recipe)
-  local all = {}
-  for k, v in pairs(defaults) do all[k] = v end
+  local own = {}
   for k, v in pairs(recipe) do
     if k == 'schedule' then k = 'pipeline' end  -- a recipe's defaults written before the rename
-    all[k] = v
+    own[k] = v
   end
-  return all
+  return require('tandem.command_line').override(defaults, own)
 end
 
 -- Checks the --device option (the kinds a recipe can put its devices on) and --tf32 with it.
 function M.check_device(opt)
   if opt.device ~= 'cpu' and opt.device ~= 'cuda' then
-    error("option device must be 'cpu' or 'cuda', got '" .. tostring(opt.device) .. "'", 0)
+    usage_error("option device must be 'cpu' or 'cuda', got '" .. tostring(opt.device) .. "'")
   end
   if opt.tf32 and opt.device ~= 'cuda' then
-    error('--tf32 is for --device=cuda (TF32 tensor cores are a GPU\'s)', 0)
+    usage_error('--tf32 is for --device=cuda (TF32 tensor cores are a GPU\'s)')
   end
 end
 
@@ -101,7 +117,7 @@ end
 -- A recipe's --layout: as given, or for 'auto' the device kind's preferred one.
 function M.data_layout(opt)
   if opt.layout ~= 'auto' and opt.layout ~= 'contiguous' and opt.layout ~= 'channels_last' then
-    error(("option --layout must be 'auto', 'contiguous' or 'channels_last', got '%s'"):format(tostring(opt.layout)), 0)
+    usage_error(("option --layout must be 'auto', 'contiguous' or 'channels_last', got '%s'"):format(tostring(opt.layout)))
   end
   if opt.layout ~= 'auto' then return opt.layout end
   return M.preferred_layout(opt.device or 'cpu')
@@ -123,6 +139,27 @@ local function apply_plan(opt, plan)
   opt.threads = plan.threads or opt.threads
   opt.predicted_step_ms = plan.predicted_step_ms or plan.step_ms
   opt.plan_label = plan.label or ('%dx%dx%d'):format(plan.groups, plan.stages, plan.micro_batches)
+end
+
+-- A plan file made for other devices: say what differs rather than run it (a plan for 8 GPUs
+-- ran as 8 CPU devices on 2 cores and reported its prediction 100% off). Plans written before
+-- files recorded their devices are taken as they are.
+local function check_plan_devices(opt, plan, path)
+  local replan = ('plan for this machine with `tandem plan RECIPE --batch=%d`%s'):format(
+    opt.batch or plan.batch or 0, opt.device == 'cpu' and ' or run with --plan=auto' or '')
+  if plan.device and plan.device ~= opt.device then
+    usage_error(("plan %s was made for %d %s device(s) (topology '%s'); this run's are --device=%s: %s")
+                :format(path, plan.groups * plan.stages, plan.model or plan.device, tostring(plan.topology),
+                        opt.device, replan))
+  end
+  if plan.device == 'cpu' and (plan.cores or 0) > 0 and plan.cores ~= core.cores() then
+    usage_error(("plan %s was made for a machine of %d cores (topology '%s'); this one has %d: %s")
+                :format(path, plan.cores, tostring(plan.topology), core.cores(), replan))
+  end
+  if plan.batch and opt.batch and plan.batch ~= opt.batch then
+    io.stderr:write(('warning: plan %s was made for a batch of %d; this run\'s is %d, so its prediction '
+                     .. 'is for the other batch\n'):format(path, plan.batch, opt.batch))
+  end
 end
 
 -- --plan=auto: every layout of this machine's cores as CPU devices, ranked by simulation.
@@ -153,19 +190,20 @@ function M.layout(opt, net, sample_shape)
   end
   if opt.plan == 'auto' then
     if opt.device ~= 'cpu' then
-      error('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 0)
+      usage_error('--plan=auto plans CPU devices; on GPUs give --groups and --stages')
     end
     assert(net and sample_shape, 'T.parallel.layout(opt, net, sample_shape): --plan=auto needs the net')
     apply_plan(opt, plan_machine(opt, net, sample_shape))
   elseif opt.plan ~= '' then
     local plan = require('tandem.plan').load(opt.plan)
+    check_plan_devices(opt, plan, opt.plan)
     apply_plan(opt, plan)
     print(('plan %s: %s, %.2f ms a step predicted'):format(opt.plan, opt.plan_label, opt.predicted_step_ms or 0))
   end
   local n = opt.devices > 0 and opt.devices or opt.groups * opt.stages
   if n ~= opt.groups * opt.stages then
-    error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
-          :format(n, opt.groups, opt.stages), 0)
+    usage_error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
+          :format(n, opt.groups, opt.stages))
   end
   local memory = opt.memory ~= '' and opt.memory or nil
   local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})

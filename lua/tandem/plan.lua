@@ -12,12 +12,28 @@ local core = require 'tandem.core'
 
 local M = {}
 
--- recipes/topologies, found from this file's place (lua/tandem/plan.lua in the source tree,
--- share/tandem/lua/tandem/plan.lua installed).
-local function topology_dir()
-  local here = debug.getinfo(1, 'S').source:gsub('^@', '')
-  local root = here:gsub('/lua/tandem/plan%.lua$', '')
-  return root .. '/recipes/topologies'
+local function topology_dir() return require('tandem.paths').recipes_dir() .. '/topologies' end
+
+-- The names of the topologies in recipes/topologies.
+function M.topologies()
+  local names = {}
+  local pipe = io.popen("ls '" .. topology_dir():gsub("'", "'\\''") .. "' 2>/dev/null")
+  if pipe then
+    for file in pipe:lines() do names[#names + 1] = file:match('^(.*)%.lua$') end
+    pipe:close()
+  end
+  table.sort(names)
+  return names
+end
+
+-- Why `name` names no topology (nil when it does): a name not in recipes/topologies (nor in
+-- `also`, the caller's own names). A path (with a '/') is loadfile's to judge.
+local function unknown_topology(name, also)
+  if name:find('/') then return nil end
+  local known = M.topologies()
+  for _, k in ipairs(also or {}) do table.insert(known, 1, k) end
+  for _, k in ipairs(known) do if k == name then return nil end end
+  return ("unknown topology '%s' (known: %s; or a path to a .lua file)"):format(name, table.concat(known, ', '))
 end
 
 -- A topology: a name in recipes/topologies ('dgx1'), a path to a .lua file, or a table. Files
@@ -25,6 +41,8 @@ end
 function M.topology(name, opt)
   local spec = name
   if type(name) == 'string' then
+    local unknown = unknown_topology(name)
+    if unknown then error(unknown, 2) end
     local path = name:find('/') and name or ('%s/%s.lua'):format(topology_dir(), name)
     local chunk, err = loadfile(path)
     if not chunk then
@@ -108,10 +126,7 @@ function M.load(path)
   return plan
 end
 
--- ---- `tandem plan RECIPE --topology=NAME --batch=B [--devices=N] [--cost=auto|measured|analytic]
---       [--top=10] [--write=FILE] [--trace=FILE] [--classes=N] [--threads=T] [--memory=4GB]
---       [--algorithm=ring|tree] [--overlap=false] [--iterations=7] [--warmup=2]` (the last two:
---       profiling, for measured costs; --overlap=false: buckets reduced after the backward)
+-- ---- `tandem plan RECIPE|NET.lua --batch=B [options]`: the options are declared above M.main.
 
 -- What a measured prediction rests on, in a few lines: the copy rate and hand-off latency,
 -- the whole-step profiles, and how much busy cores slow each other down.
@@ -176,21 +191,45 @@ local function plan_net(net, sample, opt)
   return r
 end
 
+local options = {
+  batch = {0, 'the global batch to plan for (required)', kind = 'nonneg_int'},
+  topology = {'machine', "a topology of recipes/topologies, a .lua file, or 'machine': this "
+                         .. "machine's cores as CPU devices"},
+  devices = {0, 'plan for this many devices only (0: every count the topology allows)', kind = 'nonneg_int'},
+  cost = {'auto', 'how layers are timed: profiled here, from the hardware table, or auto (profiled '
+                  .. 'for CPU topologies)', choices = {'auto', 'measured', 'analytic'}},
+  top = {10, 'plans listed', kind = 'positive_int'},
+  write = {'', 'write the best plan to this file (tandem run RECIPE --plan=FILE)'},
+  trace = {'', "write the best plan's simulated step as a Chrome trace to this file"},
+  classes = {0, "a net file's classes (0: its default)", kind = 'nonneg_int'},
+  threads = {0, "kernel threads of each CPU device (0: the cores split between the devices)", kind = 'nonneg_int'},
+  memory = {'', "memory cap of each device, such as 4GB ('': the topology's)", kind = 'size'},
+  model = {'', "a topology file's model option (its GPU, say)"},
+  nodes = {0, "a topology file's node count (0: its default)", kind = 'nonneg_int'},
+  gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
+  iterations = {7, 'measured costs: timed steps of each profile', kind = 'positive_int'},
+  warmup = {2, 'measured costs: untimed steps first', kind = 'nonneg_int'},
+  algorithm = {'ring', "the gradient all-reduce's algorithm", choices = {'ring', 'tree'}},
+  overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
+}
+
+local about = {
+  usage = 'tandem plan RECIPE|NET.lua --batch=B [--option=value ...]',
+  description = 'Ranks every layout of a net on a machine (groups x stages x micro-batches, the pipeline\n'
+                .. 'schedule, the placement) by simulating a training step, before anything runs. RECIPE is a\n'
+                .. 'recipe that calls T.parallel.layout; NET.lua a net file (recipes/nets/*.lua).',
+  who = 'tandem plan', who_option = 'tandem plan: option', positional = {'RECIPE|NET.lua'},
+}
+
 function M.main(args)
   local T = require 'tandem'
-  local file = args[1]
-  if not file then
-    error('usage: tandem plan RECIPE|NET --batch=B [--topology=NAME] [--devices=N] [--write=FILE]', 0)
-  end
-  local named = {}
-  for k, v in pairs(args) do
-    if type(k) == 'string' then named[k] = v end
-  end
-  local opt = T.options(named, {batch = 0, topology = 'machine', devices = 0, cost = 'auto', top = 10,
-                               write = '', trace = '', classes = 0, threads = 0, memory = '',
-                               model = '', nodes = 0, gpus = 0, iterations = 7, warmup = 2,
-                               algorithm = 'ring', overlap = true})
-  if opt.batch < 1 then error('tandem plan: --batch=B is required (the global batch to plan for)', 0) end
+  local command_line = require 'tandem.command_line'
+  local opt = T.options(args, options, about)
+  local file = opt[1]
+  if not file then command_line.usage_error('usage: ' .. about.usage .. ' (tandem plan --help lists the options)') end
+  if opt.batch < 1 then command_line.usage_error('tandem plan: --batch=B is required (the global batch to plan for)') end
+  local unknown = opt.topology ~= '' and unknown_topology(opt.topology, {'machine'})
+  if unknown then command_line.usage_error('tandem plan --topology: ' .. unknown) end
   -- A recipe stops in T.parallel.layout, where its net is planned; a net file returns a builder.
   local parallel = require 'tandem.parallel'
   parallel.planning = function(net, sample)
@@ -198,8 +237,11 @@ function M.main(args)
     error(Done, 0)
   end
   local chunk, err = loadfile(file)
-  if not chunk then error(err, 0) end
-  T.recipe_dir = file:match('^(.*)/[^/]*$') or '.'  -- as `tandem run` sets it
+  if not chunk then command_line.usage_error('tandem plan: ' .. err) end
+  -- As `tandem run` sets them, for the recipe's T.recipe_dir and T.recipe_path.
+  local host = package.loaded['tandem.host']
+  T.recipe_dir = file:match('^(.*)/[^/]*$') or '.'
+  if host then host.recipe, host.recipe_dir = file, T.recipe_dir end
   -- The recipe gets the batch alone: the other options are the planner's, not the recipe's.
   local ok, result = pcall(chunk, {batch = opt.batch})
   parallel.planning = nil

@@ -2,7 +2,7 @@
 -- machine without CIFAR: `classes` classes, each a hue and a stripe orientation and frequency,
 -- every image with a random stripe phase, a random brightness and uniform pixel noise. Easy for
 -- a CNN (ResNet-20 reaches 98 % test accuracy in 2 epochs of 2560): it shows that training works.
---   local colors = dofile(T.recipe_dir .. '/data/colors.lua')
+--   local colors = dofile(T.recipe_path('data/colors.lua'))
 --   local train = colors{n = 2560, size = 32, classes = 10, seed = 1}   -- a T.data.dataset
 -- The same (n, size, classes, seed) give the same images on every machine (LuaJIT's
 -- math.random is a fixed generator for a given seed).

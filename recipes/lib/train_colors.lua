@@ -1,7 +1,7 @@
 -- The training loop the hybrid-parallel recipes share: a net of recipes/nets/ trained on the
 -- synthetic 10-class colour set (recipes/data/colors.lua) of size x size images, on the devices
 -- and layout of the recipe's T.parallel options; a progress bar and test accuracy each epoch.
---   local colors = dofile(T.recipe_dir .. '/lib/train_colors.lua')
+--   local colors = dofile(T.recipe_path('lib/train_colors.lua'))
 --   local opt = T.options(..., colors.defaults{batch = 128, lr = 0.1, groups = 2})
 --   colors.train{opt = opt, net = 'resnet20', size = 32}
 local T = require 'tandem'
@@ -11,37 +11,33 @@ local M = {}
 -- The options every such recipe takes, with its own defaults over these (and the T.parallel
 -- options under them).
 function M.defaults(recipe)
-  local all = {
-    epochs = 3,
-    batch = 64,
-    train = 1536,           -- synthetic training images
-    test = 384,             -- synthetic test images
-    lr = 0.02,
-    momentum = 0.9,
-    weight_decay = 5e-4,
-    warmup_steps = 20,
-    seed = 1,
-    threads = 1,            -- kernel threads of each device
-    groups = 1,             -- worker groups (data parallel)
-    stages = 2,             -- pipeline stages per group (model parallel)
-    micro_batches = 4,      -- micro-batches each group's share of a batch is cut into
-    pipeline = '1f1b',      -- the pipeline schedule: gpipe or 1f1b
-    split = 'auto',         -- stage cuts: 'auto', layer names or indices (comma-separated), '' even
-    layout = 'channels_last',
-    max_steps = 0,          -- stop after this many steps (0: every epoch); for tests
-    eval_batch = 256,
+  local own = {
+    epochs = {3, 'passes over the training set', kind = 'positive_int'},
+    batch = {64, 'images a step (the global batch, shared by the groups)', kind = 'positive_int'},
+    train = {1536, 'synthetic training images', kind = 'positive_int'},
+    test = {384, 'synthetic test images', kind = 'positive_int'},
+    lr = {0.02, 'the peak learning rate (cosine decay after the warm-up)', kind = 'positive_number'},
+    momentum = {0.9, 'SGD (Nesterov) momentum', kind = 'fraction'},
+    weight_decay = {5e-4, 'L2 weight decay', kind = 'nonneg_number'},
+    warmup_steps = {20, 'steps of linear learning-rate warm-up', kind = 'nonneg_int'},
+    seed = {1, 'the seed of the weights, the data and the augmentation', kind = 'nonneg_int'},
+    layout = {'channels_last', 'the activation layout', choices = {'contiguous', 'channels_last'}},
+    max_steps = {0, 'stop after this many steps (0: every epoch)', kind = 'nonneg_int'},
+    eval_batch = {256, 'images a step when testing', kind = 'positive_int'},
+    -- The parallel options' defaults for these recipes: a two-stage 1F1B pipeline.
+    threads = 1, stages = 2, micro_batches = 4, pipeline = '1f1b', split = 'auto',
   }
-  for k, v in pairs(recipe) do all[k] = v end
-  return T.parallel.defaults(all)
+  local override = require('tandem.command_line').override
+  return T.parallel.defaults(override(own, recipe))
 end
 
 function M.train(args)
   local opt, net_name, size = args.opt, args.net, args.size
-  local colors = dofile(T.recipe_dir .. '/data/colors.lua')
+  local colors = dofile(T.recipe_path('data/colors.lua'))
   local train = colors{n = opt.train, size = size, classes = 10, seed = opt.seed}
   local test = colors{n = opt.test, size = size, classes = 10, seed = opt.seed + 1000}
 
-  local build = dofile(T.recipe_dir .. '/nets/' .. net_name .. '.lua')
+  local build = dofile(T.recipe_path('nets/' .. net_name .. '.lua'))
   local net, sample_shape = build{classes = 10}
   local steps_per_epoch = math.floor(train:size() / opt.batch)
   if steps_per_epoch < 1 then

@@ -31,6 +31,35 @@ t.test('folder source', function()
   t.raises(function() src:label(19) end, 'sample must be in [1, 18], got 19')
 end)
 
+t.test('engine:evaluate takes a Loader (one epoch of what it yields) or a data set, nothing else', function()
+  local nn = T.nn
+  local net = nn.Sequential{nn.Conv2d(3, 4, 3, {pad = 1}), nn.ReLU(), nn.GlobalAvgPool2d(), nn.Flatten(),
+                            nn.Linear(4, 3)}
+  local engine = T.Engine{net = net, optim = T.optim.SGD{lr = 0.1}, devices = T.devices('cpu', 1, {threads = 1})}
+  local function loader()
+    return T.data.Loader{source = T.data.folder(folder), batch = 4, threads = 1, last = 'keep', shuffle = false,
+                         transforms = {resize = 16, crop = 16, mean = 0.5, std = 0.25}}
+  end
+  local sums = {loss = 0, correct = 0, count = 0}
+  local l = loader()
+  for images, labels in l:batches(1) do
+    local r = engine:evaluate_batch(images, labels)
+    sums.loss, sums.correct, sums.count = sums.loss + r.loss, sums.correct + r.correct, sums.count + r.count
+  end
+  l:close()
+  l = loader()
+  local r = engine:evaluate(l)
+  t.eq(r.samples, 18)
+  t.near(r.loss, sums.loss / sums.count, 1e-6)
+  t.near(r.accuracy, sums.correct / sums.count, 1e-9)
+  t.raises(function() engine:evaluate(l, {batch = 2}) end, 'a T.data.Loader brings its own batch')
+  l:close()
+  -- evaluate(nil) said "attempt to call method 'batch' (a nil value)".
+  t.raises(function() engine:evaluate(nil) end,
+           "bad argument #1 to 'evaluate' (a data set (T.data.mnist, T.data.dataset) or a T.data.Loader expected, got nil)")
+  t.raises(function() engine:evaluate(T.data.folder(folder)) end, 'expected, got tandem.Source')
+end)
+
 t.test('loader batches: shapes, labels, layouts, devices', function()
   local device = T.devices('cpu', 1, {threads = 1})[1]
   local loader = T.data.Loader{source = T.data.folder(folder), batch = 4, threads = 2,

@@ -60,9 +60,13 @@ t.test('the pipeline option, and its old name schedule for one release', functio
   for _, o in ipairs(require('tandem.core').parallel_options()) do
     if o.flag ~= '' then t.ok(defaults[o.flag] ~= nil, 'a recipe default for --' .. o.flag) end
   end
-  t.eq(defaults.pipeline, 'gpipe')
-  t.eq(defaults.bucket_mb, 25)
-  t.eq(T.parallel.defaults{schedule = '1f1b'}.pipeline, '1f1b')
+  -- Declarations: {default, help, kind =, choices =, group =} (lua/tandem/command_line.lua).
+  t.eq(defaults.pipeline[1], 'gpipe')
+  t.eq(defaults.pipeline.choices, {'gpipe', '1f1b'})
+  t.eq(defaults.bucket_mb[1], 25)
+  t.eq(defaults.groups.kind, 'positive_int')
+  t.eq(T.parallel.defaults{schedule = '1f1b'}.pipeline[1], '1f1b')
+  t.eq(T.parallel.defaults{stages = 2}.stages[2], defaults.stages[2], 'a recipe default keeps the help')
   local opt = T.options({schedule = '1f1b', stages = 2, micro_batches = 2}, T.parallel.defaults{})
   local _, parallel = T.parallel.layout(opt)
   t.eq(parallel.pipeline, '1f1b')

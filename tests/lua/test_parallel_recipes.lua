@@ -80,7 +80,7 @@ end)
 
 t.test('--device=cuda runs a recipe on GPUs; unknown kinds and --plan=auto on GPUs are refused', function()
   local out, rc = run('recipes/resnet_hybrid.lua', {'--device=tpu'})
-  t.ok(rc ~= 0 and out:find("option device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
+  t.ok(rc == 2 and out:find("recipe option --device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
   out, rc = run('recipes/resnet_hybrid.lua', {'--device=cuda', '--plan=auto'})
   t.ok(rc ~= 0 and out:find('--plan=auto plans CPU devices; on GPUs give --groups and --stages', 1, true), out)
   out, rc = run('recipes/resnet_hybrid.lua', {'--tf32'})

@@ -141,10 +141,13 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
                      '--write=' .. path, '--trace=' .. trace, '--iterations=2'}
   t.eq(rc, 0, out)
   t.ok(out:find('measured costs'), out)
-  t.ok(T.plan.load(path).groups >= 1)
+  local written = T.plan.load(path)
+  t.ok(written.groups >= 1)
+  -- What it was made for, which `tandem run --plan=` checks (test_command_line.lua).
+  t.eq({written.device, written.model, written.cores}, {'cpu', 'cpu', require('tandem.core').cores()})
   t.ok(S.read(trace):find('"traceEvents"'), 'a Chrome trace')
   out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua'}
-  t.eq(rc, 1)
+  t.eq(rc, 2)
   t.ok(out:find('%-%-batch=B is required'), out)
   S.cleanup()
 end)

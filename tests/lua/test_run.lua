@@ -42,16 +42,26 @@ print(opt.epochs, opt.lr, opt.resume, opt.fast, T.recipe_dir ~= nil)
   local out, rc = S.tandem({'run', path, '--epochs=2', '--resume=5', '--fast'})
   t.eq(rc, 0, out)
   t.ok(out:find('2\t0.1\t5\ttrue\ttrue', 1, true), out)
-  out, rc = S.tandem({'run', path, '--epoch=2'})
-  t.eq(rc, 1)
-  t.ok(out:find("unknown option '--epoch' (known: epochs, fast, lr, resume)", 1, true), out)
-  out, rc = S.tandem({'run', path, '--epochs=ten'})
-  t.eq(rc, 1)
-  t.ok(out:find("recipe option '--epochs' must be a number (default 10), got 'ten'", 1, true), out)
-  for _, bad in ipairs{'nan', '1e400', '-inf'} do
-    out, rc = S.tandem({'run', path, '--epochs=' .. bad})
-    t.eq(rc, 1, out)
-    t.ok(out:find("recipe option '--epochs' must be a finite number (default 10), got", 1, true), out)
+  -- `--name value` as well as `--name=value`; a bare default's type is its rule.
+  out, rc = S.tandem({'run', path, '--epochs', '3', '--lr', '1e-3', '--resume', 'x', '--fast'})
+  t.eq(rc, 0, out)
+  t.ok(out:find('3\t0.001\tx\ttrue\ttrue', 1, true), out)
+  -- Mistakes: status 2, the option named, and no traceback.
+  for _, case in ipairs{
+    {{'--epoch=2'}, "unknown option '--epoch'; did you mean --epochs? (known: epochs, fast, lr, resume)"},
+    {{'--epochs=ten'}, "recipe option --epochs must be a finite number, got 'ten' (default 10)"},
+    {{'--epochs=nan'}, 'recipe option --epochs must be a finite number, got nan (default 10)'},
+    {{'--epochs=1e400'}, 'recipe option --epochs must be a finite number, got inf (default 10)'},
+    {{'--epochs=-inf'}, 'recipe option --epochs must be a finite number, got -inf (default 10)'},
+    {{'--epochs'}, 'recipe option --epochs needs a value (--epochs=10 or --epochs 10)'},
+    {{'--fast=maybe'}, "recipe option --fast must be true or false, got 'maybe' (default false)"},
+    {{'extra'}, "unexpected argument 'extra' (options are --name=value"},
+    {{'--=3'}, "option '--=3' has no name"},
+  } do
+    out, rc = S.tandem({'run', path, unpack(case[1])})
+    t.eq(rc, 2, out)
+    t.ok(out:find(case[2], 1, true), out)
+    t.ok(not out:find('traceback', 1, true), out)
   end
   -- Devices: '0B' is no cap, a billion threads no machine's.
   local devices = recipe([[
@@ -60,9 +70,8 @@ local opt = T.options(..., T.parallel.defaults{})
 T.parallel.layout(opt)
 ]])
   out, rc = S.tandem({'run', devices, '--memory=0B'})
-  t.eq(rc, 1, out)
-  t.ok(out:find("option 'memory' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got '0B'",
-                1, true), out)
+  t.eq(rc, 2, out)
+  t.ok(out:find("recipe option --memory must be a size such as '512MB' above 0 ('' for none), got '0B'", 1, true), out)
   out, rc = S.tandem({'run', devices, '--threads=1000000000'})
   t.eq(rc, 1, out)
   t.ok(out:find("option 'threads' must be 0 (every core) to 1024, got 1000000000", 1, true), out)

@@ -1,19 +1,14 @@
-// `tandem bench NET [--batch=N] [--threads=T] [--layout=...] [--iters=N] [--warmup=N] [--json]`
-// runs lua/tandem/bench.lua, which profiles the net built by the file NET.
-#include <cstdio>
+// `tandem bench NET.lua [options]` runs lua/tandem/bench.lua, which profiles the net built by
+// the file NET.
 
 #include "commands.h"
 
 namespace tandem::tool {
 
-int command_bench(const Args& args) {
-    if (args.empty() || args[0].compare(0, 2, "--") == 0) {
-        std::fprintf(stderr,
-                     "usage: tandem bench NET.lua [--batch=N] [--threads=T] "
-                     "[--layout=channels_last|contiguous] [--iters=N] [--warmup=N] [--json]\n");
-        return 2;
-    }
-    return run_lua_command("bench", "tandem.bench", nullptr, args);
-}
+// The options, their checks and --help are lua/tandem/bench.lua's.
+const ToolSpec kBenchSpec{"bench", "NET.lua [options]",
+                          "time each layer and the whole training step of a net", "", {}, 0, -1};
+
+int command_bench(const Args& args) { return run_lua_command("bench", "tandem.bench", nullptr, args); }
 
 }  // namespace tandem::tool

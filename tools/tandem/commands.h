@@ -3,12 +3,46 @@
 #pragma once
 
 #include <lua.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tandem::tool {
 
 using Args = std::vector<std::string>;
+
+// One option: its name, what it takes for the help ("N", "png|jpeg|raw"; nullptr for a flag,
+// true when given alone), and a line of help that says its default.
+struct ToolOption {
+    const char* name;
+    const char* value;
+    const char* help;
+};
+
+// A command's line, declared once: `tandem help` lists it, `tandem CMD --help` prints it and
+// ToolArgs (tool_args.h) parses by it. The recipe-driven commands (run, bench, plan) declare
+// their options in Lua (lua/tandem/command_line.lua) and print their own help.
+struct ToolSpec {
+    const char* name;         // "mkdb"
+    const char* arguments;    // the positional arguments for the usage line: "SOURCE DB"
+    const char* summary;      // one line, for `tandem help`
+    const char* description;  // what it does, a few lines ("" for none)
+    std::vector<ToolOption> options;
+    int min_positional = 0;
+    int max_positional = 0;   // -1: any number
+};
+
+// The command stops here: its help (status 0, the text for stdout) or a command-line mistake
+// (status 2, the message for stderr). main.cpp prints it; there is no traceback to show.
+class CommandExit : public std::runtime_error {
+public:
+    CommandExit(int status, const std::string& text) : std::runtime_error(text), status(status) {}
+    int status;
+};
+
+// Each command: its line (defined beside it) and the function that runs it.
+extern const ToolSpec kRunSpec, kTestSpec, kHelpSpec, kBenchSpec, kPlanSpec, kDevicesSpec;
+extern const ToolSpec kMkdbSpec, kImportIdxSpec, kMeanSpec, kDbinfoSpec, kGenImagesSpec;
 
 int command_run(const Args& args);    // run.cpp
 int command_repl(const Args& args);   // repl.cpp

@@ -58,15 +58,23 @@ void write_grid(const DataSource& source, const std::string& path, std::int64_t 
 
 }  // namespace
 
+const ToolSpec kDbinfoSpec{
+    "dbinfo", "SOURCE", "count, classes, shapes, encodings; a grid of samples",
+    "SOURCE: an LMDB database, an image folder or a list file. Damaged records are counted and\n"
+    "named.",
+    {{"limit", "N", "examine the first N records' shapes only (default: all)"},
+     {"grid", "FILE.png", "also draw a grid of random samples into FILE.png"},
+     {"grid-count", "N", "samples in the grid (default 64)"},
+     {"cell", "PX", "a grid cell's side (default 64)"},
+     {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"}},
+    1, 1};
+
 int command_dbinfo(const Args& args) {
-    const ToolArgs a(args, "dbinfo", {"limit", "grid", "grid-count", "cell", "root"});
-    if (a.positional().size() != 1) {
-        std::fprintf(stderr,
-                     "usage: tandem dbinfo SOURCE [--limit=N] [--grid=out.png] [--grid-count=64] "
-                     "[--cell=64]\n"
-                     "SOURCE: an LMDB database, an image folder or a list file\n");
-        return 2;
-    }
+    const ToolArgs a(args, kDbinfoSpec);
+    // Every option is read (and checked) before the source is opened.
+    const std::int64_t limit_option = a.integer("limit", INT64_MAX, 1, INT64_MAX);
+    const std::int64_t grid_count = a.integer("grid-count", 64, 1, 4096);
+    const int cell = static_cast<int>(a.integer("cell", 64, 8, 512));
     const auto source = open_image_source(a.positional()[0], a.text("root", ""));
     const std::int64_t n = source->size();
     std::printf("%s\n", source->description().c_str());
@@ -89,7 +97,7 @@ int command_dbinfo(const Args& args) {
         std::printf("  damaged records, no label: %lld\n", static_cast<long long>(unlabelled));
 
     // Shapes and encodings: records state them; image files are decoded to learn them.
-    const std::int64_t limit = std::min(n, a.integer("limit", n, 1, INT64_MAX));
+    const std::int64_t limit = std::min(n, limit_option);
     std::map<std::string, std::int64_t> shapes, encodings;
     std::int64_t corrupt = 0;
     auto reader = source->open_reader();
@@ -126,8 +134,7 @@ int command_dbinfo(const Args& args) {
                     static_cast<long long>(-sorted[i].first));
     if (sorted.size() > 8) std::printf("  ... and %zu more\n", sorted.size() - 8);
     if (a.has("grid"))
-        write_grid(*source, a.text("grid", "grid.png"), a.integer("grid-count", 64, 1, 4096),
-                   static_cast<int>(a.integer("cell", 64, 8, 512)));
+        write_grid(*source, a.text("grid", "grid.png"), grid_count, cell);
     return 0;
 }
 

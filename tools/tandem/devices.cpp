@@ -4,14 +4,14 @@
 
 #include "commands.h"
 #include "device/backends.h"
+#include "tool_args.h"
 
 namespace tandem::tool {
 
+const ToolSpec kDevicesSpec{"devices", "", "list the compiled backends and the devices present", "", {}, 0, 0};
+
 int command_devices(const Args& args) {
-    if (!args.empty()) {
-        std::fprintf(stderr, "tandem devices: takes no arguments\n");
-        return 2;
-    }
+    const ToolArgs a(args, kDevicesSpec);
     for (const auto& line : device_report(backend_status())) std::printf("%s\n", line.c_str());
     return 0;
 }

@@ -9,16 +9,21 @@
 
 namespace tandem::tool {
 
+const ToolSpec kGenImagesSpec{
+    "gen-images", "DIR", "write a synthetic colour-image folder",
+    "Coloured shapes on noise, one sub-folder per class, for tests, benchmarks and the JPEG recipe.",
+    {{"classes", "N", "classes (default 4)"},
+     {"per-class", "N", "images a class (default 16)"},
+     {"min-size", "PX", "the smallest side (default 64)"},
+     {"max-size", "PX", "the largest side (default 256)"},
+     {"square", nullptr, "square images only"},
+     {"seed", "S", "the seed (default 1)"},
+     {"format", "jpg|png", "the file format (default jpg)"},
+     {"quality", "Q", "JPEG quality 1..100 (default 90)"}},
+    1, 1};
+
 int command_gen_images(const Args& args) {
-    const ToolArgs a(
-        args, "gen-images",
-        {"classes", "per-class", "min-size", "max-size", "square", "seed", "format", "quality"});
-    if (a.positional().size() != 1) {
-        std::fprintf(stderr,
-                     "usage: tandem gen-images DIR [--classes=4] [--per-class=16] [--min-size=64] "
-                     "[--max-size=256] [--square] [--seed=1] [--format=jpg|png] [--quality=90]\n");
-        return 2;
-    }
+    const ToolArgs a(args, kGenImagesSpec);
     SyntheticOptions o;
     o.classes = static_cast<int>(a.integer("classes", 4, 1, 1000));
     o.per_class = static_cast<int>(a.integer("per-class", 16, 1, 1 << 20));

@@ -10,14 +10,17 @@
 
 namespace tandem::tool {
 
+const ToolSpec kImportIdxSpec{
+    "import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",
+    "IMAGES and LABELS: idx files (gzipped or not), such as Debian's dataset-fashion-mnist.\n"
+    "DB: the database folder to write, records in file order.",
+    {{"encoding", "raw|png", "how records store pixels (default raw)"},
+     {"overwrite", nullptr, "replace an existing DB"},
+     {"threads", "N", "encode threads (default: the cores, at most 8)"}},
+    3, 3};
+
 int command_import_idx(const Args& args) {
-    const ToolArgs a(args, "import-idx", {"encoding", "overwrite", "threads"});
-    if (a.positional().size() != 3) {
-        std::fprintf(
-            stderr,
-            "usage: tandem import-idx IMAGES LABELS DB [--encoding=raw|png] [--overwrite]\n");
-        return 2;
-    }
+    const ToolArgs a(args, kImportIdxSpec);
     const IdxSource source(a.positional()[0], a.positional()[1]);
     DbBuildOptions o;
     o.encoding = parse_encoding(a.text("encoding", "raw"));

@@ -59,7 +59,21 @@ void set_host_info(lua_State* L, const std::string& command) {
     lua_pop(L, 2);
 }
 
+// A command's early end that is no fault of the program (lua/tandem/command_line.lua): a table
+// with a number `status` and a string `message`, a command-line mistake (2) or a help text (0).
+bool is_exit(lua_State* L, int index, int* status) {
+    if (!lua_istable(L, index)) return false;
+    if (index < 0) index = lua_gettop(L) + index + 1;  // the fields below push onto the stack
+    lua_getfield(L, index, "status");
+    lua_getfield(L, index, "message");
+    const bool exit = lua_type(L, -2) == LUA_TNUMBER && lua_type(L, -1) == LUA_TSTRING;
+    if (exit && status) *status = static_cast<int>(lua_tointeger(L, -2));
+    lua_pop(L, 2);
+    return exit;
+}
+
 int message_handler(lua_State* L) {
+    if (is_exit(L, 1, nullptr)) return 1;  // the user's mistake: no traceback
     const char* message = lua_tostring(L, 1);
     if (message == nullptr) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
@@ -121,7 +135,17 @@ int call_protected(lua_State* L, int nargs, int nresults) {
     return status;
 }
 
-void report_error(lua_State* L) {
+int report_error(lua_State* L) {
+    int status = 1;
+    if (is_exit(L, -1, &status)) {
+        lua_getfield(L, -1, "message");
+        const std::string message = lua_tostring(L, -1);
+        lua_pop(L, 2);
+        std::fflush(stdout);
+        std::fprintf(status == 0 ? stdout : stderr, status == 0 ? "%s\n" : "error: %s\n", message.c_str());
+        std::fflush(status == 0 ? stdout : stderr);
+        return status;
+    }
     std::string text = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(error object not a string)";
     lua_pop(L, 1);
     // The frames under the main chunk are this program's own calls: leave them out.
@@ -133,6 +157,7 @@ void report_error(lua_State* L) {
     std::fflush(stdout);  // what the chunk printed comes first
     std::fprintf(stderr, "error: %s\n", text.c_str());
     std::fflush(stderr);
+    return 1;
 }
 
 }  // namespace tandem::tool

@@ -28,8 +28,10 @@ private:
 int call_protected(lua_State* L, int nargs, int nresults);
 
 // Prints "error: <message>" and the traceback to stderr (the traceback stops at the main
-// chunk: the frames below it are the tool's own). Pops the message.
-void report_error(lua_State* L);
+// chunk: the frames below it are the tool's own), pops the message and returns the exit status:
+// 1. A command-line mistake or a help text (lua/tandem/command_line.lua's exits) prints its
+// message alone, the help on stdout, and returns its own status (2 or 0).
+int report_error(lua_State* L);
 
 // The absolute path of the running executable ("" when it cannot be found).
 std::string executable_path();

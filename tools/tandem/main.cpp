@@ -12,40 +12,29 @@ namespace tandem::tool {
 namespace {
 
 struct Command {
-    const char* name;
-    const char* usage;    // the arguments, for the help text
-    const char* summary;  // one line
+    const ToolSpec* spec;  // its name, arguments, summary and options
     int (*run)(const Args&);
 };
 
 // Every sub-command.
 const Command kCommands[] = {
-    {"run", "RECIPE [--key=value ...] [--flag]", "run a Lua recipe with options", command_run},
-    {"test", "FILE...", "run Lua test files (tandem.test harness)", command_test},
-    {"bench", "NET [--batch=N] [--threads=T] [--json]",
-     "time each layer and the whole training step of a net", command_bench},
-    {"plan", "RECIPE --batch=B [--topology=NAME] [--devices=N] [--write=FILE] [--trace=FILE]",
-     "rank every layout (groups, stages, micro-batches, pipeline) by simulation", command_plan},
-    {"devices", "", "list the compiled backends and the devices present", command_devices},
-    {"mkdb", "SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] [--shuffle] [--threads=N]",
-     "an image folder or list file into an LMDB database (--check DB verifies one)", command_mkdb},
-    {"import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",
-     command_import_idx},
-    {"mean", "SOURCE", "per-channel mean and std of a database, folder or list", command_mean},
-    {"dbinfo", "SOURCE [--grid=out.png]", "count, classes, shapes, encodings; a grid of samples",
-     command_dbinfo},
-    {"gen-images", "DIR [--classes=4] [--per-class=16]", "write a synthetic colour-image folder",
-     command_gen_images},
-    {"help", "", "show this text", command_help},
+    {&kRunSpec, command_run},         {&kTestSpec, command_test},
+    {&kBenchSpec, command_bench},     {&kPlanSpec, command_plan},
+    {&kDevicesSpec, command_devices}, {&kMkdbSpec, command_mkdb},
+    {&kImportIdxSpec, command_import_idx}, {&kMeanSpec, command_mean},
+    {&kDbinfoSpec, command_dbinfo},   {&kGenImagesSpec, command_gen_images},
+    {&kHelpSpec, command_help},
 };
 
 const Command* find_command(const std::string& name) {
     for (const auto& c : kCommands)
-        if (name == c.name) return &c;
+        if (name == c.spec->name) return &c;
     return nullptr;
 }
 
 }  // namespace
+
+const ToolSpec kHelpSpec{"help", "", "show this text", "", {}, 0, -1};
 
 int command_help(const Args&) {
     std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n",
@@ -53,16 +42,17 @@ int command_help(const Args&) {
     std::printf(
         "usage:\n  tandem                      open the interactive session (T is loaded)\n");
     for (const auto& c : kCommands) {
-        const std::string left = std::string(c.name) + (*c.usage ? " " : "") + c.usage;
+        const ToolSpec& s = *c.spec;
+        std::string left = std::string(s.name) + (*s.arguments ? " " : "") + s.arguments;
+        if (!s.options.empty()) left += " [options]";
         if (left.size() > 35)  // a long usage gets its own line
-            std::printf("  tandem %s\n  %-42s %s\n", left.c_str(), "", c.summary);
+            std::printf("  tandem %s\n  %-42s %s\n", left.c_str(), "", s.summary);
         else
-            std::printf("  tandem %-35s %s\n", left.c_str(), c.summary);
+            std::printf("  tandem %-35s %s\n", left.c_str(), s.summary);
     }
     std::printf(
-        "\nRecipe options reach the recipe as a table (`local opt = ...`, also the global opt):\n"
-        "--epochs=3 gives opt.epochs = 3, --micro-batches=4 gives opt.micro_batches = 4,\n"
-        "--fast alone gives opt.fast = true.\n");
+        "\n`tandem COMMAND --help` describes a command and its options; `tandem run RECIPE --help`\n"
+        "lists a recipe's options with their defaults.\n");
     return 0;
 }
 
@@ -111,10 +101,14 @@ int run_command(int argc, char** argv) {
         if (name == "--help" || name == "-h") return command_help(args);
         if (const Command* command = find_command(name)) return command->run(args);
         std::string known;
-        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.name;
+        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.spec->name;
         std::fprintf(stderr, "tandem: unknown command '%s' (known: %s; `tandem help` for usage)\n",
                      name.c_str(), known.c_str());
         return 2;
+    } catch (const CommandExit& e) {
+        // --help (0) or a mistake on the command line (2): the message alone.
+        std::fprintf(e.status == 0 ? stdout : stderr, e.status == 0 ? "%s" : "error: %s\n", e.what());
+        return e.status;
     } catch (const std::exception& e) {
         // Errors inside Lua are reported by each command; this is the tool's own failure.
         std::fprintf(stderr, "tandem: %s\n", e.what());

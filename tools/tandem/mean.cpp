@@ -14,18 +14,22 @@
 
 namespace tandem::tool {
 
+const ToolSpec kMeanSpec{
+    "mean", "SOURCE", "per-channel mean and std of a database, folder or list",
+    "SOURCE: an LMDB database, an image folder or a list file. The figures are on the 0..1 scale\n"
+    "in RGB order: what a Loader's transforms take as mean and std.",
+    {{"limit", "N", "read the first N images only (default: all)"},
+     {"threads", "N", "decode threads (default: the cores, at most 8)"},
+     {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"}},
+    1, 1};
+
 int command_mean(const Args& args) {
-    const ToolArgs a(args, "mean", {"limit", "threads", "root"});
-    if (a.positional().size() != 1) {
-        std::fprintf(stderr,
-                     "usage: tandem mean SOURCE [--limit=N] [--threads=N]\n"
-                     "SOURCE: an LMDB database, an image folder or a list file\n");
-        return 2;
-    }
-    const auto source = open_image_source(a.positional()[0], a.text("root", ""));
-    const std::int64_t n =
-        std::min(source->size(), a.integer("limit", source->size(), 1, INT64_MAX));
+    const ToolArgs a(args, kMeanSpec);
+    // Every option is read (and checked) before the source is opened.
+    const std::int64_t limit = a.integer("limit", INT64_MAX, 1, INT64_MAX);
     const int threads = static_cast<int>(a.integer("threads", default_threads(), 1, 256));
+    const auto source = open_image_source(a.positional()[0], a.text("root", ""));
+    const std::int64_t n = std::min(source->size(), limit);
     // Sums in double per thread, merged at the end: exact enough for billions of pixels.
     std::mutex mutex;
     double sum[3] = {0, 0, 0}, squares[3] = {0, 0, 0};

@@ -10,20 +10,29 @@
 
 namespace tandem::tool {
 
+const ToolSpec kMkdbSpec{
+    "mkdb", "SOURCE DB", "an image folder or list file into an LMDB database (--check DB verifies one)",
+    "SOURCE: an image folder (one sub-folder per class) or a list file of 'path label' lines.\n"
+    "DB: the database folder to write (docs/data-format.md). Files that do not decode are skipped\n"
+    "and named; a SOURCE where nothing decodes writes nothing.",
+    {{"resize", "N", "resize each image's shorter side to N pixels (default 0: keep the size)"},
+     {"encoding", "png|jpeg|raw", "how records store pixels (default png)"},
+     {"quality", "Q", "JPEG quality 1..100 (default 95)"},
+     {"shuffle", nullptr, "store the records in a random order (default: the source's)"},
+     {"seed", "S", "the shuffle's seed (default 1)"},
+     {"threads", "N", "decode threads (default: the cores, at most 8)"},
+     {"channels", "0|1|3", "decode to greyscale (1) or colour (3); 0 keeps each file's (default 0)"},
+     {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"},
+     {"overwrite", nullptr, "replace an existing DB"},
+     {"strict", nullptr, "stop at the first file that does not decode instead of skipping it"},
+     {"check", "DB", "decode every record of DB and name those that fail (no SOURCE then)"}},
+    0, 2};
+
 int command_mkdb(const Args& args) {
-    const ToolArgs a(args, "mkdb",
-                     {"resize", "encoding", "quality", "shuffle", "seed", "threads", "channels",
-                      "root", "overwrite", "strict", "check"});
+    const ToolArgs a(args, kMkdbSpec);
     const int threads = static_cast<int>(a.integer("threads", default_threads(), 1, 256));
     if (a.has("check")) {
-        // "--check DB" or "--check=DB".
-        const std::string db = a.text("check", "true") != "true" ? a.text("check", "")
-                               : a.positional().empty()          ? ""
-                                                                 : a.positional()[0];
-        if (db.empty()) {
-            std::fprintf(stderr, "usage: tandem mkdb --check DB [--threads=N]\n");
-            return 2;
-        }
+        const std::string db = a.text("check", "");
         ProgressLine bar("check", 1);
         std::int64_t total = 0;
         const auto problems = check_db(db, threads, [&](std::int64_t done, std::int64_t n) {
@@ -36,18 +45,9 @@ int command_mkdb(const Args& args) {
                     static_cast<long long>(total), problems.size());
         return problems.empty() ? 0 : 1;
     }
-    if (a.positional().size() != 2) {
-        std::fprintf(stderr,
-                     "usage: tandem mkdb SOURCE DB [--resize=N] [--encoding=png|jpeg|raw] "
-                     "[--quality=95] [--shuffle] [--seed=1] [--threads=N] [--channels=0|1|3] "
-                     "[--root=DIR] [--overwrite] [--strict]\n"
-                     "       tandem mkdb --check DB\n"
-                     "SOURCE: an image folder (one sub-folder per class) or a list file of "
-                     "'path label' lines\n");
-        return 2;
-    }
-    const auto source = open_image_source(a.positional()[0], a.text("root", ""));
-    DbBuildOptions o;
+    if (a.positional().size() != 2)
+        throw CommandExit(2, "tandem mkdb: needs SOURCE DB (or --check DB); --help says more");
+    DbBuildOptions o;  // every option is read (and checked) before the source is opened
     o.resize = static_cast<int>(a.integer("resize", 0, 0, 1 << 15));
     o.encoding = parse_encoding(a.text("encoding", "png"));
     o.quality = static_cast<int>(a.integer("quality", 95, 1, 100));
@@ -55,9 +55,10 @@ int command_mkdb(const Args& args) {
     o.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
     o.threads = threads;
     o.channels = static_cast<int>(a.integer("channels", 0, 0, 3));
-    TANDEM_CHECK_AS(ConfigError, o.channels != 2) << "mkdb: --channels must be 0, 1 or 3";
+    if (o.channels == 2) throw CommandExit(2, "tandem mkdb: --channels must be 0, 1 or 3, got 2");
     o.overwrite = a.flag("overwrite");
     o.strict = a.flag("strict");
+    const auto source = open_image_source(a.positional()[0], a.text("root", ""));
     std::printf("%s -> %s (%s, %d threads)\n", source->description().c_str(),
                 a.positional()[1].c_str(), std::string(encoding_name(o.encoding)).c_str(), threads);
     ProgressLine bar("mkdb", source->size());

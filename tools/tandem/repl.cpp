@@ -125,10 +125,7 @@ void print_banner() {
 }  // namespace
 
 int command_repl(const Args& args) {
-    if (!args.empty()) {
-        std::fprintf(stderr, "tandem: the interactive session takes no arguments\n");
-        return 2;
-    }
+    if (!args.empty()) throw CommandExit(2, "tandem: the interactive session takes no arguments");
     LuaState state("repl");
     lua_State* L = state.get();
     print_banner();

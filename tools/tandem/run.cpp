@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "lua_state.h"
+#include "tool_args.h"
 #include "parallel/mpi_world.h"
 
 namespace tandem::tool {
@@ -32,8 +33,30 @@ void push_value(lua_State* L, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// package.loaded['tandem.host'].options and .args: the table pushed (at the top of the stack)
+// and the words it came from, so T.options can read `--name value` by its declarations.
+void record_command_line(lua_State* L, const Args& args) {
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "loaded");
+    lua_getfield(L, -1, "tandem.host");
+    lua_pushvalue(L, -4);
+    lua_setfield(L, -2, "options");
+    lua_createtable(L, static_cast<int>(args.size()), 0);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        lua_pushstring(L, args[i].c_str());
+        lua_rawseti(L, -2, static_cast<int>(i) + 1);
+    }
+    lua_setfield(L, -2, "args");
+    lua_pop(L, 3);
+}
+
+}  // namespace
+
 bool push_options(lua_State* L, const Args& args) {
     lua_newtable(L);
+    record_command_line(L, args);
     int positional = 0;
     for (const auto& arg : args) {
         if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
@@ -64,19 +87,13 @@ int run_lua_command(const char* command, const char* module, const char* functio
     lua_State* L = state.get();
     lua_getglobal(L, "require");
     lua_pushstring(L, module);
-    if (call_protected(L, 1, 1) != 0) {
-        report_error(L);
-        return 1;
-    }
+    if (call_protected(L, 1, 1) != 0) return report_error(L);
     if (function) {
         lua_getfield(L, -1, function);
         lua_remove(L, -2);
     }
     if (!push_options(L, args)) return 2;
-    if (call_protected(L, 1, 0) != 0) {
-        report_error(L);
-        return 1;
-    }
+    if (call_protected(L, 1, 0) != 0) return report_error(L);
     return 0;
 }
 
@@ -100,11 +117,18 @@ void set_recipe(lua_State* L, const std::string& recipe) {
 
 }  // namespace
 
+const ToolSpec kRunSpec{
+    "run", "RECIPE [options]", "run a Lua recipe with options",
+    "`tandem run RECIPE --help` lists the recipe's options with their defaults. The recipe reads\n"
+    "them with T.options (docs/lua-api.md): --epochs=3 or --epochs 3 gives opt.epochs = 3,\n"
+    "--micro-batches=4 gives opt.micro_batches = 4, a true/false option alone is true.",
+    {}, 1, -1};
+
 int command_run(const Args& args) {
-    if (args.empty() || args[0].compare(0, 2, "--") == 0) {
-        std::fprintf(stderr, "usage: tandem run RECIPE [--key=value ...]\n");
-        return 2;
-    }
+    if (args.empty()) throw CommandExit(2, "tandem run: needs RECIPE (usage: tandem run RECIPE [--option=value ...])");
+    if (args[0] == "--help" || args[0] == "-h") throw CommandExit(0, tool_help(kRunSpec));
+    if (args[0].compare(0, 2, "--") == 0)
+        throw CommandExit(2, "tandem run: the recipe comes first, then its options (tandem run RECIPE " + args[0] + ")");
     const std::string& recipe = args[0];
     // Under MPI only rank 0 speaks on stdout (the progress bar, the summaries): the others'
     // lines would repeat it. Their errors still reach stderr. TANDEM_ALL_RANKS=1 keeps all.
@@ -123,10 +147,7 @@ int command_run(const Args& args) {
     if (!push_options(L, Args(args.begin() + 1, args.end()))) return 2;
     lua_pushvalue(L, -1);
     lua_setglobal(L, "opt");
-    if (call_protected(L, 1, 0) != 0) {
-        report_error(L);
-        return 1;
-    }
+    if (call_protected(L, 1, 0) != 0) return report_error(L);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "lua_state.h"
+#include "tool_args.h"
 
 namespace tandem::tool {
 namespace {
@@ -25,11 +26,15 @@ bool push_harness(lua_State* L, const char* name) {
 
 }  // namespace
 
+const ToolSpec kTestSpec{
+    "test", "FILE...", "run Lua test files (tandem.test harness)",
+    "Each file runs its tests through `require 'tandem.test'` and prints 'ok N - name' or\n"
+    "'not ok N - name: why' for each; the exit status is 1 when any failed.",
+    {}, 1, -1};
+
 int command_test(const Args& args) {
-    if (args.empty()) {
-        std::fprintf(stderr, "usage: tandem test FILE...\n");
-        return 2;
-    }
+    help_if_asked(kTestSpec, args);
+    if (args.empty()) throw CommandExit(2, "tandem test: needs FILE... (the test files to run)");
     LuaState state("test");
     lua_State* L = state.get();
     for (const auto& file : args) {

@@ -9,26 +9,83 @@
 #include "data/lmdb_source.h"
 
 namespace tandem::tool {
+namespace {
 
-ToolArgs::ToolArgs(const Args& args, const char* command, std::initializer_list<const char*> known)
-    : command_(command) {
-    for (const auto& a : args) {
-        if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
-            const auto equals = a.find('=');
-            const std::string key =
-                a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
-            if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-                std::string list;
-                for (const char* k : known)
-                    list += std::string(list.empty() ? "" : ", ") + "--" + k;
-                TANDEM_THROW(ConfigError)
-                    << command << ": unknown option --" << key << " (known: " << list << ")";
+const ToolOption* find_option(const ToolSpec& spec, const std::string& name) {
+    for (const auto& o : spec.options)
+        if (name == o.name) return &o;
+    return nullptr;
+}
+
+std::string usage_line(const ToolSpec& spec) {
+    std::string line = std::string("tandem ") + spec.name;
+    if (*spec.arguments) line += std::string(" ") + spec.arguments;
+    if (!spec.options.empty()) line += " [--option=value ...]";
+    return line;
+}
+
+bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
+
+}  // namespace
+
+std::string tool_help(const ToolSpec& spec) {
+    std::string text = "usage: " + usage_line(spec) + "\n\n" + spec.summary + "\n";
+    if (*spec.description) text += spec.description + std::string("\n");
+    if (!spec.options.empty()) {
+        text += "\noptions (--name=value or --name value; a flag alone is true):\n";
+        for (const auto& o : spec.options) {
+            std::string left = std::string("  --") + o.name + (o.value ? std::string("=") + o.value : "");
+            if (left.size() > 26) {
+                text += left + "\n";
+                left.clear();
             }
-            values_[key] = equals == std::string::npos ? "true" : a.substr(equals + 1);
-        } else {
-            positional_.push_back(a);
+            left.resize(28, ' ');
+            text += left + o.help + "\n";
         }
     }
+    text += "  --help                    this text\n";
+    return text;
+}
+
+void help_if_asked(const ToolSpec& spec, const Args& args) {
+    if (std::any_of(args.begin(), args.end(), is_help)) throw CommandExit(0, tool_help(spec));
+}
+
+ToolArgs::ToolArgs(const Args& args, const ToolSpec& spec) : spec_(spec) {
+    help_if_asked(spec, args);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() <= 2 || a.compare(0, 2, "--") != 0) {
+            positional_.push_back(a);
+            continue;
+        }
+        const auto equals = a.find('=');
+        const std::string key = a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+        const ToolOption* option = find_option(spec, key);
+        if (option == nullptr) {
+            std::string list;
+            for (const auto& o : spec.options) list += std::string(list.empty() ? "" : ", ") + "--" + o.name;
+            mistake("unknown option --" + key + " (known: " + list + ")");
+        }
+        if (equals != std::string::npos) {
+            values_[key] = a.substr(equals + 1);
+        } else if (option->value == nullptr) {
+            values_[key] = "true";
+        } else if (i + 1 < args.size() && args[i + 1].compare(0, 2, "--") != 0) {
+            values_[key] = args[++i];  // "--key value"
+        } else {
+            mistake("--" + key + " needs a value (--" + key + "=" + option->value + ")");
+        }
+    }
+    const int n = static_cast<int>(positional_.size());
+    const std::string usage = " (usage: " + usage_line(spec) + "; --help says more)";
+    if (n < spec.min_positional) mistake(std::string("needs ") + spec.arguments + usage);
+    if (spec.max_positional >= 0 && n > spec.max_positional)
+        mistake("unexpected argument '" + positional_[static_cast<std::size_t>(spec.max_positional)] + "'" + usage);
+}
+
+void ToolArgs::mistake(const std::string& what) const {
+    throw CommandExit(2, std::string("tandem ") + spec_.name + ": " + what);
 }
 
 std::string ToolArgs::text(const std::string& key, const std::string& fallback) const {
@@ -47,16 +104,15 @@ std::int64_t ToolArgs::integer(const std::string& key, std::int64_t fallback, st
     } catch (const std::exception&) {
         used = 0;
     }
-    TANDEM_CHECK_AS(ConfigError, used == it->second.size() && used > 0 && v >= low && v <= high)
-        << command_ << ": --" << key << " must be an integer in [" << low << ", " << high
-        << "], got '" << it->second << "'";
+    if (used != it->second.size() || used == 0 || v < low || v > high)
+        mistake("--" + key + " must be an integer in [" + std::to_string(low) + ", " +
+                std::to_string(high) + "], got '" + it->second + "'");
     return v;
 }
 
 bool ToolArgs::flag(const std::string& key) const {
     const std::string v = text(key, "false");
-    TANDEM_CHECK_AS(ConfigError, v == "true" || v == "false")
-        << command_ << ": --" << key << " is a flag (true or false), got '" << v << "'";
+    if (v != "true" && v != "false") mistake("--" + key + " is a flag (true or false), got '" + v + "'");
     return v == "true";
 }
 

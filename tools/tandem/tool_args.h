@@ -1,10 +1,12 @@
-// Command-line options of the data tools (mkdb, import-idx, mean, dbinfo, gen-images):
-// "--key=value", "--flag" (true), positional arguments. Unknown keys are errors that list the
-// known ones, as recipe options are; a bad number names the option.
+// The `tandem` commands' command lines, declared once. Each command states what it takes (its
+// positional arguments and options, each with a line of help) in a ToolSpec; ToolArgs parses by
+// it ("--key=value", "--key value", "--flag", positional arguments) and `tandem CMD --help`
+// prints it. A mistake is a CommandExit with status 2 that names the option; --help is one with
+// status 0. (The recipe-driven commands, run, bench and plan, declare their options in Lua:
+// lua/tandem/command_line.lua.)
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,21 +16,30 @@
 
 namespace tandem::tool {
 
+// The usage line and the options, for --help.
+std::string tool_help(const ToolSpec& spec);
+
+// Throws CommandExit(0, help) when `args` ask for help (--help or -h anywhere).
+void help_if_asked(const ToolSpec& spec, const Args& args);
+
 class ToolArgs {
 public:
-    // ConfigError "<command>: unknown option --x (known: --a, --b)".
-    ToolArgs(const Args& args, const char* command, std::initializer_list<const char*> known);
+    // Parses `args` by `spec`: CommandExit(2) "tandem mkdb: unknown option --x (known: ...)",
+    // for a missing value, and for a positional count outside the spec's; CommandExit(0) for --help.
+    ToolArgs(const Args& args, const ToolSpec& spec);
 
     const std::vector<std::string>& positional() const { return positional_; }
     bool has(const std::string& key) const { return values_.count(key) > 0; }
     std::string text(const std::string& key, const std::string& fallback) const;
-    // ConfigError "<command>: --key must be an integer in [low, high], got 'x'".
+    // CommandExit(2) "tandem mkdb: --key must be an integer in [low, high], got 'x'".
     std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t low,
                          std::int64_t high) const;
     bool flag(const std::string& key) const;
 
 private:
-    std::string command_;
+    [[noreturn]] void mistake(const std::string& what) const;
+
+    const ToolSpec& spec_;
     std::map<std::string, std::string> values_;
     std::vector<std::string> positional_;
 };
