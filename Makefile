@@ -14,7 +14,7 @@ RUN_ARGS ?= --plan=auto
 THREADED_TESTS ?= Worker*:Engine*:SimulatorAndEngine*:Overlap*:CostModel*:DeviceCommunicator*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:Loader*:BoundedQueue*:DbBuilder*
 TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$(CURDIR)/tests/tsan.supp
 
-.PHONY: all deps build run test sanitize bench bench-peers clean
+.PHONY: all deps build run test sanitize fuzz bench bench-peers clean
 
 all: build
 
@@ -28,8 +28,8 @@ build: deps
 run: build
 	$(BUILD)/tandem run $(RECIPE) $(RUN_ARGS) $(ARGS)
 
-# Sanitizer runs first, so ctest's summary closes the output.
-test: build sanitize
+# Sanitizer and fuzz runs first, so ctest's summary closes the output.
+test: build sanitize fuzz
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2
 
 # Every C++ test under AddressSanitizer (+ UBSan), the threaded ones under ThreadSanitizer.
@@ -41,6 +41,15 @@ sanitize: deps
 	@cmake --build build-tsan --target tandem_tests
 	TSAN_OPTIONS="$(TSAN_OPTIONS)" build-tsan/tandem_tests --gtest_brief=1 --gtest_filter='$(THREADED_TESTS)'
 
+# libFuzzer over the parsers of files users hand us (safetensors, LMDB records, images, idx,
+# topologies): a clang build of those alone (cmake/fuzz.cmake), each run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 10
+fuzz: deps
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 -DTANDEM_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz
+	tests/fuzz/run build-fuzz $(FUZZ_SECONDS)
+
 bench: build
 	$(BUILD)/tandem bench $(NET) $(ARGS)
 
@@ -49,4 +58,4 @@ bench-peers: build
 	bench/peers.py $(ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -5,7 +5,6 @@
 // the path to it. The Lua binding turns these into Lua errors with full_message().
 #pragma once
 
-#include <source_location>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -60,7 +59,6 @@ namespace detail {
 template <class E>
 class ErrorBuilder {
 public:
-    explicit ErrorBuilder(std::source_location where) : where_(where) {}
     template <class T>
     ErrorBuilder& operator<<(const T& value) {
         out_ << value;
@@ -69,7 +67,6 @@ public:
     [[noreturn]] void throw_now() const { throw E(out_.str()); }
 
 private:
-    std::source_location where_;
     std::ostringstream out_;
 };
 
@@ -90,6 +87,6 @@ struct Thrower {
 #define TANDEM_CHECK_AS(E, cond)                                        \
     (cond) ? (void)0                                                    \
            : ::tandem::detail::Thrower() &                              \
-                 ::tandem::detail::ErrorBuilder<::tandem::E>(std::source_location::current())
+                 ::tandem::detail::ErrorBuilder<::tandem::E>()
 #define TANDEM_CHECK(cond) TANDEM_CHECK_AS(Error, cond)
 #define TANDEM_THROW(E) TANDEM_CHECK_AS(E, false)

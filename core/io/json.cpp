@@ -94,7 +94,7 @@ private:
             skip_space();
             expect(':');
             skip_space();
-            v.object.emplace_back(std::move(key), value(depth + 1));
+            v.object.push_back(JsonMember{std::move(key), value(depth + 1)});
             skip_space();
             if (peek(',')) {
                 ++pos_;

@@ -19,6 +19,8 @@
 
 namespace tandem {
 
+struct JsonMember;  // an object's entry: key and value (below)
+
 struct JsonValue {
     enum class Kind { object, array, string, integer, number, boolean, null };
     Kind kind = Kind::object;
@@ -28,10 +30,17 @@ struct JsonValue {
     double number = 0;         // Kind::number (and Kind::integer, converted)
     bool boolean = false;
     std::vector<JsonValue> array;
-    std::vector<std::pair<std::string, JsonValue>> object;  // in the order of the text
+    // In the order of the text. (A member struct rather than std::pair: a pair of an incomplete
+    // JsonValue is ill-formed, and clang refuses it.)
+    std::vector<JsonMember> object;
 
     // "object", "array", "string", "integer", "number", "boolean", "null".
     std::string_view kind_name() const;
+};
+
+struct JsonMember {
+    std::string key;
+    JsonValue value;
 };
 
 class JsonError : public std::runtime_error {

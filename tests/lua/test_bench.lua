@@ -38,7 +38,7 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
   out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--device=tpu'})
   t.ok(rc == 2 and out:find("tandem bench: option --device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
   out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--tf32'})
-  t.ok(rc == 1 and out:find('--tf32 is for --device=cuda', 1, true), out)
+  t.ok(rc == 2 and out:find('--tf32 is for --device=cuda', 1, true), out)
 end)
 
 t.test('tandem bench --device=cuda (with TF32) times a GPU step, or says there is no GPU', function()

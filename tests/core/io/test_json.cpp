@@ -12,19 +12,19 @@ TEST(Json, ParsesValues) {
         R"( "f": 0.25, "e": -1.5e3, "t": true, "n": null, "o": {}} )");
     ASSERT_EQ(v.kind, JsonValue::Kind::object);
     ASSERT_EQ(v.object.size(), 7u);
-    const auto& a = v.object[0].second.array;
+    const auto& a = v.object[0].value.array;
     ASSERT_EQ(a.size(), 4u);
     EXPECT_EQ(a[0].integer, 1);
     EXPECT_EQ(a[1].integer, -2);
     EXPECT_EQ(a[2].integer, INT64_MAX);
     EXPECT_EQ(a[3].integer, INT64_MIN);
-    EXPECT_EQ(v.object[1].second.string, "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
-    EXPECT_EQ(v.object[2].second.kind, JsonValue::Kind::number);
-    EXPECT_EQ(v.object[2].second.number, 0.25);
-    EXPECT_EQ(v.object[3].second.number, -1500.0);
-    EXPECT_TRUE(v.object[4].second.boolean);
-    EXPECT_EQ(v.object[5].second.kind, JsonValue::Kind::null);
-    EXPECT_TRUE(v.object[6].second.object.empty());
+    EXPECT_EQ(v.object[1].value.string, "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
+    EXPECT_EQ(v.object[2].value.kind, JsonValue::Kind::number);
+    EXPECT_EQ(v.object[2].value.number, 0.25);
+    EXPECT_EQ(v.object[3].value.number, -1500.0);
+    EXPECT_TRUE(v.object[4].value.boolean);
+    EXPECT_EQ(v.object[5].value.kind, JsonValue::Kind::null);
+    EXPECT_TRUE(v.object[6].value.object.empty());
 }
 
 TEST(Json, RejectsMalformedTextWithTheOffset) {

@@ -36,17 +36,17 @@ TEST(MetricsLog, LinesParseBack) {
     ASSERT_EQ(lines.size(), 2u);
     const JsonValue a = parse_json(lines[0]);
     ASSERT_EQ(a.object.size(), 3u);
-    EXPECT_EQ(a.object[0].first, "epoch");
-    EXPECT_EQ(a.object[0].second.kind, JsonValue::Kind::integer);
-    EXPECT_EQ(a.object[0].second.integer, 3);
-    EXPECT_EQ(a.object[1].second.kind, JsonValue::Kind::number);
-    EXPECT_EQ(a.object[1].second.number, 0.1);  // exact round trip
-    EXPECT_EQ(a.object[2].second.string, "tr\"ain\n");
+    EXPECT_EQ(a.object[0].key, "epoch");
+    EXPECT_EQ(a.object[0].value.kind, JsonValue::Kind::integer);
+    EXPECT_EQ(a.object[0].value.integer, 3);
+    EXPECT_EQ(a.object[1].value.kind, JsonValue::Kind::number);
+    EXPECT_EQ(a.object[1].value.number, 0.1);  // exact round trip
+    EXPECT_EQ(a.object[2].value.string, "tr\"ain\n");
     const JsonValue b = parse_json(lines[1]);
-    EXPECT_EQ(b.object[0].second.kind, JsonValue::Kind::null);
-    EXPECT_EQ(b.object[1].second.kind, JsonValue::Kind::null);
-    EXPECT_EQ(b.object[2].second.integer, std::int64_t(1) << 40);
-    EXPECT_EQ(b.object[3].second.number, 1e-300);
+    EXPECT_EQ(b.object[0].value.kind, JsonValue::Kind::null);
+    EXPECT_EQ(b.object[1].value.kind, JsonValue::Kind::null);
+    EXPECT_EQ(b.object[2].value.integer, std::int64_t(1) << 40);
+    EXPECT_EQ(b.object[3].value.number, 1e-300);
 }
 
 TEST(MetricsLog, AppendsOrTruncates) {

@@ -116,12 +116,12 @@ TEST(Safetensors, FileLayoutFollowsTheFormat) {
     EXPECT_EQ(header.find("__metadata__"), std::string::npos);
     const JsonValue h = parse_json(header);
     ASSERT_EQ(h.object.size(), 2u);
-    EXPECT_EQ(h.object[0].first, "a");
-    EXPECT_EQ(h.object[0].second.object[0].second.string, "F32");
-    EXPECT_EQ(h.object[0].second.object[2].second.array[1].integer, 4);
-    EXPECT_EQ(h.object[1].first, "b");
-    EXPECT_EQ(h.object[1].second.object[2].second.array[0].integer, 4);
-    EXPECT_EQ(h.object[1].second.object[2].second.array[1].integer, 12);
+    EXPECT_EQ(h.object[0].key, "a");
+    EXPECT_EQ(h.object[0].value.object[0].value.string, "F32");
+    EXPECT_EQ(h.object[0].value.object[2].value.array[1].integer, 4);
+    EXPECT_EQ(h.object[1].key, "b");
+    EXPECT_EQ(h.object[1].value.object[2].value.array[0].integer, 4);
+    EXPECT_EQ(h.object[1].value.object[2].value.array[1].integer, 12);
     EXPECT_EQ(file.substr(8 + n), floats({1.f, 3.f, 4.f}));
 }
 
