@@ -32,6 +32,7 @@ local opt = T.options(..., T.parallel.defaults{
             choices = {'memory', 'lmdb'}},
   lmdb = {'data/fashion_mnist_train_lmdb', 'the LMDB database (--source=lmdb; made when missing)'},
   data_threads = {2, "the loader's decode threads (--source=lmdb)", kind = 'positive_int'},
+  progress = T.Progress.option,
 })
 opt.layout = T.parallel.data_layout(opt)
 
@@ -101,7 +102,8 @@ end
 local log = T.MetricsLog(opt.log)
 local augment = {flip = opt.flip, crop_pad = opt.crop_pad}
 for epoch = first_epoch, opt.epochs do
-  local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs)}
+  local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs),
+                         mode = opt.progress}
   local fetch
   if loader then
     loader:start(epoch)
@@ -134,17 +136,16 @@ for epoch = first_epoch, opt.epochs do
                r.samples, data_wait)
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
-  bar:finish()
-  local rate, seconds = bar:rate(), bar:elapsed()
+  local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
   if epoch == first_epoch and timed > 0 then T.parallel.compare(opt, 1000 * stepping / timed) end
   local result = engine:evaluate(test, {batch = opt.eval_batch})
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
-        :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
-                result.accuracy, rate, 100 * data_wait))
-  log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
-            train_accuracy = sums.correct / sums.seen, test_loss = result.loss,
-            test_accuracy = result.accuracy, images_per_s = rate, seconds = seconds,
-            data_wait = data_wait}
+        :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
+                100 * data_wait))
+  log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
+            train_accuracy = trained.acc, test_loss = result.loss,
+            test_accuracy = result.accuracy, images_per_s = trained.images_per_s,
+            seconds = trained.seconds, data_wait = data_wait}
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end

@@ -31,6 +31,7 @@ local opt = T.options(..., T.parallel.defaults{
             choices = {'auto', 'contiguous', 'channels_last'}},
   max_steps = {0, 'stop after this many steps (0: every epoch)', kind = 'nonneg_int'},
   log = {'logs/folder_jpeg.jsonl', 'the metrics log (JSON lines)'},
+  progress = T.Progress.option,
 })
 opt.layout = T.parallel.data_layout(opt)
 
@@ -98,7 +99,8 @@ T.parallel.describe(engine, opt, sample_shape)
 
 local log = T.MetricsLog(opt.log)
 for epoch = 1, opt.epochs do
-  local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs)}
+  local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs),
+                         mode = opt.progress}
   local sums = {loss = 0, correct = 0, seen = 0}
   local waited, warm_start, data_wait, b = 0, nil, 0, 0
   train:start(epoch)
@@ -117,24 +119,15 @@ for epoch = 1, opt.epochs do
     bar:update(b, {loss = sums.loss / sums.seen, acc = sums.correct / sums.seen}, r.samples, data_wait)
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
-  bar:finish()
-  local rate = bar:rate()
-  local result = {loss = 0, accuracy = 0}
-  if val then
-    local s = {loss = 0, correct = 0, count = 0}
-    for images, labels in val:batches(epoch) do
-      local r = engine:evaluate_batch(images, labels)
-      s.loss, s.correct, s.count = s.loss + r.loss, s.correct + r.correct, s.count + r.count
-    end
-    result = {loss = s.loss / s.count, accuracy = s.correct / s.count}
-  end
+  local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
+  local result = val and engine:evaluate(val) or {loss = 0, accuracy = 0}
   local st = train:stats()
   print(('epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f images/s | data wait %.2f%% | decode %.0f images/s per thread')
-        :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
-                result.accuracy, rate, 100 * data_wait, st.decode_rate))
-  log:write{epoch = epoch, step = engine:steps(), train_loss = sums.loss / sums.seen,
-            train_accuracy = sums.correct / sums.seen, val_loss = result.loss,
-            val_accuracy = result.accuracy, images_per_s = rate, data_wait = data_wait,
+        :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
+                100 * data_wait, st.decode_rate))
+  log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
+            train_accuracy = trained.acc, val_loss = result.loss,
+            val_accuracy = result.accuracy, images_per_s = trained.images_per_s, data_wait = data_wait,
             read_rate = st.read_rate, decode_rate = st.decode_rate,
             assemble_rate = st.assemble_rate, skipped = st.skipped}
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end

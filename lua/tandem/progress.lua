@@ -1,18 +1,35 @@
 -- A progress bar for training loops: step, bar, the running metrics given, images/s and ETA.
--- On a terminal it redraws one line; otherwise (logs, CI) it prints a line every 10%.
---   local bar = T.Progress{total = 468, title = 'epoch 1/10'}
+--   local bar = T.Progress{total = 468, title = 'epoch 1/10', mode = opt.progress}
 --   bar:update(step, {loss = 0.41, acc = 0.86}, images_this_step [, data_wait])
 -- data_wait, when given, is the fraction of step time spent waiting for data ("| data 0.4%").
---   bar:finish()
+--   local epoch = bar:finish()   -- {images_per_s =, seconds =, loss =, acc =, ...}
+--
+-- Modes: 'bar' redraws one line, 'plain' prints a line every 10%, 'none' prints nothing; 'auto'
+-- is 'bar' on a terminal outside an MPI job and 'plain' otherwise (logs, CI, and mpirun, whose
+-- ranks all get a pseudo-terminal: a redirected log would be one line of carriage returns).
+--
+-- In an MPI job every rank trains its share, so the figures shown are the job's: at each line
+-- the ranks sum their images and their metrics weighted by their images (every metric is taken
+-- as a running mean over the images), and images/s is the whole job's. Every rank must then
+-- call update and finish alike, as the training loops do.
 local core = require 'tandem.core'
 local check = require 'tandem.options'
 
 local Progress = {}
 Progress.__index = Progress
 
-local function is_terminal()
-  return core.stdout_is_terminal()
+-- The modes, and the recipe option every training recipe declares with T.options.
+Progress.modes = {'auto', 'bar', 'plain', 'none'}
+Progress.option = {'auto', "how progress shows: 'bar' redraws a line, 'plain' prints one every 10%, "
+                           .. "'none'; auto: bar on a terminal, plain in logs and under mpirun",
+                   choices = Progress.modes}
+
+local function resolve_mode(mode)
+  if mode ~= 'auto' then return mode end
+  return (core.stdout_is_terminal() and core.mpi.size() == 1) and 'bar' or 'plain'
 end
+
+local function in_job() return core.mpi.size() > 1 end
 
 local function format_time(seconds)
   seconds = math.max(0, math.floor(seconds + 0.5))
@@ -30,32 +47,59 @@ end
 
 function Progress.new(options)
   options = check.check('T.Progress', options or {}, {total = check.positive_number, title = check.string,
-                                                      width = check.positive_int, terminal = check.boolean})
+                                                      width = check.positive_int, mode = check.one_of(Progress.modes)})
   if options.total == nil then error('T.Progress: option total is required (the number of steps)', 2) end
   local self = setmetatable({}, Progress)
   self.total = options.total
   self.title = options.title or ''
   self.width = options.width or 24
-  self.terminal = options.terminal
-  if self.terminal == nil then self.terminal = is_terminal() end
+  self.mode = resolve_mode(options.mode or 'auto')
   self.start = core.now()
-  self.images = 0
+  self.images = 0        -- this process's
+  self.job_images = 0    -- the job's, as of the last line (this process's outside MPI)
+  self.metrics = {}
   self.step = 0
   self.next_report = 0.1
   self.line = ''
   return self
 end
 
+-- The job's images and metrics: this process's outside MPI; summed over the ranks, metrics
+-- weighted by images, inside (a collective: every rank calls it at the same points).
+function Progress:job_figures()
+  if not in_job() then return self.images, self.metrics end
+  local keys = {}
+  for k, v in pairs(self.metrics) do
+    if type(v) == 'number' then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local values = {self.images}
+  for i, k in ipairs(keys) do values[i + 1] = self.metrics[k] * self.images end
+  local sums = core.mpi.all_reduce(values, 'sum')
+  local job = {}
+  for k, v in pairs(self.metrics) do job[k] = v end
+  for i, k in ipairs(keys) do
+    if sums[1] > 0 then job[k] = sums[i + 1] / sums[1] end
+  end
+  return sums[1], job
+end
+
 -- Records progress up to `step` (1-based) with the given metrics and images done this step.
 function Progress:update(step, metrics, images, data_wait)
   self.step = step
   self.images = self.images + (images or 0)
+  self.metrics = metrics or {}
+  local fraction = math.min(1, step / self.total)
+  local report = self.mode == 'bar' or (self.mode == 'plain' and fraction >= self.next_report)
+  if not report then return end
+  while self.next_report <= fraction do self.next_report = self.next_report + 0.1 end
+  local job_images, job = self:job_figures()
+  self.job_images = job_images
   local keys = {}
-  for k in pairs(metrics or {}) do keys[#keys + 1] = k end
+  for k in pairs(job) do keys[#keys + 1] = k end
   table.sort(keys)
   local parts = {}
-  for _, k in ipairs(keys) do parts[#parts + 1] = k .. ' ' .. format_value(metrics[k]) end
-  local fraction = math.min(1, step / self.total)
+  for _, k in ipairs(keys) do parts[#parts + 1] = k .. ' ' .. format_value(job[k]) end
   local filled = math.floor(fraction * self.width + 0.5)
   local elapsed = self:elapsed()
   local eta = fraction > 0 and elapsed * (1 - fraction) / fraction or 0
@@ -63,26 +107,34 @@ function Progress:update(step, metrics, images, data_wait)
   self.line = ('%s [%s%s] %d/%d %s | %.0f img/s%s | %s<%s'):format(
     self.title, ('#'):rep(filled), ('.'):rep(self.width - filled), step, self.total,
     table.concat(parts, ' '), self:rate(), data, format_time(elapsed), format_time(eta))
-  if self.terminal then
+  if self.mode == 'bar' then
     io.stdout:write('\r', self.line, '\027[K')
     io.stdout:flush()
-  elseif fraction >= self.next_report then
+  else
     print(self.line)
-    while self.next_report <= fraction do self.next_report = self.next_report + 0.1 end
   end
 end
 
+-- Ends the bar and returns the epoch's figures, the job's under MPI: {images_per_s =,
+-- seconds =, images =} and the last metrics given.
 function Progress:finish()
-  if self.terminal then io.stdout:write('\n') io.stdout:flush() end
+  if self.mode == 'bar' then io.stdout:write('\n') io.stdout:flush() end
+  local job_images, job = self:job_figures()
+  self.job_images = job_images
+  local figures = {}
+  for k, v in pairs(job) do figures[k] = v end
+  figures.images, figures.seconds, figures.images_per_s = job_images, self:elapsed(), self:rate()
+  return figures
 end
 
 -- Seconds since the bar was made.
 function Progress:elapsed() return core.now() - self.start end
 
--- Images per second since the bar was made.
+-- Images per second since the bar was made: the job's as of the last line under MPI.
 function Progress:rate()
   local t = self:elapsed()
-  return t > 0 and self.images / t or 0
+  local images = in_job() and self.job_images or self.images
+  return t > 0 and images / t or 0
 end
 
 return setmetatable(Progress, {__call = function(_, options) return Progress.new(options) end})

@@ -24,6 +24,7 @@ function M.defaults(recipe)
     layout = {'channels_last', 'the activation layout', choices = {'contiguous', 'channels_last'}},
     max_steps = {0, 'stop after this many steps (0: every epoch)', kind = 'nonneg_int'},
     eval_batch = {256, 'images a step when testing', kind = 'positive_int'},
+    progress = T.Progress.option,
     -- The parallel options' defaults for these recipes: a two-stage 1F1B pipeline.
     threads = 1, stages = 2, micro_batches = 4, pipeline = '1f1b', split = 'auto',
   }
@@ -63,7 +64,8 @@ function M.train(args)
 
   local augment = {flip = true, crop_pad = 4}
   for epoch = 1, opt.epochs do
-    local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs)}
+    local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs),
+                           mode = opt.progress}
     local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
     local sums = {loss = 0, correct = 0, seen = 0}
     for b = 1, steps_per_epoch do
@@ -76,11 +78,10 @@ function M.train(args)
       bar:update(b, {loss = sums.loss / sums.seen, acc = sums.correct / sums.seen, lr = r.lr}, r.samples)
       if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
     end
-    bar:finish()
+    local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
     local result = engine:evaluate(test, {batch = opt.eval_batch})
     print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s')
-          :format(epoch, sums.loss / sums.seen, sums.correct / sums.seen, result.loss,
-                  result.accuracy, bar:rate()))
+          :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s))
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
   T.parallel.finish(engine, opt)

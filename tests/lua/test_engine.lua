@@ -148,9 +148,13 @@ t.test('metrics log writes JSON lines', function()
 end)
 
 t.test('progress bar reports rate and metrics', function()
-  local bar = T.Progress{total = 4, title = 'epoch 1', terminal = false}
+  local bar = T.Progress{total = 4, title = 'epoch 1', mode = 'plain'}
   for step = 1, 4 do bar:update(step, {loss = 1 / step}, 10) end
-  bar:finish()
+  local figures = bar:finish()
   t.ok(bar:rate() > 0, 'rate')
   t.ok(bar.line:find('4/4', 1, true) and bar.line:find('loss 0.2500', 1, true), bar.line)
+  t.eq({figures.images, figures.loss}, {40, 0.25})
+  t.ok(figures.images_per_s > 0 and figures.seconds >= 0)
+  t.raises(function() T.Progress{total = 4, mode = 'fancy'} end,
+           "T.Progress: option 'mode' must be one of 'auto', 'bar', 'plain', 'none', got 'fancy'")
 end)

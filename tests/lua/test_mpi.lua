@@ -49,3 +49,37 @@ end)
 t.test('a rank that dies ends the job', function()
   ends_the_job('die', {'Exit code:    3'})
 end)
+
+-- The user trial: under mpirun the bar and the epoch line showed rank 0's share (half the
+-- images/s, its own loss), and Open MPI's pseudo-terminals turned a redirected log into one line
+-- of carriage returns. Now: plain lines, and the job's figures, equal to one process training
+-- the same replicas.
+t.test('under mpirun the progress lines are plain and the figures are the whole job\'s', function()
+  local common = {'recipes/resnet_hybrid.lua', '--train=64', '--test=32', '--batch=16', '--epochs=1',
+                  '--stages=1', '--micro_batches=1', '--split=', '--threads=1', '--deterministic'}
+  local function quoted(args)
+    local parts = {}
+    for i, a in ipairs(args) do parts[i] = S.quote(a) end
+    return table.concat(parts, ' ')
+  end
+  local cmd = table.concat({
+    'OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120',
+    'mpirun --oversubscribe -np 2 --mca btl self,vader,tcp', S.quote(host.executable), 'run',
+    quoted(common), '--groups=1 --devices=1 2>&1; echo "[rc=$?]"'}, ' ')
+  local pipe = assert(io.popen(cmd, 'r'))
+  local job_out = pipe:read('*a')
+  pipe:close()
+  t.eq(tonumber(job_out:match('%[rc=(%d+)%]%s*$')), 0, job_out)
+  t.ok(not job_out:find('\r', 1, true), 'no carriage returns in a redirected mpirun log:\n' .. job_out)
+  t.ok(job_out:find('epoch 1/1 %[#+%] 4/4'), 'plain progress lines:\n' .. job_out)
+  local args = {'run'}
+  for _, a in ipairs(common) do args[#args + 1] = a end
+  args[#args + 1], args[#args + 2] = '--groups=2', '--devices=2'
+  local one, rc = S.tandem(args)
+  t.eq(rc, 0, one)
+  local pattern = 'epoch 1: train loss (%S+) acc (%S+) |'
+  local job_loss, job_acc = job_out:match(pattern)
+  local one_loss, one_acc = one:match(pattern)
+  t.ok(job_loss and one_loss, 'epoch lines:\n' .. job_out .. '\n' .. one)
+  t.eq({job_loss, job_acc}, {one_loss, one_acc}, 'the job\'s training figures are one process\'s with the same replicas')
+end)
