@@ -1,12 +1,15 @@
 #include "io/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -69,21 +72,74 @@ int open_temporary(const std::string& path, std::string& temp_path) {
     }
 }
 
+// A write killed outright (kill -9, a power cut) leaves its temporary with nobody to remove it:
+// before writing `path`, remove the "<name>.tmp.<pid>.<n>" files beside it whose process is
+// gone. (The writer of another machine sharing the folder looks gone here too; its rename then
+// fails and says so, and its previous file is intact.)
+void remove_stale_temporaries(const std::string& path) {
+    const std::string dir = directory_of(path);
+    const auto slash = path.find_last_of('/');
+    const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+    DIR* listing = ::opendir(dir.c_str());
+    if (listing == nullptr) return;  // the write itself will say what is wrong with the folder
+    while (const dirent* entry = ::readdir(listing)) {
+        const std::string name = entry->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        char* end = nullptr;
+        const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+        if (pid <= 0 || end == nullptr || *end != '.') continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(listing);
+}
+
+// The kill -9 test's failpoints (tests/lua/test_checkpoint_kill.lua): with
+// TANDEM_KILL_DURING_WRITE="<point>:<n>", the n-th atomic write of the process kills it with
+// SIGKILL at <point>: "opened" (temporary created), "half" (half the bytes written), "synced"
+// (all written and synced) or "renamed" (renamed over the target, folder not yet synced).
+class KillPoint {
+public:
+    KillPoint() : write_(++writes_) {
+        const char* spec = std::getenv("TANDEM_KILL_DURING_WRITE");
+        if (spec == nullptr) return;
+        const std::string text = spec;
+        const auto colon = text.find(':');
+        if (colon != std::string::npos && std::atoi(text.c_str() + colon + 1) == write_)
+            point_ = text.substr(0, colon);
+    }
+    void at(const char* point) const {
+        if (!point_.empty() && point_ == point) ::kill(::getpid(), SIGKILL);
+    }
+
+private:
+    static inline std::atomic<int> writes_{0};
+    int write_;
+    std::string point_;
+};
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::span<const char> bytes) {
     TANDEM_CHECK_AS(DataError, !path.empty()) << "cannot write a file with an empty path";
+    remove_stale_temporaries(path);
+    const KillPoint kill_point;
     std::string temp_path;
     Fd fd(open_temporary(path, temp_path));
+    kill_point.at("opened");
     try {
-        write_all(fd.get(), bytes, path);
+        write_all(fd.get(), bytes.first(bytes.size() / 2), path);
+        kill_point.at("half");
+        write_all(fd.get(), bytes.subspan(bytes.size() / 2), path);
         TANDEM_CHECK_AS(DataError, ::fsync(fd.get()) == 0)
             << "cannot write " << path << ": fsync failed: " << reason(errno);
         TANDEM_CHECK_AS(DataError, ::close(fd.release()) == 0)
             << "cannot write " << path << ": close failed: " << reason(errno);
+        kill_point.at("synced");
         TANDEM_CHECK_AS(DataError, ::rename(temp_path.c_str(), path.c_str()) == 0)
             << "cannot write " << path
             << ": cannot rename the temporary over it: " << reason(errno);
+        kill_point.at("renamed");
     } catch (...) {
         ::unlink(temp_path.c_str());
         throw;
