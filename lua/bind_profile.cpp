@@ -79,11 +79,13 @@ int stdout_is_terminal(lua_State* L) {
     return 1;
 }
 
-// T.MetricsLog(path [, {append = true}]): a JSON-lines log; raises when it cannot be opened.
+// T.MetricsLog(path [, {append = true, chart = true}]): a JSON-lines log, and with chart its
+// curves redrawn beside it at every write; raises when it cannot be opened.
 int metrics_log_new(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.MetricsLog", {"append"});
-    push_box(L, kMetricsLogType, std::make_shared<MetricsLog>(path, option_bool(L, 2, "append", true)));
+    check_options(L, 2, "T.MetricsLog", {"append", "chart"});
+    push_box(L, kMetricsLogType,
+             std::make_shared<MetricsLog>(path, option_bool(L, 2, "append", true), option_bool(L, 2, "chart", true)));
     return 1;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "io/json.h"
+#include "io/metrics_chart.h"
 
 namespace tandem {
 namespace {
@@ -31,7 +32,7 @@ void append_value(std::string& out, const MetricValue& value) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {
+MetricsLog::MetricsLog(const std::string& path, bool append, bool chart) : path_(path), chart_(chart) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) {
         std::error_code error;
@@ -67,6 +68,7 @@ void MetricsLog::write(const std::vector<std::pair<std::string, MetricValue>>& f
                     std::fflush(file_.get()) == 0;
     TANDEM_CHECK_AS(DataError, ok)
         << "cannot write to the metrics log " << path_ << ": " << std::strerror(errno);
+    if (chart_) draw_metrics_chart({read_metrics_log(path_)}, chart_path_for(path_));
 }
 
 }  // namespace tandem

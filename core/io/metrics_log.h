@@ -23,8 +23,9 @@ using MetricValue = std::variant<double, std::int64_t, std::string>;
 class MetricsLog {
 public:
     // Opens `path` for appending (or truncates it with append = false), creating its parent
-    // directories. DataError naming the path when it cannot.
-    explicit MetricsLog(const std::string& path, bool append = true);
+    // directories. DataError naming the path when it cannot. With `chart`, every write redraws
+    // the log's curves into the PNG beside it (metrics_chart.h: logs/run.jsonl -> logs/run.png).
+    explicit MetricsLog(const std::string& path, bool append = true, bool chart = false);
 
     // Writes one line; DataError naming the path when the write fails, ConfigError when a
     // field name repeats (JSON objects cannot hold it twice).
@@ -40,6 +41,7 @@ private:
         void operator()(std::FILE* f) const { std::fclose(f); }
     };
     std::string path_;
+    bool chart_;
     std::unique_ptr<std::FILE, Closer> file_;
 };
 

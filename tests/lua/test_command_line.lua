@@ -100,7 +100,7 @@ end)
 
 t.test('every command takes --help and exits 0', function()
   for _, command in ipairs{'run', 'test', 'bench', 'plan', 'devices', 'mkdb', 'import-idx', 'mean',
-                           'dbinfo', 'gen-images', 'help'} do
+                           'dbinfo', 'gen-images', 'plot', 'help'} do
     local out, rc = S.tandem({command, '--help'})
     t.eq(rc, 0, command .. ' --help: ' .. out)
     t.ok(out:find('usage', 1, true) or out:find('Tandem', 1, true), command .. ' --help: ' .. out)
@@ -213,6 +213,26 @@ print(('ran on %d devices'):format(#devices))
   t.eq(rc, 0, out)
   t.ok(out:find('ran on 2 devices', 1, true), out)
   t.ok(out:find("was made for a batch of 16; this run's is 32", 1, true), out)
+  S.cleanup()
+end)
+
+t.test('tandem plot draws several runs\' logs on one chart', function()
+  local a, b, png = S.tmpname('.jsonl'), S.tmpname('.jsonl'), S.tmpname('.png')
+  for i, path in ipairs{a, b} do
+    local log = T.MetricsLog(path, {append = false, chart = false})
+    for epoch = 1, 3 do log:write{epoch = epoch, train_loss = i / epoch, test_accuracy = 1 - 0.1 * i / epoch} end
+  end
+  local out, rc = S.tandem({'plot', a, b, '--out', png})
+  t.eq(rc, 0, out)
+  t.ok(out:find('wrote ' .. png .. ': 2 runs against the epoch', 1, true), out)
+  t.eq(S.read(png):sub(1, 8), '\137PNG\r\n\026\n')
+  refused({'plot'}, 'tandem plot: needs LOG...')
+  refused({'plot', a, '--x=time'}, "tandem plot: --x must be epoch or step, got 'time'")
+  out, rc = S.tandem({'plot', '/no/such.jsonl'})
+  t.ok(rc == 1 and out:find('cannot open /no/such.jsonl', 1, true), out)
+  S.write(a, '{"epoch": 1, "loss": 1}\nnot json\n')
+  out, rc = S.tandem({'plot', a})
+  t.ok(rc == 1 and out:find(', line 2: not a metrics line', 1, true), out)
   S.cleanup()
 end)
 

@@ -28,5 +28,9 @@ t.test('fashion_mnist.lua trains for 200 steps and its loss falls', function()
   local log = S.read(dir .. '/metrics.jsonl')
   t.ok(log:find('"test_accuracy"', 1, true) and log:find('"step": 200', 1, true), log)
   t.ok(io.open(dir .. '/ck/epoch1.safetensors', 'rb'), 'checkpoint written')
+  -- The run's curves, redrawn beside its log every epoch.
+  local png = io.open(dir .. '/metrics.png', 'rb')
+  t.ok(png and png:read(8) == '\137PNG\r\n\026\n', 'a PNG chart beside the log')
+  if png then png:close() end
   os.execute('rm -rf ' .. S.quote(dir))
 end)

@@ -42,7 +42,7 @@ public:
 
 // Each command: its line (defined beside it) and the function that runs it.
 extern const ToolSpec kRunSpec, kTestSpec, kHelpSpec, kBenchSpec, kPlanSpec, kDevicesSpec;
-extern const ToolSpec kMkdbSpec, kImportIdxSpec, kMeanSpec, kDbinfoSpec, kGenImagesSpec;
+extern const ToolSpec kMkdbSpec, kImportIdxSpec, kMeanSpec, kDbinfoSpec, kGenImagesSpec, kPlotSpec;
 
 int command_run(const Args& args);    // run.cpp
 int command_repl(const Args& args);   // repl.cpp
@@ -57,6 +57,7 @@ int command_import_idx(const Args& args);  // import_idx.cpp
 int command_mean(const Args& args);        // mean.cpp
 int command_dbinfo(const Args& args);      // dbinfo.cpp
 int command_gen_images(const Args& args);  // gen_images.cpp
+int command_plot(const Args& args);        // plot.cpp
 
 // Pushes a table of command-line options: "--micro-batches=4" is opt.micro_batches = 4 (dashes
 // in keys become underscores; "true"/"false" booleans; numeric text numbers); "--flag" alone

@@ -23,7 +23,7 @@ const Command kCommands[] = {
     {&kDevicesSpec, command_devices}, {&kMkdbSpec, command_mkdb},
     {&kImportIdxSpec, command_import_idx}, {&kMeanSpec, command_mean},
     {&kDbinfoSpec, command_dbinfo},   {&kGenImagesSpec, command_gen_images},
-    {&kHelpSpec, command_help},
+    {&kPlotSpec, command_plot},       {&kHelpSpec, command_help},
 };
 
 const Command* find_command(const std::string& name) {
