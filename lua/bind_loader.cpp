@@ -282,13 +282,15 @@ int loader_size(lua_State* L) {
 }
 
 int loader_batches_per_epoch(lua_State* L) {
-    lua_pushnumber(L, static_cast<lua_Number>(check_loader(L, 1).batches_per_epoch()));
+    std::optional<std::int64_t> epoch;
+    if (!lua_isnoneornil(L, 2)) epoch = check_int_in(L, 2, -(std::int64_t(1) << 53), std::int64_t(1) << 53, "epoch");
+    lua_pushnumber(L, static_cast<lua_Number>(check_loader(L, 1).batches_per_epoch(epoch)));
     return 1;
 }
 
 // loader:stats() -> {batches, wait_seconds, warm_wait_seconds, warm_seconds, wait_fraction,
 //   records_read, read_rate, images_decoded, decode_rate, decode_threads, batches_assembled,
-//   assemble_rate, skipped}
+//   assemble_rate, skipped (each time a corrupt sample is met), corrupt (distinct ones)}
 int loader_stats(lua_State* L) {
     const LoaderStats s = check_loader(L, 1).stats();
     lua_createtable(L, 0, 13);
@@ -305,6 +307,7 @@ int loader_stats(lua_State* L) {
     set_number(L, "batches_assembled", double(s.batches_assembled));
     set_number(L, "assemble_rate", s.assemble_rate());
     set_number(L, "skipped", double(s.skipped));
+    set_number(L, "corrupt", double(s.corrupt));
     return 1;
 }
 

@@ -52,11 +52,12 @@ float* BatchSlab::pixels(std::int64_t i) {
 
 BatchAssembler::BatchAssembler(const LoaderOptions& options, Device& device,
                                std::int64_t classes, std::atomic<std::int64_t>& skipped,
-                               Emit emit)
+                               CorruptSamples& corrupt, Emit emit)
     : options_(options),
       device_(device),
       classes_(classes),
       skipped_(skipped),
+      corrupt_(corrupt),
       emit_(std::move(emit)) {}
 
 bool BatchAssembler::check(const SlotRecord& s, const BatchSlab& slab) {
@@ -64,7 +65,7 @@ bool BatchAssembler::check(const SlotRecord& s, const BatchSlab& slab) {
         TANDEM_CHECK_AS(CorruptSampleError, !options_.strict)
             << s.corrupt << " (strict: corrupt samples are errors)";
         skipped_ += 1;
-        if (!options_.quiet)
+        if (corrupt_.add(s.index) && !options_.quiet)
             std::fprintf(stderr, "warning: skipping corrupt sample: %s\n", s.corrupt.c_str());
         return false;
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "data/corrupt_samples.h"
 #include "data/loader_options.h"
 #include "tensor/tensor.h"
 
@@ -69,10 +70,11 @@ public:
     using Emit = std::function<bool(Batch)>;
 
     BatchAssembler(const LoaderOptions& options, Device& device, std::int64_t classes,
-                   std::atomic<std::int64_t>& skipped, Emit emit);
+                   std::atomic<std::int64_t>& skipped, CorruptSamples& corrupt, Emit emit);
 
-    // The next slab in epoch order. Corrupt samples are skipped with a warning (an error when
-    // strict); a sample of another shape or a label out of range is a DataError naming it.
+    // The next slab in epoch order. Corrupt samples are skipped, with a warning the first time
+    // each is met (an error when strict); a sample of another shape or a label out of range is
+    // a DataError naming it.
     // False when emit did.
     bool add(BatchSlab& slab);
     // The end of the epoch: the partial batch left, by options.last. False when emit did.
@@ -88,7 +90,8 @@ private:
     const LoaderOptions& options_;
     Device& device_;
     std::int64_t classes_;
-    std::atomic<std::int64_t>& skipped_;  // the loader's count of skipped samples
+    std::atomic<std::int64_t>& skipped_;  // the loader's count of samples skipped this epoch
+    CorruptSamples& corrupt_;             // every corrupt sample the loader has met
     Emit emit_;
     // The batch being packed once the epoch has a hole (host-writable, like a slab).
     Tensor packing_;

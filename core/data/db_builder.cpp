@@ -78,6 +78,7 @@ DbBuildResult build_db(const DataSource& source, const std::string& path, const 
     std::vector<std::unique_ptr<SourceReader>> readers;
     for (int t = 0; t < o.threads; ++t) readers.push_back(source.open_reader());
     LmdbWriter writer(path, o.overwrite);
+    writer.set_class_names(source.class_names());
     DbBuildResult result;
     std::vector<std::string> records(kChunk), errors(kChunk);
     for (std::int64_t begin = 0; begin < n; begin += kChunk) {

@@ -1,7 +1,11 @@
 #include "data/lmdb_source.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <span>
+
+#include "data/lmdb_writer.h"
+#include "io/atomic_file.h"
 
 namespace tandem {
 namespace {
@@ -73,7 +77,25 @@ LmdbSource::LmdbSource(const std::string& path, std::int64_t classes)
         }
     }
     TANDEM_CHECK_AS(DataError, !keys_.empty()) << "LMDB database " << path << " is empty";
-    classes_ = classes > 0 ? classes : largest + 1;
+    const std::string names_path = path + "/" + kClassNamesFile;
+    std::error_code error;
+    if (std::filesystem::is_regular_file(names_path, error)) {
+        const std::vector<char> text = read_file(names_path);
+        std::string name;
+        for (char c : text) {
+            if (c != '\n') {
+                name += c;
+                continue;
+            }
+            class_names_.push_back(std::move(name));
+            name.clear();
+        }
+        if (!name.empty()) class_names_.push_back(std::move(name));
+        TANDEM_CHECK_AS(DataError, largest < static_cast<std::int32_t>(class_names_.size()))
+            << names_path << " names " << class_names_.size() << " classes, but a record of " << path
+            << " has label " << largest;
+    }
+    classes_ = classes > 0 ? classes : std::max<std::int64_t>(largest + 1, std::int64_t(class_names_.size()));
     for (std::size_t i = 0; i < labels_.size(); ++i)
         TANDEM_CHECK_AS(DataError, labels_[i] < classes_)
             << path << ": record '" << keys_[i] << "' has label " << labels_[i]

@@ -19,11 +19,15 @@ namespace tandem {
 class LmdbSource final : public DataSource {
 public:
     // `classes` > 0 declares the class count (a label at or above it is a DataError naming the
-    // key); 0 takes the largest label + 1. DataError for a missing path or an empty database.
+    // key); 0 takes the number of class names, or the largest label + 1 without them.
+    // DataError for a missing path, an empty database, or class names fewer than its labels.
     explicit LmdbSource(const std::string& path, std::int64_t classes = 0);
 
     std::int64_t size() const override { return static_cast<std::int64_t>(keys_.size()); }
     std::int64_t classes() const override { return classes_; }
+    // From classes.txt beside data.mdb (mkdb writes it from a folder's sub-folders); none
+    // without one.
+    std::vector<std::string> class_names() const override { return class_names_; }
     // CorruptSampleError naming the key for a record whose header is damaged.
     std::int32_t label(std::int64_t index) const override;
     std::string key(std::int64_t index) const override;
@@ -42,6 +46,7 @@ private:
     std::vector<std::int32_t> labels_;  // kDamaged for a damaged record
     std::map<std::size_t, std::string> damage_;  // index -> what is wrong, for the damaged ones
     std::int64_t classes_ = 0;
+    std::vector<std::string> class_names_;
 };
 
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "io/atomic_file.h"
 
 namespace tandem {
 
@@ -31,9 +32,21 @@ void LmdbWriter::put(std::string key, std::string value) {
     if (pending_.size() >= commit_every_) commit_pending();
 }
 
+void LmdbWriter::set_class_names(std::vector<std::string> names) {
+    for (const auto& name : names)
+        TANDEM_CHECK_AS(ConfigError, name.find('\n') == std::string::npos)
+            << path_ << ": the class name '" << name << "' holds a line break";
+    class_names_ = std::move(names);
+}
+
 void LmdbWriter::finish() {
     commit_pending();
     env_.reset();  // closes the database before it moves
+    if (!class_names_.empty()) {
+        std::string text;
+        for (const auto& name : class_names_) text += name + "\n";
+        write_file_atomic(partial_ + "/" + kClassNamesFile, {text.data(), text.size()});
+    }
     std::error_code error;
     if (overwrite_) fs::remove_all(path_, error);
     fs::rename(partial_, path_, error);

@@ -28,6 +28,9 @@ public:
 
     // ConfigError for a key already put.
     void put(std::string key, std::string value);
+    // The class names, by label, written beside data.mdb as classes.txt by finish() (none: no
+    // file). ConfigError for a name holding a line break.
+    void set_class_names(std::vector<std::string> names);
     // Commits what is pending and moves the database to `path`; it is complete after this.
     void finish();
     std::int64_t written() const { return written_; }
@@ -38,12 +41,16 @@ private:
     bool try_commit();
 
     std::string path_, partial_;
+    std::vector<std::string> class_names_;
     bool overwrite_;
     std::unique_ptr<LmdbEnv> env_;
     std::size_t commit_every_;
     std::vector<std::pair<std::string, std::string>> pending_;
     std::int64_t written_ = 0;
 };
+
+// The class names of a database, one a line in label order, beside its data.mdb.
+inline constexpr const char* kClassNamesFile = "classes.txt";
 
 // Keys mkdb writes: the record number, zero-padded to 8 digits so LMDB's byte order is the
 // numeric order ("00000042").

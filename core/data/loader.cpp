@@ -68,13 +68,7 @@ std::int64_t Loader::shard_size() const {
     return n / k + (i < n % k ? 1 : 0);
 }
 
-std::int64_t Loader::batches_per_epoch() const {
-    const std::int64_t n = shard_size(), b = options_.batch;
-    return options_.last == LastBatch::drop ? n / b : (n + b - 1) / b;
-}
-
-void Loader::start_epoch(std::int64_t epoch) {
-    close();
+std::vector<std::int64_t> Loader::shard_order(std::int64_t epoch) const {
     const std::vector<std::int64_t> all =
         epoch_order(source_->size(), options_.seed, epoch, options_.shuffle);
     std::vector<std::int64_t> order;
@@ -82,7 +76,18 @@ void Loader::start_epoch(std::int64_t epoch) {
     for (std::size_t p = std::size_t(options_.shard_index); p < all.size();
          p += std::size_t(options_.shard_count))
         order.push_back(all[p]);
+    return order;
+}
 
+std::int64_t Loader::batches_per_epoch(std::optional<std::int64_t> epoch) const {
+    const std::vector<std::int64_t> order = shard_order(epoch.value_or(epoch_ + 1));
+    const std::int64_t n = std::int64_t(order.size()) - corrupt_.count_in(order), b = options_.batch;
+    return options_.last == LastBatch::drop ? n / b : (n + b - 1) / b;
+}
+
+void Loader::start_epoch(std::int64_t epoch) {
+    close();
+    std::vector<std::int64_t> order = shard_order(epoch);
     epoch_ = epoch;
     const std::int64_t b = options_.batch;
     chunks_ = (std::int64_t(order.size()) + b - 1) / b;
@@ -181,6 +186,7 @@ LoaderStats Loader::stats() const {
     s.batches_assembled = batches_assembled_;
     s.assemble_seconds = double(assemble_ns_) * 1e-9;
     s.skipped = skipped_;
+    s.corrupt = corrupt_.size();
     s.decode_threads = options_.threads;
     return s;
 }
@@ -293,7 +299,7 @@ void Loader::assemble_stage() {
     try {
         // The assembler's busy time leaves out its waits for room in the batch queue.
         std::int64_t waited_ns = 0;
-        BatchAssembler assembler(options_, *device_, source_->classes(), skipped_,
+        BatchAssembler assembler(options_, *device_, source_->classes(), skipped_, corrupt_,
                                  [&](Batch batch) {
                                      batches_assembled_ += 1;
                                      const double start = now_seconds();

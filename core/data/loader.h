@@ -20,7 +20,8 @@
 // Ending: the end of an epoch flows downstream through closed queues; close() (or starting
 // another epoch early, or destroying the loader) cancels every queue and joins every thread;
 // an error in any stage cancels the rest and is rethrown by next() on the consumer's thread.
-// A corrupt sample is skipped with a warning naming its key and counted (strict: an error).
+// A corrupt sample is skipped and counted, with a warning naming its key the first time (strict:
+// an error).
 //
 // Threads: start_epoch, next, close and stats belong to one consumer thread.
 #pragma once
@@ -63,8 +64,11 @@ public:
 
     LoaderStats stats() const;
     std::int64_t shard_size() const;
-    // Batches of a full epoch of this shard (fewer when samples are skipped).
-    std::int64_t batches_per_epoch() const;
+    // This shard's samples of epoch `epoch`, in order (source indices).
+    std::vector<std::int64_t> shard_order(std::int64_t epoch) const;
+    // Batches of epoch `epoch` of this shard, leaving out the samples found corrupt so far (so
+    // exact from the second epoch on; the first reads them all); by default the next epoch.
+    std::int64_t batches_per_epoch(std::optional<std::int64_t> epoch = std::nullopt) const;
     const DataSource& source() const { return *source_; }
     const LoaderOptions& options() const { return options_; }
 
@@ -115,6 +119,7 @@ private:
     // Statistics, written by the stages.
     std::atomic<std::int64_t> records_read_{0}, read_ns_{0}, images_decoded_{0}, decode_ns_{0};
     std::atomic<std::int64_t> batches_assembled_{0}, assemble_ns_{0}, skipped_{0};
+    CorruptSamples corrupt_;
     LoaderStats consumer_;  // the consumer's own counts (batches, waits)
 };
 

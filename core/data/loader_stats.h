@@ -21,7 +21,8 @@ struct LoaderStats {
     double decode_seconds = 0;        // summed over decode threads
     std::int64_t batches_assembled = 0;
     double assemble_seconds = 0;
-    std::int64_t skipped = 0;  // corrupt samples skipped
+    std::int64_t skipped = 0;  // corrupt samples skipped (every time one is met, all epochs)
+    std::int64_t corrupt = 0;  // distinct samples found corrupt
     int decode_threads = 0;
 
     double wait_fraction() const { return warm_seconds > 0 ? warm_wait_seconds / warm_seconds : 0; }

@@ -131,7 +131,14 @@ t.test('mkdb round trip: folder -> LMDB -> the same pixels and labels', function
     local b, lb = all(assert(T.data.lmdb(db)))
     t.eq(lb, la, encoding .. ' labels')
     t.ok(table.concat(a, ',') == table.concat(b, ','), encoding .. ' pixels')
+    -- The folder's class names travel with the database (classes.txt beside data.mdb).
+    t.eq(T.data.lmdb(db):class_names(), {'class_000', 'class_001', 'class_002'})
   end
+  t.ok(run{'dbinfo', dir .. '/db_png'}:find('class_002', 1, true), 'dbinfo names the classes')
+  -- Fewer names than the records' labels: refused, naming the file.
+  S.write(dir .. '/db_png/classes.txt', 'only_one\n')
+  t.raises(function() T.data.lmdb(dir .. '/db_png') end, 'classes.txt names 1 classes, but a record of')
+  S.write(dir .. '/db_png/classes.txt', 'class_000\nclass_001\nclass_002\n')
   local _, rc = S.tandem{'mkdb', folder, dir .. '/db_png'}
   t.eq(rc, 1, 'refuses to overwrite without --overwrite')
 end)
@@ -169,10 +176,30 @@ t.test('corrupt images are skipped and counted; strict makes them errors', funct
   run{'gen-images', bad, '--classes=2', '--per-class=4', '--min-size=24', '--max-size=24'}
   S.write(bad .. '/class_001/zz_broken.jpg', '\255\216\255\224 not a JPEG at all \255\217')
   local loader = T.data.Loader{source = T.data.folder(bad), batch = 3, last = 'keep', quiet = true}
+  t.eq(loader:batches_per_epoch(), 3, 'nine samples, none known corrupt yet')
   local n = 0
   for _, _, count in loader:batches(1) do n = n + count end
   t.eq(n, 8)
-  t.eq(loader:stats().skipped, 1)
+  t.eq({loader:stats().skipped, loader:stats().corrupt}, {1, 1})
+  -- Once found, a corrupt sample is left out of the count of every later epoch.
+  t.eq({loader:batches_per_epoch(), loader:batches_per_epoch(7)}, {3, 3})
+  local drop = T.data.Loader{source = T.data.folder(bad), batch = 3, last = 'drop', quiet = true}
+  t.eq(drop:batches_per_epoch(), 3)
+  local batches = 0
+  for _ in drop:batches(1) do batches = batches + 1 end
+  t.eq(batches, 2)
+  t.eq(drop:batches_per_epoch(), 2, 'eight good samples: two whole batches of three')
+  for _ in loader:batches(2) do end
+  t.eq({loader:stats().skipped, loader:stats().corrupt}, {2, 1}, 'met twice, one sample')
+  -- The warning names the file once, not every epoch.
+  local script = S.tmpname('.lua')
+  S.write(script, ("local T = require 'tandem'\n"
+                   .. "local l = T.data.Loader{source = T.data.folder(%q), batch = 3, last = 'keep'}\n"
+                   .. "for epoch = 1, 3 do for _ in l:batches(epoch) do end end\n"):format(bad))
+  local out = run{'run', script}
+  local _, warnings = out:gsub('warning: skipping corrupt sample', '')
+  t.eq(warnings, 1, out)
+  t.ok(out:find('zz_broken.jpg', 1, true), out)
   local strict = T.data.Loader{source = T.data.folder(bad), batch = 3, strict = true}
   t.raises(function() for _ in strict:batches(1) do end end, 'zz_broken.jpg')
   local out = run{'mkdb', bad, dir .. '/bad_db'}
