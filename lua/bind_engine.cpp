@@ -16,6 +16,7 @@
 #include "objects.h"
 #include "io/trace.h"
 #include "parallel/engine.h"
+#include "parallel/schedule.h"
 #include "plan/partitioner.h"
 #include "wrap.h"
 
@@ -310,10 +311,21 @@ int engine_device(lua_State* L) {
     return 1;
 }
 
+// "Engine(19 layers on cpu:0, step 3)"; with several devices, all of them and the layout:
+// "Engine(19 layers on 4 devices cpu:0..cpu:3, 2 groups x 2 stages x 4 micro-batches (1f1b), step 0)".
 int engine_tostring(lua_State* L) {
     auto engine = check_engine(L, 1);
-    lua_pushfstring(L, "Engine(%d layers on %s, step %d)",
-                    static_cast<int>(engine->net().size()), engine->device().name().c_str(),
+    const auto& o = engine->options();
+    std::string where = engine->device().name();
+    if (o.devices.size() > 1) {
+        const auto& p = o.parallel;
+        where = std::to_string(o.devices.size()) + " devices " + o.devices.front()->name() + ".." +
+                o.devices.back()->name() + ", " + std::to_string(p.groups) + " group" + (p.groups == 1 ? "" : "s") +
+                " x " + std::to_string(p.stages) + " stage" + (p.stages == 1 ? "" : "s") + " x " +
+                std::to_string(p.micro_batches) + " micro-batch" + (p.micro_batches == 1 ? "" : "es") + " (" +
+                std::string(pipeline_schedule_name(p.pipeline)) + ")";
+    }
+    lua_pushfstring(L, "Engine(%d layers on %s, step %d)", static_cast<int>(engine->net().size()), where.c_str(),
                     static_cast<int>(engine->steps()));
     return 1;
 }

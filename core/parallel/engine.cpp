@@ -229,6 +229,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     place_for(sample_shape(images), n);
     StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
+    plan.step = step_ + 1;
     const auto [offset, global_batch] = share_batch(n);
     plan.sample_offset = offset;
     plan.loss_scale = 1.0f / static_cast<float>(global_batch);
@@ -272,6 +273,7 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
     place_for(sample_shape(images), images.shape()[0]);
     StepPlan plan(Mode::eval, groups, micro_batches, p.stages - 1, images, labels);
+    plan.step = step_;
     run(plan);
     LossSums total;
     for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;

@@ -66,6 +66,22 @@ struct StepResult {
     float lr = 0;         // the learning rate this step used
 };
 
+// An engine's claim on the net it trains (Layer::claim_for_engine), released when it ends.
+class NetClaim {
+public:
+    explicit NetClaim(const std::shared_ptr<Sequential>& net) : net_(net) {
+        if (net_) Layer::claim_for_engine(*net_);
+    }
+    ~NetClaim() {
+        if (net_) Layer::release_from_engine(*net_);
+    }
+    NetClaim(const NetClaim&) = delete;
+    NetClaim& operator=(const NetClaim&) = delete;
+
+private:
+    std::shared_ptr<Sequential> net_;
+};
+
 class Engine {
 public:
     explicit Engine(EngineOptions options);
@@ -136,6 +152,7 @@ private:
     LossSums evaluate_local(const Tensor& images, const Tensor& labels);
 
     EngineOptions options_;
+    NetClaim claim_{options_.net};  // after options_: claims the net it holds
     // prepare() without its checks: what step() and evaluate_batch() call on first use (their
     // batches' shapes are checked by the layers as they run).
     void place_for(const Shape& sample, std::int64_t batch);

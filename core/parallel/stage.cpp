@@ -14,6 +14,11 @@
 namespace tandem {
 namespace {
 
+// Every span of a step says which step it belongs to and whether it trained or evaluated.
+TraceSpan& step_args(TraceSpan& span, const StepPlan& plan) {
+    return span.arg("step", plan.step).arg("phase", plan.mode == Mode::train ? "train" : "evaluate");
+}
+
 // sum(slots[begin, end)) in the canonical pairwise order (the in-process tree all-reduce's:
 // split at the largest power of two below the count), accumulated into slots[begin].
 void pairwise_sum(std::vector<std::vector<Tensor>>& slots, std::size_t begin, std::size_t end) {
@@ -100,9 +105,10 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     if (train && !plan.statistics.empty())
         run.statistics = &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)];
     // Synchronised batch norm: every batch-norm layer sums its statistics over the replicas.
-    auto sum_over_replicas = [this, trace](std::vector<double>& values) {
+    auto sum_over_replicas = [this, trace, &plan](std::vector<double>& values) {
         if (!parts_.communicator) return;
         TraceSpan span(trace, parts_.device->name(), "batch-norm statistics", "allreduce");
+        step_args(span, plan);
         // In the device's memory, where the stage's communicator reduces (NCCL on GPUs).
         const std::vector<float> mine(values.begin(), values.end());
         Tensor buffer = Tensor::from_vector({std::int64_t(mine.size())}, *parts_.device, mine);
@@ -131,7 +137,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         auto span = [&](std::optional<TraceSpan>& s) -> TraceSpan& {
             s.emplace(trace, dev.name(), op_name(op.kind), op_category(op.kind));
             if (op.micro_batch >= 0) s->arg("micro_batch", op.micro_batch);
-            return s->arg("stage", stage);
+            return step_args(*s, plan).arg("stage", stage);
         };
         std::optional<TraceSpan> traced;
         // What the peer handed over, once it is there (the wait is not the op's), onto this device.
@@ -196,9 +202,9 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         case OpKind::all_reduce: {
             const auto bucket = static_cast<std::size_t>(op.bucket);
             if (op.on_lane) {
-                lane_->post([this, bucket] { all_reduce(bucket, lane_->name()); });
+                lane_->post([this, bucket, step = plan.step] { all_reduce(bucket, lane_->name(), step); });
             } else {
-                all_reduce(bucket, dev.name());
+                all_reduce(bucket, dev.name(), plan.step);
             }
             break;
         }
@@ -252,8 +258,9 @@ void Stage::backward(Run& run, const Op& op) {
     if (op.layer_begin == parts_.begin) run.tapes[mi].clear();
 }
 
-void Stage::all_reduce(std::size_t bucket, const std::string& track) {
+void Stage::all_reduce(std::size_t bucket, const std::string& track, std::int64_t step) {
     TraceSpan span(parts_.trace, track, op_name(OpKind::all_reduce), op_category(OpKind::all_reduce));
+    span.arg("step", step).arg("phase", "train");
     span.arg("bucket", bucket).arg("bytes", buckets_->bucket(bucket).flat.nbytes()).arg("stage", parts_.stage);
     buckets_->all_reduce(bucket, *parts_.communicator, parts_.rank, parts_.parallel->algorithm);
 }
@@ -268,7 +275,7 @@ void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr,
     TANDEM_CHECK(barrier != program.ops.end()) << "a training program without a barrier";
     for (auto op = barrier + 1; op != program.ops.end(); ++op) {
         TraceSpan span(parts_.trace, parts_.device->name(), op_name(op->kind), op_category(op->kind));
-        span.arg("stage", parts_.stage);
+        step_args(span, plan).arg("stage", parts_.stage);
         switch (op->kind) {
         case OpKind::update: parts_.sgd->step(parameters_, lr); break;
         case OpKind::average_weights: average_weights(); break;

@@ -76,7 +76,7 @@ private:
     // The per-op parts of run().
     void forward(Run& run, const Op& op);
     void backward(Run& run, const Op& op);
-    void all_reduce(std::size_t bucket, const std::string& track);
+    void all_reduce(std::size_t bucket, const std::string& track, std::int64_t step);
     void average_weights();
     void fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& copies);
     std::vector<BatchNorm2d*> batch_norms() const;

@@ -40,6 +40,9 @@ struct StepPlan {
     std::uint64_t rng = 0;
     float loss_scale = 1;
     std::int64_t sample_offset = 0;  // of this process's batch in the global batch (MPI)
+    // The trace's step: a training step's number (engine:steps() once it is done), or the
+    // steps trained before an evaluation.
+    std::int64_t step = 0;
     StepBoard board;
     std::vector<std::int64_t> starts;
     std::vector<LossSums> sums;  // per micro-batch, from the last stages

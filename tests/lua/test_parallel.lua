@@ -78,11 +78,15 @@ t.test('engine:stages() and a Chrome trace of every worker', function()
   local e = T.Engine{net = net(), devices = T.devices('cpu', 4, {threads = 1}), trace = true,
                optim = T.optim.SGD{lr = 0.05}, parallel = {groups = 2, stages = 2, micro_batches = 2,
                                                            split = {'pool1'}}}
+  -- print(engine) names every device and the layout (it said 'on cpu:0').
+  t.eq(tostring(e), 'Engine(7 layers on 4 devices cpu:0..cpu:3, 2 groups x 2 stages x 2 micro-batches (gpipe), step 0)')
   local stages = e:stages()
   t.eq(#stages, 2)
   t.eq(stages[1].first, 'conv1'); t.eq(stages[1].last, 'pool1'); t.eq(stages[2].first, 'flatten1')
   t.eq(#stages[2].devices, 2)
   train(e)
+  local steps = e:steps()
+  e:evaluate_batch(batch(16, 1))
   local path = os.tmpname()
   e:write_trace(path)
   local text = io.open(path):read('*a')
@@ -90,6 +94,10 @@ t.test('engine:stages() and a Chrome trace of every worker', function()
   for _, category in ipairs{'"forward"', '"backward"', '"transfer"', '"allreduce"', '"optimizer"'} do
     t.ok(text:find(category, 1, true), 'the trace has ' .. category)
   end
+  -- Every span names its step, and evaluation is marked as such.
+  t.ok(text:find('"step": 1, "phase": "train"', 1, true), 'the first step\'s spans')
+  t.ok(text:find(('"step": %d, "phase": "train"'):format(steps), 1, true), 'the last step\'s spans')
+  t.ok(text:find(('"step": %d, "phase": "evaluate"'):format(steps), 1, true), 'the evaluation\'s spans')
   t.raises(function() engine({}, 1):write_trace(path) end, 'records no trace')
 end)
 
