@@ -27,7 +27,7 @@ BackendStatus backend_status() {
 std::string backends_line(const BackendStatus& s) {
     std::string line = "backends: cpu (oneDNN); cuda: ";
     if (!s.cuda_compiled) return line + "not compiled in (TANDEM_CUDA=OFF)";
-    if (s.cuda_count == 0) return line + "compiled, no device found (" + s.cuda_reason + ")";
+    if (s.cuda_count == 0) return line + "compiled, no GPU here (" + s.cuda_reason + ")";
     return line + "compiled, " + std::to_string(s.cuda_count) +
            (s.cuda_count == 1 ? " device" : " devices");
 }

@@ -16,7 +16,7 @@ t.test('tandem devices lists the backends and the devices', function()
     t.ok(lines[1]:find('cuda: not compiled in (TANDEM_CUDA=OFF)', 1, true), out)
   else
     -- Either GPUs are listed, or the line says why none was found.
-    t.ok(lines[1]:find('cuda: compiled, no device found (', 1, true) or
+    t.ok(lines[1]:find('cuda: compiled, no GPU here (', 1, true) or
          out:find('\ncuda:0 ', 1, true), out)
     t.ok(out:find('\ncuda: CUDA runtime ', 1, true), out)
   end

@@ -19,6 +19,8 @@ t.test('banner names the version and the backends', function()
   for _, b in ipairs(T.backends) do has_cuda = has_cuda or b == 'cuda' end
   t.ok(out:find(has_cuda and 'cuda: compiled' or 'cuda: not compiled in (TANDEM_CUDA=OFF)', 1,
                 true), out)
+  -- A machine without NVIDIA's driver says so, not "driver version is insufficient".
+  t.ok(not out:find('InsufficientDriver', 1, true), out)
 end)
 
 t.test('expressions print their values; T is loaded', function()
@@ -30,6 +32,24 @@ t.test('expressions print their values; T is loaded', function()
   t.ok(out:find('text\tnil\ttrue', 1, true), out)
   t.ok(out:find('> ' .. host.version .. '\n', 1, true), out)
   t.ok(#lines >= 5)
+end)
+
+t.test('a tensor prints its values, long dimensions cut to their ends', function()
+  local out = session('T.tensor{{1, 2, 3}, {4, 5, 6}}\nT.tensor({7, 8}, nil, {dtype = "i32"})\nT.zeros{9}\n')
+  t.ok(out:find('Tensor(2x3, f32, host)\n[[1.0000, 2.0000, 3.0000],\n [4.0000, 5.0000, 6.0000]]', 1, true), out)
+  t.ok(out:find('Tensor(2, i32, host)\n[7, 8]', 1, true), out)
+  t.ok(out:find('[0.0000, 0.0000, 0.0000, ..., 0.0000, 0.0000, 0.0000]', 1, true), out)
+end)
+
+t.test('Tab completes names, fields and methods', function()
+  local completions = require('tandem.pretty').completions
+  local globals = {T = T, x = T.zeros{2}}  -- the session's globals
+  local function complete(text) return completions(text, globals) end
+  t.eq(complete('T.nn.Conv'), {'T.nn.Conv2d'})
+  t.eq(complete('T.opt'), {'T.optim', 'T.options'})
+  t.eq(complete('x:to_'), {'x:to_flat', 'x:to_table'})
+  t.eq(complete('nothing.here'), {})
+  t.ok(#complete('T.') > 20, 'every name of T')
 end)
 
 t.test('statements run; globals persist', function()

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "device/backends.h"
@@ -26,10 +28,51 @@ namespace {
 
 constexpr int kHistoryLines = 1000;
 
+// Tab completion: the words are lua/tandem/pretty.lua's completions(text), asked of the
+// session's Lua state (readline's callbacks take no context, so it is kept here).
+lua_State* g_session = nullptr;
+std::vector<std::string> g_matches;
+
+std::vector<std::string> lua_completions(lua_State* L, const char* text) {
+    std::vector<std::string> out;
+    const int top = lua_gettop(L);
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "tandem.pretty");
+    if (lua_pcall(L, 1, 1, 0) == 0) {
+        lua_getfield(L, -1, "completions");
+        lua_pushstring(L, text);
+        if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
+            for (int i = 1;; ++i) {
+                lua_rawgeti(L, -1, i);
+                if (!lua_isstring(L, -1)) break;
+                out.emplace_back(lua_tostring(L, -1));
+                lua_pop(L, 1);
+            }
+        }
+    }
+    lua_settop(L, top);
+    return out;
+}
+
+char* next_match(const char*, int state) {
+    static std::size_t next = 0;
+    if (state == 0) next = 0;
+    return next < g_matches.size() ? strdup(g_matches[next++].c_str()) : nullptr;
+}
+
+char** complete(const char* text, int, int) {
+    rl_attempted_completion_over = 1;  // names only, never file names
+    g_matches = g_session ? lua_completions(g_session, text) : std::vector<std::string>{};
+    return rl_completion_matches(text, next_match);
+}
+
 class LineReader {
 public:
     LineReader() : terminal_(isatty(STDIN_FILENO) != 0) {
         if (!terminal_) return;
+        rl_attempted_completion_function = complete;
+        // '.' and ':' stay inside a word, so "T.nn.Co" completes as one.
+        rl_basic_word_break_characters = const_cast<char*>(" \t\n\"'`@$><=;|&{(,+-*/%^~#[]");
         if (const char* home = std::getenv("HOME"))
             history_file_ = std::string(home) + "/.tandem_history";
         if (!history_file_.empty()) read_history(history_file_.c_str());
@@ -130,6 +173,7 @@ int command_repl(const Args& args) {
     lua_State* L = state.get();
     print_banner();
     load_tandem(L);
+    g_session = L;
 
     LineReader reader;
     std::string chunk;
@@ -150,6 +194,7 @@ int command_repl(const Args& args) {
         show_results(L, base);
         lua_settop(L, base);
     }
+    g_session = nullptr;
     if (!chunk.empty()) std::fprintf(stderr, "error: the input ended inside an unfinished chunk\n");
     if (reader.terminal()) std::printf("\n");
     return 0;

@@ -41,7 +41,12 @@ CudaProbe probe_cuda() {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
-        probe.reason = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+        // A machine without NVIDIA's driver reports cudaErrorInsufficientDriver, which reads as
+        // an outdated driver: say what it is. Other failures keep CUDA's own words.
+        int driver = 0;
+        const bool no_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0;
+        probe.reason = no_driver ? std::string("no NVIDIA driver on this machine")
+                                 : std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
         cudaGetLastError();
         return probe;
     }

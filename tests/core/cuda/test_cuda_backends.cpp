@@ -39,7 +39,7 @@ TEST(CudaBackends, LineSaysWhatIsCompiledAndPresent) {
     none.cuda_compiled = true;
     none.cuda_reason = "cudaErrorNoDevice: no CUDA-capable device is detected";
     EXPECT_EQ(backends_line(none),
-              "backends: cpu (oneDNN); cuda: compiled, no device found (cudaErrorNoDevice: no "
+              "backends: cpu (oneDNN); cuda: compiled, no GPU here (cudaErrorNoDevice: no "
               "CUDA-capable device is detected)");
     EXPECT_EQ(backends_line(two_gpus()), "backends: cpu (oneDNN); cuda: compiled, 2 devices");
 }
