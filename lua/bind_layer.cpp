@@ -33,6 +33,13 @@ void push_layer(lua_State* L, LayerPtr layer) { push_box(L, kLayerType, std::mov
 
 namespace {
 
+// layer:clone(): a separate copy (same options, name and values; its own weights), for using a
+// layer's design in another net: a layer belongs to one net.
+int layer_clone(lua_State* L) {
+    push_layer(L, check_layer(L, 1)->clone());
+    return 1;
+}
+
 int layer_kind(lua_State* L) {
     lua_pushstring(L, std::string(check_layer(L, 1)->kind()).c_str());
     return 1;
@@ -262,6 +269,7 @@ int layer_tostring(lua_State* L) {
 
 const luaL_Reg kMethods[] = {
     {"kind", wrap<layer_kind>},
+    {"clone", wrap<layer_clone>},
     {"name", wrap<layer_name>},
     {"options_text", wrap<layer_options_text>},
     {"output_shape", wrap<layer_output_shape>},

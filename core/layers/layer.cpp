@@ -8,6 +8,49 @@
 
 namespace tandem {
 
+void Layer::adopt(Layer& child) {
+    TANDEM_CHECK_AS(ConfigError, !in_engine_)
+        << "cannot add " << child.label() << ": this net is trained by an engine, which placed it as "
+        << "it was when T.Engine was built; add layers before building the engine (or free it first)";
+    TANDEM_CHECK_AS(ConfigError, child.container_ == nullptr || child.container_ == this)
+        << "layer " << child.label() << " is already inside " << child.container_->label()
+        << "; a layer belongs to one net (layer:clone() makes a separate copy)";
+    child.container_ = this;
+}
+
+void Layer::let_go(Layer& child) noexcept {
+    if (child.container_ == this) child.container_ = nullptr;
+}
+
+namespace {
+
+bool any_in_engine(Layer& root) {
+    if (root.in_engine()) return true;
+    for (Layer* child : root.children())
+        if (any_in_engine(*child)) return true;
+    return false;
+}
+
+}  // namespace
+
+void Layer::claim_for_engine(Layer& root) {
+    TANDEM_CHECK_AS(ConfigError, !any_in_engine(root))
+        << "this net (or a layer in it) is already trained by another engine (engine:free() that one "
+        << "first, or build another net): two engines would move and update the same weights";
+    std::vector<Layer*> todo{&root};
+    while (!todo.empty()) {
+        Layer* layer = todo.back();
+        todo.pop_back();
+        layer->in_engine_ = true;
+        for (Layer* child : layer->children()) todo.push_back(child);
+    }
+}
+
+void Layer::release_from_engine(Layer& root) noexcept {
+    root.in_engine_ = false;
+    for (Layer* child : root.children()) release_from_engine(*child);
+}
+
 std::string Layer::label() const {
     // A layer outside any container has no name yet: its kind says enough.
     if (name_.empty()) return std::string(kind());

@@ -77,6 +77,17 @@ public:
     // Sub-layers, for containers and blocks.
     virtual std::vector<Layer*> children() { return {}; }
 
+    // A layer belongs to one net: the container holding it (null at the top). Sharing a layer
+    // between two nets would tie their weights and names together, so a container refuses a
+    // layer another one holds (clone() makes a separate copy).
+    const Layer* container() const { return container_; }
+    // Whether an engine trains the net this layer is in: its containers then take no new
+    // layers (the engine placed the net as it was) and no other engine takes it.
+    bool in_engine() const { return in_engine_; }
+    // The engine's claim on the whole tree under `root`, and its release (Engine).
+    static void claim_for_engine(Layer& root);
+    static void release_from_engine(Layer& root) noexcept;
+
     // A new layer with the same options, name and kernel choice whose parameters and buffers
     // hold copies of this layer's values, on the host device: a worker group's replica.
     virtual LayerPtr clone() const = 0;
@@ -101,10 +112,16 @@ protected:
     // Gives `copy` (a fresh layer of the same kind and options) this layer's name, kernel
     // choice, parameter and buffer values; returns it. clone()'s common part.
     LayerPtr finish_clone(LayerPtr copy) const;
+    // Containers: take `child` (ConfigError naming it when another container holds it, or when
+    // an engine trains this net), and let it go when the container ends.
+    void adopt(Layer& child);
+    void let_go(Layer& child) noexcept;
 
 private:
     std::string name_;
     std::string kernel_impl_;
+    const Layer* container_ = nullptr;
+    bool in_engine_ = false;
 };
 
 // Every parameter (or buffer) under `root` with a dotted name: "block2.body.conv1.weight".

@@ -23,8 +23,22 @@ Residual::Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential>
     TANDEM_CHECK_AS(ConfigError, body_ != nullptr) << "Residual: the body cannot be null";
     TANDEM_CHECK_AS(ConfigError, body_ != shortcut_)
         << "Residual: the shortcut cannot be the body itself (build another Sequential)";
+    adopt(*body_);
+    if (shortcut_) {
+        try {
+            adopt(*shortcut_);
+        } catch (...) {
+            let_go(*body_);
+            throw;
+        }
+    }
     body_->set_name("body");
     if (shortcut_) shortcut_->set_name("shortcut");
+}
+
+Residual::~Residual() {
+    let_go(*body_);
+    if (shortcut_) let_go(*shortcut_);
 }
 
 LayerPtr Residual::clone() const {

@@ -17,6 +17,7 @@ class Residual final : public Layer {
 public:
     // Throws ConfigError when body is null or the shortcut is the body itself.
     Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential> shortcut);
+    ~Residual() override;
 
     Sequential& body() { return *body_; }
     // Null for the identity shortcut.

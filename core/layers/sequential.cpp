@@ -22,7 +22,16 @@ std::string default_name_prefix(std::string_view kind) {
 }
 
 Sequential::Sequential(std::vector<LayerPtr> layers) {
-    for (auto& layer : layers) add(std::move(layer));
+    try {
+        for (auto& layer : layers) add(std::move(layer));
+    } catch (...) {
+        for (auto& layer : layers_) let_go(*layer);  // the half-built container lets go of its layers
+        throw;
+    }
+}
+
+Sequential::~Sequential() {
+    for (auto& layer : layers_) let_go(*layer);
 }
 
 void Sequential::add(LayerPtr layer) {
@@ -32,24 +41,25 @@ void Sequential::add(LayerPtr layer) {
         TANDEM_CHECK_AS(ConfigError, existing != layer)
             << "Sequential: layer " << layer->label()
             << " is already in this container (a layer can appear once; build another)";
-    if (layer->name().empty()) {
+    auto taken = [&](const std::string& n) {
+        for (const auto& e : layers_)
+            if (e->name() == n) return true;
+        return false;
+    };
+    // Every check comes before any change: a refused layer stays as it was.
+    std::string name = layer->name();
+    if (name.empty()) {
         const std::string prefix = default_name_prefix(layer->kind());
         int count = 1;
         for (const auto& existing : layers_)
             if (default_name_prefix(existing->kind()) == prefix) ++count;
-        std::string candidate = prefix + std::to_string(count);
-        auto taken = [&](const std::string& n) {
-            for (const auto& e : layers_)
-                if (e->name() == n) return true;
-            return false;
-        };
-        while (taken(candidate)) candidate = prefix + std::to_string(++count);
-        layer->set_name(candidate);
+        name = prefix + std::to_string(count);
+        while (taken(name)) name = prefix + std::to_string(++count);
     } else {
-        for (const auto& existing : layers_)
-            TANDEM_CHECK_AS(ConfigError, existing->name() != layer->name())
-                << "Sequential: two layers are named '" << layer->name() << "'";
+        TANDEM_CHECK_AS(ConfigError, !taken(name)) << "Sequential: two layers are named '" << name << "'";
     }
+    adopt(*layer);
+    layer->set_name(std::move(name));
     layers_.push_back(std::move(layer));
 }
 

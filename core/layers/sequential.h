@@ -16,6 +16,7 @@ class Sequential : public Layer {
 public:
     Sequential() = default;
     explicit Sequential(std::vector<LayerPtr> layers);
+    ~Sequential() override;
 
     std::string_view kind() const override { return "Sequential"; }
     LayerPtr clone() const override;

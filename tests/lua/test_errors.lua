@@ -113,6 +113,37 @@ t.test('a net cannot contain itself', function()
   t.raises(function() body:add(block) end, 'contains this Sequential')
 end)
 
+t.test('a layer belongs to one net, a net to one engine', function()
+  local conv = nn.Conv2d(1, 2, 3)
+  local a = nn.Sequential{conv, nn.ReLU()}
+  -- Sharing a layer tied two nets' weights and names together.
+  t.raises(function() nn.Sequential{conv} end, "layer 'conv1' (Conv2d) is already inside")
+  t.raises(function() nn.Sequential{}:add(conv) end, 'a layer belongs to one net (layer:clone() makes a separate copy)')
+  local copy = conv:clone()
+  t.eq(copy:name(), 'conv1')
+  local b = nn.Sequential{copy}
+  t.eq(b:size(), 1)
+  -- A refused layer is left as it was (its name too), and is free to join another net later.
+  local free_relu = nn.ReLU({name = 'mine'})
+  local named = nn.Sequential{nn.ReLU({name = 'mine'})}
+  t.raises(function() named:add(free_relu) end, "two layers are named 'mine'")
+  t.eq(nn.Sequential{free_relu}:size(), 1)
+  -- A net trained by an engine: no second engine, no new layers, until it is freed.
+  local net = nn.Sequential{nn.Flatten(), nn.Linear(4, 2)}
+  local sgd = T.optim.SGD{lr = 0.1}
+  local devices = T.devices('cpu', 1, {threads = 1})
+  local e = T.Engine{net = net, optim = sgd, devices = devices}
+  t.raises(function() T.Engine{net = net, optim = sgd, devices = devices} end, 'already trained by another engine')
+  t.raises(function() net:add(nn.ReLU()) end, 'this net is trained by an engine')
+  t.raises(function() T.Engine{net = nn.Sequential{net}, optim = sgd, devices = devices} end,
+           'already trained by another engine')
+  e:free()
+  net:add(nn.ReLU())
+  local again = T.Engine{net = net, optim = sgd, devices = devices}
+  t.eq(again:net():size(), 3)
+  again:free()
+end)
+
 t.test('layer methods check their arguments', function()
   local conv = nn.Conv2d(3, 4, 3)
   t.raises(function() conv:forward(T.zeros{1, 2, 5, 5}) end,
