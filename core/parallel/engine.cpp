@@ -24,6 +24,8 @@ void check_batch(const Tensor& images, const Tensor& labels) {
                                     labels.shape()[0] == images.shape()[0])
         << "labels must be i32 with one per image: images " << images.description()
         << ", labels " << labels.description();
+    // An empty batch has no mean loss (and would split into empty micro-batches).
+    TANDEM_CHECK_AS(ShapeError, images.shape()[0] > 0) << "the batch is empty: images " << images.description();
 }
 
 // Stage boundaries: 0, the cuts, the layer count. Without cuts, stages of nearly equal layer

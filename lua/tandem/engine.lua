@@ -134,7 +134,7 @@ local function evaluate(engine, data, o)
     if o ~= nil then error("evaluate: a T.data.Loader brings its own batch; give no options", 2) end
     for images, labels in data:batches(1) do add(images, labels) end
   else
-    o = options(o, 'evaluate', {'batch'})
+    o = options(o, 'evaluate', {'batch'}, {batch = check.positive_int})
     local batch = o.batch or 1000
     local n = data:size()
     local order = core.data.epoch_order(n, 0, 0, false)

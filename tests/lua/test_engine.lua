@@ -49,6 +49,20 @@ t.test('an engine trains: the loss falls and evaluation sees it', function()
   t.eq(engine:steps(), 24)
 end)
 
+t.test('an empty batch and a bad evaluation batch are refused, not a crash', function()
+  local engine = engine_for(tiny_net(), 1)
+  local images = T.tensor({}, {0, 1, 8, 8})
+  local labels = T.tensor({}, {0}, {dtype = 'i32'})
+  t.raises(function() engine:step(images, labels) end, {'the batch is empty'})
+  t.raises(function() engine:evaluate_batch(images, labels) end, {'the batch is empty'})
+  local data = toy_data(8)
+  for _, bad in ipairs({0, -3, 1.5, 'x'}) do
+    t.raises(function() engine:evaluate(data, {batch = bad}) end,
+             {"evaluate: option 'batch' must be a positive integer"})
+  end
+  t.eq(engine:steps(), 0)
+end)
+
 t.test('save and load resume exactly', function()
   local data = toy_data(32)
   local order = T.data.epoch_order(32, 1, 1, false)
