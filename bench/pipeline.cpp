@@ -158,7 +158,7 @@ Run run(const Config& l, const Args& args) {
     o.loss = std::make_shared<CrossEntropy>();
     for (int i = 0; i < l.groups * l.stages; ++i)
         o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, l.threads}));
-    o.sgd = SgdOptions{0.01f, 0.9f, 0.f, 5e-4f, true};
+    o.optimizer.sgd = SgdOptions{0.01f, 0.9f, 0.f, 5e-4f, true};
     o.layout = tandem::Layout::channels_last;
     o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro_batches;
     o.parallel.pipeline = l.schedule;

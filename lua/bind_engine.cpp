@@ -1,11 +1,12 @@
-// tandem.Engine, tandem.SGD and tandem.Schedule: training from a recipe.
+// tandem.Engine, tandem.Optimizer and tandem.Schedule: training from a recipe.
 //
 //   T.Engine{net =, loss =, devices =, optim =, schedule =, seed =, layout =}   (engine.lua
 //   checks the options and calls core.engine_new with plain values)
-//   engine:step(images, labels) -> {loss =, accuracy =, samples =, lr =}
+//   engine:step(images, labels) -> {loss =, accuracy =, samples =, lr = [, grad_norm =]}
 //   engine:evaluate_batch(images, labels) -> {loss =, correct =, count =}   (sums)
 //   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
-//   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =}
+//   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
+//   T.optim.Adam{lr =, betas =, eps =, weight_decay =, clip_norm =}, T.optim.AdamW{...}
 //   T.schedule.Constant/Step/MultiStep/Cosine/Warmup/Hybrid{...}, schedule:lr(step)
 #include <cmath>
 #include <cstdio>
@@ -37,26 +38,52 @@ SchedulePtr& check_schedule(lua_State* L, int index) {
 
 // --- optimizers and schedules ---
 
-// core.optim_sgd{lr =, momentum =, dampening =, weight_decay =, nesterov =}
+float option_float(lua_State* L, const char* key, float fallback) {
+    return static_cast<float>(option_number(L, 1, key, fallback));
+}
+
+// Validates now, so the error points at the constructor.
+void push_optimizer(lua_State* L, const OptimizerOptions& o) {
+    (void)make_optimizer(o);
+    push_box(L, kOptimizerType, o);
+}
+
+// core.optim_sgd{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
 int optim_sgd(lua_State* L) {
-    check_options(L, 1, "T.optim.SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov"});
-    SgdOptions o;
-    o.lr = static_cast<float>(option_number(L, 1, "lr", o.lr));
-    o.momentum = static_cast<float>(option_number(L, 1, "momentum", o.momentum));
-    o.dampening = static_cast<float>(option_number(L, 1, "dampening", o.dampening));
-    o.weight_decay = static_cast<float>(option_number(L, 1, "weight_decay", o.weight_decay));
-    o.nesterov = option_bool(L, 1, "nesterov", o.nesterov);
-    Sgd check(o);  // validates now, so the error points at the constructor
-    push_box(L, kSgdType, o);
+    check_options(L, 1, "T.optim.SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_norm"});
+    OptimizerOptions o;
+    SgdOptions& s = o.sgd;
+    s.lr = option_float(L, "lr", s.lr);
+    s.momentum = option_float(L, "momentum", s.momentum);
+    s.dampening = option_float(L, "dampening", s.dampening);
+    s.weight_decay = option_float(L, "weight_decay", s.weight_decay);
+    s.nesterov = option_bool(L, 1, "nesterov", s.nesterov);
+    o.clip_norm = option_float(L, "clip_norm", 0.f);
+    push_optimizer(L, o);
     return 1;
 }
 
-int sgd_tostring(lua_State* L) {
-    const SgdOptions& o = check_box<SgdOptions>(L, 1, kSgdType, "optimizer");
-    char text[128];
-    std::snprintf(text, sizeof text, "SGD(lr %g, momentum %g, weight_decay %g%s)", double(o.lr),
-                  double(o.momentum), double(o.weight_decay), o.nesterov ? ", nesterov" : "");
-    lua_pushstring(L, text);
+// core.optim_adam{lr =, beta1 =, beta2 =, eps =, weight_decay =, decoupled =, clip_norm =}
+// (engine.lua's T.optim.Adam and AdamW give betas as a pair)
+int optim_adam(lua_State* L) {
+    check_options(L, 1, "T.optim.Adam",
+                  {"lr", "beta1", "beta2", "eps", "weight_decay", "decoupled", "clip_norm"});
+    OptimizerOptions o;
+    o.kind = OptimizerKind::adam;
+    AdamOptions& a = o.adam;
+    a.lr = option_float(L, "lr", a.lr);
+    a.beta1 = option_float(L, "beta1", a.beta1);
+    a.beta2 = option_float(L, "beta2", a.beta2);
+    a.eps = option_float(L, "eps", a.eps);
+    a.weight_decay = option_float(L, "weight_decay", a.weight_decay);
+    a.decoupled = option_bool(L, 1, "decoupled", a.decoupled);
+    o.clip_norm = option_float(L, "clip_norm", 0.f);
+    push_optimizer(L, o);
+    return 1;
+}
+
+int optimizer_tostring(lua_State* L) {
+    lua_pushstring(L, check_box<OptimizerOptions>(L, 1, kOptimizerType, "optimizer").description().c_str());
     return 1;
 }
 
@@ -153,7 +180,7 @@ int engine_new(lua_State* L) {
         o.devices.push_back(check_device(L, lua_gettop(L)));
         lua_pop(L, 1);
     }
-    o.sgd = check_box<SgdOptions>(L, 4, kSgdType, "optimizer");
+    o.optimizer = check_box<OptimizerOptions>(L, 4, kOptimizerType, "optimizer");
     if (!lua_isnoneornil(L, 5)) o.schedule = check_schedule(L, 5);
     o.seed = static_cast<std::uint64_t>(check_int(L, 6));
     o.layout = check_layout(7, check_string(L, 7));
@@ -163,11 +190,15 @@ int engine_new(lua_State* L) {
     return 1;
 }
 
-// engine:step(images, labels) -> {loss, accuracy, samples, lr}
+// engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm]}
 int engine_step(lua_State* L) {
     auto engine = check_engine(L, 1);
     const StepResult r = engine->step(check_tensor(L, 2), check_tensor(L, 3));
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
+    if (engine->options().optimizer.clip_norm > 0) {
+        lua_pushnumber(L, r.grad_norm);
+        lua_setfield(L, -2, "grad_norm");
+    }
     lua_pushnumber(L, r.loss);
     lua_setfield(L, -2, "loss");
     lua_pushnumber(L, r.accuracy);
@@ -342,7 +373,7 @@ const luaL_Reg kEngineMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kSgdMethods[] = {{nullptr, nullptr}};
+const luaL_Reg kOptimizerMethods[] = {{nullptr, nullptr}};
 
 const luaL_Reg kScheduleMethods[] = {
     {"lr", wrap<schedule_lr>},
@@ -352,6 +383,7 @@ const luaL_Reg kScheduleMethods[] = {
 const luaL_Reg kFunctions[] = {
     {"engine_new", wrap<engine_new>},
     {"optim_sgd", wrap<optim_sgd>},
+    {"optim_adam", wrap<optim_adam>},
     {"schedule_constant", wrap<schedule_constant>},
     {"schedule_step", wrap<schedule_step>},
     {"schedule_multistep", wrap<schedule_multistep>},
@@ -366,8 +398,8 @@ const luaL_Reg kFunctions[] = {
 void register_engine(lua_State* L, int module) {
     define_type(L, module, {kEngineType, wrap<release_box<EnginePtr, kEngineType>>,
                             kEngineMethods, wrap<engine_tostring>});
-    define_type(L, module, {kSgdType, wrap<release_box<SgdOptions, kSgdType>>, kSgdMethods,
-                            wrap<sgd_tostring>});
+    define_type(L, module, {kOptimizerType, wrap<release_box<OptimizerOptions, kOptimizerType>>,
+                            kOptimizerMethods, wrap<optimizer_tostring>});
     define_type(L, module, {kScheduleType, wrap<release_box<SchedulePtr, kScheduleType>>,
                             kScheduleMethods, wrap<schedule_tostring>});
     add_functions(L, module, kFunctions);

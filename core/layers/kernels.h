@@ -202,6 +202,14 @@ struct SgdHyper {
     bool nesterov;
 };
 
+// One Adam (AdamW) step's numbers; the bias corrections of the parameter's step t come worked
+// out: step_size = lr / (1 - beta1^t), bias_correction2_sqrt = sqrt(1 - beta2^t).
+struct AdamHyper {
+    float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+    bool decoupled = false;  // AdamW
+    float step_size = 0, bias_correction2_sqrt = 1;
+};
+
 struct TensorOpsConfig {
     auto operator<=>(const TensorOpsConfig&) const = default;
 };
@@ -226,6 +234,12 @@ struct TensorOpsKernel {
     //   signalled by first_step);  d = nesterov ? g + momentum * buf : buf;  w -= lr * d.
     virtual void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
                             const SgdHyper& hyper, bool first_step) = 0;
+    // One Adam or AdamW step on one parameter (PyTorch's single-tensor definition, both moments
+    // updated in place):  AdamW: w *= 1 - lr * wd, g = grad;  Adam: g = grad + wd * w;
+    //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g;
+    //   w -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps).
+    virtual void adam_update(Tensor& weights, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                             const AdamHyper& hyper) = 0;
     // sum of squares (double accumulation), for gradient norms and tests.
     virtual double sum_squares(const Tensor& src) = 0;
 };

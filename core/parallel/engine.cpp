@@ -121,7 +121,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
         replica->loss = g == 0 ? options_.loss
                                : std::make_shared<CrossEntropy>(options_.loss->label_smoothing());
-        replica->sgd = std::make_unique<Sgd>(options_.sgd);
+        replica->optimizer = make_optimizer(options_.optimizer);
         replicas_.push_back(std::move(replica));
     }
     if (total_groups() > 1) {
@@ -145,10 +145,11 @@ void Engine::place(std::vector<std::size_t> bounds) {
             parts.group = g, parts.stage = s;
             parts.rank = global_group(g), parts.replicas = total_groups();
             parts.device = &stage_device(g, s);
-            parts.net = replica.net, parts.loss = replica.loss, parts.sgd = replica.sgd.get();
+            parts.net = replica.net, parts.loss = replica.loss, parts.optimizer = replica.optimizer.get();
             parts.begin = stage_begin(s), parts.end = stage_begin(s + 1);
             parts.communicator = communicators_.empty() ? nullptr : communicators_[static_cast<std::size_t>(s)].get();
             parts.parallel = &options_.parallel;
+            parts.clip_norm = options_.optimizer.clip_norm;
             parts.layout = options_.layout;
             parts.trace = options_.trace.get();
             stages_.push_back(std::make_unique<Stage>(std::move(parts)));
@@ -196,7 +197,7 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
     // Profiling runs a copy: the net's own weights stay where they are.
     auto copy = std::static_pointer_cast<Sequential>(options_.net->clone());
     const NetProfile profile = profile_net(*copy, *options_.loss, stage_device(0, 0), sample, micro, po);
-    const std::vector<LayerCost> costs = layer_costs(profile, options_.sgd.momentum != 0.f);
+    const std::vector<LayerCost> costs = layer_costs(profile, options_.optimizer.state_buffers());
     PartitionOptions o;
     o.stages = p.stages;
     o.schedule = p.pipeline;
@@ -214,7 +215,7 @@ Device& Engine::stage_device(int group, int stage) const {
 }
 
 float Engine::current_lr() const {
-    return options_.schedule ? options_.schedule->lr(step_) : options_.sgd.lr;
+    return options_.schedule ? options_.schedule->lr(step_) : options_.optimizer.lr();
 }
 
 Stage& Engine::stage(int group, int stage) const {
@@ -236,6 +237,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     plan.sample_offset = offset;
     plan.loss_scale = 1.0f / static_cast<float>(global_batch);
     if (p.batch_norm == BatchNormMode::deferred) plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
+    plan.gradient_squares.assign(static_cast<std::size_t>(p.groups * p.stages), 0.0);
     run(plan);
 
     // Every worker has finished its backward and all-reduce: only now do weights change, so a
@@ -259,6 +261,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     result.samples = total.count;
     result.loss = total.loss / static_cast<double>(total.count);
     result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
+    if (options_.optimizer.clip_norm > 0) result.grad_norm = group_gradient_norm(plan, 0, p.stages);
     ++step_;
     return result;
 }
@@ -292,6 +295,7 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     spec.parameter_bytes = layer_parameter_bytes_;
     spec.replicas = mode == Mode::train ? total_groups() : 1;
     spec.step = step_;
+    spec.clip_gradients = options_.optimizer.clip_norm > 0;
     return spec;
 }
 
@@ -335,7 +339,7 @@ void Engine::save(const std::string& path, const std::map<std::string, std::stri
     for (auto& p : named_parameters(*options_.net)) tensors.emplace_back("model." + p.name, p.parameter->value);
     for (auto& b : named_buffers(*options_.net)) tensors.emplace_back("model." + b.name, b.parameter->value);
     // Replicas are identical after every step: group 0's copy speaks for all.
-    for (auto& [name, t] : replicas_.front()->sgd->state()) tensors.emplace_back("optim." + name, t);
+    for (auto& [name, t] : replicas_.front()->optimizer->state()) tensors.emplace_back("optim." + name, t);
     std::map<std::string, std::string> meta = metadata;
     meta["format"] = kFormat;
     meta["step"] = std::to_string(step_);
@@ -375,7 +379,7 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     } catch (const std::exception&) {
         TANDEM_THROW(DataError) << path << ": metadata 'step' is missing or not a number";
     }
-    for (auto& replica : replicas_) replica->sgd->load_state(optim_state, named_parameters(*replica->net));
+    for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
 
     for (auto& [parameter, value] : updates) parameter->value.copy_from(value);
     // The other replicas take the same values, by position (their names are the same).

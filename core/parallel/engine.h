@@ -34,7 +34,7 @@
 #include "layers/cross_entropy.h"
 #include "layers/sequential.h"
 #include "optim/schedules.h"
-#include "optim/sgd.h"
+#include "optim/optimizer.h"
 #include "parallel/parallel_options.h"
 #include "parallel/program.h"
 
@@ -48,8 +48,8 @@ struct EngineOptions {
     std::shared_ptr<Sequential> net;
     std::shared_ptr<CrossEntropy> loss;
     std::vector<std::shared_ptr<Device>> devices;
-    SgdOptions sgd;
-    std::shared_ptr<Schedule> schedule;  // null: sgd.lr throughout
+    OptimizerOptions optimizer;
+    std::shared_ptr<Schedule> schedule;  // null: the optimizer's lr throughout
     std::uint64_t seed = 1;
     // Activations' memory layout; channels_last lets oneDNN skip layout conversions.
     Layout layout = Layout::contiguous;
@@ -64,6 +64,9 @@ struct StepResult {
     double accuracy = 0;  // fraction of the batch classified right
     std::int64_t samples = 0;
     float lr = 0;         // the learning rate this step used
+    // With gradient clipping: the global norm of the gradients before clipping (group 0's;
+    // synchronous SGD gives every group the same). 0 without.
+    double grad_norm = 0;
 };
 
 // An engine's claim on the net it trains (Layer::claim_for_engine), released when it ends.

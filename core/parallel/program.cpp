@@ -23,6 +23,7 @@ std::string_view op_name(OpKind kind) {
     case OpKind::sum_gradients: return "sum gradients";
     case OpKind::all_reduce: return "all-reduce";
     case OpKind::wait_lane: return "wait for all-reduce";
+    case OpKind::gradient_norm: return "gradient norm";
     case OpKind::barrier: return "barrier";
     case OpKind::update: return "optimizer";
     case OpKind::average_weights: return "average weights";
@@ -47,6 +48,7 @@ std::string_view op_category(OpKind kind) {
     case OpKind::sum_gradients: return "gradients";
     case OpKind::all_reduce:
     case OpKind::average_weights: return "allreduce";
+    case OpKind::gradient_norm:
     case OpKind::update:
     case OpKind::fold_batch_norm: return "optimizer";
     case OpKind::wait_lane:
@@ -241,6 +243,7 @@ private:
     }
 
     void write_update() {
+        if (spec_.clip_gradients) add({.kind = OpKind::gradient_norm});
         add({.kind = OpKind::barrier});
         add({.kind = OpKind::update});
         if (averages_after(p_, spec_.replicas, spec_.step)) add({.kind = OpKind::average_weights});

@@ -15,6 +15,7 @@
 //                                  piece followed by the all_reduce of the buckets it
 //                                  finished), [stash_gradients], send_gradient (not the first)
 //   then:                          [sum_gradients], all_reduce of each bucket | wait_lane,
+//                                  [gradient_norm],
 //   barrier (every device has finished: a failed step changes no weight), update,
 //                                  [average_weights], [fold_batch_norm].
 // Synchronised batch norm runs a stage's micro-batches together: every input, one forward
@@ -51,6 +52,7 @@ enum class OpKind {
     sum_gradients,       // deterministic mode: the stashed gradients summed in a fixed order
     all_reduce,          // bucket `bucket` with the other replicas of the stage
     wait_lane,           // the worker waits for the all-reduces posted to its lane
+    gradient_norm,       // gradient clipping: the sum of squares of the stage's final gradients
     barrier,             // every device of the step has come this far
     update,              // the optimizer step
     average_weights,     // model averaging: weights and buffers averaged over the replicas
@@ -100,6 +102,9 @@ struct ProgramSpec {
     // Copies of each stage whose gradients are reduced together: the groups of every process.
     int replicas = 1;
     std::int64_t step = 0;  // the step the program is for (model averaging's period)
+    // The optimizer clips gradients by their global norm: each stage adds up its squares
+    // before the barrier, and the update scales by what the group's stages found together.
+    bool clip_gradients = false;
 };
 
 // A stage's gradient buckets, as GradientBuckets groups them: in backward order (last layer

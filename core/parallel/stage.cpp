@@ -99,7 +99,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     const int group = parts_.group, stage = parts_.stage, micro_batches = plan.micro_batches;
     const bool train = plan.mode == Mode::train;
     Trace* trace = parts_.trace;
-    if (train) Sgd::zero_grad(parameters_);
+    if (train) Optimizer::zero_grad(parameters_);
 
     Run run(plan, static_cast<std::size_t>(micro_batches));
     if (train && !plan.statistics.empty())
@@ -209,6 +209,14 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             break;
         }
         case OpKind::wait_lane: lane_->wait(); break;
+        case OpKind::gradient_norm: {
+            span(traced);
+            double squares = 0;
+            for (auto& np : parameters_)
+                if (np.parameter->grad.defined()) squares += tensor_ops(dev).sum_squares(np.parameter->grad);
+            plan.gradient_squares[static_cast<std::size_t>(group * p.stages + stage)] = squares;
+            break;
+        }
         default: TANDEM_THROW(Error) << "op '" << op_name(op.kind) << "' cannot run before the step's barrier";
         }
     }
@@ -277,12 +285,23 @@ void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr,
         TraceSpan span(parts_.trace, parts_.device->name(), op_name(op->kind), op_category(op->kind));
         step_args(span, plan).arg("stage", parts_.stage);
         switch (op->kind) {
-        case OpKind::update: parts_.sgd->step(parameters_, lr); break;
+        case OpKind::update:
+            if (parts_.clip_norm > 0) clip_gradients(plan);
+            parts_.optimizer->step(parameters_, lr);
+            break;
         case OpKind::average_weights: average_weights(); break;
         case OpKind::fold_batch_norm: fold_batch_norm(plan, copies); break;
         default: TANDEM_THROW(Error) << "op '" << op_name(op->kind) << "' cannot run after the step's barrier";
         }
     }
+}
+
+void Stage::clip_gradients(const StepPlan& plan) {
+    const double factor = clip_factor(group_gradient_norm(plan, parts_.group, parts_.parallel->stages), parts_.clip_norm);
+    if (factor >= 1) return;
+    for (auto& np : parameters_)
+        if (np.parameter->grad.defined())
+            tensor_ops(*parts_.device).scale(np.parameter->grad, static_cast<float>(factor));
 }
 
 void Stage::average_weights() {

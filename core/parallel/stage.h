@@ -17,7 +17,7 @@
 
 #include "layers/cross_entropy.h"
 #include "layers/sequential.h"
-#include "optim/sgd.h"
+#include "optim/optimizer.h"
 #include "parallel/buckets.h"
 #include "parallel/parallel_options.h"
 #include "parallel/program.h"
@@ -38,10 +38,11 @@ struct StageParts {
     Device* device = nullptr;
     std::shared_ptr<Sequential> net;     // the group's replica; the stage runs [begin, end)
     std::shared_ptr<CrossEntropy> loss;  // the group's: its last stage computes it
-    Sgd* sgd = nullptr;                  // the group's optimizer, over this stage's parameters
+    Optimizer* optimizer = nullptr;      // the group's, over this stage's parameters
     std::size_t begin = 0, end = 0;
     Communicator* communicator = nullptr;  // among the replicas of the stage; null with one
     const ParallelOptions* parallel = nullptr;
+    float clip_norm = 0;  // > 0: gradients clipped to this global norm before the update
     Layout layout = Layout::contiguous;  // of the images as the first stage takes them
     Trace* trace = nullptr;
 };
@@ -81,6 +82,7 @@ private:
     void fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& copies);
     std::vector<BatchNorm2d*> batch_norms() const;
     float loss_scale(const StepPlan& plan) const;
+    void clip_gradients(const StepPlan& plan);
 
     StageParts parts_;
     std::vector<NamedParameter> parameters_;

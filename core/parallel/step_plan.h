@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -48,9 +49,21 @@ struct StepPlan {
     std::vector<LossSums> sums;  // per micro-batch, from the last stages
     // Per group and stage (g * S + s), for deferred batch norm.
     std::vector<BatchStatistics> statistics;
+    // Per group and stage (g * S + s), for gradient clipping: the sum of squares of the
+    // stage's gradients (its gradient_norm op), read by every stage of the group after the
+    // barrier.
+    std::vector<double> gradient_squares;
     // Per group and stage (g * S + s); built once per kind of run and shared (Engine::programs).
     std::shared_ptr<const std::vector<DeviceProgram>> programs;
     const DeviceProgram& program(int device) const { return (*programs)[static_cast<std::size_t>(device)]; }
 };
+
+// The global norm of group `group`'s gradients: its stages' gradient_squares added in stage
+// order (every stage of the group finds the same number).
+inline double group_gradient_norm(const StepPlan& plan, int group, int stages) {
+    double squares = 0;
+    for (int s = 0; s < stages; ++s) squares += plan.gradient_squares[static_cast<std::size_t>(group * stages + s)];
+    return std::sqrt(squares);
+}
 
 }  // namespace tandem

@@ -65,7 +65,7 @@ const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::
 }
 
 std::vector<LayerCost> MeasuredCostModel::layer_costs(const TopologyDevice& device, std::int64_t batch) const {
-    return tandem::layer_costs(profile(device, batch), momentum_);
+    return tandem::layer_costs(profile(device, batch), momentum_ ? 1 : 0);
 }
 
 double MeasuredCostModel::loss_ms(const TopologyDevice& device, std::int64_t batch) const {

@@ -97,7 +97,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
             auto layer_clock = [&] { return it < layer_steps ? settled_now(device) : Clock::time_point{}; };
             Tape tape;
             Pass pass{device, Mode::train, 0, tape, rng_key(o.seed, static_cast<std::uint64_t>(it))};
-            Sgd::zero_grad(params);
+            Optimizer::zero_grad(params);
             const auto step_start = settled_now(device);
             std::vector<Tensor> acts{x};
             for (std::size_t i = 0; i < n; ++i) {

@@ -148,6 +148,9 @@ void StepSimulator::build_queues() {
                 it.closes_span = op.layer_begin == begin;
                 if (it.closes_span) it.release = kept;  // the micro-batch's activations are spent
                 break;
+            // A pass reading the stage's gradients (CPU workers at their copy rate; on a GPU
+            // it is a small reduction beside the step, not modelled).
+            case OpKind::gradient_norm: it.work_ms = copy_ms(sim_.devices.back().memory.gradients); break;
             case OpKind::all_reduce:
                 it.kind = Item::reduce;
                 it.collective = collective_of.at({s, op.bucket});

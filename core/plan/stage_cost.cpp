@@ -6,7 +6,7 @@
 
 namespace tandem {
 
-std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum) {
+std::vector<LayerCost> layer_costs(const NetProfile& profile, int optimizer_buffers) {
     std::vector<LayerCost> costs;
     costs.reserve(profile.layers.size());
     std::size_t input = static_cast<std::size_t>(profile.input.numel()) * sizeof(float);
@@ -17,7 +17,7 @@ std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum) {
         c.backward_ms = lp.backward_ms;
         c.parameter_bytes = lp.memory.parameter_bytes;
         c.parameter_tensor_bytes = lp.parameter_tensor_bytes;
-        c.optimizer_bytes = momentum ? lp.memory.parameter_bytes : 0;
+        c.optimizer_bytes = static_cast<std::size_t>(optimizer_buffers) * lp.memory.parameter_bytes;
         c.input_bytes = input;
         c.saved_bytes = lp.memory.saved_bytes;
         c.output_bytes = lp.memory.output_bytes;

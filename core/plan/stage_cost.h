@@ -6,7 +6,7 @@
 //
 //   weights     = sum of parameter bytes of its layers
 //   gradients   = weights                      (one gradient per parameter, accumulated)
-//   optimizer   = sum of optimizer state bytes (SGD momentum: = weights; none without momentum)
+//   optimizer   = sum of optimizer state bytes (SGD momentum: = weights; Adam: twice them)
 //   activations = F(s) x A(b, e)               without recomputation
 //               = F(s) x I(b) + A(b, e) - I(b)  with recomputation
 //
@@ -58,9 +58,9 @@ struct LayerCost {
     std::size_t activation_bytes() const { return input_bytes + saved_bytes; }
 };
 
-// The cost table of a profile taken at the micro-batch size. `momentum`: whether the
-// optimizer keeps a momentum buffer per parameter (SGD with momentum != 0).
-std::vector<LayerCost> layer_costs(const NetProfile& profile, bool momentum);
+// The cost table of a profile taken at the micro-batch size. `optimizer_buffers`: the
+// parameter-sized state tensors the optimizer keeps (OptimizerOptions::state_buffers).
+std::vector<LayerCost> layer_costs(const NetProfile& profile, int optimizer_buffers);
 
 struct StageMemory {
     std::size_t weights = 0;

@@ -87,6 +87,39 @@ t.test('save and load resume exactly', function()
   S.cleanup()
 end)
 
+t.test('Adam and AdamW train, resume exactly and clip by the global norm', function()
+  local data = toy_data(32)
+  local order = T.data.epoch_order(32, 1, 1, false)
+  local path = S.tmpname('.safetensors')
+  local function adam_engine(seed)
+    return T.Engine{net = tiny_net(), loss = nn.CrossEntropy(), devices = T.devices('cpu', 1, {threads = 1}),
+                    optim = T.optim.AdamW{lr = 0.01, betas = {0.8, 0.99}, clip_norm = 0.1}, seed = seed}
+  end
+  local straight, half = adam_engine(4), adam_engine(4)
+  local first, last
+  for step = 1, 4 do
+    local images, labels = data:batch(order, (step - 1) % 2 * 16 + 1, 16)
+    local r = straight:step(images, labels)
+    t.ok(r.grad_norm > 0.1, 'clipping had something to do: norm ' .. r.grad_norm)
+    first, last = first or r.loss, r.loss
+    if step <= 2 then half:step(images, labels) end
+  end
+  t.ok(last < first, ('loss %g -> %g'):format(first, last))
+  half:save(path)
+  local resumed = adam_engine(99)
+  assert(resumed:load(path))
+  for step = 3, 4 do resumed:step(data:batch(order, (step - 1) % 2 * 16 + 1, 16)) end
+  local a, b = straight:net():parameters(), resumed:net():parameters()
+  for name, tensor in pairs(a) do t.eq(tensor:to_flat(), b[name]:to_flat(), name) end
+  -- An SGD engine cannot take Adam's state, and says whose it is.
+  t.raises(function() engine_for(tiny_net(), 1):load(path) end, "SGD state: entry 'exp_avg.bn1.bias' is not SGD's (SGD keeps momentum): was it saved with another optimizer?")
+  t.eq(tostring(T.optim.Adam{}), 'Adam(lr 0.001, betas (0.9, 0.999), eps 1e-08, weight_decay 0)')
+  t.eq(tostring(T.optim.AdamW{lr = 0.1, clip_norm = 1}),
+       'AdamW(lr 0.1, betas (0.9, 0.999), eps 1e-08, weight_decay 0.01, clip_norm 1)')
+  t.eq(tostring(T.optim.SGD{lr = 0.1, momentum = 0.9}), 'SGD(lr 0.1, momentum 0.9, weight_decay 0)')
+  S.cleanup()
+end)
+
 t.test('load returns nil and a message for a missing file, raises for a broken one', function()
   local engine = engine_for(tiny_net(), 1)
   local ok, msg = engine:load('/nonexistent/ck.safetensors')
@@ -105,13 +138,20 @@ t.test('bad arguments raise errors that name them', function()
   t.raises(function() T.Engine{optim = T.optim.SGD{lr = 0.1}} end, 'option net is required')
   t.raises(function() T.Engine{net = tiny_net()} end, 'option optim is required')
   t.raises(function() T.Engine{net = 5, optim = T.optim.SGD{lr = 0.1}} end, 'tandem.Layer expected')
-  t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, 'tandem.SGD expected')
+  t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, 'tandem.Optimizer expected')
   t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{}, layout = 'nchw16c'} end,
            "layout must be 'contiguous' or 'channels_last'")
   t.raises(function() T.optim.SGD{lr = -1} end, 'invalid learning rate -1')
   t.raises(function() T.optim.SGD{learning_rate = 1} end, "unknown option 'learning_rate'")
   t.raises(function() T.optim.SGD{lr = 0.1, momentum = 5} end,
            'SGD: invalid momentum 5 (must be in [0, 1))')
+  t.raises(function() T.optim.SGD{lr = 0.1, clip_norm = -1} end, 'invalid clip_norm -1')
+  t.raises(function() T.optim.Adam{betas = 0.9} end,
+           "T.optim.Adam: option 'betas' must be a pair {beta1, beta2} of numbers, got 0.9")
+  t.raises(function() T.optim.AdamW{betas = {0.9, 1}} end, 'AdamW: invalid beta2 1 (betas must be in [0, 1))')
+  t.raises(function() T.optim.Adam{eps = 0} end, 'Adam: invalid eps 0 (must be > 0)')
+  t.raises(function() T.optim.Adam{lr = 'x'} end, "T.optim.Adam: option 'lr' must be a number, got 'x'")
+  t.raises(function() T.optim.AdamW{momentum = 0.9} end, "T.optim.AdamW: unknown option 'momentum'")
   t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {1.5}} end,
            'milestones must be whole step numbers, got 1.5')
   t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes the PyTorch reference fixtures the C++ tests compare against (tests/torch/fixtures).
 
 Each cases_*.py module beside this script has a function cases() returning

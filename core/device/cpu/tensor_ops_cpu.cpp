@@ -99,6 +99,30 @@ public:
         }
     }
 
+    void adam_update(Tensor& weights, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const AdamHyper& h) override {
+        check_same(weights, grad, "adam_update");
+        check_same(weights, exp_avg, "adam_update");
+        check_same(weights, exp_avg_sq, "adam_update");
+        float* w = weights.data<float>();
+        const float* g = grad.data<float>();
+        float* m = exp_avg.data<float>();
+        float* v = exp_avg_sq.data<float>();
+        const float shrink = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
+        const float l2 = h.decoupled ? 0.0f : h.weight_decay;
+        const std::int64_t n = weights.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) {
+            // PyTorch's order of operations, so results agree to rounding.
+            const float wi = w[i] * shrink;
+            const float gi = g[i] + l2 * wi;
+            m[i] = m[i] * h.beta1 + (1.0f - h.beta1) * gi;
+            v[i] = v[i] * h.beta2 + (1.0f - h.beta2) * gi * gi;
+            const float denom = std::sqrt(v[i]) / h.bias_correction2_sqrt + h.eps;
+            w[i] = wi - h.step_size * m[i] / denom;
+        }
+    }
+
     double sum_squares(const Tensor& src) override {
         const float* x = src.data<float>();
         const std::int64_t n = src.numel();

@@ -55,6 +55,19 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, std::int64_t n,
     }
 }
 
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::int64_t n, float shrink, float l2,
+                            float beta1, float beta2, float eps, float step_size, float bias_correction2_sqrt) {
+    TANDEM_GRID_STRIDE(i, n) {
+        // Same operation order as the CPU loop (tensor_ops_cpu.cpp).
+        const float wi = w[i] * shrink;
+        const float gi = g[i] + l2 * wi;
+        m[i] = m[i] * beta1 + (1.0f - beta1) * gi;
+        v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
+        const float denom = sqrtf(v[i]) / bias_correction2_sqrt + eps;
+        w[i] = wi - step_size * m[i] / denom;
+    }
+}
+
 __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* partials) {
     double v = 0;
     TANDEM_GRID_STRIDE(i, n) v += double(x[i]) * double(x[i]);
@@ -290,6 +303,15 @@ void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::
     sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, momentum_buffer, n, lr,
                                                        momentum, dampening, weight_decay,
                                                        nesterov, first_step);
+}
+
+void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, float lr,
+                 float beta1, float beta2, float eps, float weight_decay, bool decoupled, float step_size,
+                 float bias_correction2_sqrt, cudaStream_t stream) {
+    const float shrink = decoupled ? 1.0f - lr * weight_decay : 1.0f;
+    const float l2 = decoupled ? 0.0f : weight_decay;
+    adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, exp_avg, exp_avg_sq, n, shrink, l2, beta1,
+                                                        beta2, eps, step_size, bias_correction2_sqrt);
 }
 
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream) {

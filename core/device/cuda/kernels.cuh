@@ -24,6 +24,10 @@ void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
 void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
                 float lr, float momentum, float dampening, float weight_decay, bool nesterov,
                 bool first_step, cudaStream_t stream);
+// PyTorch's Adam and AdamW (see TensorOpsKernel::adam_update), moments updated in place.
+void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, float lr,
+                 float beta1, float beta2, float eps, float weight_decay, bool decoupled, float step_size,
+                 float bias_correction2_sqrt, cudaStream_t stream);
 // Per-block partial sums of squares in double: `blocks` values into partials (device).
 constexpr int kSumBlocks = 256;
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);

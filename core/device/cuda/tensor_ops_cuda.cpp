@@ -104,6 +104,22 @@ public:
         check_launch("sgd_update");
     }
 
+    void adam_update(Tensor& weights, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const AdamHyper& h) override {
+        check_same(weights, grad, "adam_update");
+        check_same(weights, exp_avg, "adam_update");
+        check_same(weights, exp_avg_sq, "adam_update");
+        const auto n = weights.numel();
+        float* w = float_ptr(weights, device_, n, "adam_update weights");
+        const float* g = float_ptr(grad, device_, n, "adam_update grad");
+        float* m = float_ptr(exp_avg, device_, n, "adam_update exp_avg");
+        float* v = float_ptr(exp_avg_sq, device_, n, "adam_update exp_avg_sq");
+        device_.activate();
+        kernels::adam_update(w, g, m, v, n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled,
+                             h.step_size, h.bias_correction2_sqrt, stream());
+        check_launch("adam_update");
+    }
+
     double sum_squares(const Tensor& src) override {
         const float* x = float_ptr(src, device_, -1, "sum_squares src");
         device_.activate();

@@ -53,7 +53,7 @@ std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Devi
     EngineOptions o;
     o.net = small_net();
     o.devices = std::move(devices);
-    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
     o.layout = run.layout;
     o.parallel.groups = run.groups;

@@ -380,6 +380,20 @@ TEST(CudaLayers, TensorOps) {
     }
     expect_near(gw, w, 1e-6, "sgd weights");
     expect_near(gbuf, buf, 1e-6, "sgd momentum");
+    // AdamW, two steps (the bias corrections of t = 1 and 2).
+    Tensor m = Tensor::zeros(s, cpu()), v = Tensor::zeros(s, cpu());
+    Tensor gm = m.to(gpu()), gv = v.to(gpu());
+    for (int t = 1; t <= 2; ++t) {
+        AdamHyper a;
+        a.lr = 0.01f, a.beta1 = 0.9f, a.beta2 = 0.999f, a.eps = 1e-8f, a.weight_decay = 0.01f, a.decoupled = true;
+        a.step_size = a.lr / (1.f - std::pow(a.beta1, float(t)));
+        a.bias_correction2_sqrt = std::sqrt(1.f - std::pow(a.beta2, float(t)));
+        c.adam_update(w, b, m, v, a);
+        g.adam_update(gw, b.to(gpu()), gm, gv, a);
+    }
+    expect_near(gw, w, 1e-6, "adam weights");
+    expect_near(gm, m, 1e-6, "adam exp_avg");
+    expect_near(gv, v, 1e-6, "adam exp_avg_sq");
 }
 
 // A kernel handed a tensor of another device refuses it by name, before any GPU work.

@@ -40,7 +40,7 @@ EngineOptions options_for(std::shared_ptr<Device> device, std::uint64_t seed) {
     EngineOptions o;
     o.net = small_net();
     o.devices = {std::move(device)};
-    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.schedule = std::make_shared<CosineSchedule>(0.05f, 20, 0.f);
     o.seed = seed;
     o.layout = Layout::channels_last;

@@ -82,7 +82,7 @@ EngineOptions options(int groups, int stages, int micro_batches, std::shared_ptr
     o.net = probed_net(std::move(shared));
     for (int i = 0; i < groups * stages; ++i)
         o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
-    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 5;
     o.layout = Layout::channels_last;  // (a contiguous conv on a worker thread leaks inside oneDNN)
     o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;

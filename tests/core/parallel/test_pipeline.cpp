@@ -2,6 +2,9 @@
 // against 1 x 1 x 1 on the whole batch; failures anywhere reach the caller; memory caps.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <tuple>
+
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
 #include "layers/batch_norm2d.h"
@@ -53,7 +56,7 @@ EngineOptions layout_options(int groups, int stages, int micro_batches,
     EngineOptions o;
     o.net = plain_net();
     o.devices = cpus(groups * stages);
-    o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
+    o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
     o.layout = Layout::channels_last;
     o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
@@ -142,7 +145,7 @@ TEST(Pipeline, DeferredBatchNormFoldsTheWholeBatch) {
     auto run = [](int g, int s, int m, BatchNormMode mode) {
         EngineOptions o = layout_options(g, s, m);
         o.net = batch_norm_net();
-        o.sgd.lr = 0;  // weights stay put: only the statistics are compared
+        o.optimizer.sgd.lr = 0;  // weights stay put: only the statistics are compared
         o.parallel.batch_norm = mode;
         Engine engine(o);
         const Batch b = make_batch(0);
@@ -429,6 +432,53 @@ TEST(Pipeline, CheckpointsResumeUnderAnotherLayout) {
         for (int s = 3; s < 6; ++s) resumed.step(make_batch(s).images, make_batch(s).labels);
         expect_close(weights(straight), weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
     }
+}
+
+// Adam's state and gradient clipping's global norm span the stages and groups of a layout:
+// every layout trains as one device does.
+TEST(Pipeline, AdamWithClippingTrainsLikeOneDevice) {
+    auto with_adam = [](EngineOptions o) {
+        o.optimizer.kind = OptimizerKind::adam;
+        o.optimizer.adam.decoupled = true, o.optimizer.adam.weight_decay = 0.01f;
+        o.optimizer.clip_norm = 0.5f;
+        return o;
+    };
+    const auto one = train(with_adam(layout_options(1, 1, 1)), 5);
+    for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 2}}) {
+        const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
+        expect_close(one, train(with_adam(layout_options(g, s, m)), 5), 1e-4, what);
+    }
+}
+
+// With plain SGD a clipped step is the unclipped one scaled by clip_norm / norm, the norm
+// taken over the gradients of every stage (here two stages of two groups).
+TEST(Pipeline, ClippingScalesTheStepByTheGlobalNorm) {
+    auto plain_sgd = [](float clip_norm) {
+        EngineOptions o = layout_options(2, 2, 2);
+        o.optimizer.sgd = SgdOptions{.lr = 0.1f};
+        o.optimizer.clip_norm = clip_norm;
+        return o;
+    };
+    Engine unclipped(plain_sgd(0)), clipped(plain_sgd(0.05f));
+    const auto w0 = weights(unclipped);
+    const Batch b = make_batch(0);
+    EXPECT_EQ(unclipped.step(b.images, b.labels).grad_norm, 0);  // not asked for: not computed
+    const double norm = clipped.step(b.images, b.labels).grad_norm;
+    const auto u = weights(unclipped), c = weights(clipped);
+    double squares = 0;
+    for (const auto& [name, before] : w0)
+        for (std::size_t i = 0; i < before.size(); ++i) {
+            const double g = (double(before[i]) - u.at(name)[i]) / 0.1;
+            squares += g * g;
+        }
+    EXPECT_NEAR(norm, std::sqrt(squares), 1e-3 * norm);
+    ASSERT_GT(norm, 0.05);
+    const double factor = 0.05 / (norm + 1e-6);
+    for (const auto& [name, before] : w0)
+        for (std::size_t i = 0; i < before.size(); ++i) {
+            const double want = before[i] - factor * (double(before[i]) - u.at(name)[i]);
+            ASSERT_NEAR(c.at(name)[i], want, 1e-6 + 1e-4 * std::abs(want)) << name << "[" << i << "]";
+        }
 }
 
 TEST(Pipeline, TraceRecordsEveryWorkersOps) {

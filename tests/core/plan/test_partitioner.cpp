@@ -179,7 +179,7 @@ TEST(PartitionerStageCost, FromProfile) {
         lp.memory.saved_bytes = 8;
         profile.layers.push_back(lp);
     }
-    const auto with = layer_costs(profile, true), without = layer_costs(profile, false);
+    const auto with = layer_costs(profile, 1), without = layer_costs(profile, 0);
     ASSERT_EQ(with.size(), 2u);
     EXPECT_EQ(with[0].input_bytes, 96u * sizeof(float));
     EXPECT_EQ(with[1].input_bytes, 64u);  // conv1's output

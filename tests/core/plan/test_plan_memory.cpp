@@ -69,7 +69,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
         EngineOptions o;
         o.net = net();
         for (int i = 0; i < k.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, 1}));
-        o.sgd = SgdOptions{0.01f, 0.9f, 0.f, 0.f, false};
+        o.optimizer.sgd = SgdOptions{0.01f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;
         o.parallel.stages = k.stages, o.parallel.micro_batches = k.micro, o.parallel.pipeline = k.schedule;
         o.parallel.recompute = {k.recompute};

@@ -141,7 +141,7 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         EngineOptions o;
         o.net = small_net();
         for (int i = 0; i < l.groups * l.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
-        o.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
+        o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;
         o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro;
         o.parallel.pipeline = l.schedule;
