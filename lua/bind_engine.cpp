@@ -2,8 +2,9 @@
 //
 //   T.Engine{net =, loss =, devices =, optim =, schedule =, seed =, layout =}   (engine.lua
 //   checks the options and calls core.engine_new with plain values)
-//   engine:step(images, labels) -> {loss =, accuracy =, samples =, lr = [, grad_norm =]}
-//   engine:evaluate_batch(images, labels) -> {loss =, correct =, count =}   (sums)
+//   engine:step(images, targets) -> {loss =, accuracy =, samples =, lr = [, grad_norm =]}
+//   engine:evaluate_batch(images, targets) -> {loss =, correct =, count =}   (sums)
+//   (accuracy and correct only where the loss has an accuracy: not MSE's)
 //   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
 //   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
 //   T.optim.Adam{lr =, betas =, eps =, weight_decay =, clip_norm =}, T.optim.AdamW{...}
@@ -201,8 +202,10 @@ int engine_step(lua_State* L) {
     }
     lua_pushnumber(L, r.loss);
     lua_setfield(L, -2, "loss");
-    lua_pushnumber(L, r.accuracy);
-    lua_setfield(L, -2, "accuracy");
+    if (engine->options().loss->has_accuracy()) {  // MSE has none
+        lua_pushnumber(L, r.accuracy);
+        lua_setfield(L, -2, "accuracy");
+    }
     lua_pushnumber(L, static_cast<lua_Number>(r.samples));
     lua_setfield(L, -2, "samples");
     lua_pushnumber(L, r.lr);
@@ -217,8 +220,10 @@ int engine_evaluate_batch(lua_State* L) {
     lua_createtable(L, 0, 3);
     lua_pushnumber(L, s.loss);
     lua_setfield(L, -2, "loss");
-    lua_pushnumber(L, static_cast<lua_Number>(s.correct));
-    lua_setfield(L, -2, "correct");
+    if (engine->options().loss->has_accuracy()) {
+        lua_pushnumber(L, static_cast<lua_Number>(s.correct));
+        lua_setfield(L, -2, "correct");
+    }
     lua_pushnumber(L, static_cast<lua_Number>(s.count));
     lua_setfield(L, -2, "count");
     return 1;

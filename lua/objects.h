@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "device/device.h"
 #include "layers/cross_entropy.h"
+#include "layers/loss.h"
 #include "layers/layer.h"
 #include "layers/sequential.h"
 #include "tensor/tensor.h"
@@ -34,7 +35,7 @@ std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index);
 void push_layer(lua_State* L, LayerPtr layer);
 
 // bind_loss.cpp. The loss is not a Layer (it takes labels and returns sums).
-std::shared_ptr<CrossEntropy>& check_loss(lua_State* L, int index);
+std::shared_ptr<Loss>& check_loss(lua_State* L, int index);
 
 // bind_data.cpp. An in-memory data set (T.data.mnist, T.data.dataset).
 std::shared_ptr<InMemoryDataset>& check_dataset(lua_State* L, int index);

@@ -1,11 +1,19 @@
 #include "layers/cross_entropy.h"
 
+#include <sstream>
+
 namespace tandem {
 
 CrossEntropy::CrossEntropy(float label_smoothing) : label_smoothing_(label_smoothing) {
     // A positive test, so that NaN is refused too.
     TANDEM_CHECK_AS(ConfigError, label_smoothing >= 0.f && label_smoothing < 1.f)
         << "CrossEntropy: label_smoothing must be in [0, 1), got " << label_smoothing;
+}
+
+std::string CrossEntropy::options_text() const {
+    std::ostringstream out;
+    if (label_smoothing_ != 0) out << "label_smoothing = " << label_smoothing_;
+    return out.str();
 }
 
 SoftmaxCrossEntropyKernel& CrossEntropy::kernel(const Tensor& logits, const Tensor& labels,

@@ -197,6 +197,27 @@ struct SoftmaxCrossEntropyKernel {
                           float scale, Tensor& diff_logits) = 0;
 };
 
+enum class ElementLossKind { mse, bce_with_logits };
+
+struct ElementLossConfig {
+    ElementLossKind kind;
+    std::int64_t n, elements;  // samples, and elements per sample
+    auto operator<=>(const ElementLossConfig&) const = default;
+};
+
+// output, targets, diff: n x elements f32 in storage order (same shape and layout; a sample's
+// elements are contiguous in either layout). Per sample i, loss_i = mean_j f(y_ij, t_ij) with
+// MSE f = (y - t)^2 and BCEWithLogits f = max(y, 0) - y t + log1p(exp(-|y|)).
+struct ElementLossKernel {
+    static constexpr const char* kName = "ElementLoss";
+    using Config = ElementLossConfig;
+    virtual ~ElementLossKernel() = default;
+    // Sums of loss_i; correct: BCEWithLogits samples whose every (y > 0) equals (t > 0.5).
+    virtual LossSums forward(const Tensor& output, const Tensor& targets) = 0;
+    // diff = scale * f'(y, t) / elements: MSE 2 (y - t), BCEWithLogits sigmoid(y) - t.
+    virtual void backward(const Tensor& output, const Tensor& targets, float scale, Tensor& diff) = 0;
+};
+
 struct SgdHyper {
     float lr, momentum, dampening, weight_decay;
     bool nesterov;

@@ -15,15 +15,12 @@ namespace {
 
 constexpr const char* kFormat = "tandem-checkpoint-1";
 
-void check_batch(const Tensor& images, const Tensor& labels) {
-    TANDEM_CHECK_AS(ShapeError, images.defined() && labels.defined())
-        << "a batch needs images and labels";
+// The loss says what targets it takes (class labels or values shaped as the output).
+void check_batch(const Tensor& images, const Tensor& targets, const Loss& loss) {
+    TANDEM_CHECK_AS(ShapeError, images.defined()) << "a batch needs images";
     TANDEM_CHECK_AS(ShapeError, images.shape().rank() >= 2 && images.dtype() == DType::f32)
         << "images must be f32 with a batch dimension, got " << images.description();
-    TANDEM_CHECK_AS(ShapeError, labels.shape().rank() == 1 && labels.dtype() == DType::i32 &&
-                                    labels.shape()[0] == images.shape()[0])
-        << "labels must be i32 with one per image: images " << images.description()
-        << ", labels " << labels.description();
+    loss.check_batch_targets(targets, images.shape()[0]);
     // An empty batch has no mean loss (and would split into empty micro-batches).
     TANDEM_CHECK_AS(ShapeError, images.shape()[0] > 0) << "the batch is empty: images " << images.description();
 }
@@ -119,8 +116,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     for (int g = 0; g < p.groups; ++g) {
         auto replica = std::make_unique<Replica>();
         replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
-        replica->loss = g == 0 ? options_.loss
-                               : std::make_shared<CrossEntropy>(options_.loss->label_smoothing());
+        replica->loss = g == 0 ? options_.loss : options_.loss->clone();
         replica->optimizer = make_optimizer(options_.optimizer);
         replicas_.push_back(std::move(replica));
     }
@@ -223,7 +219,7 @@ Stage& Engine::stage(int group, int stage) const {
 }
 
 StepResult Engine::step(const Tensor& images, const Tensor& labels) {
-    check_batch(images, labels);
+    check_batch(images, labels, *options_.loss);
     const ParallelOptions& p = options_.parallel;
     const std::int64_t n = images.shape()[0];
     TANDEM_CHECK_AS(ConfigError, n >= p.groups * p.micro_batches)
@@ -260,14 +256,15 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;
     result.samples = total.count;
     result.loss = total.loss / static_cast<double>(total.count);
-    result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
+    if (options_.loss->has_accuracy())
+        result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
     if (options_.optimizer.clip_norm > 0) result.grad_norm = group_gradient_norm(plan, 0, p.stages);
     ++step_;
     return result;
 }
 
 LossSums Engine::evaluate_batch(const Tensor& images, const Tensor& labels) {
-    check_batch(images, labels);
+    check_batch(images, labels, *options_.loss);
     return processes_ > 1 ? evaluate_share(images, labels) : evaluate_local(images, labels);
 }
 

@@ -46,7 +46,7 @@ class Trace;
 
 struct EngineOptions {
     std::shared_ptr<Sequential> net;
-    std::shared_ptr<CrossEntropy> loss;
+    std::shared_ptr<Loss> loss;  // null: CrossEntropy
     std::vector<std::shared_ptr<Device>> devices;
     OptimizerOptions optimizer;
     std::shared_ptr<Schedule> schedule;  // null: the optimizer's lr throughout
@@ -61,7 +61,7 @@ struct EngineOptions {
 
 struct StepResult {
     double loss = 0;      // mean over the batch
-    double accuracy = 0;  // fraction of the batch classified right
+    double accuracy = 0;  // fraction of the batch classified right (0 when the loss has none)
     std::int64_t samples = 0;
     float lr = 0;         // the learning rate this step used
     // With gradient clipping: the global norm of the gradients before clipping (group 0's;

@@ -13,7 +13,7 @@ namespace tandem {
 
 struct Engine::Replica {
     std::shared_ptr<Sequential> net;
-    std::shared_ptr<CrossEntropy> loss;  // kernels are cached per object: one per group
+    std::shared_ptr<Loss> loss;  // kernels are cached per object: one per group
     std::unique_ptr<Optimizer> optimizer;
 };
 

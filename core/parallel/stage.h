@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/cross_entropy.h"
+#include "layers/loss.h"
 #include "layers/sequential.h"
 #include "optim/optimizer.h"
 #include "parallel/buckets.h"
@@ -37,7 +37,7 @@ struct StageParts {
     int replicas = 1;
     Device* device = nullptr;
     std::shared_ptr<Sequential> net;     // the group's replica; the stage runs [begin, end)
-    std::shared_ptr<CrossEntropy> loss;  // the group's: its last stage computes it
+    std::shared_ptr<Loss> loss;          // the group's: its last stage computes it
     Optimizer* optimizer = nullptr;      // the group's, over this stage's parameters
     std::size_t begin = 0, end = 0;
     Communicator* communicator = nullptr;  // among the replicas of the stage; null with one

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "layers/batch_statistics.h"
-#include "layers/cross_entropy.h"
+#include "layers/kernels.h"
 #include "parallel/program.h"
 #include "parallel/step_board.h"
 

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
+#include "layers/cross_entropy.h"
 
 namespace tandem {
 

@@ -40,7 +40,7 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
-NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, const Shape& input,
+NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& o) {
     std::vector<std::int64_t> dims{batch};
     dims.insert(dims.end(), input.dims().begin(), input.dims().end());
@@ -76,12 +76,7 @@ NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, cons
         for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = rng_normal(o.seed, i);
         const Layout layout = x_shape.rank() == 4 ? o.layout : Layout::contiguous;
         const Tensor x = Tensor::from_vector(x_shape, device, xv, layout);
-        // Written on the host: a GPU's memory is not the host's to write.
-        Tensor host_labels = Tensor::empty({batch}, host_device(), DType::i32);
-        for (std::int64_t i = 0; i < batch; ++i)
-            host_labels.data<int>()[i] = static_cast<int>(rng_bits(o.seed + 1, static_cast<std::uint64_t>(i)) %
-                                                          static_cast<std::uint64_t>(classes));
-        const Tensor labels = host_labels.to(device);
+        const Tensor labels = loss.example_targets(net.output_shape(x_shape), classes, o.seed + 1, device);
         Sgd sgd(SgdOptions{0.01f, 0.9f, 0.f, 0.f, false});
         const auto params = named_parameters(net);
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/cross_entropy.h"
+#include "layers/loss.h"
 #include "layers/sequential.h"
 
 namespace tandem {
@@ -54,7 +54,7 @@ struct ProfileOptions {
 
 // `input` is one sample's shape (C x H x W); the batch is `batch` samples of random data.
 // Runs on the device's worker thread.
-NetProfile profile_net(Sequential& net, CrossEntropy& loss, Device& device, const Shape& input,
+NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& options = {});
 
 }  // namespace tandem

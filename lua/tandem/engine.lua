@@ -149,10 +149,11 @@ local function evaluate(engine, data, o)
     error(("bad argument #1 to 'evaluate' (a data set (T.data.mnist, T.data.dataset) or a "
            .. 'T.data.Loader expected, got %s)'):format(kind or check.describe(data)), 2)
   end
-  local loss, correct, count = 0, 0, 0
+  local loss, correct, count = 0, nil, 0  -- correct stays nil for a loss without accuracy
   local function add(images, labels)
     local s = engine:evaluate_batch(images, labels)
-    loss, correct, count = loss + s.loss, correct + s.correct, count + s.count
+    loss, count = loss + s.loss, count + s.count
+    if s.correct then correct = (correct or 0) + s.correct end
   end
   if kind == 'tandem.Loader' then
     if o ~= nil then error("evaluate: a T.data.Loader brings its own batch; give no options", 2) end
@@ -165,7 +166,7 @@ local function evaluate(engine, data, o)
     for first = 1, n, batch do add(data:batch(order, first, math.min(batch, n - first + 1))) end
   end
   if count == 0 then error('evaluate: the data gave no samples', 2) end
-  return {loss = loss / count, accuracy = correct / count, samples = count}
+  return {loss = loss / count, accuracy = correct and correct / count, samples = count}
 end
 
 function M.install(metatables)

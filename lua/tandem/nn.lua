@@ -200,4 +200,17 @@ function nn.CrossEntropy(opts)
   return loss
 end
 
+-- nn.MSE(): mean squared error against targets shaped as the output (PyTorch's MSELoss).
+function nn.MSE(opts)
+  o.check('nn.MSE', opts, {})
+  return make(2, core.nn_element_loss, 'mse')
+end
+
+-- nn.BCEWithLogits(): binary cross-entropy on logits, targets in [0, 1] shaped as the output
+-- (PyTorch's BCEWithLogitsLoss); accuracy counts samples whose every output is on its target's side.
+function nn.BCEWithLogits(opts)
+  o.check('nn.BCEWithLogits', opts, {})
+  return make(2, core.nn_element_loss, 'bce_with_logits')
+end
+
 return nn

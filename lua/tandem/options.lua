@@ -123,8 +123,10 @@ function M.check(fn, opts, spec)
   for key, value in pairs(opts) do
     local check = spec[key]
     if check == nil then
-      error(("%s: unknown option '%s' (known: %s)")
-            :format(fn, tostring(key), table.concat(sorted_keys(spec), ', ')), 3)
+      local known = sorted_keys(spec)
+      error(("%s: unknown option '%s' (%s)")
+            :format(fn, tostring(key), #known == 0 and 'it takes no options'
+                                         or 'known: ' .. table.concat(known, ', ')), 3)
     end
     local converted, expected = check(value)
     if converted == nil then

@@ -57,7 +57,7 @@ t.test('every bound function and method is documented', function()
       missing[#missing + 1] = what
     end
   end
-  for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'CrossEntropy', 'Engine',
+  for _, type_name in ipairs{'Tensor', 'Device', 'Layer', 'Dataset', 'Loss', 'Engine',
                             'Schedule', 'MetricsLog', 'Source', 'Loader'} do
     for method in pairs(core.metatables[type_name].__index) do
       need(':' .. method .. '(', type_name .. ':' .. method)

@@ -120,6 +120,39 @@ t.test('Adam and AdamW train, resume exactly and clip by the global norm', funct
   S.cleanup()
 end)
 
+t.test('losses on values: an autoencoder trains with MSE, BCEWithLogits reports its accuracy', function()
+  local x = T.randn({8, 1, 4, 4}, 1)
+  local targets = x:reshape{8, 16}
+  local engine = T.Engine{net = nn.Sequential{nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 16)},
+                          loss = nn.MSE(), optim = T.optim.Adam{lr = 0.01},
+                          devices = T.devices('cpu', 1, {threads = 1})}
+  local first, last
+  for _ = 1, 10 do
+    local r = engine:step(x, targets)
+    t.eq(r.accuracy, nil)
+    first, last = first or r.loss, r.loss
+  end
+  t.ok(last < 0.9 * first, ('loss %g -> %g'):format(first, last))
+  t.eq(engine:evaluate_batch(x, targets).correct, nil)
+  t.raises(function() engine:step(x, T.tensor({0, 1, 0, 1, 0, 1, 0, 1}, nil, {dtype = 'i32'})) end,
+           "MSE takes f32 targets shaped as the net's output, one per image: got Tensor(8, i32")
+  t.raises(function() engine:step(x, T.zeros{8, 15}) end,
+           "MSE: targets 8x15 and the net's output 8x16 differ in shape")
+  local bce = T.Engine{net = nn.Sequential{nn.Flatten(), nn.Linear(16, 1)}, loss = nn.BCEWithLogits(),
+                       optim = T.optim.SGD{lr = 0.5}, devices = T.devices('cpu', 1, {threads = 1})}
+  local bright = {}
+  for i = 1, 8 do bright[i] = {x:to_flat()[(i - 1) * 16 + 1] > 0 and 1 or 0} end
+  local r
+  for _ = 1, 20 do r = bce:step(x, T.tensor(bright)) end
+  t.ok(r.accuracy >= 0.75, 'accuracy ' .. r.accuracy)
+  local dy = nn.MSE():backward(T.tensor{{1, 2}}, T.tensor{{0, 0}})
+  t.eq(dy:to_flat(), {1, 2})
+  t.eq(nn.MSE():kind(), 'MSE')
+  t.eq(tostring(nn.BCEWithLogits()), 'BCEWithLogits()')
+  t.raises(function() nn.MSE{reduction = 'sum'} end, "nn.MSE: unknown option 'reduction' (it takes no options)")
+  t.raises(function() nn.MSE():label_smoothing() end, 'label_smoothing belongs to CrossEntropy, not MSE')
+end)
+
 t.test('load returns nil and a message for a missing file, raises for a broken one', function()
   local engine = engine_for(tiny_net(), 1)
   local ok, msg = engine:load('/nonexistent/ck.safetensors')

@@ -180,7 +180,7 @@ t.test('freed layers and losses are refused', function()
   t.raises(function() nn.Sequential{}:add(layer) end, 'layer was freed')
   t.eq(tostring(layer):match('^Layer%('), 'Layer(')
   local loss = nn.CrossEntropy()
-  core.metatables.CrossEntropy.__gc(loss)
+  core.metatables.Loss.__gc(loss)
   t.raises(function() loss:forward(T.zeros{1, 2}, T.tensor({0}, nil, {dtype = 'i32'})) end,
            'loss was freed')
   t.raises(function() core.metatables.Tensor.__gc(nn.ReLU()) end, 'tandem.Tensor expected')

@@ -68,6 +68,28 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::i
     }
 }
 
+__global__ void element_loss_forward_kernel(const float* y, const float* t, double* loss, int* correct,
+                                            std::int64_t n, std::int64_t elements, bool bce) {
+    TANDEM_GRID_STRIDE(i, n) {
+        double sum = 0;
+        bool right = true;
+        for (std::int64_t j = i * elements; j < (i + 1) * elements; ++j) {
+            const double yj = y[j], tj = t[j];
+            sum += bce ? fmax(yj, 0.0) - yj * tj + log1p(exp(-fabs(yj))) : (yj - tj) * (yj - tj);
+            right = right && (y[j] > 0) == (t[j] > 0.5f);
+        }
+        loss[i] = sum / double(elements);
+        correct[i] = right ? 1 : 0;
+    }
+}
+
+__global__ void element_loss_backward_kernel(const float* y, const float* t, float* d, std::int64_t total,
+                                             float factor, bool bce) {
+    TANDEM_GRID_STRIDE(j, total) {
+        d[j] = factor * (bce ? 1.f / (1.f + expf(-y[j])) - t[j] : 2.f * (y[j] - t[j]));
+    }
+}
+
 __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* partials) {
     double v = 0;
     TANDEM_GRID_STRIDE(i, n) v += double(x[i]) * double(x[i]);
@@ -312,6 +334,19 @@ void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_a
     const float l2 = decoupled ? 0.0f : weight_decay;
     adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, exp_avg, exp_avg_sq, n, shrink, l2, beta1,
                                                         beta2, eps, step_size, bias_correction2_sqrt);
+}
+
+void element_loss_forward(const float* output, const float* targets, double* loss, int* correct, std::int64_t n,
+                          std::int64_t elements, bool bce, cudaStream_t stream) {
+    element_loss_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(output, targets, loss, correct, n, elements,
+                                                                        bce);
+}
+
+void element_loss_backward(const float* output, const float* targets, float* diff, std::int64_t n,
+                           std::int64_t elements, bool bce, float scale, cudaStream_t stream) {
+    const std::int64_t total = n * elements;
+    element_loss_backward_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        output, targets, diff, total, scale / static_cast<float>(elements), bce);
 }
 
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream) {

@@ -53,6 +53,15 @@ void cross_entropy_backward(const float* probabilities, const int* labels, float
                             std::int64_t n, std::int64_t classes, float smoothing, float scale,
                             cudaStream_t stream);
 
+// MSE (bce = false) or BCEWithLogits over n samples of `elements` each (ElementLossKernel),
+// one thread per sample: each sample's mean loss (double) and whether every element is on
+// its target's side.
+void element_loss_forward(const float* output, const float* targets, double* loss, int* correct, std::int64_t n,
+                          std::int64_t elements, bool bce, cudaStream_t stream);
+// diff = scale / elements * (MSE 2 (y - t) | BCEWithLogits sigmoid(y) - t), over n * elements.
+void element_loss_backward(const float* output, const float* targets, float* diff, std::int64_t n,
+                           std::int64_t elements, bool bce, float scale, cudaStream_t stream);
+
 // dst (n x features, row-major) += bias broadcast over rows.
 void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t features,
                    cudaStream_t stream);

@@ -12,6 +12,7 @@ namespace tandem::cuda {
 std::unique_ptr<TensorOpsKernel> make_tensor_ops_cuda(Device&, const TensorOpsConfig&);
 std::unique_ptr<ReluKernel> make_relu_cudnn(Device&, const ReluConfig&);
 std::unique_ptr<DropoutKernel> make_dropout_cuda(Device&, const DropoutConfig&);
+std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device&, const ElementLossConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cudnn(
     Device&, const SoftmaxCrossEntropyConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_cudnn(Device&, const BatchNormConfig&);

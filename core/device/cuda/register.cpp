@@ -11,6 +11,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     r.add<ReluKernel>(kCuda, "cudnn", make_relu_cudnn);
     r.add<DropoutKernel>(kCuda, "cuda", make_dropout_cuda);
     r.add<SoftmaxCrossEntropyKernel>(kCuda, "cudnn", make_softmax_cross_entropy_cudnn);
+    r.add<ElementLossKernel>(kCuda, "cuda", make_element_loss_cuda);
     r.add<BatchNormKernel>(kCuda, "cudnn", make_batch_norm_cudnn);
     // Pooling on our kernels: the contract keeps argmax indices for backward, while
     // cudnnPoolingBackward needs the layer's input and output, which backward is not given.

@@ -8,6 +8,7 @@
 #include "device/backends.h"
 #include "device/cuda/cuda_backend.h"
 #include "device/registry.h"
+#include "layers/cross_entropy.h"
 #include "layers/kernels.h"
 #include "support/cuda_test.h"
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "device/cuda/cuda_backend.h"
+#include "layers/cross_entropy.h"
 #include "layers/kernel_cache.h"
 #include "support/cuda_parity.h"
 
@@ -337,6 +338,24 @@ TEST(CudaLayers, SoftmaxCrossEntropy) {
         ADD_FAILURE() << "an out-of-range label was accepted";
     } catch (const DataError& e) {
         EXPECT_EQ(std::string(e.what()), "label 10 of sample 4 is outside [0, 10)");
+    }
+}
+
+TEST(CudaLayers, ElementLosses) {
+    TANDEM_REQUIRE_GPUS(1);
+    for (ElementLossKind kind : {ElementLossKind::mse, ElementLossKind::bce_with_logits}) {
+        const ElementLossConfig c{kind, 5, 12};
+        auto ck = kernel_on<ElementLossKernel>(cpu(), c);
+        auto gk = kernel_on<ElementLossKernel>(gpu(), c);
+        const Tensor y = random_tensor({5, 12}, cpu(), 41, -30, 30), t = random_tensor({5, 12}, cpu(), 42, 0, 1);
+        const LossSums want = ck->forward(y, t), got = gk->forward(y.to(gpu()), t.to(gpu()));
+        EXPECT_NEAR(got.loss, want.loss, 1e-5 * std::max(1.0, want.loss));
+        EXPECT_EQ(got.correct, want.correct);
+        EXPECT_EQ(got.count, want.count);
+        Tensor dy = Tensor::empty({5, 12}, cpu()), gdy = Tensor::empty({5, 12}, gpu());
+        ck->backward(y, t, 0.2f, dy);
+        gk->backward(y.to(gpu()), t.to(gpu()), 0.2f, gdy);
+        expect_near(gdy, dy, kTol, "element loss gradient");
     }
 }
 

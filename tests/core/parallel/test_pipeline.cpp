@@ -10,6 +10,7 @@
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/element_loss.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pool2d.h"
@@ -479,6 +480,43 @@ TEST(Pipeline, ClippingScalesTheStepByTheGlobalNorm) {
             const double want = before[i] - factor * (double(before[i]) - u.at(name)[i]);
             ASSERT_NEAR(c.at(name)[i], want, 1e-6 + 1e-4 * std::abs(want)) << name << "[" << i << "]";
         }
+}
+
+// A regression loss across a layout: an autoencoder of the images (MSE against the images
+// themselves) trains as on one device; its result has no accuracy.
+TEST(Pipeline, AutoencoderWithMseTrainsLikeOneDevice) {
+    auto autoencoder = [](int g, int s, int m) {
+        EngineOptions o = layout_options(g, s, m);
+        o.net = std::make_shared<Sequential>(std::vector<LayerPtr>{
+            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64, 16, true, "kaiming"}),
+            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{16, 64, true, "kaiming"})});
+        o.loss = std::make_shared<ElementLoss>(ElementLossKind::mse);
+        return o;
+    };
+    auto train_autoencoder = [](EngineOptions o, double* first, double* last) {
+        Engine engine(std::move(o));
+        for (int step = 0; step < 5; ++step) {
+            const Batch b = make_batch(step);
+            const StepResult r = engine.step(b.images, b.images.reshape({b.images.shape()[0], 64}));
+            EXPECT_EQ(r.accuracy, 0);
+            if (step == 0) *first = r.loss;
+            *last = r.loss;
+        }
+        return weights(engine);
+    };
+    double first = 0, last = 0;
+    const auto one = train_autoencoder(autoencoder(1, 1, 1), &first, &last);
+    EXPECT_LT(last, first);
+    for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}}) {
+        double f = 0, l = 0;
+        expect_close(one, train_autoencoder(autoencoder(g, s, m), &f, &l), 1e-4,
+                     std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m));
+        EXPECT_NEAR(l, last, 1e-5 * last);
+    }
+    // Class labels are not an MSE's targets: said before the step, in the loss's terms.
+    Engine engine(autoencoder(1, 1, 1));
+    const Batch b = make_batch(0);
+    EXPECT_THROW(engine.step(b.images, b.labels), ShapeError);
 }
 
 TEST(Pipeline, TraceRecordsEveryWorkersOps) {

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
+#include "layers/cross_entropy.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "device/cpu/cpu_device.h"
+#include "layers/cross_entropy.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"

@@ -1,0 +1,36 @@
+#include "layers/element_loss.h"
+
+namespace tandem {
+
+std::string_view ElementLoss::kind() const {
+    return kind_ == ElementLossKind::mse ? "MSE" : "BCEWithLogits";
+}
+
+ElementLossKernel& ElementLoss::kernel(const Tensor& output, const Tensor& targets, Pass& pass, Tensor& placed) {
+    TANDEM_CHECK_AS(ShapeError, targets.shape() == output.shape())
+        << kind() << ": targets " << targets.shape().to_string() << " and the net's output "
+        << output.shape().to_string() << " differ in shape";
+    TANDEM_CHECK_AS(ShapeError, output.dtype() == DType::f32 && targets.dtype() == DType::f32)
+        << kind() << ": the output and targets must be F32, got " << dtype_name(output.dtype()) << " and "
+        << dtype_name(targets.dtype());
+    placed = targets;
+    if (&placed.device() != &pass.device) placed = placed.to(pass.device);
+    if (placed.layout() != output.layout()) placed = placed.to_layout(output.layout());
+    const std::int64_t n = output.shape()[0];
+    return kernels_.get(pass.device, ElementLossConfig{kind_, n, output.numel() / n});
+}
+
+LossSums ElementLoss::forward(const Tensor& output, const Tensor& targets, Pass& pass) {
+    Tensor placed;
+    return kernel(output, targets, pass, placed).forward(output, placed);
+}
+
+Tensor ElementLoss::backward(const Tensor& output, const Tensor& targets, float scale, Pass& pass) {
+    Tensor placed;
+    auto& k = kernel(output, targets, pass, placed);
+    Tensor diff = Tensor::empty(output.shape(), pass.device, DType::f32, output.layout());
+    k.backward(output, placed, scale, diff);
+    return diff;
+}
+
+}  // namespace tandem
