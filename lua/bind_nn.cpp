@@ -2,6 +2,7 @@
 // turns `nn.Conv2d(1, 32, 3, {pad = 1})` into these calls after checking every option, so the
 // checks here only guard against a direct call with wrong values.
 #include "binding.h"
+#include "layers/activation.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -9,7 +10,6 @@
 #include "layers/linear.h"
 #include "layers/lrn.h"
 #include "layers/pool2d.h"
-#include "layers/relu.h"
 #include "layers/residual.h"
 #include "objects.h"
 #include "wrap.h"
@@ -128,10 +128,25 @@ int nn_sequential(lua_State* L) {
     return 1;
 }
 
-// core.nn_relu([name])
-int nn_relu(lua_State* L) {
-    push_named_layer(L, std::make_shared<ReLU>(), 1);
-    return 1;
+// core.nn_activation(algorithm, negative_slope, [name]): algorithm is one of kActivations.
+int nn_activation(lua_State* L) {
+    static const std::pair<std::string_view, ActivationAlgorithm> kActivations[] = {
+        {"relu", ActivationAlgorithm::relu},
+        {"leaky_relu", ActivationAlgorithm::leaky_relu},
+        {"sigmoid", ActivationAlgorithm::sigmoid},
+        {"tanh", ActivationAlgorithm::tanh},
+        {"gelu", ActivationAlgorithm::gelu_erf},
+        {"gelu_tanh", ActivationAlgorithm::gelu_tanh},
+    };
+    const std::string wanted = check_string(L, 1);
+    const auto slope = static_cast<float>(check_number(L, 2));
+    for (const auto& [known, algorithm] : kActivations)
+        if (wanted == known) {
+            push_named_layer(L, std::make_shared<Activation>(algorithm, slope), 3);
+            return 1;
+        }
+    TANDEM_THROW(ConfigError) << "unknown activation '" << wanted << "'";
+    return 0;
 }
 
 // core.nn_dropout(p, [name])
@@ -157,7 +172,7 @@ int nn_residual(lua_State* L) {
 
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
-    {"nn_relu", wrap<nn_relu>},
+    {"nn_activation", wrap<nn_activation>},
     {"nn_conv2d", wrap<nn_conv2d>},
     {"nn_linear", wrap<nn_linear>},
     {"nn_batch_norm2d", wrap<nn_batch_norm2d>},

@@ -17,6 +17,7 @@
 #include <compare>
 #include <cstdint>
 
+#include "device/activation_math.h"
 #include "tensor/tensor.h"
 
 namespace tandem {
@@ -73,19 +74,22 @@ struct BatchNormKernel {
                           Tensor& diff_gamma, Tensor& diff_beta) = 0;
 };
 
-struct ReluConfig {
-    Shape shape;
+struct ActivationConfig {
+    Shape shape;  // any rank: element-wise, so only the storage order (layout) matters
     Layout layout;
-    auto operator<=>(const ReluConfig&) const = default;
+    ActivationAlgorithm algorithm;
+    float alpha;  // leaky_relu's negative slope; 0 for the others
+    auto operator<=>(const ActivationConfig&) const = default;
 };
 
-struct ReluKernel {
-    static constexpr const char* kName = "ReLU";
-    using Config = ReluConfig;
-    virtual ~ReluKernel() = default;
+// The element-wise activations (device/activation_math.h defines each).
+struct ActivationKernel {
+    static constexpr const char* kName = "Activation";
+    using Config = ActivationConfig;
+    virtual ~ActivationKernel() = default;
     virtual void forward(const Tensor& src, Tensor& dst) = 0;
-    // dst is forward's output (the gradient is diff_dst where dst > 0).
-    virtual void backward(const Tensor& dst, const Tensor& diff_dst, Tensor& diff_src) = 0;
+    // `saved` is forward's dst where activation_backward_uses_dst(algorithm), its src otherwise.
+    virtual void backward(const Tensor& saved, const Tensor& diff_dst, Tensor& diff_src) = 0;
 };
 
 enum class PoolKind { max, average };

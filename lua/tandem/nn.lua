@@ -45,9 +45,47 @@ function nn.BatchNorm2d(channels, opts)
   return layer
 end
 
+-- The element-wise activations: one C++ layer (core.nn_activation) with an algorithm.
 function nn.ReLU(opts)
   opts = o.check('nn.ReLU', opts, {name = o.name})
-  local layer = make(2, core.nn_relu, opts.name)
+  local layer = make(2, core.nn_activation, 'relu', 0, opts.name)
+  return layer
+end
+
+function nn.Sigmoid(opts)
+  opts = o.check('nn.Sigmoid', opts, {name = o.name})
+  local layer = make(2, core.nn_activation, 'sigmoid', 0, opts.name)
+  return layer
+end
+
+function nn.Tanh(opts)
+  opts = o.check('nn.Tanh', opts, {name = o.name})
+  local layer = make(2, core.nn_activation, 'tanh', 0, opts.name)
+  return layer
+end
+
+-- nn.GELU() is exact (erf); nn.GELU{approximate = 'tanh'} is its tanh approximation.
+function nn.GELU(opts)
+  opts = o.check('nn.GELU', opts, {approximate = o.one_of{'none', 'tanh'}, name = o.name})
+  local algorithm = opts.approximate == 'tanh' and 'gelu_tanh' or 'gelu'
+  local layer = make(2, core.nn_activation, algorithm, 0, opts.name)
+  return layer
+end
+
+-- As PyTorch: nn.LeakyReLU(0.2), nn.LeakyReLU{negative_slope = 0.2}, default slope 0.01.
+function nn.LeakyReLU(slope, opts)
+  local fn = 'nn.LeakyReLU'
+  if type(slope) == 'table' and getmetatable(slope) == nil and opts == nil then
+    slope, opts = nil, slope
+  elseif slope ~= nil then
+    o.arg(fn, 1, 'negative_slope', slope, o.finite_number)
+  end
+  opts = o.check(fn, opts, {negative_slope = o.finite_number, name = o.name})
+  if slope ~= nil and opts.negative_slope ~= nil then
+    error(fn .. ': negative_slope given twice (as argument #1 and as an option)', 2)
+  end
+  local layer = make(2, core.nn_activation, 'leaky_relu', slope or opts.negative_slope or 0.01,
+                     opts.name)
   return layer
 end
 

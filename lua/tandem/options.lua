@@ -37,6 +37,11 @@ function M.number(v)
   return nil, 'a number'
 end
 
+function M.finite_number(v)
+  if type(v) == 'number' and v == v and v > -math.huge and v < math.huge then return v end
+  return nil, 'a finite number'
+end
+
 function M.positive_number(v)
   if type(v) == 'number' and v > 0 then return v end
   return nil, 'a positive number'

@@ -40,6 +40,58 @@ t.test('other layer kinds', function()
   t.near(nn.CrossEntropy{label_smoothing = 0.1}:label_smoothing(), 0.1, 1e-7)
 end)
 
+t.test('element-wise activations: kinds, options and values', function()
+  local x = T.tensor({-2, -0.5, 0, 1}, {2, 2})
+  local function values(layer) return layer:forward(x):to_flat() end
+  t.near(values(nn.Sigmoid()), {0.119203, 0.377541, 0.5, 0.731059}, 1e-6)
+  t.near(values(nn.Tanh()), {-0.964028, -0.462117, 0, 0.761594}, 1e-6)
+  -- PyTorch's values for the exact GELU and its tanh approximation.
+  t.near(values(nn.GELU()), {-0.0455, -0.154269, 0, 0.841345}, 1e-6)
+  t.near(values(nn.GELU{approximate = 'tanh'}), {-0.045402, -0.154286, 0, 0.841192}, 1e-6)
+  t.near(values(nn.GELU{approximate = 'none'}), values(nn.GELU()), 0)
+  t.near(values(nn.LeakyReLU()), {-0.02, -0.005, 0, 1}, 1e-7)
+  t.near(values(nn.LeakyReLU(0.2)), {-0.4, -0.1, 0, 1}, 1e-7)
+  t.near(values(nn.LeakyReLU{negative_slope = 0.2}), {-0.4, -0.1, 0, 1}, 1e-7)
+  t.eq({nn.Sigmoid():kind(), nn.Tanh():kind(), nn.GELU():kind(), nn.LeakyReLU():kind()},
+       {'Sigmoid', 'Tanh', 'GELU', 'LeakyReLU'})
+  t.eq(nn.LeakyReLU(0.2, {name = 'lk'}):name(), 'lk')
+  t.eq(nn.Tanh{name = 'th'}:name(), 'th')
+  local net = nn.Sequential{nn.Linear(4, 4), nn.GELU{approximate = 'tanh'}, nn.LeakyReLU(0.25),
+                            nn.Sigmoid(), nn.GELU(), nn.Tanh()}
+  local names = {}
+  for i = 1, net:size() do names[i] = net:get(i):name() end
+  t.eq(names, {'fc1', 'gelu1', 'leakyrelu1', 'sigmoid1', 'gelu2', 'tanh1'})
+  local text = tostring(net)
+  t.ok(text:find("gelu1%s+GELU%s+approximate = 'tanh'"), text)
+  t.ok(text:find('leakyrelu1%s+LeakyReLU%s+negative_slope = 0.25'), text)
+  t.ok(text:find("gelu2%s+GELU%s+approximate = 'none'"), text)
+  local summary = tostring(net:summary{4})
+  t.ok(summary:find('sigmoid1%s+Sigmoid'), summary)
+  t.eq(net:output_shape{3, 4}, {3, 4})
+  t.eq(nn.LeakyReLU():options_text(), 'negative_slope = 0.01')
+end)
+
+t.test('element-wise activations: bad options name the option', function()
+  t.raises(function() nn.LeakyReLU('x') end,
+           "bad argument #1 to 'nn.LeakyReLU' (negative_slope must be a finite number, got 'x')")
+  t.raises(function() nn.LeakyReLU(1 / 0) end, 'negative_slope must be a finite number, got inf')
+  t.raises(function() nn.LeakyReLU{negative_slope = 'x'} end,
+           "nn.LeakyReLU: option 'negative_slope' must be a finite number, got 'x'")
+  t.raises(function() nn.LeakyReLU(0.1, {negative_slope = 0.2}) end,
+           'nn.LeakyReLU: negative_slope given twice')
+  t.raises(function() nn.LeakyReLU{slope = 0.2} end,
+           "nn.LeakyReLU: unknown option 'slope' (known: name, negative_slope)")
+  t.raises(function() nn.GELU{approximate = 'fast'} end,
+           "nn.GELU: option 'approximate' must be one of 'none', 'tanh', got 'fast'")
+  t.raises(function() nn.GELU{approximate = true} end, "option 'approximate' must be one of")
+  t.raises(function() nn.Sigmoid{slope = 1} end, "nn.Sigmoid: unknown option 'slope' (known: name)")
+  t.raises(function() nn.Tanh(3) end, 'nn.Tanh: options table expected, got 3')
+  t.raises(function() nn.GELU{name = 'a.b'} end,
+           "nn.GELU: option 'name' must be a non-empty string without dots")
+  t.raises(function() require('tandem.core').nn_activation('swish', 0) end,
+           "unknown activation 'swish'")
+end)
+
 t.test('Sequential names its layers and nests parameters', function()
   local net = nn.Sequential{
     nn.Conv2d(1, 2, 3, {pad = 1}), nn.ReLU(), nn.Conv2d(2, 2, 3, {pad = 1, name = 'last'}),

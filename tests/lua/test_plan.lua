@@ -152,6 +152,28 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
   S.cleanup()
 end)
 
+-- The element-wise activations are costed as ReLU is (memory-bound), profiled and simulated.
+t.test('tandem plan on a net of every element-wise activation', function()
+  local path = S.tmpname('.lua')
+  S.write(path, [[
+local nn = require('tandem').nn
+return function(opt)
+  return nn.Sequential{
+    nn.Conv2d(1, 8, 3, {pad = 1}), nn.GELU(), nn.Conv2d(8, 8, 3, {pad = 1}), nn.LeakyReLU(0.2),
+    nn.Flatten(), nn.Linear(8 * 8 * 8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Sigmoid(),
+    nn.Linear(32, 32), nn.GELU{approximate = 'tanh'}, nn.Linear(32, (opt or {}).classes or 3),
+  }, {1, 8, 8}
+end
+]])
+  local out, rc = S.tandem{'plan', path, '--topology=server8_pcie', '--batch=64'}
+  t.eq(rc, 0, out)
+  t.ok(out:find('plans for a batch of 64 %(analytic costs%)'), out)
+  out, rc = S.tandem{'plan', path, '--batch=16', '--devices=2', '--iterations=2'}
+  t.eq(rc, 0, out)
+  t.ok(out:find('measured costs'), out)
+  S.cleanup()
+end)
+
 t.test('the default recipe plans itself with --plan=auto', function()
   local dir = S.tmpname('_run')
   local out, rc = S.tandem{'run', 'recipes/fashion_mnist.lua', '--plan=auto', '--epochs=1', '--max_steps=4',

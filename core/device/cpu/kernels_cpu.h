@@ -12,8 +12,8 @@ namespace tandem::cpu {
 
 std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device&, const TensorOpsConfig&);
 
-std::unique_ptr<ReluKernel> make_relu_dnnl(Device&, const ReluConfig&);
-std::unique_ptr<ReluKernel> make_relu_reference(Device&, const ReluConfig&);
+std::unique_ptr<ActivationKernel> make_activation_dnnl(Device&, const ActivationConfig&);
+std::unique_ptr<ActivationKernel> make_activation_reference(Device&, const ActivationConfig&);
 
 std::unique_ptr<DropoutKernel> make_dropout_cpu(Device&, const DropoutConfig&);
 

@@ -9,8 +9,8 @@ void register_cpu_kernels(KernelRegistry& r) {
     constexpr auto kCpu = DeviceKind::cpu;
     r.add<TensorOpsKernel>(kCpu, "cpu", make_tensor_ops_cpu);
 
-    r.add<ReluKernel>(kCpu, "dnnl", make_relu_dnnl);
-    r.add<ReluKernel>(kCpu, "reference", make_relu_reference);
+    r.add<ActivationKernel>(kCpu, "dnnl", make_activation_dnnl);
+    r.add<ActivationKernel>(kCpu, "reference", make_activation_reference);
 
     // Plain loops are both the fast kernel and the oracle; the second name lets a whole net
     // run with set_kernel_impl("reference").

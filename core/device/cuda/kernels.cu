@@ -97,6 +97,16 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* parti
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+__global__ void activation_forward_kernel(ActivationAlgorithm a, float alpha, const float* x,
+                                          float* y, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) y[i] = activation_forward(a, alpha, x[i]);
+}
+
+__global__ void activation_backward_kernel(ActivationAlgorithm a, float alpha, const float* s,
+                                           const float* dy, float* dx, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) dx[i] = activation_backward(a, alpha, s[i], dy[i]);
+}
+
 __global__ void dropout_forward_kernel(const float* x, float* y, unsigned char* m, std::int64_t n,
                                        float p, std::uint64_t key, std::uint64_t first, bool nhwc,
                                        std::int64_t c_dim, std::int64_t h_dim,
@@ -351,6 +361,19 @@ void element_loss_backward(const float* output, const float* targets, float* dif
 
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream) {
     sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream>>>(src, n, partials);
+}
+
+void activation_forward(ActivationAlgorithm algorithm, float alpha, const float* src, float* dst,
+                        std::int64_t n, cudaStream_t stream) {
+    activation_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(algorithm, alpha, src, dst,
+                                                                      n);
+}
+
+void activation_backward(ActivationAlgorithm algorithm, float alpha, const float* saved,
+                         const float* diff_dst, float* diff_src, std::int64_t n,
+                         cudaStream_t stream) {
+    activation_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(algorithm, alpha, saved,
+                                                                       diff_dst, diff_src, n);
 }
 
 void dropout_forward(const float* src, float* dst, unsigned char* mask, std::int64_t n, float p,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "device/activation_math.h"
 #include "device/cuda/lrn_pixel.h"
 
 namespace tandem::cuda::kernels {
@@ -31,6 +32,14 @@ void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_a
 // Per-block partial sums of squares in double: `blocks` values into partials (device).
 constexpr int kSumBlocks = 256;
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);
+
+// Element-wise activations with activation_math.h's definitions: dst = f(src), and
+// diff_src = f'(...) diff_dst from `saved` (dst or src, as activation_backward_uses_dst says).
+void activation_forward(ActivationAlgorithm algorithm, float alpha, const float* src, float* dst,
+                        std::int64_t n, cudaStream_t stream);
+void activation_backward(ActivationAlgorithm algorithm, float alpha, const float* saved,
+                         const float* diff_dst, float* diff_src, std::int64_t n,
+                         cudaStream_t stream);
 
 // Dropout with the CPU's mask: element with logical (NCHW) index i is kept when
 // rng_uniform(key, first + i) >= p. For nhwc the logical index is rebuilt from c, h, w.

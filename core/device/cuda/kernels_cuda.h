@@ -10,7 +10,8 @@
 namespace tandem::cuda {
 
 std::unique_ptr<TensorOpsKernel> make_tensor_ops_cuda(Device&, const TensorOpsConfig&);
-std::unique_ptr<ReluKernel> make_relu_cudnn(Device&, const ReluConfig&);
+// cuDNN for ReLU, sigmoid and tanh, our kernel for leaky ReLU and GELU.
+std::unique_ptr<ActivationKernel> make_activation_cuda(Device&, const ActivationConfig&);
 std::unique_ptr<DropoutKernel> make_dropout_cuda(Device&, const DropoutConfig&);
 std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device&, const ElementLossConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cudnn(

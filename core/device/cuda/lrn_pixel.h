@@ -13,11 +13,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TANDEM_HOST_DEVICE __host__ __device__
-#else
-#define TANDEM_HOST_DEVICE
-#endif
+#include "device/host_device.h"
 
 namespace tandem::cuda::lrn {
 

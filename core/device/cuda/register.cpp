@@ -8,7 +8,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     using namespace cuda;
     constexpr auto kCuda = DeviceKind::cuda;
     r.add<TensorOpsKernel>(kCuda, "cuda", make_tensor_ops_cuda);
-    r.add<ReluKernel>(kCuda, "cudnn", make_relu_cudnn);
+    r.add<ActivationKernel>(kCuda, "cuda", make_activation_cuda);
     r.add<DropoutKernel>(kCuda, "cuda", make_dropout_cuda);
     r.add<SoftmaxCrossEntropyKernel>(kCuda, "cudnn", make_softmax_cross_entropy_cudnn);
     r.add<ElementLossKernel>(kCuda, "cuda", make_element_loss_cuda);

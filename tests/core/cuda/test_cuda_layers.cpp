@@ -172,23 +172,34 @@ TEST(CudaLayers, BatchNorm) {
             }
 }
 
-TEST(CudaLayers, Relu) {
+// Every activation, both layouts, and a 2-D (fully connected) shape; backward from what the
+// layer keeps (forward's output or its input).
+TEST(CudaLayers, Activation) {
     TANDEM_REQUIRE_GPUS(1);
-    const ReluConfig c{Shape{4, 3, 5, 5}, Layout::channels_last};
-    auto ck = kernel_on<ReluKernel>(cpu(), c);
-    auto gk = kernel_on<ReluKernel>(gpu(), c);
-    const Tensor x = random_tensor(c.shape, cpu(), 15, -1, 1, c.layout);
-    const Tensor dy = random_tensor(c.shape, cpu(), 16, -1, 1, c.layout);
-    Tensor y = Tensor::empty(c.shape, cpu(), DType::f32, c.layout);
-    Tensor gy = Tensor::empty(c.shape, gpu(), DType::f32, c.layout);
-    ck->forward(x, y);
-    gk->forward(x.to(gpu()), gy);
-    expect_near(gy, y, 0, "forward");
-    Tensor dx = Tensor::empty(c.shape, cpu(), DType::f32, c.layout);
-    Tensor gdx = Tensor::empty(c.shape, gpu(), DType::f32, c.layout);
-    ck->backward(y, dy, dx);
-    gk->backward(gy, dy.to(gpu()), gdx);
-    expect_near(gdx, dx, 0, "backward");
+    using A = ActivationAlgorithm;
+    for (A a : {A::relu, A::leaky_relu, A::sigmoid, A::tanh, A::gelu_erf, A::gelu_tanh})
+        for (const auto& [shape, layout] : {std::pair{Shape{4, 3, 5, 5}, Layout::contiguous},
+                                            std::pair{Shape{4, 3, 5, 5}, Layout::channels_last},
+                                            std::pair{Shape{6, 7}, Layout::contiguous}}) {
+            const ActivationConfig c{shape, layout, a, a == A::leaky_relu ? 0.2f : 0.f};
+            SCOPED_TRACE(std::string(activation_name(a)) + " " + std::string(layout_name(layout)) + " " +
+                         std::to_string(shape.rank()) + "-D");
+            auto ck = kernel_on<ActivationKernel>(cpu(), c);
+            auto gk = kernel_on<ActivationKernel>(gpu(), c);
+            const Tensor x = random_tensor(shape, cpu(), 15, -3, 3, layout);
+            const Tensor dy = random_tensor(shape, cpu(), 16, -1, 1, layout);
+            Tensor y = Tensor::empty(shape, cpu(), DType::f32, layout);
+            Tensor gy = Tensor::empty(shape, gpu(), DType::f32, layout);
+            ck->forward(x, y);
+            gk->forward(x.to(gpu()), gy);
+            expect_near(gy, y, 1e-5, "forward");
+            const bool from_dst = activation_backward_uses_dst(a);
+            Tensor dx = Tensor::empty(shape, cpu(), DType::f32, layout);
+            Tensor gdx = Tensor::empty(shape, gpu(), DType::f32, layout);
+            ck->backward(from_dst ? y : x, dy, dx);
+            gk->backward(from_dst ? gy : x.to(gpu()), dy.to(gpu()), gdx);
+            expect_near(gdx, dx, 1e-5, "backward");
+        }
 }
 
 TEST(CudaLayers, Pool2d) {
@@ -418,8 +429,8 @@ TEST(CudaLayers, TensorOps) {
 // A kernel handed a tensor of another device refuses it by name, before any GPU work.
 TEST(CudaLayers, WrongDeviceIsABackendError) {
     TANDEM_REQUIRE_GPUS(1);
-    const ReluConfig c{Shape{8}, Layout::contiguous};
-    auto gk = kernel_on<ReluKernel>(gpu(), c);
+    const ActivationConfig c{Shape{8}, Layout::contiguous, ActivationAlgorithm::relu, 0.f};
+    auto gk = kernel_on<ActivationKernel>(gpu(), c);
     const Tensor x = random_tensor({8}, cpu(), 33);
     Tensor y = Tensor::empty({8}, gpu());
     try {

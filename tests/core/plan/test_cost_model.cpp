@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
@@ -82,6 +83,26 @@ TEST(CostModel, AnalyticTimesFollowTheRoofline) {
     TopologyDevice unknown = v100();
     unknown.model = "V9000";
     EXPECT_THROW(model.layer_costs(unknown, 1), ConfigError);
+}
+
+// Every element-wise activation is memory-bound as ReLU is: the same bytes, the same times.
+TEST(CostModel, ActivationsCostAsReLUDoes) {
+    auto costs_with = [](LayerPtr activation) {
+        Sequential n({std::make_shared<Conv2d>(conv64()), std::move(activation)});
+        const NetShapes s = net_shapes(n, Shape({64, 32, 32}));
+        return AnalyticCostModel(s, true).layer_costs(v100(), 32)[1];
+    };
+    const LayerCost relu = costs_with(std::make_shared<ReLU>());
+    EXPECT_GT(relu.forward_ms, 0);
+    using A = ActivationAlgorithm;
+    for (A a : {A::leaky_relu, A::sigmoid, A::tanh, A::gelu_erf, A::gelu_tanh}) {
+        const float slope = a == A::leaky_relu ? 0.1f : 0.f;
+        const LayerCost c = costs_with(std::make_shared<Activation>(a, slope));
+        EXPECT_EQ(c.forward_ms, relu.forward_ms) << activation_name(a);
+        EXPECT_EQ(c.backward_ms, relu.backward_ms) << activation_name(a);
+        EXPECT_EQ(c.output_bytes, relu.output_bytes) << activation_name(a);
+        EXPECT_EQ(c.saved_bytes, relu.saved_bytes) << activation_name(a);
+    }
 }
 
 TEST(CostModel, MachineFiguresAreMeasured) {
