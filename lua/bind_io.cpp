@@ -1,4 +1,5 @@
-// T.save / T.load: tensors to and from safetensors files (core/io/safetensors.h).
+// T.save / T.load: tensors to and from safetensors files (core/io/safetensors.h); and
+// T.save_image_grid: images as a PNG grid (core/io/image_grid.h).
 //
 // Return conventions (STYLE: errors raise, expected outcomes return nil, message):
 //  - T.save raises on bad arguments and when the file cannot be written: a checkpoint that
@@ -10,6 +11,7 @@
 #include <map>
 
 #include "binding.h"
+#include "io/image_grid.h"
 #include "io/safetensors.h"
 #include "objects.h"
 #include "wrap.h"
@@ -105,8 +107,22 @@ int io_load(lua_State* L) {
     return 2;
 }
 
+// core.save_image_grid(path, images, columns, low, high) (init.lua's T.save_image_grid checks
+// the options)
+int io_save_image_grid(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    const Tensor& images = check_tensor(L, 2);
+    ImageGridOptions o;
+    o.columns = static_cast<int>(check_int(L, 3));
+    o.low = static_cast<float>(check_number(L, 4));
+    o.high = static_cast<float>(check_number(L, 5));
+    save_image_grid(path, images, o);
+    return 0;
+}
+
 const luaL_Reg kFunctions[] = {
     {"save", wrap<io_save>},
+    {"save_image_grid", wrap<io_save_image_grid>},
     {"load", wrap<io_load>},
     {nullptr, nullptr},
 };

@@ -1,6 +1,5 @@
 #include "io/metrics_chart.h"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -8,11 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <set>
 
 #include "base/error.h"
 #include "io/atomic_file.h"
+#include "io/png_file.h"
 #include "io/json.h"
 
 namespace tandem {
@@ -219,12 +218,7 @@ bool draw_metrics_chart(const std::vector<MetricsRun>& runs, const std::string& 
         const int c = static_cast<int>(i) % columns, r = static_cast<int>(i) / columns;
         draw_panel(image, *order[i], {c * kPanelWidth, r * kPanelHeight, kPanelWidth, kPanelHeight}, x);
     }
-    std::vector<unsigned char> png;
-    TANDEM_CHECK_AS(DataError, cv::imencode(".png", image, png)) << "OpenCV could not encode " << png_path;
-    const std::filesystem::path parent = std::filesystem::path(png_path).parent_path();
-    std::error_code error;
-    if (!parent.empty()) std::filesystem::create_directories(parent, error);  // the write says why it fails
-    write_file_atomic(png_path, {reinterpret_cast<const char*>(png.data()), png.size()});
+    write_png(png_path, image);
     return true;
 }
 

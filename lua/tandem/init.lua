@@ -27,6 +27,18 @@ T.save = core.save
 T.load = core.load
 T.data = core.data
 
+-- T.save_image_grid(path, images [, {columns = 8, range = {0, 1}}]): N x C x H x W images (C 1
+-- or 3) as a PNG grid, `range` the values drawn black and white.
+local check = require 'tandem.options'
+function T.save_image_grid(path, images, opts)
+  check.arg('T.save_image_grid', 1, 'path', path, check.string)
+  opts = check.check('T.save_image_grid', opts, {columns = check.positive_int,
+                                                 range = check.pair(check.number)})
+  local range = opts.range or {0, 1}
+  local ok, err = pcall(core.save_image_grid, path, images, opts.columns or 8, range[1], range[2])
+  if not ok then error('T.save_image_grid: ' .. tostring(err), 2) end
+end
+
 -- The MPI job (lua/bind_mpi.cpp): T.mpi.rank(), T.mpi.size(), T.mpi.all_reduce{...}.
 T.mpi = core.mpi
 
