@@ -46,23 +46,16 @@ function nn.BatchNorm2d(channels, opts)
 end
 
 -- The element-wise activations: one C++ layer (core.nn_activation) with an algorithm.
-function nn.ReLU(opts)
-  opts = o.check('nn.ReLU', opts, {name = o.name})
-  local layer = make(2, core.nn_activation, 'relu', 0, opts.name)
-  return layer
+-- nn.ReLU(), nn.Sigmoid(), nn.Tanh() take only a name.
+local function plain_activation(kind, algorithm)
+  return function(opts)
+    opts = o.check('nn.' .. kind, opts, {name = o.name})
+    return make(2, core.nn_activation, algorithm, 0, opts.name)
+  end
 end
-
-function nn.Sigmoid(opts)
-  opts = o.check('nn.Sigmoid', opts, {name = o.name})
-  local layer = make(2, core.nn_activation, 'sigmoid', 0, opts.name)
-  return layer
-end
-
-function nn.Tanh(opts)
-  opts = o.check('nn.Tanh', opts, {name = o.name})
-  local layer = make(2, core.nn_activation, 'tanh', 0, opts.name)
-  return layer
-end
+nn.ReLU = plain_activation('ReLU', 'relu')
+nn.Sigmoid = plain_activation('Sigmoid', 'sigmoid')
+nn.Tanh = plain_activation('Tanh', 'tanh')
 
 -- nn.GELU() is exact (erf); nn.GELU{approximate = 'tanh'} is its tanh approximation.
 function nn.GELU(opts)

@@ -1,12 +1,10 @@
 // MSE and BCEWithLogits on a GPU: our kernels (kernels.cu) for the per-sample losses and the
-// gradient. The per-sample values come back to the host and are summed there in double, as
-// the cross-entropy's are (forward returns them anyway, so it synchronises).
-#include <vector>
-
+// gradient; the per-sample values are summed on the host (loss_sums.h).
 #include "device/cuda/check.h"
 #include "device/cuda/cudnn_desc.h"
 #include "device/cuda/kernels.cuh"
 #include "device/cuda/kernels_cuda.h"
+#include "device/cuda/loss_sums.h"
 
 namespace tandem::cuda {
 namespace {
@@ -26,16 +24,7 @@ public:
         kernels::element_loss_forward(y, t, static_cast<double*>(loss.raw()), static_cast<int*>(correct.raw()), c.n,
                                       c.elements, bce(), device_.compute_stream());
         check_launch("element_loss_forward");
-        std::vector<double> losses(static_cast<std::size_t>(c.n));
-        std::vector<int> hits(static_cast<std::size_t>(c.n));
-        device_.copy_to_host(losses.data(), loss.raw(), losses.size() * sizeof(double));
-        device_.copy_to_host(hits.data(), correct.raw(), hits.size() * sizeof(int));
-        LossSums sums{0, 0, c.n};
-        for (std::size_t i = 0; i < losses.size(); ++i) {
-            sums.loss += losses[i];
-            if (bce()) sums.correct += hits[i];
-        }
-        return sums;
+        return sum_per_sample(device_, loss, correct, c.n, bce());
     }
 
     void backward(const Tensor& output, const Tensor& targets, float scale, Tensor& diff) override {
