@@ -193,7 +193,8 @@ struct SoftmaxCrossEntropyKernel {
     static constexpr const char* kName = "SoftmaxCrossEntropy";
     using Config = SoftmaxCrossEntropyConfig;
     virtual ~SoftmaxCrossEntropyKernel() = default;
-    // Throws DataError naming the sample when a label is out of range.
+    // Throws DataError naming the sample (counted from 1, as the Lua API counts) when a label is
+    // out of range.
     virtual LossSums forward(const Tensor& logits, const Tensor& labels, float smoothing,
                              Tensor& probabilities) = 0;
     // diff_logits = scale * (probabilities - target).

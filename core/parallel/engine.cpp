@@ -360,6 +360,9 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
         TANDEM_CHECK_AS(DataError, it->second.shape() == like.shape())
             << path << ": '" << name << "' is " << it->second.shape().to_string()
             << ", the net expects " << like.shape().to_string();
+        TANDEM_CHECK_AS(DataError, it->second.dtype() == like.dtype())
+            << path << ": '" << name << "' holds " << dtype_name(it->second.dtype()) << " values, the net's are "
+            << dtype_name(like.dtype());
         return it->second;
     };
     std::vector<std::pair<Parameter*, Tensor>> updates;
@@ -376,7 +379,12 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     } catch (const std::exception&) {
         TANDEM_THROW(DataError) << path << ": metadata 'step' is missing or not a number";
     }
-    for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
+    try {
+        for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
+    } catch (Error& e) {
+        e.add_context("in the optimizer state of " + path);
+        throw;
+    }
 
     for (auto& [parameter, value] : updates) parameter->value.copy_from(value);
     // The other replicas take the same values, by position (their names are the same).

@@ -163,7 +163,14 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             span(traced);
             // Labels go straight to the last stage.
             run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
-            plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(run.outputs[mi], run.labels[mi], run.passes[mi]);
+            try {
+                plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(run.outputs[mi], run.labels[mi], run.passes[mi]);
+            } catch (Error& e) {
+                // The kernel counts within the micro-batch: say where that is in the batch.
+                e.add_context("in the loss of samples " + std::to_string(plan.start(k) + 1) + ".." +
+                              std::to_string(plan.start(k + 1)) + " of the batch");
+                throw;
+            }
             if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
             break;
         case OpKind::send_activation:

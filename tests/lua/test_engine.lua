@@ -193,7 +193,9 @@ t.test('bad arguments raise errors that name them', function()
   t.raises(function() engine:step(T.zeros{2, 3, 8, 8}, T.tensor({0, 1}, {2}, {dtype = 'i32'})) end,
            '3 channels')
   t.raises(function() engine:step(T.zeros{2, 1, 8, 8}, T.tensor({0, 7}, {2}, {dtype = 'i32'})) end,
-           'label 7 of sample 1 is outside [0, 3)')
+           'label 7 of sample 2 is outside [0, 3)')
+  t.raises(function() engine:step(T.zeros{2, 1, 8, 8}, T.tensor({0, 7}, {2}, {dtype = 'i32'})) end,
+           'in the loss of samples 1..2 of the batch')
   t.raises(function() engine:step(T.zeros{2, 1, 8, 8}) end, 'tandem.Tensor expected')
   t.raises(function() engine.step(nil) end, 'tandem.Engine expected')
   engine:free()

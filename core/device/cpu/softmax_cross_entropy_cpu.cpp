@@ -86,7 +86,7 @@ private:
         const int* y = labels.data<int>();
         for (std::int64_t i = 0; i < config_.n; ++i)
             TANDEM_CHECK_AS(DataError, y[i] >= 0 && y[i] < config_.classes)
-                << "label " << y[i] << " of sample " << i << " is outside [0, " << config_.classes
+                << "label " << y[i] << " of sample " << i + 1 << " is outside [0, " << config_.classes
                 << ")";
     }
 

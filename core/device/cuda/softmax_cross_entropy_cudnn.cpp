@@ -2,12 +2,11 @@
 // then our kernel for probabilities, per-sample losses and arg-max hits. The per-sample values
 // come back to the host and are summed there in double (forward returns them anyway, so it
 // synchronises); a label outside [0, classes) becomes the CPU backend's DataError.
-#include <vector>
-
 #include "device/cuda/check.h"
 #include "device/cuda/cudnn_desc.h"
 #include "device/cuda/kernels.cuh"
 #include "device/cuda/kernels_cuda.h"
+#include "device/cuda/loss_sums.h"
 
 namespace tandem::cuda {
 namespace {
@@ -49,19 +48,10 @@ public:
         if (first_bad < c.n) {
             int value = 0;
             device_.copy_to_host(&value, label + first_bad, sizeof(int));
-            TANDEM_THROW(DataError) << "label " << value << " of sample " << first_bad
+            TANDEM_THROW(DataError) << "label " << value << " of sample " << first_bad + 1
                                     << " is outside [0, " << c.classes << ")";
         }
-        std::vector<double> losses(static_cast<std::size_t>(c.n));
-        std::vector<int> hits(static_cast<std::size_t>(c.n));
-        device_.copy_to_host(losses.data(), loss.raw(), losses.size() * sizeof(double));
-        device_.copy_to_host(hits.data(), correct.raw(), hits.size() * sizeof(int));
-        LossSums sums{0, 0, c.n};
-        for (std::size_t i = 0; i < losses.size(); ++i) {
-            sums.loss += losses[i];
-            sums.correct += hits[i];
-        }
-        return sums;
+        return sum_per_sample(device_, loss, correct, c.n, true);
     }
 
     void backward(const Tensor& probabilities, const Tensor& labels, float smoothing, float scale,

@@ -348,7 +348,7 @@ TEST(CudaLayers, SoftmaxCrossEntropy) {
         gk->forward(x.to(gpu()), labels.to(gpu()), 0.f, gp);
         ADD_FAILURE() << "an out-of-range label was accepted";
     } catch (const DataError& e) {
-        EXPECT_EQ(std::string(e.what()), "label 10 of sample 4 is outside [0, 10)");
+        EXPECT_EQ(std::string(e.what()), "label 10 of sample 5 is outside [0, 10)");
     }
 }
 

@@ -137,7 +137,7 @@ TEST(CrossEntropy, LabelOutOfRangeIsADataError) {
             FAIL() << "expected a DataError for label " << bad;
         } catch (const DataError& e) {
             EXPECT_EQ(std::string(e.what()),
-                      "label " + std::to_string(bad) + " of sample 3 is outside [0, 10)");
+                      "label " + std::to_string(bad) + " of sample 4 is outside [0, 10)");
         }
     }
     Tape tape;

@@ -93,6 +93,43 @@ TEST(Engine, ResumeContinuesBitForBit) {
     for (const auto& [name, values] : a) EXPECT_EQ(values, b.at(name)) << name;
 }
 
+// A checkpoint tensor of the right shape but another dtype, or a broken optimizer state, is
+// refused naming the file and the tensor, and the engine keeps its weights.
+TEST(Engine, LoadNamesTheFileAndTensorOfABadEntry) {
+    TempDir dir;
+    const std::string path = (dir.path() / "ck.safetensors").string();
+    Engine engine(options_for(cpu(0), 5));
+    engine.step(make_batch(0).images, make_batch(0).labels);
+    engine.save(path);
+    const auto before = weights(engine);
+    auto rewrite = [&](const std::string& name, const Tensor& replacement) {
+        SafetensorsContents file = load_safetensors(path, host_device());
+        for (auto& [key, tensor] : file.tensors)
+            if (key == name) tensor = replacement;
+        const std::string changed = (dir.path() / ("bad_" + std::to_string(name.size()) + ".safetensors")).string();
+        save_safetensors(changed, file.tensors, file.metadata);
+        return changed;
+    };
+    const std::string as_ints = rewrite("model.conv1.weight", Tensor::zeros({4, 1, 3, 3}, host_device(), DType::i32));
+    try {
+        engine.load(as_ints);
+        FAIL() << "took an i32 weight";
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find(as_ints + ": 'model.conv1.weight' holds I32 values, the net's are F32"),
+                  std::string::npos) << e.what();
+    }
+    const std::string bad_state = rewrite("optim.momentum.fc1.bias", Tensor::zeros({3}, host_device()));
+    try {
+        engine.load(bad_state);
+        FAIL() << "took a momentum buffer of the wrong shape";
+    } catch (const DataError& e) {
+        const std::string message = e.full_message();
+        EXPECT_NE(message.find("SGD state: entry 'momentum.fc1.bias'"), std::string::npos) << message;
+        EXPECT_NE(message.find("in the optimizer state of " + bad_state), std::string::npos) << message;
+    }
+    EXPECT_EQ(weights(engine), before);
+}
+
 TEST(Engine, ShapeMismatchNamesTheLayerAndTheEngineGoesOn) {
     Engine engine(options_for(cpu(0), 1));
     Tensor wrong = Tensor::zeros({2, 3, 8, 8}, host_device());
