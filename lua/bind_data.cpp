@@ -59,8 +59,8 @@ int data_mnist(lua_State* L) {
     return 1;
 }
 
-// T.data.dataset(images, labels) -> dataset, from host tensors: images f32 N x C x H x W,
-// labels i32 N.
+// T.data.dataset(images, targets) -> dataset, from host tensors: images f32 N x C x H x W,
+// targets i32 N class labels or f32 N x ... values.
 int data_dataset(lua_State* L) {
     const Tensor& images = check_tensor(L, 1);
     const Tensor& labels = check_tensor(L, 2);
@@ -110,7 +110,7 @@ AugmentOptions check_augment(lua_State* L, int index) {
 }
 
 // dataset:batch(indices [, first = 1, count = #indices - first + 1 [, augment, seed, epoch]])
-//   -> images (f32 B x C x H x W, host), labels (i32 B, host)
+//   -> images (f32 B x C x H x W, host), targets (i32 B or f32 B x ..., host)
 // Takes indices[first .. first + count - 1] (1-based sample numbers, as epoch_order gives).
 // With `augment` ({flip =, crop_pad =, fill =}), the random choices come from (seed, epoch,
 // sample), so a batch is the same however and whenever it is drawn.

@@ -19,19 +19,23 @@ InMemoryDataset::InMemoryDataset(Tensor images, Tensor labels)
     TANDEM_CHECK_AS(ShapeError, images_.shape().rank() == 4 && images_.dtype() == DType::f32 &&
                                     images_.layout() == Layout::contiguous)
         << "dataset images must be contiguous f32 N x C x H x W, got " << images_.description();
-    TANDEM_CHECK_AS(ShapeError, labels_.shape().rank() == 1 && labels_.dtype() == DType::i32)
-        << "dataset labels must be i32 N, got " << labels_.description();
+    const bool values = labels_.dtype() == DType::f32;
+    TANDEM_CHECK_AS(ShapeError, (labels_.shape().rank() == 1 && labels_.dtype() == DType::i32) ||
+                                    (values && labels_.shape().rank() >= 1 && labels_.layout() == Layout::contiguous))
+        << "dataset targets must be i32 class labels (N) or contiguous f32 values (N x ...), got "
+        << labels_.description();
     TANDEM_CHECK_AS(ShapeError, labels_.shape()[0] == images_.shape()[0])
         << "dataset with " << images_.shape()[0] << " images (" << images_.description() << ") but "
-        << labels_.shape()[0] << " labels";
+        << labels_.shape()[0] << " targets";
     // gather() copies straight out of host memory.
     TANDEM_CHECK_AS(ShapeError,
                     images_.device().host_accessible() && labels_.device().host_accessible())
         << "dataset tensors must live in host memory, got " << images_.description() << " and "
         << labels_.description();
+    if (values) return;
     const int* l = labels_.data<int>();
     for (std::int64_t i = 0; i < labels_.numel(); ++i) {
-        TANDEM_CHECK_AS(DataError, l[i] >= 0) << "dataset label " << i << " is " << l[i];
+        TANDEM_CHECK_AS(DataError, l[i] >= 0) << "dataset label " << i + 1 << " is " << l[i];
         classes_ = std::max<std::int64_t>(classes_, std::int64_t(l[i]) + 1);
     }
 }
@@ -71,27 +75,27 @@ std::pair<Tensor, Tensor> InMemoryDataset::gather(std::span<const std::int64_t> 
         TANDEM_CHECK_AS(DataError, i >= 0 && i < size())
             << "sample index " << i << " is out of range for a dataset of " << size() << " samples";
     Tensor images = Tensor::empty(images_.shape().with_batch(batch), device, DType::f32, layout);
-    Tensor labels = Tensor::empty({batch}, device, DType::i32);
+    Tensor labels = Tensor::empty(labels_.shape().with_batch(batch), device, labels_.dtype());
     // Straight into the batch where the device's memory is the host's and the layout is the
     // dataset's; through a host buffer (and a layout permutation) otherwise.
     const bool direct = device.host_accessible() && layout == Layout::contiguous;
+    // A sample's target as bytes: one i32 label or its f32 values, 4 bytes each either way.
+    const auto target_bytes = static_cast<std::size_t>(labels_.shape().sample_numel()) * 4;
     std::vector<float> staged(direct ? 0 : static_cast<std::size_t>(batch * per_sample));
-    std::vector<int> staged_labels(direct ? 0 : indices.size());
+    std::vector<char> staged_labels(direct ? 0 : indices.size() * target_bytes);
     float* x = direct ? images.data<float>() : staged.data();
-    int* y = direct ? labels.data<int>() : staged_labels.data();
+    char* y = direct ? static_cast<char*>(labels.raw()) : staged_labels.data();
     const float* src = images_.data<float>();
-    const int* src_labels = labels_.data<int>();
+    const char* src_labels = static_cast<const char*>(labels_.raw());
     for (std::int64_t b = 0; b < batch; ++b) {
         const std::int64_t i = indices[static_cast<std::size_t>(b)];
         std::memcpy(x + b * per_sample, src + i * per_sample,
                     static_cast<std::size_t>(per_sample) * sizeof(float));
-        y[b] = src_labels[i];
+        std::memcpy(y + b * target_bytes, src_labels + i * target_bytes, target_bytes);
     }
     if (!direct) {
         images.copy_from(staged);
-        if (batch > 0)
-            device.copy_from_host(labels.raw(), staged_labels.data(),
-                                  staged_labels.size() * sizeof(int));
+        if (batch > 0) device.copy_from_host(labels.raw(), staged_labels.data(), staged_labels.size());
     }
     return {std::move(images), std::move(labels)};
 }

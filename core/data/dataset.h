@@ -1,6 +1,7 @@
-// InMemoryDataset: a labelled image set held on the host, from which batches are gathered onto
-// a device. Small sets (MNIST, Fashion-MNIST, CIFAR) fit in memory whole; large ones go through
-// the streaming loaders instead.
+// InMemoryDataset: an image set held on the host with a target per image, from which batches
+// are gathered onto a device. The targets are class labels (i32 N, for CrossEntropy) or values
+// (f32 N x ..., for MSE or BCEWithLogits). Small sets (MNIST, Fashion-MNIST, CIFAR) fit in
+// memory whole; large ones go through the streaming loaders instead.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,8 @@ class Device;
 
 class InMemoryDataset {
 public:
-    // `images`: host f32 N x C x H x W (contiguous); `labels`: host i32 N, each >= 0.
-    // ShapeError / DataError when they do not fit together.
+    // `images`: host f32 N x C x H x W (contiguous); `labels`: host i32 N, each >= 0, or host f32
+    // N x ... (contiguous). ShapeError / DataError when they do not fit together.
     InMemoryDataset(Tensor images, Tensor labels);
 
     // An idx image file (N x H x W, or N x C x H x W) and an idx label file (N), each maybe
@@ -28,7 +29,7 @@ public:
                                     float mean, float std);
 
     std::int64_t size() const { return images_.shape()[0]; }
-    // max label + 1 (0 for an empty set).
+    // max label + 1 (0 for an empty set or f32 targets).
     std::int64_t classes() const { return classes_; }
     // C x H x W.
     Shape sample_shape() const;
@@ -36,8 +37,8 @@ public:
     const Tensor& labels() const { return labels_; }
 
     // Copies the samples at `indices` (in that order, repeats allowed) into a new batch on
-    // `device`: images B x C x H x W in `layout`, labels i32 B. DataError for an index out of
-    // range.
+    // `device`: images B x C x H x W in `layout`, labels i32 B (or f32 B x ...). DataError for an
+    // index out of range.
     std::pair<Tensor, Tensor> gather(std::span<const std::int64_t> indices, Device& device,
                                      Layout layout) const;
 

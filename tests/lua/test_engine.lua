@@ -134,6 +134,16 @@ t.test('losses on values: an autoencoder trains with MSE, BCEWithLogits reports 
   end
   t.ok(last < 0.9 * first, ('loss %g -> %g'):format(first, last))
   t.eq(engine:evaluate_batch(x, targets).correct, nil)
+  -- A data set of images and f32 targets: evaluate goes through it, without an accuracy.
+  local regression = T.data.dataset(x, targets)
+  t.eq(regression:classes(), 0)
+  local result = engine:evaluate(regression, {batch = 3})
+  t.eq(result.samples, 8)
+  t.eq(result.accuracy, nil)
+  t.near(result.loss, engine:evaluate_batch(x, targets).loss / 8, 1e-6)
+  local images, batch_targets = regression:batch({2, 1})
+  t.eq(batch_targets:shape(), {2, 16})
+  t.eq(batch_targets:to_flat()[1], targets:to_flat()[17])
   t.raises(function() engine:step(x, T.tensor({0, 1, 0, 1, 0, 1, 0, 1}, nil, {dtype = 'i32'})) end,
            "MSE takes f32 targets shaped as the net's output, one per image: got Tensor(8, i32")
   t.raises(function() engine:step(x, T.zeros{8, 15}) end,

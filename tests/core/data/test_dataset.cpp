@@ -86,6 +86,29 @@ TEST(Dataset, GatherKeepsChannelsInChannelsLast) {
     EXPECT_EQ(x.data<float>()[5], values[12 + 2 * 4 + 1]);
 }
 
+// Values as targets (an autoencoder's or a regression's): gathered with their images, in the
+// same order, onto the device in either image layout.
+TEST(Dataset, GathersF32Targets) {
+    std::vector<float> pixels(3 * 4), targets(3 * 2);
+    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = float(i);
+    for (std::size_t i = 0; i < targets.size(); ++i) targets[i] = 0.5f * float(i);
+    InMemoryDataset ds(Tensor::from_vector({3, 1, 2, 2}, host_device(), pixels),
+                       Tensor::from_vector({3, 2}, host_device(), targets));
+    EXPECT_EQ(ds.classes(), 0);
+    const std::vector<std::int64_t> pick = {2, 0};
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        auto [x, y] = ds.gather(pick, test_device(), layout);
+        EXPECT_EQ(y.shape(), Shape({2, 2}));
+        EXPECT_EQ(y.dtype(), DType::f32);
+        EXPECT_EQ(y.to_vector(), (std::vector<float>{2.f, 2.5f, 0.f, 0.5f}));
+        EXPECT_EQ(x.to_layout(Layout::contiguous).to_vector()[0], 8.f);
+    }
+    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()), Tensor::zeros({3, 2}, host_device(), DType::i32)),
+                 ShapeError);  // i32 targets are class labels: one per image
+    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()), Tensor::zeros({2, 2}, host_device())),
+                 ShapeError);
+}
+
 TEST(Dataset, MismatchedCountsNameBothFiles) {
     Files files;
     const std::string other = files.dir.file("short-labels-idx1-ubyte");
