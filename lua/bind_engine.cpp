@@ -246,7 +246,9 @@ int engine_save(lua_State* L) {
         }
     }
     const auto dir = std::filesystem::path(path).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
+    std::error_code error;
+    if (!dir.empty()) std::filesystem::create_directories(dir, error);
+    if (error) throw DataError("engine:save: cannot create the folder " + dir.string() + " for " + path + ": " + error.message());
     engine->save(path, meta);
     return 0;
 }

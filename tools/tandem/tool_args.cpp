@@ -65,7 +65,7 @@ ToolArgs::ToolArgs(const Args& args, const ToolSpec& spec) : spec_(spec) {
         if (option == nullptr) {
             std::string list;
             for (const auto& o : spec.options) list += std::string(list.empty() ? "" : ", ") + "--" + o.name;
-            mistake("unknown option --" + key + " (known: " + list + ")");
+            mistake("unknown option --" + key + (list.empty() ? " (it takes none but --help)" : " (known: " + list + ")"));
         }
         if (equals != std::string::npos) {
             values_[key] = a.substr(equals + 1);

@@ -1,0 +1,328 @@
+-- Bad input, everywhere a user can give it: every bound function, the command-line tools and
+-- the files they read. Each case asserts that the mistake is refused (an error, or a tool
+-- exiting with status 1 or 2 without a Lua traceback) and that the message names it: the
+-- function, the option, the value, the file. Cases are tables: {what, function, words...}.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local S = dofile('tests/lua/support.lua')
+local nn = T.nn
+
+local i32 = {dtype = 'i32'}
+local total = 0
+
+-- Runs every case of `cases`, reporting them as one test named `name`.
+local function suite(name, cases)
+  t.test(name, function()
+    local failures = {}
+    for _, case in ipairs(cases) do
+      total = total + 1
+      local ok, err = pcall(case[2])
+      local message = tostring(err)
+      if ok then
+        failures[#failures + 1] = case[1] .. ': no error'
+      else
+        for i = 3, #case do
+          if not message:find(case[i], 1, true) then
+            failures[#failures + 1] = ('%s: message lacks "%s": %s'):format(case[1], case[i], message)
+            break
+          end
+        end
+      end
+    end
+    t.eq(failures, {}, 'cases that did not answer as they should')
+  end)
+end
+
+-- Tensors.
+suite('tensors', {
+  {'shape and values disagree', function() return T.tensor({1, 2, 3}, {2, 2}) end, 'shape 2x2 holds 4 elements, the table has 3'},
+  {'unknown dtype', function() return T.tensor({1}, {1}, {dtype = 'f64'}) end, "option 'dtype' must be 'f32', 'i32' or 'u8', got 'f64'"},
+  {'values not a table', function() return T.tensor('x') end, 'table of numbers expected, got string'},
+  {'a string value', function() return T.tensor({'a'}) end, 'entry [1] is a string, expected a number'},
+  {'a ragged table', function() return T.tensor{{1, 2}, {3}} end, 'ragged nested table: entry [2] has 1 entries, expected 2'},
+  {'unknown tensor option', function() return T.tensor({1}, {1}, {bogus = 1}) end, "T.tensor: unknown option 'bogus' (known: dtype)"},
+  {'zeros negative', function() return T.zeros{-1, 2} end, 'shape entry 1 must be a non-negative integer, got -1'},
+  {'zeros fraction', function() return T.zeros{2, 1.5} end, 'shape entry 2 must be a non-negative integer, got 1.5'},
+  {'ones negative', function() return T.ones{3, -2} end, 'shape entry 2 must be a non-negative integer, got -2'},
+  {'randn not a shape', function() return T.randn('x') end, 'shape expected (a list of sizes such as {8, 3, 32, 32}), got string'},
+  {'reshape to another count', function() return T.zeros{2, 3}:reshape{4} end, 'cannot reshape Tensor(2x3, f32, host) to 4 (6 elements, 4 wanted)'},
+})
+
+-- Every layer constructor: a bad name and an unknown option, named with the constructor.
+local constructors = {
+  {'nn.ReLU', function(o) return nn.ReLU(o) end}, {'nn.Sigmoid', function(o) return nn.Sigmoid(o) end},
+  {'nn.Tanh', function(o) return nn.Tanh(o) end}, {'nn.GELU', function(o) return nn.GELU(o) end},
+  {'nn.Linear', function(o) return nn.Linear(2, 2, o) end}, {'nn.Conv2d', function(o) return nn.Conv2d(1, 1, 3, o) end},
+  {'nn.BatchNorm2d', function(o) return nn.BatchNorm2d(4, o) end}, {'nn.MaxPool2d', function(o) return nn.MaxPool2d(2, o) end},
+  {'nn.AvgPool2d', function(o) return nn.AvgPool2d(2, o) end}, {'nn.LRN', function(o) return nn.LRN(o) end},
+  {'nn.Flatten', function(o) return nn.Flatten(o) end}, {'nn.Dropout', function(o) return nn.Dropout(0.5, o) end},
+}
+local names = {}
+for _, c in ipairs(constructors) do
+  for _, bad in ipairs({'a.b', '', 5, true, {}}) do
+    local shown = type(bad) == 'string' and ("'" .. bad .. "'") or type(bad)
+    names[#names + 1] = {c[1] .. ' name ' .. shown, function() return c[2]{name = bad} end,
+                         c[1] .. ": option 'name' must be a non-empty string without dots, got "}
+  end
+  names[#names + 1] = {c[1] .. ' unknown option', function() return c[2]{bogus = 1} end,
+                       c[1] .. ": unknown option 'bogus'"}
+  names[#names + 1] = {c[1] .. ' options not a table', function() return c[2]('x') end, c[1]}
+end
+suite('layer names and options', names)
+
+suite('layer arguments', {
+  {'Conv2d in_channels 0', function() return nn.Conv2d(0, 4, 3) end, "bad argument #1 to 'nn.Conv2d' (in_channels must be a positive integer, got 0)"},
+  {'Conv2d out_channels -1', function() return nn.Conv2d(1, -1, 3) end, 'out_channels must be a positive integer, got -1'},
+  {'Conv2d kernel 0', function() return nn.Conv2d(1, 4, 0) end, 'kernel size must be a positive integer or a pair {h, w} of them, got 0'},
+  {'Conv2d stride 0', function() return nn.Conv2d(1, 4, 3, {stride = 0}) end, "nn.Conv2d: option 'stride' must be a positive integer"},
+  {'Conv2d pad -1', function() return nn.Conv2d(1, 4, 3, {pad = -1}) end, "nn.Conv2d: option 'pad' must be a non-negative integer"},
+  {'Conv2d groups 3 of 4', function() return nn.Conv2d(4, 4, 3, {groups = 3}) end, 'groups (3) must divide in_channels (4) and out_channels (4)'},
+  {'Conv2d padding', function() return nn.Conv2d(1, 4, 3, {padding = 1}) end, "unknown option 'padding' (known: bias, groups, init, name, pad, stride)"},
+  {'Conv2d bias yes', function() return nn.Conv2d(1, 4, 3, {bias = 'yes'}) end, "option 'bias' must be true or false, got 'yes'"},
+  {'Conv2d init magic', function() return nn.Conv2d(1, 4, 3, {init = 'magic'}) end, "init 'magic' (known: kaiming"},
+  {'Linear in_features 0', function() return nn.Linear(0, 2) end, 'in_features must be a positive integer, got 0'},
+  {'Linear out_features x', function() return nn.Linear(2, 'x') end, "out_features must be a positive integer, got 'x'"},
+  {'Linear init magic', function() return nn.Linear(2, 2, {init = 'magic'}) end, "'magic'"},
+  {'BatchNorm2d channels 0', function() return nn.BatchNorm2d(0) end, 'channels must be a positive integer, got 0'},
+  {'BatchNorm2d eps -1', function() return nn.BatchNorm2d(4, {eps = -1}) end, "option 'eps' must be a positive number, got -1"},
+  {'BatchNorm2d momentum 2', function() return nn.BatchNorm2d(4, {momentum = 2}) end, "option 'momentum' must be a number in [0, 1), got 2"},
+  {'MaxPool2d kernel 0', function() return nn.MaxPool2d(0) end, "nn.MaxPool2d' (kernel size must be a positive integer"},
+  {'AvgPool2d stride -1', function() return nn.AvgPool2d(2, {stride = -1}) end, "nn.AvgPool2d: option 'stride' must be a positive integer"},
+  {'Dropout p 1', function() return nn.Dropout(1) end, 'p must be a number in [0, 1), got 1'},
+  {'Dropout p -0.1', function() return nn.Dropout(-0.1) end, 'p must be a number in [0, 1), got -0.1'},
+  {'LeakyReLU slope x', function() return nn.LeakyReLU('x') end, "negative_slope must be a finite number, got 'x'"},
+  {'GELU approximate fast', function() return nn.GELU{approximate = 'fast'} end, "option 'approximate' must be one of 'none', 'tanh', got 'fast'"},
+  {'Sequential entry 5', function() return nn.Sequential{5} end, 'nn.Sequential: entry 1 is 5, expected a layer'},
+  {'Sequential constructor', function() return nn.Sequential{nn.ReLU} end, 'a constructor: call it, e.g. nn.ReLU()'},
+  {'Residual without body', function() return nn.Residual{} end, 'nn.Residual: the body is missing'},
+  {'a layer in two nets', function() local r = nn.ReLU(); nn.Sequential{r}; return nn.Sequential{r} end, 'a layer belongs to one net (layer:clone() makes a separate copy)'},
+  {'Linear forward width', function() return nn.Linear(3, 2):forward(T.zeros{2, 4}) end, 'input has 4 features, weight expects 3'},
+  {'Conv2d forward rank', function() return nn.Conv2d(1, 2, 3):forward(T.zeros{2, 4}) end, 'input must be N x C x H x W, got 2x4'},
+  {'Conv2d forward channels', function() return nn.Conv2d(3, 2, 3):forward(T.zeros{1, 1, 5, 5}) end, 'input has 1 channels, weight expects 3'},
+  {'forward mode test', function() return nn.ReLU():forward(T.zeros{2}, {mode = 'test'}) end, "option 'mode' must be 'train' or 'eval', got 'test'"},
+})
+
+suite('losses', {
+  {'CrossEntropy smoothing 1', function() return nn.CrossEntropy{label_smoothing = 1} end, "option 'label_smoothing' must be a number in [0, 1), got 1"},
+  {'CrossEntropy unknown', function() return nn.CrossEntropy{smoothing = 0.1} end, "unknown option 'smoothing'"},
+  {'MSE reduction', function() return nn.MSE{reduction = 'sum'} end, "nn.MSE: unknown option 'reduction' (it takes no options)"},
+  {'BCEWithLogits pos_weight', function() return nn.BCEWithLogits{pos_weight = 2} end, "nn.BCEWithLogits: unknown option 'pos_weight' (it takes no options)"},
+  {'CrossEntropy f32 labels', function() return nn.CrossEntropy():forward(T.zeros{2, 3}, T.tensor{0, 1}) end, 'labels I32'},
+  {'CrossEntropy label 3 of 3 classes', function() return nn.CrossEntropy():forward(T.zeros{2, 3}, T.tensor({0, 3}, nil, i32)) end, 'label 3 of sample 2 is outside [0, 3)'},
+  {'MSE targets of another shape', function() return nn.MSE():forward(T.zeros{2, 3}, T.zeros{2, 4}) end, "MSE: targets 2x4 and the net's output 2x3 differ in shape"},
+  {'BCEWithLogits i32 targets', function() return nn.BCEWithLogits():forward(T.zeros{2, 1}, T.tensor({0, 1}, {2, 1}, i32)) end, 'must be F32, got F32 and I32'},
+  {'MSE backward shape', function() return nn.MSE():backward(T.zeros{2, 3}, T.zeros{3, 3}) end, 'targets 3x3'},
+  {'label_smoothing of MSE', function() return nn.MSE():label_smoothing() end, 'label_smoothing belongs to CrossEntropy, not MSE'},
+})
+
+-- Optimizers: each numeric option given a wrong type, and out-of-range values.
+local optim = {}
+for _, key in ipairs({'lr', 'momentum', 'dampening', 'weight_decay', 'clip_norm'}) do
+  for _, bad in ipairs({'x', true, {}}) do
+    optim[#optim + 1] = {'SGD ' .. key .. ' ' .. tostring(bad), function() return T.optim.SGD{[key] = bad} end,
+                         "option '" .. key .. "' must be a number"}
+  end
+end
+for _, ctor in ipairs({'Adam', 'AdamW'}) do
+  for _, key in ipairs({'lr', 'eps', 'weight_decay', 'clip_norm'}) do
+    for _, bad in ipairs({'x', true, {}}) do
+      optim[#optim + 1] = {ctor .. ' ' .. key .. ' ' .. tostring(bad), function() return T.optim[ctor]{[key] = bad} end,
+                           'T.optim.' .. ctor .. ": option '" .. key .. "' must be a number"}
+    end
+  end
+end
+for _, c in ipairs({
+  {'SGD lr -1', {lr = -1}, 'SGD: invalid learning rate -1'}, {'SGD momentum 1', {momentum = 1}, 'SGD: invalid momentum 1 (must be in [0, 1))'},
+  {'SGD dampening 2', {dampening = 2}, 'SGD: invalid dampening 2 (must be in [0, 1])'}, {'SGD weight_decay -1', {weight_decay = -1}, 'SGD: invalid weight_decay -1'},
+  {'SGD Nesterov without momentum', {nesterov = true}, 'Nesterov momentum needs momentum > 0'},
+  {'SGD nesterov yes', {nesterov = 'yes'}, "option 'nesterov' must be a boolean, got 'yes'"},
+  {'SGD clip_norm -1', {clip_norm = -1}, 'invalid clip_norm -1'},
+  {'SGD learning_rate', {learning_rate = 1}, "T.optim.SGD: unknown option 'learning_rate'"},
+}) do optim[#optim + 1] = {c[1], function() return T.optim.SGD(c[2]) end, c[3]} end
+for _, c in ipairs({
+  {'Adam betas 0.9', {betas = 0.9}, "T.optim.Adam: option 'betas' must be a pair {beta1, beta2} of numbers, got 0.9"},
+  {'Adam three betas', {betas = {0.9, 0.9, 0.9}}, "option 'betas' must be a pair {beta1, beta2} of numbers"},
+  {'Adam beta1 1', {betas = {1, 0.9}}, 'Adam: invalid beta1 1 (betas must be in [0, 1))'},
+  {'Adam beta2 -1', {betas = {0.9, -1}}, 'Adam: invalid beta2 -1'},
+  {'Adam eps 0', {eps = 0}, 'Adam: invalid eps 0 (must be > 0)'},
+  {'Adam lr inf', {lr = math.huge}, 'Adam: invalid learning rate inf'},
+  {'Adam momentum', {momentum = 0.9}, "T.optim.Adam: unknown option 'momentum'"},
+}) do optim[#optim + 1] = {c[1], function() return T.optim.Adam(c[2]) end, c[3]} end
+optim[#optim + 1] = {'AdamW weight_decay -1', function() return T.optim.AdamW{weight_decay = -1} end, 'AdamW: invalid weight_decay -1'}
+suite('optimizers', optim)
+
+suite('schedules', {
+  {'Cosine without total_steps', function() return T.schedule.Cosine{lr = 0.1} end, 'T.schedule.Cosine: option total_steps is required'},
+  {'Cosine total_steps 0', function() return T.schedule.Cosine{lr = 0.1, total_steps = 0} end, 'total_steps must be >= 1, got 0'},
+  {'Step step_size 0', function() return T.schedule.Step{lr = 0.1, step_size = 0} end, 'step_size must be >= 1, got 0'},
+  {'MultiStep milestone 1.5', function() return T.schedule.MultiStep{lr = 1, milestones = {1.5}} end, 'milestones must be whole step numbers, got 1.5'},
+  {'MultiStep milestone inf', function() return T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end, 'milestones must be whole step numbers, got inf'},
+  {'Warmup without after', function() return T.schedule.Warmup{steps = 10} end, 'T.schedule.Warmup: option after is required'},
+  {'Constant without lr', function() return T.schedule.Constant{} end, 'T.schedule.Constant: option lr is required'},
+  {'Constant lr -1', function() return T.schedule.Constant{lr = -1} end, 'lr must be a finite value >= 0, got -1'},
+  {'Cosine unknown', function() return T.schedule.Cosine{lr = 1, total = 5} end, "unknown option 'total'"},
+})
+
+suite('devices', {
+  {'kind tpu', function() return T.devices('tpu', 1) end, "unknown device kind 'tpu' (known: cpu, cuda)"},
+  {'count 0', function() return T.devices('cpu', 0) end, 'device count must be in [1, 256], got 0'},
+  {'count 1000', function() return T.devices('cpu', 1000) end, 'device count must be in [1, 256], got 1000'},
+  {'count -1', function() return T.devices('cpu', -1) end, 'device count must be in [1, 256], got -1'},
+  {'memory -1', function() return T.devices('cpu', 1, {memory = -1}) end, "option 'memory' must be a size such as '512MB'"},
+  {'thread', function() return T.devices('cpu', 1, {thread = 1}) end, "T.devices: unknown option 'thread' (known: memory, threads)"},
+})
+
+-- The engine: its options, and the batches it is given.
+local function small_net() return nn.Sequential{nn.Flatten(), nn.Linear(16, 2)} end
+local function one_cpu() return T.devices('cpu', 1, {threads = 1}) end
+local function engine_with(extra)
+  local o = {net = small_net(), optim = T.optim.SGD{lr = 0.1}, devices = one_cpu()}
+  for k, v in pairs(extra) do o[k] = v end
+  return T.Engine(o)
+end
+local engine = engine_with({})
+local x = T.zeros{4, 1, 4, 4}
+local labels = T.tensor({0, 1, 1, 0}, nil, i32)
+local ds = T.data.dataset(x, labels)
+suite('the engine', {
+  {'no net', function() return T.Engine{optim = T.optim.SGD{}} end, 'T.Engine: option net is required'},
+  {'no optim', function() return T.Engine{net = small_net()} end, 'T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})'},
+  {'optim a table', function() return engine_with{optim = {lr = 1}} end, 'tandem.Optimizer expected, got table'},
+  {'loss a table', function() return engine_with{loss = {}} end, 'tandem.Loss expected, got table'},
+  {'schedule a table', function() return engine_with{schedule = {}} end, 'tandem.Schedule expected, got table'},
+  {'devices names', function() return engine_with{devices = {'cpu'}} end, "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'"},
+  {'seed 1.5', function() return engine_with{seed = 1.5} end, "T.Engine: option 'seed' must be a non-negative integer, got 1.5"},
+  {'seed -1', function() return engine_with{seed = -1} end, "option 'seed' must be a non-negative integer, got -1"},
+  {'layout nhwc', function() return engine_with{layout = 'nhwc'} end, "layout must be 'contiguous' or 'channels_last', got 'nhwc'"},
+  {'epochs', function() return engine_with{epochs = 1} end, "T.Engine: unknown option 'epochs'"},
+  {'parallel group', function() return engine_with{parallel = {group = 2}} end, "unknown option 'group' (known: groups"},
+  {'parallel groups 0', function() return engine_with{parallel = {groups = 0}} end, 'groups must be at least 1, got 0'},
+  {'parallel pipeline zb', function() return engine_with{parallel = {pipeline = 'zb'}} end, "unknown pipeline schedule 'zb' (known: gpipe, 1f1b)"},
+  {'devices for 2 groups', function() return engine_with{parallel = {groups = 2}} end, '2 groups x 1 stages need 2 devices; given 1'},
+  {'step without labels', function() return engine:step(x) end, 'tandem.Tensor expected, got no value'},
+  {'step f32 labels', function() return engine:step(x, T.zeros{4}) end, 'CrossEntropy takes class labels, i32 with one per image: got Tensor(4, f32, host) for 4 images'},
+  {'step 2 labels for 4 images', function() return engine:step(x, T.tensor({0, 1}, nil, i32)) end, 'got Tensor(2, i32, host) for 4 images'},
+  {'step label out of range', function() return engine:step(x, T.tensor({0, 1, 2, 0}, nil, i32)) end, 'label 2 of sample 3 is outside [0, 2)', 'in the loss of samples 1..4 of the batch'},
+  {'step negative label', function() return engine:step(x, T.tensor({0, -1, 1, 0}, nil, i32)) end, 'label -1 of sample 2 is outside [0, 2)'},
+  {'step images of another size', function() return engine:step(T.zeros{4, 1, 5, 5}, labels) end, "Linear 'fc1': input has 25 features, weight expects 16"},
+  {'step empty batch', function() return engine:step(T.tensor({}, {0, 1, 4, 4}), T.tensor({}, {0}, i32)) end, 'the batch is empty'},
+  {'MSE with labels', function() return engine_with{loss = nn.MSE()}:step(x, labels) end, "MSE takes f32 targets shaped as the net's output"},
+  {'evaluate nil', function() return engine:evaluate(nil) end, "bad argument #1 to 'evaluate' (a data set (T.data.mnist, T.data.dataset) or a T.data.Loader expected, got nil)"},
+  {'evaluate a table', function() return engine:evaluate({}) end, 'or a T.data.Loader expected, got table'},
+  {'evaluate batch 0', function() return engine:evaluate(ds, {batch = 0}) end, "evaluate: option 'batch' must be a positive integer, got 0"},
+  {'evaluate batch 1.5', function() return engine:evaluate(ds, {batch = 1.5}) end, "evaluate: option 'batch' must be a positive integer, got 1.5"},
+  {'evaluate size', function() return engine:evaluate(ds, {size = 2}) end, "evaluate: unknown option 'size' (known: batch)"},
+  {'prepare batch 0', function() return engine:prepare({1, 4, 4}, 0) end, 'batch must be at least 1'},
+  {'prepare 3 channels', function() return engine:prepare({3, 4, 4}, 2) end, 'input has 48 features, weight expects 16'},
+  {'trace without trace', function() return engine:write_trace(S.tmpname('.json')) end, 'this engine records no trace (make it with trace = true)'},
+  {'save where no folder can be', function() return engine:save('/proc/none/ck.safetensors') end, 'engine:save: cannot create the folder /proc/none for /proc/none/ck.safetensors'},
+})
+
+suite('data sets and batches', {
+  {'2-D images', function() return T.data.dataset(T.zeros{4, 16}, labels) end, 'dataset images must be contiguous f32 N x C x H x W, got Tensor(4x16, f32, host)'},
+  {'2 targets for 4 images', function() return T.data.dataset(x, T.tensor({0, 1}, nil, i32)) end, 'dataset with 4 images (Tensor(4x1x4x4, f32, host)) but 2 targets'},
+  {'a negative label', function() return T.data.dataset(x, T.tensor({0, -1, 1, 0}, nil, i32)) end, 'dataset label 2 is -1'},
+  {'mnist std 0', function() return T.data.mnist('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz', '/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz', {std = 0}) end, 'needs a finite mean and std > 0, got mean 0, std 0'},
+  {'mnist files swapped', function() return T.data.mnist('/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz', '/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz') end, 't10k-labels-idx1-ubyte.gz holds a 1-dimensional array; images are N x H x W or N x C x H x W'},
+  {'batch of a number', function() return ds:batch(1) end, 'list of sample indices expected, got number'},
+  {'batch index 0', function() return ds:batch{0} end, 'entry 1 is not a sample index in [1, 4]'},
+  {'batch index 5', function() return ds:batch{1, 5} end, 'entry 2 is not a sample index in [1, 4]'},
+  {'batch crop_pad -1', function() return ds:batch({1}, 1, 1, {crop_pad = -1}) end, "option 'crop_pad' must be non-negative"},
+  {'epoch_order of -1', function() return T.data.epoch_order(-1, 1, 1) end, 'n must be in [0, 67108864], got -1'},
+  {'Loader without source', function() return T.data.Loader{batch = 2} end, "T.data.Loader: option 'source' is required"},
+  {'Loader source 5', function() return T.data.Loader{source = 5, batch = 2} end, 'tandem.Source expected, got number'},
+})
+
+-- Missing files are answered with nil and a message naming them (a recipe may branch on it).
+suite('missing files', {
+  {'mnist', function() local a, b = T.data.mnist('/no/such.gz', '/no/such2.gz'); assert(a == nil); error(b) end, '/no/such.gz: no such file'},
+  {'lmdb', function() local a, b = T.data.lmdb('/no/such/db'); assert(a == nil); error(b) end, '/no/such/db: no such file or directory'},
+  {'folder', function() local a, b = T.data.folder('/no/such/folder'); assert(a == nil); error(b) end, '/no/such/folder: no such file or directory'},
+  {'T.load', function() local a, b = T.load('/no/such.safetensors'); assert(a == nil); error(b) end, '/no/such.safetensors: no such file'},
+  {'engine:load', function() local a, b = engine:load('/no/such/ck.safetensors'); assert(a == nil); error(b) end, 'no checkpoint at /no/such/ck.safetensors'},
+})
+
+-- Files that are there but broken: every cut of a checkpoint, and garbage.
+local checkpoint = S.tmpname('.safetensors')
+engine:save(checkpoint)
+local whole = S.read(checkpoint)
+local broken = {}
+for _, cut in ipairs({0, 4, 8, 12, 64, 200, math.floor(#whole / 2), #whole - 1}) do
+  local path = S.tmpname('.safetensors')
+  S.write(path, whole:sub(1, cut))
+  broken[#broken + 1] = {'checkpoint cut at byte ' .. cut, function() return engine:load(path) end, path}
+  broken[#broken + 1] = {'T.load of it cut at byte ' .. cut, function() return T.load(path) end, path}
+end
+for _, garbage in ipairs({'not a checkpoint at all', string.rep('\255', 64), '\16\0\0\0\0\0\0\0{"a":1}        '}) do
+  local path = S.tmpname('.safetensors')
+  S.write(path, garbage)
+  broken[#broken + 1] = {'garbage ' .. #garbage .. ' bytes', function() return engine:load(path) end, path}
+end
+local other = S.tmpname('.safetensors')
+T.save(other, {x = T.zeros{2}})
+broken[#broken + 1] = {'a safetensors file that is no checkpoint', function() return engine:load(other) end, 'is not a Tandem checkpoint'}
+local wider = engine_with{net = nn.Sequential{nn.Flatten(), nn.Linear(16, 3)}}
+broken[#broken + 1] = {'a checkpoint of another net', function() return wider:load(checkpoint) end, "'model.fc1.weight' is 2x16, the net expects 3x16"}
+broken[#broken + 1] = {'a checkpoint of another optimizer',
+  function()
+    local adam = engine_with{optim = T.optim.Adam{}}
+    adam:step(x, labels)
+    local path = S.tmpname('.safetensors')
+    adam:save(path)
+    return engine_with{optim = T.optim.SGD{lr = 0.1, momentum = 0.9}}:load(path)
+  end, "SGD state: entry 'exp_avg.", 'was it saved with another optimizer?'}
+suite('broken files', broken)
+
+suite('saving', {
+  {'T.save of a number', function() return T.save(S.tmpname('.st'), 5) end, 'table of name = tensor expected, got number'},
+  {'T.save of a number entry', function() return T.save(S.tmpname('.st'), {a = 5}) end, "entry 'a' is a number, expected a tensor"},
+  {'T.save bad metadata', function() return T.save(S.tmpname('.st'), {a = T.zeros{1}}, {m = {}}) end, 'metadata must map strings to strings, numbers or booleans'},
+  {'T.save where no folder can be', function() return T.save('/proc/none/x.safetensors', {a = T.zeros{1}}) end, 'cannot write /proc/none/x.safetensors'},
+  {'image grid of 2 channels', function() return T.save_image_grid(S.tmpname('.png'), T.zeros{1, 2, 4, 4}) end, 'T.save_image_grid: an image grid takes f32 N x C x H x W images with 1 or 3 channels'},
+  {'image grid of 0 columns', function() return T.save_image_grid(S.tmpname('.png'), T.zeros{1, 1, 4, 4}, {columns = 0}) end, "T.save_image_grid: option 'columns' must be a positive integer, got 0"},
+  {'image grid range 1..0', function() return T.save_image_grid(S.tmpname('.png'), T.zeros{1, 1, 4, 4}, {range = {1, 0}}) end, "range must be two finite numbers, low < high; got 1, 0"},
+  {'image grid path 5', function() return T.save_image_grid(5, T.zeros{1, 1, 4, 4}) end, "bad argument #1 to 'T.save_image_grid' (path must be a string, got 5)"},
+  {'Progress total 0', function() return T.Progress{total = 0} end, "T.Progress: option 'total' must be a positive number, got 0"},
+  {'Progress mode fancy', function() return T.Progress{total = 3, mode = 'fancy'} end, "option 'mode' must be one of 'auto', 'bar', 'plain', 'none', got 'fancy'"},
+})
+
+-- The command-line tools: a mistake ends with status 1 or 2, a message naming it, no traceback.
+local tool_cases = {
+  {{'run', '/no/such.lua'}, 'cannot open /no/such.lua'},
+  {{'run', 'recipes/fashion_mnist.lua', '--epochs=0'}, 'recipe option --epochs must be a positive integer, got 0'},
+  {{'run', 'recipes/fashion_mnist.lua', '--batch=x'}, "--batch must be a positive integer, got 'x'"},
+  {{'run', 'recipes/fashion_mnist.lua', '--bogus=1'}, "unknown option '--bogus'"},
+  {{'run', 'recipes/fashion_mnist.lua', '--data=/no/such/folder'}, '--data'},
+  {{'run', 'recipes/autoencoder.lua', '--activation=swish'}, "--activation must be 'relu', 'gelu', 'tanh' or 'sigmoid', got 'swish'"},
+  {{'run', 'recipes/autoencoder.lua', '--code=0'}, '--code must be a positive integer, got 0'},
+  {{'plan'}, 'usage: tandem plan'},
+  {{'plan', 'recipes/nets/lenet5.lua'}, '--batch=B is required'},
+  {{'bench'}, 'usage: tandem bench'},
+  {{'bench', '/no/such.lua'}, 'cannot open /no/such.lua'},
+  {{'mkdb'}, 'tandem mkdb: needs SOURCE DB'},
+  {{'mkdb', '/no/such/folder', S.tmpname('_db')}, '/no/such/folder: no such file or directory'},
+  {{'dbinfo', '/no/such/db'}, '/no/such/db: no such file or directory'},
+  {{'import-idx', '/no/a.gz', '/no/b.gz', S.tmpname('_db')}, 'cannot open /no/a.gz'},
+  {{'mean', '/no/such/db'}, '/no/such/db: no such file or directory'},
+  {{'gen-images'}, 'tandem gen-images: needs DIR'},
+  {{'plot'}, 'tandem plot: needs LOG'},
+  {{'plot', '/no/such.jsonl'}, 'cannot open /no/such.jsonl'},
+  {{'frobnicate'}, "unknown command 'frobnicate' (known: run"},
+  {{'devices', '--bogus'}, 'tandem devices: unknown option --bogus (it takes none but --help)'},
+}
+local tools = {}
+for _, c in ipairs(tool_cases) do
+  tools[#tools + 1] = {'tandem ' .. table.concat(c[1], ' '), function()
+    local out, rc = S.tandem(c[1])
+    if rc ~= 1 and rc ~= 2 then error(('exit status %s:\n%s'):format(tostring(rc), out)) end
+    if out:find('stack traceback', 1, true) then error('a traceback:\n' .. out) end
+    error(out)
+  end, c[2]}
+end
+suite('command-line tools', tools)
+
+t.test('count', function()
+  print(('# %d bad-input cases'):format(total))
+  t.ok(total >= 300, 'cases: ' .. total)
+  S.cleanup()
+end)
