@@ -82,13 +82,13 @@ function nn.LeakyReLU(slope, opts)
   return layer
 end
 
--- Options shared by the two windowed poolings.
+-- Options shared by the two windowed poolings (errors raised at level 4: the constructor's caller).
 local function pool_options(fn, kernel, opts, extra)
-  local k = o.arg(fn, 1, 'kernel size', kernel, o.pair(o.positive_int))
+  local k = o.arg(fn, 1, 'kernel size', kernel, o.pair(o.positive_int), 4)
   local spec = {stride = o.pair(o.positive_int), pad = o.pair(o.nonneg_int), ceil = o.boolean,
                 name = o.name}
   for key, check in pairs(extra or {}) do spec[key] = check end
-  local checked = o.check(fn, opts, spec)
+  local checked = o.check(fn, opts, spec, 4)
   -- Stride 0 tells the C++ side "the kernel size" (non-overlapping windows).
   checked.stride = checked.stride or {0, 0}
   checked.pad = checked.pad or {0, 0}

@@ -100,12 +100,13 @@ function M.pair(check)
   end
 end
 
--- Raises "bad argument #i to 'fn' (name must be X, got Y)" from the constructor's caller.
-function M.arg(fn, index, name, value, check)
+-- Raises "bad argument #i to 'fn' (name must be X, got Y)" from the constructor's caller
+-- (`level` 3 by default: the caller of the function that called arg; one more per helper between).
+function M.arg(fn, index, name, value, check, level)
   local converted, expected = check(value)
   if converted == nil then
     error(("bad argument #%d to '%s' (%s must be %s, got %s)")
-          :format(index, fn, name, expected, describe(value)), 3)
+          :format(index, fn, name, expected, describe(value)), level or 3)
   end
   return converted
 end
@@ -118,12 +119,14 @@ local function sorted_keys(t)
 end
 
 -- Checks the options table `opts` (nil: none) against `spec` (key -> checker) and returns a
--- table of the converted values. `fn` names the function in messages.
-function M.check(fn, opts, spec)
+-- table of the converted values. `fn` names the function in messages; errors are raised at
+-- `level` (3 by default, as arg's).
+function M.check(fn, opts, spec, level)
+  level = level or 3
   local out = {}
   if opts == nil then return out end
   if type(opts) ~= 'table' or getmetatable(opts) ~= nil then
-    error(('%s: options table expected, got %s'):format(fn, describe(opts)), 3)
+    error(('%s: options table expected, got %s'):format(fn, describe(opts)), level)
   end
   for key, value in pairs(opts) do
     local check = spec[key]
@@ -131,11 +134,11 @@ function M.check(fn, opts, spec)
       local known = sorted_keys(spec)
       error(("%s: unknown option '%s' (%s)")
             :format(fn, tostring(key), #known == 0 and 'it takes no options'
-                                         or 'known: ' .. table.concat(known, ', ')), 3)
+                                         or 'known: ' .. table.concat(known, ', ')), level)
     end
     local converted, expected = check(value)
     if converted == nil then
-      error(("%s: option '%s' must be %s, got %s"):format(fn, key, expected, describe(value)), 3)
+      error(("%s: option '%s' must be %s, got %s"):format(fn, key, expected, describe(value)), level)
     end
     out[key] = converted
   end

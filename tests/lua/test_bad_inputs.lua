@@ -88,6 +88,11 @@ suite('layer arguments', {
   {'BatchNorm2d momentum 2', function() return nn.BatchNorm2d(4, {momentum = 2}) end, "option 'momentum' must be a number in [0, 1), got 2"},
   {'MaxPool2d kernel 0', function() return nn.MaxPool2d(0) end, "nn.MaxPool2d' (kernel size must be a positive integer"},
   {'AvgPool2d stride -1', function() return nn.AvgPool2d(2, {stride = -1}) end, "nn.AvgPool2d: option 'stride' must be a positive integer"},
+  -- The position in the message is the caller's line, not the library's (no tail calls here:
+  -- a tail call leaves no caller's line to point at).
+  {'MaxPool2d error position', function() local l = nn.MaxPool2d(0); return l end, 'test_bad_inputs.lua:'},
+  {'AvgPool2d error position', function() local l = nn.AvgPool2d(2, {stride = -1}); return l end, 'test_bad_inputs.lua:'},
+  {'Conv2d error position', function() local l = nn.Conv2d(1, 4, 3, {stride = 0}); return l end, 'test_bad_inputs.lua:'},
   {'Dropout p 1', function() return nn.Dropout(1) end, 'p must be a number in [0, 1), got 1'},
   {'Dropout p -0.1', function() return nn.Dropout(-0.1) end, 'p must be a number in [0, 1), got -0.1'},
   {'LeakyReLU slope x', function() return nn.LeakyReLU('x') end, "negative_slope must be a finite number, got 'x'"},
