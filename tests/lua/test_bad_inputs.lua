@@ -313,6 +313,7 @@ local tool_cases = {
   {{'plot'}, 'tandem plot: needs LOG'},
   {{'plot', '/no/such.jsonl'}, 'cannot open /no/such.jsonl'},
   {{'frobnicate'}, "unknown command 'frobnicate' (known: run"},
+  {{'help', 'nonsense'}, "tandem help: no command 'nonsense' (known: run"},
   {{'devices', '--bogus'}, 'tandem devices: unknown option --bogus (it takes none but --help)'},
 }
 local tools = {}

@@ -105,6 +105,8 @@ t.test('every command takes --help and exits 0', function()
     t.eq(rc, 0, command .. ' --help: ' .. out)
     t.ok(out:find('usage', 1, true) or out:find('Tandem', 1, true), command .. ' --help: ' .. out)
   end
+  -- `tandem help COMMAND` is `tandem COMMAND --help`.
+  t.eq(S.tandem({'help', 'mkdb'}), S.tandem({'mkdb', '--help'}))
   -- The data tools list every option they take.
   local out = S.tandem({'mkdb', '--help'})
   for _, option in ipairs{'--resize=N', '--encoding=png|jpeg|raw', '--shuffle', '--check=DB', '--strict'} do

@@ -34,9 +34,16 @@ const Command* find_command(const std::string& name) {
 
 }  // namespace
 
-const ToolSpec kHelpSpec{"help", "", "show this text", "", {}, 0, -1};
+const ToolSpec kHelpSpec{"help", "[COMMAND]", "show this text, or a command's help", "", {}, 0, 1};
 
-int command_help(const Args&) {
+int command_help(const Args& args) {
+    // `tandem help mkdb` is `tandem mkdb --help`.
+    if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
+        if (const Command* command = find_command(args[0])) return command->run({"--help"});
+        std::string known;
+        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.spec->name;
+        throw CommandExit(2, "tandem help: no command '" + args[0] + "' (known: " + known + ")");
+    }
     std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n",
                 TANDEM_VERSION);
     std::printf(
