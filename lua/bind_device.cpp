@@ -73,7 +73,12 @@ std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t f
     lua_getfield(L, index, key);
     std::size_t bytes = 0;
     if (lua_type(L, -1) == LUA_TSTRING) {
-        bytes = parse_bytes(lua_tostring(L, -1));
+        try {
+            bytes = parse_bytes(lua_tostring(L, -1));
+        } catch (const ConfigError& e) {
+            lua_pop(L, 1);
+            throw ArgError(index, std::string("option '") + key + "': " + e.what());
+        }
     } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 && lua_tonumber(L, -1) < 1e18) {
         bytes = static_cast<std::size_t>(lua_tonumber(L, -1));
     }

@@ -174,6 +174,8 @@ suite('devices', {
   {'count 1000', function() return T.devices('cpu', 1000) end, 'device count must be in [1, 256], got 1000'},
   {'count -1', function() return T.devices('cpu', -1) end, 'device count must be in [1, 256], got -1'},
   {'memory -1', function() return T.devices('cpu', 1, {memory = -1}) end, "option 'memory' must be a size such as '512MB'"},
+  {'memory lots', function() return T.devices('cpu', 1, {memory = 'lots'}) end, "option 'memory': cannot read a size from 'lots'"},
+  {'memory 12 parsecs', function() return T.devices('cpu', 1, {memory = '12 parsecs'}) end, "option 'memory': cannot read a size from '12 parsecs'"},
   {'thread', function() return T.devices('cpu', 1, {thread = 1}) end, "T.devices: unknown option 'thread' (known: memory, threads)"},
 })
 
