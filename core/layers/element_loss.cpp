@@ -13,16 +13,24 @@ ElementLossKernel& ElementLoss::kernel(const Tensor& output, const Tensor& targe
     TANDEM_CHECK_AS(ShapeError, output.dtype() == DType::f32 && targets.dtype() == DType::f32)
         << kind() << ": the output and targets must be F32, got " << dtype_name(output.dtype()) << " and "
         << dtype_name(targets.dtype());
-    placed = targets;
-    if (&placed.device() != &pass.device) placed = placed.to(pass.device);
-    if (placed.layout() != output.layout()) placed = placed.to_layout(output.layout());
+    if (pass.saved.contains(this)) {
+        placed = pass.saved.get(this)[0];
+        pass.saved.erase(this);
+    } else {
+        placed = targets;
+        if (&placed.device() != &pass.device) placed = placed.to(pass.device);
+        if (placed.layout() != output.layout()) placed = placed.to_layout(output.layout());
+    }
     const std::int64_t n = output.shape()[0];
     return kernels_.get(pass.device, ElementLossConfig{kind_, n, output.numel() / n});
 }
 
 LossSums ElementLoss::forward(const Tensor& output, const Tensor& targets, Pass& pass) {
     Tensor placed;
-    return kernel(output, targets, pass, placed).forward(output, placed);
+    const LossSums sums = kernel(output, targets, pass, placed).forward(output, placed);
+    // Only when they were moved: otherwise backward takes the targets as given.
+    if (pass.mode == Mode::train && placed.raw() != targets.raw()) pass.saved.put(this, {placed});
+    return sums;
 }
 
 Tensor ElementLoss::backward(const Tensor& output, const Tensor& targets, float scale, Pass& pass) {

@@ -25,7 +25,8 @@ public:
     Tensor backward(const Tensor& output, const Tensor& targets, float scale, Pass& pass) override;
 
 private:
-    // The kernel for `output`, and `targets` on its device and in its layout.
+    // The kernel for `output`, and `targets` on its device and in its layout (in training, the
+    // forward keeps them in pass.saved so that backward does not move them again).
     ElementLossKernel& kernel(const Tensor& output, const Tensor& targets, Pass& pass, Tensor& placed);
 
     ElementLossKind kind_;

@@ -26,6 +26,12 @@ Tensor placed_like(const Tensor& slot, const Tensor& value) {
 
 Shape slot_shape(bool per_element, const Tensor& value) { return per_element ? value.shape() : Shape({1}); }
 
+// A new (uninitialised) slot tensor for `value`: like it, or one float on the host.
+Tensor new_slot(bool per_element, const Tensor& value) {
+    return per_element ? Tensor::empty(value.shape(), value.device(), DType::f32, value.layout())
+                       : Tensor::empty({1}, host_device(), DType::f32);
+}
+
 }  // namespace
 
 int OptimizerOptions::state_buffers() const {
@@ -65,17 +71,16 @@ void Optimizer::step(const std::vector<NamedParameter>& params, float lr) {
 }
 
 Tensor& Optimizer::slot(const std::string& slot, const std::string& name, const Tensor& value, bool& created) {
-    const bool per_element = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& s) {
-                                 return s.name == slot;
-                             })->per_element;
+    const auto declared = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.name == slot; });
+    TANDEM_CHECK(declared != slots_.end()) << name_ << " uses a state slot it did not declare: " << slot;
+    const bool per_element = declared->per_element;
     const std::string key = slot + "." + name;
     std::lock_guard lock(mutex_);
     auto it = state_.find(key);
     created = it == state_.end();
     if (created) {
         // Allocated before it enters the map, so a refused allocation leaves no empty entry.
-        Tensor t = per_element ? Tensor::empty(value.shape(), value.device(), DType::f32, value.layout())
-                               : Tensor::empty({1}, host_device(), DType::f32);
+        Tensor t = new_slot(per_element, value);
         tensor_ops(t.device()).fill(t, 0.f);
         return state_.emplace(key, std::move(t)).first->second;
     }
@@ -131,8 +136,7 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, Tensor>>& st
             TANDEM_CHECK_AS(DataError, t.shape() == slot_shape(s.per_element, value) && t.dtype() == DType::f32)
                 << name_ << " state: entry '" << key << "' is " << t.description() << ", parameter " << p.name
                 << " is " << value.description();
-            Tensor copy = s.per_element ? Tensor::empty(value.shape(), value.device(), DType::f32, value.layout())
-                                        : Tensor::empty({1}, host_device(), DType::f32);
+            Tensor copy = new_slot(s.per_element, value);
             copy.copy_from(t);
             loaded.emplace(key, std::move(copy));
         }

@@ -21,13 +21,16 @@ void matches_torch(ElementLossKind kind, const std::string& fixture, Layout layo
     const Tensor output = f["output"].to_layout(layout);
     const Tensor& target = f["target"];  // contiguous: the loss reorders it
     const std::int64_t n = output.shape()[0];
+    // Training mode: forward keeps the reordered targets, backward takes them.
     Tape tape;
-    Pass pass = eval_pass(tape);
+    Pass pass{test_device(), Mode::train, 0, tape, 0};
     const LossSums sums = loss.forward(output, target, pass);
+    EXPECT_EQ(tape.empty(), layout == Layout::contiguous);
     EXPECT_EQ(sums.count, n);
     EXPECT_NEAR(sums.loss / double(n), f["loss"].to_vector()[0], 1e-6 * std::max(1.0, sums.loss));
     const Tensor grad = loss.backward(output, target, 1.f / float(n), pass);
     EXPECT_EQ(grad.layout(), output.layout());
+    EXPECT_TRUE(tape.empty());
     expect_close(grad.to_layout(Layout::contiguous), f["grad"], "gradient", 1e-5f, 1e-7f);
 }
 

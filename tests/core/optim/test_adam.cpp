@@ -37,11 +37,20 @@ void follow(const std::string& fixture, Optimizer& optimizer) {
         expect_close(p.weight.value, f["w." + step], "weight after step " + step);
         expect_close(p.bias.value, f["b." + step], "bias after step " + step);
     }
+    // The weight's state against PyTorch's, every buffer the fixture has (SGD's momentum is
+    // PyTorch's momentum_buffer); each must be there.
+    int compared = 0;
     for (auto& [name, tensor] : optimizer.state()) {
-        const std::string key = name.substr(0, name.find('.')) + ".w";  // "exp_avg.fc.weight"
-        if (name.find("fc.weight") != std::string::npos && f.has(key))
-            expect_close(tensor, f[key], name);
+        if (name.find(".fc.weight") == std::string::npos) continue;
+        const std::string slot = name.substr(0, name.find('.'));  // "exp_avg" of "exp_avg.fc.weight"
+        const std::string key = (slot == "momentum" ? "momentum_buffer" : slot) + ".w";
+        if (!f.has(key)) continue;  // "step": PyTorch's is not in the fixture
+        expect_close(tensor, f[key], name);
+        ++compared;
     }
+    const int want = int(f.has("exp_avg.w")) + int(f.has("exp_avg_sq.w")) + int(f.has("momentum_buffer.w"));
+    EXPECT_EQ(compared, want) << "optimizer state compared with the fixture's";
+    EXPECT_GT(want, 0);
 }
 
 AdamOptions adam(float weight_decay = 0, bool decoupled = false) {
