@@ -37,5 +37,8 @@ private:
 
 // The device's element-wise operations (one shared kernel per device).
 TensorOpsKernel& tensor_ops(Device& device);
+// `t` in `layout` on `device`: `t` itself when it already is, else a copy (branches of a block
+// or graph may change the layout, e.g. by flattening).
+Tensor in_layout(const Tensor& t, Layout layout, Device& device);
 
 }  // namespace tandem

@@ -1,6 +1,5 @@
 #include "layers/kernels.h"
 
-
 #include "device/registry.h"
 #include "layers/kernel_cache.h"
 
@@ -25,10 +24,29 @@ std::int64_t Pool2dConfig::out_w() const {
     return pooled_size(w, kernel_w, stride_w, pad_w, ceil_mode);
 }
 
+void check_row_copy(const Tensor& src, const Tensor& dst, const RowCopy& c) {
+    TANDEM_CHECK(src.dtype() == dst.dtype()) << "copy_rows: " << src.description() << " into " << dst.description();
+    auto within = [&](const Tensor& t, std::int64_t offset, std::int64_t pitch) {
+        if (c.rows == 0 || c.width == 0) return true;
+        return c.width >= 0 && c.rows > 0 && offset >= 0 && pitch >= 0 &&
+               offset + (c.rows - 1) * pitch + c.width <= t.numel();
+    };
+    TANDEM_CHECK(within(src, c.src_offset, c.src_pitch) && within(dst, c.dst_offset, c.dst_pitch))
+        << "copy_rows: " << c.rows << " rows of " << c.width << " outside " << src.description() << " or "
+        << dst.description();
+}
+
 TensorOpsKernel& tensor_ops(Device& device) {
     return device.attachment<TensorOpsKernel>([&device] {
         return KernelRegistry::instance().make<TensorOpsKernel>(device, TensorOpsConfig{});
     });
+}
+
+Tensor in_layout(const Tensor& t, Layout layout, Device& device) {
+    if (t.layout() == layout) return t;
+    Tensor out = Tensor::empty(t.shape(), device, t.dtype(), layout);
+    tensor_ops(device).copy(t, out);
+    return out;
 }
 
 }  // namespace tandem

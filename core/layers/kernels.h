@@ -236,6 +236,18 @@ struct AdamHyper {
     float step_size = 0, bias_correction2_sqrt = 1;
 };
 
+// A strided block copy in storage elements: `rows` runs of `width` elements, run r read from
+// the source at src_offset + r * src_pitch and written at dst_offset + r * dst_pitch. How a
+// slice along one dimension of either layout moves (Concat, Narrow: layers/slice.h).
+struct RowCopy {
+    std::int64_t rows = 0, width = 0;
+    std::int64_t src_offset = 0, src_pitch = 0;
+    std::int64_t dst_offset = 0, dst_pitch = 0;
+};
+
+// Throws when `copy` reads or writes outside src or dst (every backend's copy_rows checks).
+void check_row_copy(const Tensor& src, const Tensor& dst, const RowCopy& copy);
+
 struct TensorOpsConfig {
     auto operator<=>(const TensorOpsConfig&) const = default;
 };
@@ -247,6 +259,8 @@ struct TensorOpsKernel {
     virtual ~TensorOpsKernel() = default;
     // dst = a + b; all three the same shape and layout.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
+    // dst = a * b element-wise; all three the same shape and layout.
+    virtual void multiply(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
     // dst += src; same shape and layout.
     virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
     virtual void fill(Tensor& dst, float value) = 0;
@@ -255,6 +269,8 @@ struct TensorOpsKernel {
     virtual void blend(Tensor& dst, float keep, const Tensor& src, float take) = 0;
     // dst = src across layouts (same shape and dtype).
     virtual void copy(const Tensor& src, Tensor& dst) = 0;
+    // The rows `copy` describes, from src's storage into dst's (same dtype; both in bounds).
+    virtual void copy_rows(const Tensor& src, Tensor& dst, const RowCopy& copy) = 0;
     // One SGD step on one parameter (PyTorch's definition, momentum buffer updated in place):
     //   g = grad + wd * w;  buf = momentum * buf + (1 - dampening) * g  (buf = g on first use,
     //   signalled by first_step);  d = nesterov ? g + momentum * buf : buf;  w -= lr * d.

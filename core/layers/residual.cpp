@@ -5,18 +5,6 @@
 #include "layers/kernel_cache.h"
 
 namespace tandem {
-namespace {
-
-// `t` in `layout` on `device`: itself when it already is (branches keep their input's layout,
-// so this copies only when a branch changed it).
-Tensor in_layout(const Tensor& t, Layout layout, Device& device) {
-    if (t.layout() == layout) return t;
-    Tensor out = Tensor::empty(t.shape(), device, t.dtype(), layout);
-    tensor_ops(device).copy(t, out);
-    return out;
-}
-
-}  // namespace
 
 Residual::Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential> shortcut)
     : body_(std::move(body)), shortcut_(std::move(shortcut)) {

@@ -33,6 +33,17 @@ public:
         for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
     }
 
+    void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "multiply");
+        check_same(a, dst, "multiply");
+        const float* x = a.data<float>();
+        const float* y = b.data<float>();
+        float* z = dst.data<float>();
+        const std::int64_t n = a.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
+    }
+
     void accumulate(Tensor& dst, const Tensor& src) override {
         check_same(dst, src, "accumulate");
         add_into(dst, src);
@@ -79,6 +90,18 @@ public:
             dnnl::reorder(from, to).execute(device_.dnnl_stream(), from, to);
             device_.dnnl_stream().wait();
         });
+    }
+
+    void copy_rows(const Tensor& src, Tensor& dst, const RowCopy& c) override {
+        check_row_copy(src, dst, c);
+        const std::size_t element = dtype_size(src.dtype());
+        const auto* from = static_cast<const char*>(src.raw());
+        auto* to = static_cast<char*>(dst.raw());
+        const auto bytes = static_cast<std::size_t>(c.width) * element;
+#pragma omp parallel for if (c.rows * c.width > kParallelMin)
+        for (std::int64_t r = 0; r < c.rows; ++r)
+            std::memcpy(to + static_cast<std::size_t>(c.dst_offset + r * c.dst_pitch) * element,
+                        from + static_cast<std::size_t>(c.src_offset + r * c.src_pitch) * element, bytes);
     }
 
     void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,

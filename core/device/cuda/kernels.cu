@@ -25,6 +25,10 @@ __global__ void add_kernel(const float* a, const float* b, float* z, std::int64_
     TANDEM_GRID_STRIDE(i, n) z[i] = a[i] + b[i];
 }
 
+__global__ void multiply_kernel(const float* a, const float* b, float* z, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] = a[i] * b[i];
+}
+
 __global__ void accumulate_kernel(float* z, const float* x, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) z[i] += x[i];
 }
@@ -310,6 +314,10 @@ __global__ void lrn_backward_kernel(lrn::Shape s, const float* x, const float* d
 
 void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
     add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);
+}
+
+void multiply(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
+    multiply_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);
 }
 
 void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream) {

@@ -33,6 +33,18 @@ public:
         check_launch("add");
     }
 
+    void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "multiply");
+        check_same(a, dst, "multiply");
+        const auto n = a.numel();
+        const float* x = float_ptr(a, device_, n, "multiply a");
+        const float* y = float_ptr(b, device_, n, "multiply b");
+        float* z = float_ptr(dst, device_, n, "multiply dst");
+        device_.activate();
+        kernels::multiply(x, y, z, n, stream());
+        check_launch("multiply");
+    }
+
     void accumulate(Tensor& dst, const Tensor& src) override {
         check_same(dst, src, "accumulate");
         const auto n = dst.numel();
@@ -87,6 +99,18 @@ public:
         const TensorDesc b(dims4(s[0], s[1], s[2], s[3], dst.layout(), "copy dst"));
         TANDEM_CUDNN_CALL(
             cudnnTransformTensor(device_.cudnn(), &kOne, a.get(), from, &kZero, b.get(), to));
+    }
+
+    void copy_rows(const Tensor& src, Tensor& dst, const RowCopy& c) override {
+        check_row_copy(src, dst, c);
+        if (c.rows == 0 || c.width == 0) return;
+        const std::size_t element = dtype_size(src.dtype());
+        const auto* from = static_cast<const char*>(device_ptr(src, device_, src.dtype(), -1, "copy_rows src"));
+        auto* to = static_cast<char*>(device_ptr(dst, device_, dst.dtype(), -1, "copy_rows dst"));
+        device_.activate();
+        TANDEM_CUDA_CALL(cudaMemcpy2DAsync(to + c.dst_offset * element, c.dst_pitch * element,
+                                           from + c.src_offset * element, c.src_pitch * element,
+                                           c.width * element, c.rows, cudaMemcpyDeviceToDevice, stream()));
     }
 
     void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
