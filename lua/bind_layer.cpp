@@ -7,6 +7,7 @@
 #include <string>
 
 #include "binding.h"
+#include "layer_train.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -114,31 +115,6 @@ int layer_set_kernel_impl(lua_State* L) {
     Layer& layer = *check_layer(L, 1);
     layer.set_kernel_impl(opt_string(L, 2, ""));
     return 0;
-}
-
-// layer:forward(x [, {mode = 'eval' | 'train', seed = 0}]): y on x's device. The layer's
-// parameters move to that device first. What a training forward keeps for backward is
-// dropped afterwards: this is for looking at a net, not for training it (see T.Engine).
-int layer_forward(lua_State* L) {
-    LayerPtr layer = check_layer(L, 1);
-    const Tensor& x = check_tensor(L, 2);
-    check_options(L, 3, "forward", {"mode", "seed"});
-    const std::string mode = option_string(L, 3, "mode", "eval");
-    if (mode != "train" && mode != "eval")
-        throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
-    const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
-    // Layers compute in f32: an i32 or u8 tensor's bytes would be read as floats (and a u8
-    // one past its end).
-    if (x.dtype() != DType::f32)
-        throw ArgError(2, "layer " + layer->label() + " takes f32 tensors, got " + x.description() +
-                              " (T.tensor, T.zeros and T.randn make f32 by default)");
-
-    Device& device = x.device();
-    layer->bind(device, x.shape(), x.layout());
-    Tape tape;
-    Pass pass{device, mode == "train" ? Mode::train : Mode::eval, 0, tape, seed};
-    push_tensor(L, layer->forward(x, pass));
-    return 1;
 }
 
 // layer:children(): the sub-layers of a container or block, in order.
@@ -280,6 +256,9 @@ const luaL_Reg kMethods[] = {
     {"initialize", wrap<layer_initialize>},
     {"set_kernel_impl", wrap<layer_set_kernel_impl>},
     {"forward", wrap<layer_forward>},
+    {"backward", wrap<layer_backward>},
+    {"gradients", wrap<layer_gradients>},
+    {"zero_grad", wrap<layer_zero_grad>},
     {"children", wrap<layer_children>},
     {"add", wrap<sequential_add>},
     {"size", wrap<sequential_size>},
@@ -294,6 +273,7 @@ void register_layer(lua_State* L, int module) {
     define_type(
         L, module,
         {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kMethods, wrap<layer_tostring>});
+    register_layer_train(L, module);
 }
 
 }  // namespace tandem::lua

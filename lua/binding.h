@@ -26,6 +26,8 @@ void add_functions(lua_State* L, int module, const luaL_Reg* functions,
                    const char* table = nullptr);
 
 void register_tensor(lua_State* L, int module);
+// After register_tensor: adds arithmetic and math methods to its metatable.
+void register_tensor_math(lua_State* L, int module);
 void register_device(lua_State* L, int module);
 void register_layer(lua_State* L, int module);
 void register_nn(lua_State* L, int module);

@@ -77,6 +77,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
 
     // Each bound type or group of functions; a new bind_*.cpp adds its call here.
     register_tensor(L, module);
+    register_tensor_math(L, module);
     register_device(L, module);
     register_layer(L, module);
     register_nn(L, module);

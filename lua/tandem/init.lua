@@ -17,6 +17,8 @@ T.tensor = core.tensor
 T.zeros = core.zeros
 T.ones = core.ones
 T.randn = core.randn
+-- Tensor math (lua/bind_tensor_math.cpp): the operators and methods are on the tensors.
+T.cat = core.cat
 T.devices = core.devices
 
 -- Layers and the loss (lua/tandem/nn.lua over lua/bind_nn.cpp and lua/bind_loss.cpp).
