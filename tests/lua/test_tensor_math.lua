@@ -158,13 +158,14 @@ t.test('wrong inputs: clear errors naming the function, the argument and the sha
 end)
 
 -- L = sum(layer(x) * r): dL/dy = r. Returns L for the layer's current parameters.
-local function loss(layer, x, r)
-  return (layer:forward(x) * r):sum()
+local function loss(layer, x, r, mode)
+  return (layer:forward(x, {mode = mode}) * r):sum()
 end
 
 -- Checks dx and every parameter gradient of one backward against central differences of L,
--- on `count` elements of each tensor (relative tolerance `tol`, float32 forward).
-local function check_finite_differences(layer, x, count, tol)
+-- on `count` elements of each tensor (relative tolerance `tol`, float32 forward). The
+-- differences use forwards in `mode` (default eval): 'train' for batch norm's batch statistics.
+local function check_finite_differences(layer, x, count, tol, mode)
   layer:zero_grad()
   local y = layer:forward(x, {mode = 'train'})
   local r = T.randn(y:shape(), 5)
@@ -179,10 +180,10 @@ local function check_finite_differences(layer, x, count, tol)
       local keep = values[i]
       values[i] = keep + eps
       target:copy(values)
-      local plus = loss(layer, x, r)
+      local plus = loss(layer, x, r, mode)
       values[i] = keep - eps
       target:copy(values)
-      local minus = loss(layer, x, r)
+      local minus = loss(layer, x, r, mode)
       values[i] = keep
       target:copy(values)
       local numeric = (plus - minus) / (2 * eps)
@@ -196,11 +197,14 @@ local function check_finite_differences(layer, x, count, tol)
   for name, p in pairs(layer:parameters()) do probe(name, p, gradients[name]) end
 end
 
-t.test('layer:backward matches finite differences: Linear, Conv2d, a Sequential', function()
+t.test('layer:backward matches finite differences: Linear, Conv2d, Sequentials', function()
   check_finite_differences(nn.Linear(4, 3), T.randn({5, 4}, 1), 12, 1e-2)
   check_finite_differences(nn.Conv2d(2, 3, 3, {pad = 1}), T.randn({2, 2, 5, 5}, 2), 12, 1e-2)
   local net = nn.Sequential{nn.Conv2d(1, 2, 3), nn.Tanh(), nn.Flatten(), nn.Linear(2 * 3 * 3, 3)}
   check_finite_differences(net, T.randn({2, 1, 5, 5}, 3), 10, 2e-2)
+  local normed = nn.Sequential{nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Tanh(), nn.Flatten(),
+                               nn.Linear(2 * 3 * 3, 2)}
+  check_finite_differences(normed, T.randn({3, 1, 5, 5}, 4), 10, 2e-2, 'train')
 end)
 
 t.test("Linear's backward is the matrix formulas: dx = dy W, dW = dy^T x, db = sum dy", function()
