@@ -54,6 +54,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     TANDEM_CHECK_AS(ShapeError, sb.rank() == 2 || sb[0] == batch)
         << "matmul: the batch dimensions differ: " << shapes(ca, cb);
     Tensor out = result_like(ca, batched ? Shape{batch, n, m} : Shape{n, m});
+    // Nothing to write (and an empty tensor's memory may be a null pointer, which memset and
+    // memcpy must not be given even for 0 bytes).
+    if (out.numel() == 0) return out;
     const std::int64_t b_step = sb.rank() == 3 ? k * m : 0;  // a shared matrix: no step
     for (std::int64_t i = 0; i < batch; ++i)
         matmul_2d(ca.data<float>() + i * n * k, cb.data<float>() + i * b_step,
@@ -99,6 +102,7 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
     std::vector<std::int64_t> dims = in.shape().dims();
     dims[static_cast<std::size_t>(dim)] = length;
     Tensor out = result_like(in, Shape(dims));
+    if (out.numel() == 0) return out;  // see matmul: no null pointers to memcpy
     const std::size_t chunk = static_cast<std::size_t>(length * a.inner) * sizeof(float);
     for (std::int64_t o = 0; o < a.outer; ++o)
         std::memcpy(out.data<float>() + o * length * a.inner,
@@ -130,6 +134,7 @@ Tensor cat(std::span<const Tensor> xs, int dim) {
     float* q = out.data<float>();
     std::int64_t offset = 0;  // where the next tensor's slice starts in each outer row
     for (const Tensor& t : ins) {
+        if (t.numel() == 0) continue;  // adds nothing (see matmul: no null pointers to memcpy)
         const Around a = around(t.shape(), dim);
         for (std::int64_t o = 0; o < a.outer; ++o)
             std::memcpy(q + (o * whole.size + offset) * whole.inner,

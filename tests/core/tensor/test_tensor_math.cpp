@@ -134,6 +134,15 @@ TEST(TensorMath, EdgeCasesByHand) {
     EXPECT_EQ(sum_all(empty), 0.0);
     EXPECT_EQ(binary(BinaryOp::add, empty, 1.f).shape(), (Shape{0, 3}));
     EXPECT_EQ(narrow(t, 1, 3, 0).shape(), (Shape{2, 0}));
+    const std::vector<Tensor> with_empty{t, Tensor::zeros({2, 0}, test_device()), t};
+    EXPECT_EQ(cat(with_empty, 1).shape(), (Shape{2, 6}));
+    EXPECT_EQ(cat(with_empty, 1).to_vector()[3], 1.f);
+    EXPECT_EQ(matmul(Tensor::zeros({2, 0}, test_device()), Tensor::zeros({0, 3}, test_device()))
+                  .to_vector(),
+              std::vector<float>(6, 0.f));  // an empty sum: zeros, as PyTorch
+    EXPECT_EQ(matmul(Tensor::zeros({0, 4}, test_device()), Tensor::zeros({4, 3}, test_device()))
+                  .shape(),
+              (Shape{0, 3}));
     // Stable sigmoid at the tails, and IEEE results for log(0) and 1/0.
     EXPECT_EQ(unary(UnaryOp::sigmoid, make({2}, {-200, 200})).to_vector(),
               (std::vector<float>{0.f, 1.f}));
