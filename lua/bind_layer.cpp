@@ -7,6 +7,8 @@
 #include <string>
 
 #include "binding.h"
+#include "layers/graph.h"
+#include "layers/merge.h"
 #include "layer_train.h"
 #include "objects.h"
 #include "wrap.h"
@@ -186,36 +188,57 @@ void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* 
     lua_setfield(L, -2, "depth");
 }
 
-// Appends to the list on the top of the stack the rows for what `layer` contains, with
-// output shapes when `input` is given: one row per layer of a Sequential, each followed (one
-// level deeper, with dotted names) by the contents of its parts when it is a block. A block
-// feeds its own input to each part (Residual's body and shortcut): the recursion assumes so.
-void add_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix,
-              int& count) {
-    auto* seq = dynamic_cast<Sequential*>(&layer);
-    if (seq == nullptr) {
-        const std::optional<Shape> out =
-            input ? std::optional<Shape>(layer.output_shape(*input)) : std::nullopt;
-        push_row(L, layer, prefix + layer.name(), out ? &*out : nullptr, depth);
-        lua_rawseti(L, -2, ++count);
-        const std::string inner = prefix + (layer.name().empty() ? "" : layer.name() + ".");
-        for (Layer* part : layer.children())
-            add_rows(L, *part, input, depth + 1, inner + part->name() + ".", count);
+void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix, int& count);
+
+bool is_container(Layer& layer) {
+    return dynamic_cast<Sequential*>(&layer) != nullptr || dynamic_cast<Graph*>(&layer) != nullptr;
+}
+
+// Appends to the list on the top of the stack one row per entry of a Sequential or node of a
+// Graph (with the names feeding it), each followed one level deeper by what it contains;
+// output shapes when `input` is given.
+void add_container_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix,
+                        int& count) {
+    if (auto* seq = dynamic_cast<Sequential*>(&layer)) {
+        const std::vector<Shape> outputs = input ? seq->output_shapes(*input) : std::vector<Shape>();
+        for (std::size_t i = 0; i < seq->size(); ++i) {
+            Layer& child = seq->at(i);
+            const Shape* in = input == nullptr ? nullptr : i == 0 ? input : &outputs[i - 1];
+            push_row(L, child, prefix + child.name(), input ? &outputs[i] : nullptr, depth);
+            lua_rawseti(L, -2, ++count);
+            add_part_rows(L, child, in, depth + 1, prefix + child.name() + ".", count);
+        }
         return;
     }
-    const std::vector<Shape> outputs = input ? seq->output_shapes(*input) : std::vector<Shape>();
-    for (std::size_t i = 0; i < seq->size(); ++i) {
-        Layer& child = seq->at(i);
-        const Shape* in = input == nullptr ? nullptr : i == 0 ? input : &outputs[i - 1];
-        push_row(L, child, prefix + child.name(), input ? &outputs[i] : nullptr, depth);
+    auto& graph = dynamic_cast<Graph&>(layer);
+    const std::vector<Shape> values = input ? graph.value_shapes({*input}) : std::vector<Shape>();
+    const std::size_t inputs = graph.input_names().size();
+    for (std::size_t i = 0; i < graph.node_count(); ++i) {
+        Layer& node = graph.node(i);
+        const Shape* in = input ? &values[graph.node_input_values(i)[0]] : nullptr;
+        push_row(L, node, prefix + node.name(), input ? &values[inputs + i] : nullptr, depth);
+        std::string feeds;
+        for (const auto& name : graph.node_input_names(i)) feeds += (feeds.empty() ? "" : ", ") + name;
+        set_string(L, "inputs", feeds);
         lua_rawseti(L, -2, ++count);
-        if (dynamic_cast<Sequential*>(&child) != nullptr) {  // a nested sequence: its layers
-            add_rows(L, child, in, depth + 1, prefix + child.name() + ".", count);
+        if (dynamic_cast<Merge*>(&node) == nullptr) add_part_rows(L, node, in, depth + 1, prefix + node.name() + ".", count);
+    }
+}
+
+// The rows of what `layer` (whose own row is already there) contains: a container's entries,
+// or a block's parts. A block feeds its own input to each part (Residual's body and shortcut).
+void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix, int& count) {
+    if (is_container(layer)) return add_container_rows(L, layer, input, depth, prefix, count);
+    for (Layer* part : layer.children()) {
+        const std::string name = prefix + part->name();
+        if (is_container(*part)) {
+            add_container_rows(L, *part, input, depth, name + ".", count);
             continue;
         }
-        for (Layer* part : child.children())
-            add_rows(L, *part, in, depth + 1, prefix + child.name() + "." + part->name() + ".",
-                     count);
+        const std::optional<Shape> out = input ? std::optional<Shape>(part->output_shape(*input)) : std::nullopt;
+        push_row(L, *part, name, out ? &*out : nullptr, depth);
+        lua_rawseti(L, -2, ++count);
+        add_part_rows(L, *part, input, depth + 1, name + ".", count);
     }
 }
 
@@ -225,9 +248,17 @@ int layer_summary_rows(lua_State* L) {
     LayerPtr layer = check_layer(L, 1);
     const std::optional<Shape> input =
         lua_isnoneornil(L, 2) ? std::nullopt : std::optional<Shape>(check_shape(L, 2));
+    const Shape* in = input ? &*input : nullptr;
     lua_newtable(L);
     int count = 0;
-    add_rows(L, *layer, input ? &*input : nullptr, 0, "", count);
+    if (is_container(*layer)) {
+        add_container_rows(L, *layer, in, 0, "", count);
+        return 1;
+    }
+    const std::optional<Shape> out = in ? std::optional<Shape>(layer->output_shape(*in)) : std::nullopt;
+    push_row(L, *layer, layer->name(), out ? &*out : nullptr, 0);
+    lua_rawseti(L, -2, ++count);
+    add_part_rows(L, *layer, in, 1, layer->name().empty() ? "" : layer->name() + ".", count);
     return 1;
 }
 

@@ -4,12 +4,17 @@
 #include "binding.h"
 #include "layers/activation.h"
 #include "layers/batch_norm2d.h"
+#include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/graph.h"
 #include "layers/linear.h"
 #include "layers/lrn.h"
+#include "layers/merge.h"
+#include "layers/narrow.h"
 #include "layers/pool2d.h"
+#include "layers/reshape.h"
 #include "layers/residual.h"
 #include "objects.h"
 #include "wrap.h"
@@ -170,6 +175,45 @@ int nn_residual(lua_State* L) {
     return 1;
 }
 
+// core.nn_graph([name]): an empty graph (lua/tandem/graph.lua adds inputs, nodes, outputs).
+int nn_graph(lua_State* L) {
+    push_named_layer(L, std::make_shared<Graph>(), 1);
+    return 1;
+}
+
+// core.nn_concat(dim, [name]), dim counted from 0 (the Lua side subtracts 1).
+int nn_concat(lua_State* L) {
+    push_named_layer(L, std::make_shared<Concat>(static_cast<int>(check_int(L, 1))), 2);
+    return 1;
+}
+
+// core.nn_add([name]) and core.nn_mul([name]).
+int nn_add(lua_State* L) {
+    push_named_layer(L, std::make_shared<Add>(), 1);
+    return 1;
+}
+
+int nn_mul(lua_State* L) {
+    push_named_layer(L, std::make_shared<Mul>(), 1);
+    return 1;
+}
+
+// core.nn_narrow(dim, start, length, [name]), dim and start counted from 0.
+int nn_narrow(lua_State* L) {
+    push_named_layer(L, std::make_shared<Narrow>(static_cast<int>(check_int(L, 1)), check_int(L, 2), check_int(L, 3)),
+                     4);
+    return 1;
+}
+
+// core.nn_reshape({sizes of a sample}, [name]); one size may be -1.
+int nn_reshape(lua_State* L) {
+    if (!lua_istable(L, 1)) throw ArgError(1, "the sizes of a sample must be a list");
+    std::vector<std::int64_t> sizes;
+    for_each_item(L, 1, [&](int) { sizes.push_back(check_int(L, -1)); });
+    push_named_layer(L, std::make_shared<Reshape>(std::move(sizes)), 2);
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_activation", wrap<nn_activation>},
@@ -183,6 +227,12 @@ const luaL_Reg kFunctions[] = {
     {"nn_dropout", wrap<nn_dropout>},
     {"nn_flatten", wrap<nn_flatten>},
     {"nn_residual", wrap<nn_residual>},
+    {"nn_graph", wrap<nn_graph>},
+    {"nn_concat", wrap<nn_concat>},
+    {"nn_add", wrap<nn_add>},
+    {"nn_mul", wrap<nn_mul>},
+    {"nn_narrow", wrap<nn_narrow>},
+    {"nn_reshape", wrap<nn_reshape>},
     {nullptr, nullptr},
 };
 

@@ -31,6 +31,8 @@ void register_tensor_math(lua_State* L, int module);
 void register_device(lua_State* L, int module);
 void register_layer(lua_State* L, int module);
 void register_nn(lua_State* L, int module);
+// Graph methods as core.graph_* functions (lua/tandem/graph.lua makes them methods).
+void register_graph(lua_State* L, int module);
 void register_loss(lua_State* L, int module);
 void register_io(lua_State* L, int module);
 void register_data(lua_State* L, int module);

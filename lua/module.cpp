@@ -81,6 +81,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_device(L, module);
     register_layer(L, module);
     register_nn(L, module);
+    register_graph(L, module);
     register_loss(L, module);
     register_io(L, module);
     register_data(L, module);

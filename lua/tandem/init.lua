@@ -82,5 +82,7 @@ T.Progress = require 'tandem.progress'
 
 -- Layer printing and net:summary (lua/tandem/summary.lua).
 require('tandem.summary').install(mt.Layer)
+-- Graph methods: g:input, g:add, g:output, g:split, g:nodes, g:forward{...} (lua/tandem/graph.lua).
+require('tandem.graph').install(mt.Layer)
 
 return T

@@ -224,6 +224,124 @@ function nn.Residual(spec)
   return layer
 end
 
+-- The joins and slices of graphs (lua/tandem/graph.lua). Dimensions count from 1 as in
+-- Torch, the batch being dimension 1: 2 is channels of images or features of vectors.
+local function dimension(fn, index, value)
+  local d = o.arg(fn, index, 'dim', value, o.positive_int, 4)
+  if d == 1 then
+    error(("bad argument #%d to '%s' (dimension 1 is the batch, which micro-batches cut; "
+           .. "2 is channels or features)"):format(index, fn), 3)
+  end
+  return d
+end
+
+-- Splits (value, opts) where value may also be given as opts[key] (nn.Concat(3) or nn.Concat{dim = 3}).
+local function positional_or_option(fn, value, opts, key, spec)
+  if type(value) == 'table' and getmetatable(value) == nil and opts == nil then value, opts = nil, value end
+  opts = o.check(fn, opts, spec, 4)
+  if value ~= nil and opts[key] ~= nil then
+    error(('%s: %s given twice (as argument #1 and as an option)'):format(fn, key), 3)
+  end
+  if value == nil then value = opts[key] end
+  return value, opts
+end
+
+-- nn.Concat([dim = 2] [, {name =}]): joins a graph node's inputs along `dim`.
+function nn.Concat(dim, opts)
+  local fn = 'nn.Concat'
+  dim, opts = positional_or_option(fn, dim, opts, 'dim', {dim = o.positive_int, name = o.name})
+  dim = dimension(fn, 1, dim or 2)
+  return make(2, core.nn_concat, dim - 1, opts.name)
+end
+
+-- nn.Add(), nn.Mul(): the sum of a graph node's inputs, and the product of its two.
+function nn.Add(opts)
+  opts = o.check('nn.Add', opts, {name = o.name})
+  return make(2, core.nn_add, opts.name)
+end
+
+function nn.Mul(opts)
+  opts = o.check('nn.Mul', opts, {name = o.name})
+  return make(2, core.nn_mul, opts.name)
+end
+
+-- nn.Narrow(dim, start, length [, {name =}]): indices start .. start + length - 1 of `dim`.
+function nn.Narrow(dim, start, length, opts)
+  local fn = 'nn.Narrow'
+  dim = dimension(fn, 1, dim)
+  o.arg(fn, 2, 'start', start, o.positive_int)
+  o.arg(fn, 3, 'length', length, o.positive_int)
+  opts = o.check(fn, opts, {name = o.name})
+  return make(2, core.nn_narrow, dim - 1, start - 1, length, opts.name)
+end
+
+-- nn.Reshape(28, 28) or nn.Reshape({28, 28} [, {name =}]): each sample to that shape (the
+-- batch stays first); one size may be -1, worked out from the others.
+function nn.Reshape(...)
+  local fn = 'nn.Reshape'
+  local args, sizes, opts = {...}, {}, nil
+  if type(args[1]) == 'table' then
+    sizes, opts = args[1], args[2]
+    if select('#', ...) > 2 then error(fn .. ': give the sizes as numbers or as one list, then options', 2) end
+  else
+    for i = 1, select('#', ...) do
+      local v = args[i]
+      if type(v) == 'table' and i == select('#', ...) then opts = v else sizes[#sizes + 1] = v end
+    end
+  end
+  if #sizes == 0 then error(fn .. ': the sizes of a sample are missing, e.g. nn.Reshape(28, 28)', 2) end
+  for i, v in ipairs(sizes) do
+    if v ~= -1 then o.arg(fn, i, 'size', v, o.positive_int) end
+  end
+  opts = o.check(fn, opts, {name = o.name})
+  return make(2, core.nn_reshape, sizes, opts.name)
+end
+
+-- nn.Graph([{name =}]), or a whole graph at once, nodes in any order:
+--   nn.Graph{inputs = {'x'}, {nn.Linear(4, 8, {name = 'h'}), 'x'}, {nn.ReLU{name = 'r'}, 'h'},
+--            outputs = {'r'}, name = 'g'}
+-- Each node is {layer, input names...}; a layer other nodes name must be named.
+function nn.Graph(spec)
+  local fn = 'nn.Graph'
+  if spec == nil then return core.nn_graph() end
+  if type(spec) ~= 'table' or getmetatable(spec) ~= nil then
+    error(("bad argument #1 to '%s' (table expected, got %s)"):format(fn, o.describe(spec)), 2)
+  end
+  local name, inputs, outputs
+  for k, v in pairs(spec) do
+    if k == 'name' then name = o.arg(fn, 1, 'name', v, o.name)
+    elseif k == 'inputs' or k == 'outputs' then
+      if type(v) ~= 'table' then error(('%s: %s must be a list of names, got %s'):format(fn, k, o.describe(v)), 2) end
+      for i, n in ipairs(v) do
+        if type(n) ~= 'string' then error(('%s: %s[%d] must be a name, got %s'):format(fn, k, i, o.describe(n)), 2) end
+      end
+      if k == 'inputs' then inputs = v else outputs = v end
+    elseif type(k) ~= 'number' then
+      error(("%s: unknown option '%s' (known: inputs, name, outputs; nodes go in the list part)")
+            :format(fn, tostring(k)), 2)
+    end
+  end
+  if #spec == 0 and inputs == nil and outputs == nil then return make(2, core.nn_graph, name) end
+  if inputs == nil or outputs == nil then
+    error(fn .. ': a graph given whole needs inputs = {...} and outputs = {...} besides its nodes', 2)
+  end
+  local nodes = {}
+  for i, node in ipairs(spec) do
+    if type(node) ~= 'table' or getmetatable(node) ~= nil or not is_layer(node[1]) then
+      error(('%s: node %d must be {layer, input names...}, got %s'):format(fn, i, o.describe(node)), 2)
+    end
+    local feeds = {}
+    for j = 2, #node do
+      if type(node[j]) ~= 'string' then
+        error(('%s: node %d: input %d must be a name, got %s'):format(fn, i, j - 1, o.describe(node[j])), 2)
+      end
+      feeds[#feeds + 1] = node[j]
+    end
+    nodes[i] = {node[1], feeds}
+  end
+  return make(2, core.graph_build, inputs, nodes, outputs, name)
+end
+
 -- nn.CrossEntropy{label_smoothing = 0.1}: softmax cross-entropy, the loss of a classifier.
 function nn.CrossEntropy(opts)
   opts = o.check('nn.CrossEntropy', opts, {label_smoothing = o.fraction(0, 1)})

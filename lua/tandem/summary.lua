@@ -64,6 +64,14 @@ local function display_names(rows)
   return names
 end
 
+-- Whether any row is a graph's node (and so has the names of its inputs to show).
+local function has_inputs(rows)
+  for _, row in ipairs(rows) do
+    if row.inputs then return true end
+  end
+  return false
+end
+
 local function title(layer)
   local name = layer:name()
   return layer:kind() .. (name ~= '' and (" '" .. name .. "'") or '')
@@ -78,14 +86,17 @@ local function layer_text(layer)
                                            options ~= '' and (' (' .. options .. ')') or '', total)
   end
   local cells, rows = {}, layer:summary_rows()
-  local names = display_names(rows)
+  local names, fed = display_names(rows), has_inputs(rows)
   for i, row in ipairs(rows) do
     cells[i] = {names[i], row.kind, row.options, thousands(row.parameters)}
+    if fed then table.insert(cells[i], 2, row.inputs or '') end
   end
   local top = #layer:children()
   local entries = top == 1 and 'entry' or 'entries'
+  if layer:kind() == 'Graph' then entries = top == 1 and 'node' or 'nodes' end
+  local headers = fed and {'name', 'inputs', 'kind', 'options', 'parameters'} or {'name', 'kind', 'options', 'parameters'}
   return ('%s: %d %s, %s parameters\n'):format(title(layer), top, entries, total) ..
-         layout({'name', 'kind', 'options', 'parameters'}, cells, {[4] = true})
+         layout(headers, cells, {[#headers] = true})
 end
 
 function M.layer_tostring(layer)
@@ -97,13 +108,16 @@ local Summary = {}
 Summary.__index = Summary
 
 function Summary.__tostring(s)
-  local cells, names = {}, display_names(s.rows)
+  local cells, names, fed = {}, display_names(s.rows), has_inputs(s.rows)
   for i, row in ipairs(s.rows) do
     cells[i] = {names[i], row.kind, row.options, shape_text(row.output_shape, 2),
                 thousands(row.parameters)}
+    if fed then table.insert(cells[i], 2, row.inputs or '') end
   end
+  local headers = fed and {'name', 'inputs', 'kind', 'options', 'output', 'parameters'}
+    or {'name', 'kind', 'options', 'output', 'parameters'}
   return ('%s, input %s\n'):format(s.title, shape_text(s.input_shape)) ..
-         layout({'name', 'kind', 'options', 'output', 'parameters'}, cells, {[5] = true}) ..
+         layout(headers, cells, {[#headers] = true}) ..
          ('\n  total: %s parameters (%s as f32), output %s'):format(
            thousands(s.parameters), M.bytes(4 * s.parameters), shape_text(s.output_shape))
 end

@@ -1,0 +1,152 @@
+-- nn.Graph: named nodes in a DAG, its joins and slices, printing, training in T.Engine alone and
+-- on several devices, and the mistakes it names.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local nn = T.nn
+local batch = dofile('tests/lua/support.lua').toy_batch
+
+-- An Inception-style block on 1x8x8 images: three branches joined along channels.
+local function inception()
+  local g = nn.Graph{name = 'mixed'}
+  local x = g:input('x')
+  local b1 = g:add(nn.Conv2d(1, 2, 1, {name = 'b1'}), x)
+  local b2 = g:add(nn.Sequential{nn.Conv2d(1, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, {pad = 1}), name = 'b2'}, x)
+  local b3 = g:add(nn.MaxPool2d(3, {stride = 1, pad = 1, name = 'b3'}), x)
+  g:output(g:add(nn.Concat{name = 'join'}, b1, b2, b3))
+  return g
+end
+
+local function net()
+  return nn.Sequential{inception(), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 16, 3)}
+end
+
+t.test('an Inception block: nodes, shapes, printing', function()
+  local g = inception()
+  t.eq(g:kind(), 'Graph')
+  t.eq(g:inputs(), {'x'})
+  t.eq(g:outputs(), {'join'})
+  local nodes = g:nodes()
+  t.eq(#nodes, 4)
+  t.eq(nodes[4].name, 'join')
+  t.eq(nodes[4].inputs, {'b1', 'b2', 'b3'})
+  t.eq(g:output_shape{2, 1, 8, 8}, {2, 6, 8, 8})
+  local text = tostring(g)
+  t.ok(text:find("Graph 'mixed': 4 nodes", 1, true), text)
+  t.ok(text:find('b1, b2, b3', 1, true), text)
+  local summary = tostring(net():summary{1, 8, 8})
+  t.ok(summary:find('inputs', 1, true) and summary:find('6x8x8', 1, true), summary)
+  local y = g:forward(T.randn({2, 1, 8, 8}, 3))
+  t.eq(y:shape(), {2, 6, 8, 8})
+  -- Each branch's channels, in order: b1's two first.
+  local x = T.randn({1, 1, 8, 8}, 4)
+  local joined, first = g:forward(x):to_table(), g:children()[1]:forward(x):to_table()
+  for c = 1, 2 do
+    for i = 1, 8 do
+      for j = 1, 8 do t.near(joined[1][c][i][j], first[1][c][i][j], 0) end
+    end
+  end
+end)
+
+t.test('a graph given whole, in any order; two inputs and two outputs', function()
+  local g = nn.Graph{
+    inputs = {'image', 'features'},
+    {nn.Concat{name = 'both'}, 'code', 'features'},
+    {nn.Linear(4, 3, {name = 'code'}), 'image'},
+    outputs = {'both', 'code'},
+  }
+  t.eq(g:nodes()[1].name, 'code')
+  local a, b = T.randn({2, 4}, 1), T.randn({2, 5}, 2)
+  local out = g:forward{a, b}
+  t.eq(#out, 2)
+  t.eq(out[1]:shape(), {2, 8})
+  t.eq(out[2]:shape(), {2, 3})
+  -- The second part of 'both' is the features themselves.
+  local both, features = out[1]:to_table(), b:to_table()
+  for i = 1, 2 do
+    for j = 1, 5 do t.near(both[i][3 + j], features[i][j], 0) end
+  end
+  t.raises(function() g:forward(a) end, 'needs one of each')
+  t.raises(function() g:forward{a} end, 'takes 2 input(s), got 1')
+end)
+
+t.test('Add, Mul, Narrow, Reshape and split', function()
+  local g = nn.Graph()
+  local x = g:input('x')
+  local left, right = g:split(x, {3, 3})
+  local sum = g:add(nn.Add(), left, right)
+  local prod = g:add(nn.Mul(), left, right)
+  local both = g:add(nn.Concat(2), sum, prod)
+  g:output(g:add(nn.Reshape(2, 3), both))
+  local v = T.tensor{{1, 2, 3, 4, 5, 6}}
+  local y = g:forward(v):to_table()
+  t.eq(y, {{{5, 7, 9}, {4, 10, 18}}})
+  t.eq(nn.Narrow(2, 2, 3):forward(v):to_table(), {{2, 3, 4}})
+  t.eq(nn.Reshape({3, -1}):output_shape{4, 6}, {4, 3, 2})
+  t.eq(nn.Reshape(-1):output_shape{4, 2, 3}, {4, 6})
+end)
+
+local function engine(parallel, devices, make)
+  return T.Engine{net = (make or net)(), devices = T.devices('cpu', devices, {threads = 1}),
+                  optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
+end
+
+local function train(e)
+  local r
+  for step = 1, 5 do r = e:step(batch(16, step)) end
+  return r.loss
+end
+
+t.test('a net with a graph trains, alone and on several devices, like one device', function()
+  local one = train(engine({}, 1))
+  t.ok(one == one and one > 0, 'loss ' .. tostring(one))
+  local groups = train(engine({groups = 2}, 2))
+  t.ok(math.abs(one - groups) < 1e-4 * math.abs(one), ('groups: loss %.7g vs %.7g'):format(one, groups))
+  local piped = train(engine({stages = 2, micro_batches = 2, split = {'mixed'}}, 2))
+  t.ok(math.abs(one - piped) < 1e-4 * math.abs(one), ('stages: loss %.7g vs %.7g'):format(one, piped))
+  -- A graph as the whole net: trained as the one entry of a Sequential.
+  local whole = T.Engine{net = inception(), loss = nn.MSE(), optim = T.optim.SGD{lr = 0.01}}
+  local x = T.randn({4, 1, 8, 8}, 5)
+  local r1 = whole:step(x, T.zeros{4, 6, 8, 8})
+  local r2 = whole:step(x, T.zeros{4, 6, 8, 8})
+  t.ok(r2.loss < r1.loss, ('loss %g then %g'):format(r1.loss, r2.loss))
+  t.ok(whole:net():get(1):name() == 'mixed')
+end)
+
+t.test('mistakes name the node', function()
+  local g = nn.Graph{name = 'g'}
+  local x = g:input('x')
+  t.raises(function() g:add(nn.Linear(2, 2), 'nope') end, "takes 'nope', which is not an input or a node")
+  t.raises(function() g:add(nn.Linear(2, 2)) end, 'has no inputs')
+  t.raises(function() g:add(nn.Linear(2, 2), x, x) end, 'takes one input, got 2')
+  t.raises(function() g:add(nn.Concat(), x) end, 'takes at least 2 inputs, got 1')
+  t.raises(function() g:input('x') end, "the name 'x' is taken")
+  local a = g:add(nn.Linear(4, 2, {name = 'a'}), x)
+  local b = g:add(nn.Linear(4, 3, {name = 'b'}), x)
+  g:output(a)
+  t.raises(function() g:output_shape{1, 4} end, "node 'b' (Linear) leads to no output")
+  local function joined(join)
+    local h = nn.Graph{name = 'h'}
+    local hx = h:input('x')
+    h:output(h:add(join, h:add(nn.Linear(4, 2, {name = 'a'}), hx), h:add(nn.Linear(4, 3, {name = 'b'}), hx)))
+    return h
+  end
+  t.raises(function() joined(nn.Concat{dim = 3, name = 'cat'}):output_shape{1, 4} end,
+           "node 'cat' (Concat) of 'h' (Graph)")
+  t.raises(function() joined(nn.Add()):output_shape{1, 4} end, 'input 2 is 1x3 but input 1 is 1x2')
+  t.raises(function() joined(nn.Add()):forward(T.randn{1, 4}) end, 'input 2 is 1x3')
+  t.raises(function()
+    nn.Graph{inputs = {'x'}, {nn.ReLU{name = 'p'}, 'q'}, {nn.ReLU{name = 'q'}, 'p'}, outputs = {'p'}}
+  end, "nodes 'p', 'q' feed each other in a cycle")
+  t.raises(function() nn.Graph{inputs = {'x'}, outputs = {'x'}, {nn.ReLU(), 3}} end, 'input 1 must be a name')
+  t.raises(function() nn.Graph{inputz = {}} end, "unknown option 'inputz'")
+  t.raises(function() nn.Concat(1) end, 'dimension 1 is the batch')
+  t.raises(function() nn.Narrow(2, 0, 1) end, 'start must be a positive integer')
+  t.raises(function() nn.Narrow(2, 4, 2):output_shape{1, 4} end, 'indices 4..5 of dimension 2')
+  t.raises(function() nn.Reshape(5):output_shape{2, 4} end, 'cannot be shaped to Nx5')
+  t.raises(function() nn.Reshape() end, 'sizes of a sample are missing')
+  t.raises(function() nn.Sequential{nn.Add()}:output_shape{1, 2} end, 'joins several inputs')
+  t.raises(function() nn.ReLU():input('x') end, 'a Graph expected, got a ReLU layer')
+  local two = nn.Graph{inputs = {'a', 'b'}, {nn.Add{name = 's'}, 'a', 'b'}, outputs = {'s'}}
+  t.raises(function() T.Engine{net = two, optim = T.optim.SGD{lr = 0.1}}:step(batch(4, 1)) end, 'needs one of each')
+end)
+
