@@ -41,6 +41,12 @@ void accumulate(Tensor& slot, const Tensor& t, const Tensor& like, Device& devic
 
 }  // namespace
 
+std::vector<Shape> Graph::node_shapes(const Node& node, const std::vector<Shape>& values) {
+    std::vector<Shape> in;
+    for (std::size_t v : node.inputs) in.push_back(values[v]);
+    return in;
+}
+
 Graph::~Graph() {
     for (auto& node : nodes_) let_go(*node.layer);
 }
@@ -246,8 +252,7 @@ std::vector<Shape> Graph::value_shapes(const std::vector<Shape>& inputs) const {
         << inputs.size();
     std::vector<Shape> shapes = inputs;
     for (const auto& node : nodes_) {
-        std::vector<Shape> in;
-        for (std::size_t v : node.inputs) in.push_back(shapes[v]);
+        const std::vector<Shape> in = node_shapes(node, shapes);
         try {
             shapes.push_back(node.merge ? node.merge->merged_shape(in) : node.layer->output_shape(in[0]));
         } catch (Error& e) {
@@ -411,7 +416,10 @@ void Graph::bind_graph(Device& device, const std::vector<Shape>& inputs, Layout 
     const auto shapes = value_shapes(inputs);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         Node& node = nodes_[i];
-        if (node.merge != nullptr) continue;  // no kernels of its own
+        if (node.merge != nullptr) {  // builds its kernels on first use
+            node.layer->to(device);
+            continue;
+        }
         const Shape& in = shapes[node.inputs[0]];
         try {
             // Only images have a channels_last layout; other values are contiguous.
@@ -435,12 +443,10 @@ MemoryEstimate Graph::memory_estimate(const Shape& input) const {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         const Node& node = nodes_[i];
         const auto out_bytes = static_cast<std::size_t>(shapes[input_names_.size() + i].numel()) * sizeof(float);
-        if (node.merge == nullptr) {
-            const MemoryEstimate e = node.layer->memory_estimate(shapes[node.inputs[0]]);
-            total.parameter_bytes += e.parameter_bytes;
-            total.saved_bytes += e.saved_bytes;
-        }
-        total.saved_bytes += out_bytes;  // each value is some node's input, kept for backward
+        const MemoryEstimate e = node.merge ? node.merge->merged_memory(node_shapes(node, shapes))
+                                            : node.layer->memory_estimate(shapes[node.inputs[0]]);
+        total.parameter_bytes += e.parameter_bytes;
+        total.saved_bytes += e.saved_bytes + out_bytes;  // each value is some node's input, kept for backward
     }
     total.output_bytes = static_cast<std::size_t>(shapes[outputs_[0]].numel()) * sizeof(float);
     return total;
@@ -451,7 +457,8 @@ double Graph::forward_flops(const Shape& input) const {
     const auto shapes = value_shapes({input});
     double total = 0;
     for (const auto& node : nodes_)
-        if (node.merge == nullptr) total += node.layer->forward_flops(shapes[node.inputs[0]]);
+        total += node.merge ? node.merge->merged_flops(node_shapes(node, shapes))
+                            : node.layer->forward_flops(shapes[node.inputs[0]]);
     return total;
 }
 

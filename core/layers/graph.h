@@ -100,6 +100,8 @@ private:
     // Per micro-batch, one tensor per value (inputs, then nodes).
     using Values = std::vector<Tensor>;
 
+    // The shapes of `node`'s inputs among every value's.
+    static std::vector<Shape> node_shapes(const Node& node, const std::vector<Shape>& values);
     std::size_t value_index(const std::string& name, const std::string& node) const;
     bool taken(const std::string& name) const;
     void check_not_in_engine() const;

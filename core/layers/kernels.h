@@ -223,6 +223,36 @@ struct ElementLossKernel {
     virtual void backward(const Tensor& output, const Tensor& targets, float scale, Tensor& diff) = 0;
 };
 
+enum class RnnCellKind { lstm, gru };
+
+struct RnnCellConfig {
+    RnnCellKind kind;
+    std::int64_t n, hidden;
+    auto operator<=>(const RnnCellConfig&) const = default;
+};
+
+// One time step of a recurrent layer's cell, PyTorch's definitions, after the two projections
+// (gx = W_ih x + b_ih and gh = W_hh h_prev + b_hh, n x G*hidden, gates in PyTorch's order):
+//   LSTM (G = 4: i, f, g, o): c = f * c_prev + i * g,  h = o * tanh(c)
+//   GRU  (G = 3: r, z, n):    n = tanh(gx_n + r * gh_n),  h = (1 - z) * n + z * h_prev
+// saved (n x kSavedGates * hidden) keeps the activated gates for backward (the GRU: r, z, n and gh_n).
+// Every tensor is contiguous; c_prev and c are undefined for the GRU.
+struct RnnCellKernel {
+    static constexpr const char* kName = "RnnCell";
+    using Config = RnnCellConfig;
+    virtual ~RnnCellKernel() = default;
+    static std::int64_t gates(RnnCellKind kind) { return kind == RnnCellKind::lstm ? 4 : 3; }
+    static constexpr std::int64_t kSavedGates = 4;
+    virtual void forward(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const Tensor& c_prev, Tensor& h,
+                         Tensor& c, Tensor& saved) = 0;
+    // From dh and dc (the LSTM's; the gradients of this step's h and c): dgx and dgh, the
+    // gradients of the two projections' outputs; dh_prev, of h_prev by its direct path (the
+    // GRU's z * h_prev; zero for the LSTM); dc_prev (the LSTM's). All overwritten.
+    virtual void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev, const Tensor& c,
+                          const Tensor& dh, const Tensor& dc, Tensor& dgx, Tensor& dgh, Tensor& dh_prev,
+                          Tensor& dc_prev) = 0;
+};
+
 struct SgdHyper {
     float lr, momentum, dampening, weight_decay;
     bool nesterov;

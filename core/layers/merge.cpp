@@ -4,15 +4,45 @@
 
 namespace tandem {
 
-void Merge::refuse_one_input() const {
-    TANDEM_THROW(ConfigError) << label() << " joins several inputs: use it as a node of an nn.Graph "
-                              << "(g:add(layer, input1, input2, ...)), not as a layer of a chain";
+void Merge::check_one_input() const {
+    TANDEM_CHECK_AS(ConfigError, min_inputs() <= 1)
+        << label() << " joins several inputs: use it as a node of an nn.Graph "
+        << "(g:add(layer, input1, input2, ...)), not as a layer of a chain";
 }
 
-Shape Merge::output_shape(const Shape&) const { refuse_one_input(); }
-Tensor Merge::forward(const Tensor&, Pass&) { refuse_one_input(); }
-Tensor Merge::backward(const Tensor&, const Tensor&, Pass&) { refuse_one_input(); }
-MemoryEstimate Merge::memory_estimate(const Shape&) const { refuse_one_input(); }
+Shape Merge::output_shape(const Shape& input) const {
+    check_one_input();
+    return merged_shape({input});
+}
+
+Tensor Merge::forward(const Tensor& x, Pass& pass) {
+    check_one_input();
+    return merge({x}, pass);
+}
+
+Tensor Merge::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
+    check_one_input();
+    return unmerge({x}, dy, pass).front();
+}
+
+MemoryEstimate Merge::memory_estimate(const Shape& input) const {
+    check_one_input();
+    return merged_memory({input});
+}
+
+double Merge::forward_flops(const Shape& input) const {
+    check_one_input();
+    return merged_flops({input});
+}
+
+MemoryEstimate Merge::merged_memory(const std::vector<Shape>& inputs) const {
+    MemoryEstimate e;
+    e.output_bytes = static_cast<std::size_t>(merged_shape(inputs).numel()) * sizeof(float);
+    for (auto* p : const_cast<Merge*>(this)->parameters()) e.parameter_bytes += p->value.nbytes();
+    return e;
+}
+
+double Merge::merged_flops(const std::vector<Shape>&) const { return 0; }
 
 void Merge::check_input_count(std::size_t n) const {
     const bool bounded = max_inputs() != std::numeric_limits<std::size_t>::max();

@@ -1,8 +1,9 @@
 // Merge: a layer of several inputs, a node of a Graph (graph.h) that joins branches: Concat
 // (concat.h), Add and Mul (below).
 //
-// The one-input Layer interface refuses (a Merge only makes sense where a Graph hands it its
-// inputs); merged_shape / merge / unmerge take every input at once. Inputs may come in
+// merged_shape / merge / unmerge take every input at once. The one-input Layer interface runs
+// them on one input when the layer takes one (an LSTM's initial state is optional), and
+// refuses otherwise (a join only makes sense where a Graph hands it its inputs). Inputs may come in
 // different layouts (a branch may have flattened): a merge converts them to its first
 // input's layout, and its output is in that layout. Dimensions in messages count from 1, the
 // batch being dimension 1, as the Lua API counts.
@@ -26,11 +27,17 @@ public:
     // The gradient of each input from dy (xs as the forward had them); may share dy's memory.
     virtual std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) = 0;
 
-    // Throws ConfigError: a Merge takes several inputs (a node of an nn.Graph).
+    // Bytes and floating-point operations for these inputs (defaults: the output and its
+    // parameters; no flops).
+    virtual MemoryEstimate merged_memory(const std::vector<Shape>& inputs) const;
+    virtual double merged_flops(const std::vector<Shape>& inputs) const;
+
+    // One input: the merge of {x} when min_inputs() is 1; ConfigError otherwise (a node of an nn.Graph).
     Shape output_shape(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
+    double forward_flops(const Shape& input) const override;
 
     // ConfigError naming the layer unless n inputs are within [min_inputs, max_inputs].
     void check_input_count(std::size_t n) const;
@@ -43,7 +50,7 @@ protected:
     static std::vector<Tensor> in_first_layout(const std::vector<Tensor>& xs, Device& device);
 
 private:
-    [[noreturn]] void refuse_one_input() const;
+    void check_one_input() const;
 };
 
 // y = x1 + x2 + ...: inputs of one shape (a residual join between branches of a graph).

@@ -18,6 +18,7 @@ std::unique_ptr<ActivationKernel> make_activation_reference(Device&, const Activ
 std::unique_ptr<DropoutKernel> make_dropout_cpu(Device&, const DropoutConfig&);
 
 std::unique_ptr<ElementLossKernel> make_element_loss_cpu(Device&, const ElementLossConfig&);
+std::unique_ptr<RnnCellKernel> make_rnn_cell_cpu(Device&, const RnnCellConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
     Device&, const SoftmaxCrossEntropyConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);

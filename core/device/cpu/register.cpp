@@ -19,6 +19,8 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<SoftmaxCrossEntropyKernel>(kCpu, "cpu", make_softmax_cross_entropy_cpu);
     r.add<ElementLossKernel>(kCpu, "cpu", make_element_loss_cpu);
+    r.add<RnnCellKernel>(kCpu, "cpu", make_rnn_cell_cpu);
+    r.add<RnnCellKernel>(kCpu, "reference", make_rnn_cell_cpu);
 
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);

@@ -101,6 +101,26 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* parti
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+__global__ void rnn_cell_forward_kernel(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx,
+                                        const float* gh, const float* h_prev, const float* c_prev, float* h, float* c,
+                                        float* saved) {
+    TANDEM_GRID_STRIDE(i, n * hidden) {
+        const std::int64_t b = i / hidden, j = i % hidden;
+        if (lstm) rnn_cell::lstm_forward(b, j, hidden, gx, gh, c_prev, h, c, saved);
+        else rnn_cell::gru_forward(b, j, hidden, gx, gh, h_prev, h, saved);
+    }
+}
+
+__global__ void rnn_cell_backward_kernel(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved,
+                                         const float* h_prev, const float* c_prev, const float* c, const float* dh,
+                                         const float* dc, float* dgx, float* dgh, float* dh_prev, float* dc_prev) {
+    TANDEM_GRID_STRIDE(i, n * hidden) {
+        const std::int64_t b = i / hidden, j = i % hidden;
+        if (lstm) rnn_cell::lstm_backward(b, j, hidden, saved, c_prev, c, dh, dc, dgx, dgh, dh_prev, dc_prev);
+        else rnn_cell::gru_backward(b, j, hidden, saved, h_prev, dh, dgx, dgh, dh_prev);
+    }
+}
+
 __global__ void activation_forward_kernel(ActivationAlgorithm a, float alpha, const float* x,
                                           float* y, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) y[i] = activation_forward(a, alpha, x[i]);
@@ -311,6 +331,19 @@ __global__ void lrn_backward_kernel(lrn::Shape s, const float* x, const float* d
 }
 
 }  // namespace
+
+void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,
+                      const float* h_prev, const float* c_prev, float* h, float* c, float* saved, cudaStream_t stream) {
+    rnn_cell_forward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(lstm, n, hidden, gx, gh, h_prev, c_prev,
+                                                                             h, c, saved);
+}
+
+void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved, const float* h_prev,
+                       const float* c_prev, const float* c, const float* dh, const float* dc, float* dgx, float* dgh,
+                       float* dh_prev, float* dc_prev, cudaStream_t stream) {
+    rnn_cell_backward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(lstm, n, hidden, saved, h_prev, c_prev,
+                                                                              c, dh, dc, dgx, dgh, dh_prev, dc_prev);
+}
 
 void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
     add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);

@@ -10,6 +10,7 @@
 
 #include "device/activation_math.h"
 #include "device/cuda/lrn_pixel.h"
+#include "device/rnn_cell_math.h"
 
 namespace tandem::cuda::kernels {
 
@@ -33,6 +34,14 @@ void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_a
 // Per-block partial sums of squares in double: `blocks` values into partials (device).
 constexpr int kSumBlocks = 256;
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);
+
+// One LSTM (lstm true) or GRU cell step over n samples x hidden units, rnn_cell_math.h's
+// definitions; c_prev, c, dc and dc_prev are null for the GRU.
+void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,
+                      const float* h_prev, const float* c_prev, float* h, float* c, float* saved, cudaStream_t stream);
+void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved, const float* h_prev,
+                       const float* c_prev, const float* c, const float* dh, const float* dc, float* dgx, float* dgh,
+                       float* dh_prev, float* dc_prev, cudaStream_t stream);
 
 // Element-wise activations with activation_math.h's definitions: dst = f(src), and
 // diff_src = f'(...) diff_dst from `saved` (dst or src, as activation_backward_uses_dst says).

@@ -105,6 +105,7 @@ bool registered_for_cuda() {
 // Every kernel kind the CPU backend offers has a CUDA implementation.
 TEST(CudaBackends, EveryKernelKindIsRegistered) {
     EXPECT_TRUE(registered_for_cuda<TensorOpsKernel>());
+    EXPECT_TRUE(registered_for_cuda<RnnCellKernel>());
     EXPECT_TRUE(registered_for_cuda<ActivationKernel>());
     EXPECT_TRUE(registered_for_cuda<DropoutKernel>());
     EXPECT_TRUE(registered_for_cuda<SoftmaxCrossEntropyKernel>());
