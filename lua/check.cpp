@@ -128,6 +128,11 @@ std::string opt_string(lua_State* L, int index, const std::string& fallback) {
 
 std::int64_t check_int_in(lua_State* L, int index, std::int64_t low, std::int64_t high,
                           const char* what) {
+    // A fraction or a string is named with the argument too: "device count must be an
+    // integer in [1, 256], got 1.5", not a bare "integer expected" (issue 19).
+    if (lua_type(L, index) != LUA_TNUMBER || !is_integral(lua_tonumber(L, index)))
+        throw ArgError(index, std::string(what) + " must be an integer in [" + std::to_string(low) + ", " +
+                                  std::to_string(high) + "], got " + got(L, index));
     const std::int64_t value = check_int(L, index);
     if (value < low || value > high)
         throw ArgError(index, std::string(what) + " must be in [" + std::to_string(low) + ", " +

@@ -131,7 +131,7 @@ t.test('device errors', function()
   t.raises(function() T.devices('cuda', 1, {threads = 2}) end,
            "T.devices: unknown option 'threads' (known: memory, workspace, benchmark, tf32)")
   t.raises(function() T.devices('cpu', 0) end, 'device count must be in [1, 256], got 0')
-  t.raises(function() T.devices('cpu', 1.5) end, 'integer expected, got 1.5')
+  t.raises(function() T.devices('cpu', 1.5) end, 'device count must be an integer in [1, 256], got 1.5')
   t.raises(function() T.devices('cpu') end, "bad argument #2 to 'devices'")
   t.raises(function() T.devices('cpu', 1, {memroy = '1GB'}) end,
            "T.devices: unknown option 'memroy' (known: memory, threads)")
