@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "data/dataset.h"
 #include "data/image_decode.h"
+#include "io/png_file.h"
 #include "progress_line.h"
 #include "tool_args.h"
 
@@ -51,7 +52,7 @@ void write_grid(const DataSource& source, const std::string& path, std::int64_t 
         thumbnail(image, cell)
             .copyTo(grid(cv::Rect(c * (cell + 2) + 1, r * (cell + 2) + 1, cell, cell)));
     }
-    TANDEM_CHECK_AS(BackendError, cv::imwrite(path, grid)) << "OpenCV could not write " << path;
+    write_png(path, grid);  // names the file when it cannot be written
     std::printf("grid of %lld samples (%dx%d px each) written to %s\n",
                 static_cast<long long>(count), cell, cell, path.c_str());
 }
@@ -75,6 +76,11 @@ int command_dbinfo(const Args& args) {
     const std::int64_t limit_option = a.integer("limit", INT64_MAX, 1, INT64_MAX);
     const std::int64_t grid_count = a.integer("grid-count", 64, 1, 4096);
     const int cell = static_cast<int>(a.integer("cell", 64, 8, 512));
+    const std::string grid = a.text("grid", "grid.png");
+    // The grid is a PNG: another name would reach OpenCV's "could not find a writer" after the
+    // whole set was read (issue 19).
+    if (grid.size() < 5 || grid.compare(grid.size() - 4, 4, ".png") != 0)
+        a.mistake("--grid must name a .png file, got '" + grid + "'");
     const auto source = open_image_source(a.positional()[0], a.text("root", ""));
     const std::int64_t n = source->size();
     std::printf("%s\n", source->description().c_str());
@@ -134,7 +140,7 @@ int command_dbinfo(const Args& args) {
                     static_cast<long long>(-sorted[i].first));
     if (sorted.size() > 8) std::printf("  ... and %zu more\n", sorted.size() - 8);
     if (a.has("grid"))
-        write_grid(*source, a.text("grid", "grid.png"), grid_count, cell);
+        write_grid(*source, grid, grid_count, cell);
     return 0;
 }
 

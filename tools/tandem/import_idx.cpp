@@ -21,11 +21,11 @@ const ToolSpec kImportIdxSpec{
 
 int command_import_idx(const Args& args) {
     const ToolArgs a(args, kImportIdxSpec);
-    const IdxSource source(a.positional()[0], a.positional()[1]);
-    DbBuildOptions o;
-    o.encoding = parse_encoding(a.text("encoding", "raw"));
+    DbBuildOptions o;  // the options are checked before the files are opened
+    o.encoding = parse_encoding(a.choice("encoding", "raw", {"raw", "png", "jpeg", "jpg"}));
     o.overwrite = a.flag("overwrite");
     o.threads = static_cast<int>(a.integer("threads", default_threads(), 1, 256));
+    const IdxSource source(a.positional()[0], a.positional()[1]);
     std::printf("%s -> %s (%s)\n", source.description().c_str(), a.positional()[2].c_str(),
                 std::string(encoding_name(o.encoding)).c_str());
     ProgressLine bar("import-idx", source.size());

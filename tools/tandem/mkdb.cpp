@@ -49,7 +49,7 @@ int command_mkdb(const Args& args) {
         throw CommandExit(2, "tandem mkdb: needs SOURCE DB (or --check DB); --help says more");
     DbBuildOptions o;  // every option is read (and checked) before the source is opened
     o.resize = static_cast<int>(a.integer("resize", 0, 0, 1 << 15));
-    o.encoding = parse_encoding(a.text("encoding", "png"));
+    o.encoding = parse_encoding(a.choice("encoding", "png", {"png", "jpeg", "jpg", "raw"}));
     o.quality = static_cast<int>(a.integer("quality", 95, 1, 100));
     o.shuffle = a.flag("shuffle");
     o.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));

@@ -116,6 +116,17 @@ bool ToolArgs::flag(const std::string& key) const {
     return v == "true";
 }
 
+std::string ToolArgs::choice(const std::string& key, const std::string& fallback,
+                             std::initializer_list<const char*> choices) const {
+    const std::string v = text(key, fallback);
+    std::string list;
+    for (const char* c : choices) {
+        if (v == c) return v;
+        list += std::string(list.empty() ? "" : ", ") + c;
+    }
+    mistake("--" + key + " must be one of " + list + ", got '" + v + "'");
+}
+
 DataSourcePtr open_image_source(const std::string& path, const std::string& root) {
     namespace fs = std::filesystem;
     std::error_code error;

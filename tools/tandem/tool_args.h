@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,10 +36,14 @@ public:
     std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t low,
                          std::int64_t high) const;
     bool flag(const std::string& key) const;
-
-private:
+    // One of `choices` (`fallback` when the option is absent): CommandExit(2) "tandem mkdb:
+    // --encoding must be one of png, jpeg, raw, got 'gif'".
+    std::string choice(const std::string& key, const std::string& fallback,
+                       std::initializer_list<const char*> choices) const;
+    // A mistake the command finds itself, worded as the others: CommandExit(2) "tandem CMD: what".
     [[noreturn]] void mistake(const std::string& what) const;
 
+private:
     const ToolSpec& spec_;
     std::map<std::string, std::string> values_;
     std::vector<std::string> positional_;
