@@ -17,12 +17,23 @@ local function any(v) return v end
 local function options(given, name, known, checked)
   local spec = {}
   for _, key in ipairs(known) do spec[key] = (checked or {})[key] or any end
-  return check.check(name, given, spec)
+  local checked = check.check(name, given, spec, 4)  -- raised at the line calling the constructor
+  return checked
 end
 
 local function is_device(d)
   local mt = getmetatable(d)
   return type(mt) == 'table' and mt.__name == 'tandem.Device'
+end
+
+-- A checker for a bound object of metatable `type_name`, described as `what` ("a net (nn.Sequential
+-- or a layer)"): the engine's options are named in its messages, not C++'s argument numbers.
+local function object(type_name, what)
+  return function(v)
+    local mt = getmetatable(v)
+    if type(mt) == 'table' and mt.__name == type_name then return v end
+    return nil, what
+  end
 end
 
 -- parallel.split may come from a command line as one string: 'conv2,fc1' or '4,8' (cut after
@@ -37,7 +48,12 @@ end
 
 function M.Engine(o)
   o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
-                              'parallel', 'trace'}, {seed = check.nonneg_int, trace = check.boolean})
+                              'parallel', 'trace'},
+              {seed = check.nonneg_int, trace = check.boolean,
+               net = object('tandem.Layer', 'a net (nn.Sequential{...})'),
+               optim = object('tandem.Optimizer', 'an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})'),
+               loss = object('tandem.Loss', 'a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits())'),
+               schedule = object('tandem.Schedule', 'a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...)')})
   if o.net == nil then error('T.Engine: option net is required', 2) end
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
@@ -96,37 +112,88 @@ local function required(o, name, key)
   return o[key]
 end
 
+-- The schedules' options, checked here so that a message names the constructor and the option
+-- ("T.schedule.Cosine: option 'total_steps' must be a positive integer, got 0"), never an
+-- argument number of the C++ function behind it (issue 19).
+local function rate(v)
+  if check.finite_number(v) and v >= 0 then return v end
+  return nil, 'a finite number >= 0'
+end
+
+local function positive(v)
+  if check.finite_number(v) and v > 0 then return v end
+  return nil, 'a finite number > 0'
+end
+
+local function start_factor(v)
+  if check.finite_number(v) and v >= 0 and v <= 1 then return v end
+  return nil, 'a number in [0, 1]'
+end
+
+local function switch(v)
+  if check.finite_number(v) and v > 0 and v <= 1 then return v end
+  return nil, 'a number in (0, 1]'
+end
+
+-- A list of step numbers; its entries are checked by MultiStep, which names the bad one.
+local function milestones(v)
+  if type(v) == 'table' and getmetatable(v) == nil then return v end
+  return nil, 'a list of step numbers such as {30, 60}'
+end
+
+local schedule_checks = {lr = rate, min_lr = rate, gamma = positive, total_steps = check.positive_int,
+                         step_size = check.positive_int, steps = check.nonneg_int,
+                         start_factor = start_factor, switch = switch, milestones = milestones,
+                         after = object('tandem.Schedule', 'a schedule (T.schedule.Cosine{...}, ...)')}
+
+local function schedule_options(given, name, known)
+  local spec = {}
+  for _, key in ipairs(known) do spec[key] = schedule_checks[key] end
+  local checked = check.check(name, given, spec, 4)  -- raised at the line calling the constructor
+  return checked
+end
+
 function M.schedule.Constant(o)
-  o = options(o, 'T.schedule.Constant', {'lr'})
+  o = schedule_options(o, 'T.schedule.Constant', {'lr'})
   return core.schedule_constant(required(o, 'T.schedule.Constant', 'lr'))
 end
 
 function M.schedule.Step(o)
-  o = options(o, 'T.schedule.Step', {'lr', 'step_size', 'gamma'})
+  o = schedule_options(o, 'T.schedule.Step', {'lr', 'step_size', 'gamma'})
   return core.schedule_step(required(o, 'T.schedule.Step', 'lr'),
                             required(o, 'T.schedule.Step', 'step_size'), o.gamma or 0.1)
 end
 
 function M.schedule.MultiStep(o)
-  o = options(o, 'T.schedule.MultiStep', {'lr', 'milestones', 'gamma'})
-  return core.schedule_multistep(required(o, 'T.schedule.MultiStep', 'lr'),
-                                 required(o, 'T.schedule.MultiStep', 'milestones'), o.gamma or 0.1)
+  o = schedule_options(o, 'T.schedule.MultiStep', {'lr', 'milestones', 'gamma'})
+  local list = required(o, 'T.schedule.MultiStep', 'milestones')
+  for i, m in ipairs(list) do
+    if not check.nonneg_int(m) then
+      error(("T.schedule.MultiStep: option 'milestones' must hold whole step numbers >= 0; entry %d is %s")
+            :format(i, check.describe(m)), 2)
+    end
+    if i > 1 and m <= list[i - 1] then
+      error(("T.schedule.MultiStep: option 'milestones' must be strictly increasing, got %s then %s")
+            :format(list[i - 1], m), 2)
+    end
+  end
+  return core.schedule_multistep(required(o, 'T.schedule.MultiStep', 'lr'), list, o.gamma or 0.1)
 end
 
 function M.schedule.Cosine(o)
-  o = options(o, 'T.schedule.Cosine', {'lr', 'total_steps', 'min_lr'})
+  o = schedule_options(o, 'T.schedule.Cosine', {'lr', 'total_steps', 'min_lr'})
   return core.schedule_cosine(required(o, 'T.schedule.Cosine', 'lr'),
                               required(o, 'T.schedule.Cosine', 'total_steps'), o.min_lr or 0)
 end
 
 function M.schedule.Warmup(o)
-  o = options(o, 'T.schedule.Warmup', {'after', 'steps', 'start_factor'})
+  o = schedule_options(o, 'T.schedule.Warmup', {'after', 'steps', 'start_factor'})
   return core.schedule_warmup(required(o, 'T.schedule.Warmup', 'after'),
                               required(o, 'T.schedule.Warmup', 'steps'), o.start_factor or 0)
 end
 
 function M.schedule.Hybrid(o)
-  o = options(o, 'T.schedule.Hybrid', {'lr', 'total_steps', 'switch', 'min_lr'})
+  o = schedule_options(o, 'T.schedule.Hybrid', {'lr', 'total_steps', 'switch', 'min_lr'})
   return core.schedule_hybrid(required(o, 'T.schedule.Hybrid', 'lr'),
                               required(o, 'T.schedule.Hybrid', 'total_steps'), o.switch or 0.5,
                               o.min_lr or 0)

@@ -180,8 +180,8 @@ t.test('bad arguments raise errors that name them', function()
            "unknown option 'bogus'")
   t.raises(function() T.Engine{optim = T.optim.SGD{lr = 0.1}} end, 'option net is required')
   t.raises(function() T.Engine{net = tiny_net()} end, 'option optim is required')
-  t.raises(function() T.Engine{net = 5, optim = T.optim.SGD{lr = 0.1}} end, 'tandem.Layer expected')
-  t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, 'tandem.Optimizer expected')
+  t.raises(function() T.Engine{net = 5, optim = T.optim.SGD{lr = 0.1}} end, "T.Engine: option 'net' must be a net (nn.Sequential{...}), got 5")
+  t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, "T.Engine: option 'optim' must be an optimizer")
   t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{}, layout = 'nchw16c'} end,
            "layout must be 'contiguous' or 'channels_last'")
   t.raises(function() T.optim.SGD{lr = -1} end, 'invalid learning rate -1')
@@ -196,9 +196,9 @@ t.test('bad arguments raise errors that name them', function()
   t.raises(function() T.optim.Adam{lr = 'x'} end, "T.optim.Adam: option 'lr' must be a number, got 'x'")
   t.raises(function() T.optim.AdamW{momentum = 0.9} end, "T.optim.AdamW: unknown option 'momentum'")
   t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {1.5}} end,
-           'milestones must be whole step numbers, got 1.5')
+           "option 'milestones' must hold whole step numbers >= 0; entry 1 is 1.5")
   t.raises(function() T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end,
-           'milestones must be whole step numbers, got inf')
+           "option 'milestones' must hold whole step numbers >= 0; entry 2 is inf")
   t.raises(function() T.schedule.Cosine{lr = 0.1} end, 'option total_steps is required')
   t.raises(function() engine:step(T.zeros{2, 3, 8, 8}, T.tensor({0, 1}, {2}, {dtype = 'i32'})) end,
            '3 channels')
