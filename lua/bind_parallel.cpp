@@ -23,6 +23,7 @@ std::string_view kind_name(OptionKind kind) {
     case OptionKind::bytes: return "bytes";
     case OptionKind::cuts: return "cuts";
     case OptionKind::stage_flags: return "stage_flags";
+    case OptionKind::real: return "real";
     }
     return "?";
 }
@@ -47,6 +48,7 @@ OptionValue read_value(lua_State* L, int index, const char* key, const ParallelO
     case OptionKind::count: return option_int(L, index, key, 0);
     case OptionKind::flag: return option_bool(L, index, key, false);
     case OptionKind::choice: return option_string(L, index, key, "");
+    case OptionKind::real: return option_number(L, index, key, 0);  // the schema checks the range
     case OptionKind::bytes: {
         const double bytes = option_number(L, index, key, 0);
         if (!(bytes >= 1 && bytes < 1e18)) throw ArgError(index, what + " must be at least 1");
@@ -101,7 +103,7 @@ void push_value(lua_State* L, const OptionValue& value) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, bool>) {
                 lua_pushboolean(L, v);
-            } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, double>) {
                 lua_pushnumber(L, static_cast<lua_Number>(v));
             } else if constexpr (std::is_same_v<T, std::string>) {
                 lua_pushlstring(L, v.data(), v.size());

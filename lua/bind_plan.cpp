@@ -32,50 +32,96 @@ int get(lua_State* L, int table, const char* key) {
     return lua_type(L, -1);
 }
 
-std::string string_field(lua_State* L, int table, const char* key, const std::string& fallback = "") {
+// Where a field is, for messages: "topology 'dgx1': node 'gpu0': ".
+std::string string_field(lua_State* L, int table, const char* key, const std::string& where,
+                         const std::string& fallback = "") {
     std::string value = fallback;
     if (get(L, table, key) == LUA_TSTRING) value = lua_tostring(L, -1);
-    else if (!lua_isnil(L, -1)) throw ConfigError(std::string("topology field '") + key + "' must be a string");
+    else if (!lua_isnil(L, -1))
+        throw ConfigError(where + "field '" + key + "' must be a string, got " + number_or_type(L, -1));
     lua_pop(L, 1);
     return value;
 }
 
-double number_field(lua_State* L, int table, const char* key, double fallback) {
-    double value = fallback;
-    if (get(L, table, key) == LUA_TNUMBER) value = lua_tonumber(L, -1);
-    else if (!lua_isnil(L, -1)) throw ConfigError(std::string("field '") + key + "' must be a number");
+// An integer field in [low, high]: a fraction, a string or a value out of range is refused,
+// naming the topology, the node and the field (issue 19: 1.5 threads were read as 1).
+int int_field(lua_State* L, int table, const char* key, int fallback, int low, int high, const std::string& where) {
+    int value = fallback;
+    const int type = get(L, table, key);
+    if (type != LUA_TNIL) {
+        const double v = lua_tonumber(L, -1);
+        if (type != LUA_TNUMBER || v != std::floor(v) || v < low || v > high)
+            throw ConfigError(where + "field '" + key + "' must be an integer in [" + std::to_string(low) + ", " +
+                              std::to_string(high) + "], got " + number_or_type(L, -1));
+        value = static_cast<int>(v);
+    }
     lua_pop(L, 1);
     return value;
 }
 
-std::size_t bytes_field(lua_State* L, int table, const char* key) {
+std::size_t bytes_field(lua_State* L, int table, const char* key, const std::string& where) {
     std::size_t value = 0;
     const int type = get(L, table, key);
-    if (type == LUA_TNUMBER) value = static_cast<std::size_t>(lua_tonumber(L, -1));
-    else if (type == LUA_TSTRING) value = parse_bytes(lua_tostring(L, -1));
-    else if (type != LUA_TNIL) throw ConfigError(std::string("field '") + key + "' must be bytes or a size ('16GB')");
+    const double v = lua_tonumber(L, -1);
+    if (type == LUA_TNUMBER && v == std::floor(v) && v >= 1 && v < 9.0e15) value = static_cast<std::size_t>(v);
+    else if (type == LUA_TSTRING) {
+        try {
+            value = parse_bytes(lua_tostring(L, -1));
+        } catch (const ConfigError& e) {
+            throw ConfigError(where + "field '" + key + "': " + e.what());
+        }
+    }
+    else if (type != LUA_TNIL)
+        throw ConfigError(where + "field '" + key + "' must be a byte count above 0 or a size ('16GB'), got " +
+                          number_or_type(L, -1));
     lua_pop(L, 1);
     return value;
+}
+
+// Refuses a field of the table at `table` that is not in `known` (a typo such as `thread`
+// would otherwise leave the default in place without a word).
+void known_fields(lua_State* L, int table, std::initializer_list<const char*> known, const std::string& where) {
+    lua_pushnil(L);
+    while (lua_next(L, table) != 0) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TNUMBER) continue;  // a peer link's two device names
+        const std::string key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : type_name(L, -1);
+        bool found = false;
+        std::string list;
+        for (const char* k : known) {
+            found = found || key == k;
+            list += std::string(list.empty() ? "" : ", ") + k;
+        }
+        if (!found) {
+            lua_pop(L, 1);
+            throw ConfigError(where + "unknown field '" + key + "' (known: " + list + ")");
+        }
+    }
 }
 
 TopologySpec read_topology(lua_State* L, int index) {
     if (!lua_istable(L, index)) throw ArgError(index, "a topology table expected, got " + type_name(L, index));
     TopologySpec spec;
-    spec.name = string_field(L, index, "name", "topology");
+    spec.name = string_field(L, index, "name", "topology: ", "topology");
+    const std::string where = "topology '" + spec.name + "': ";
+    known_fields(L, index, {"name", "nodes", "peers", "description", "device_count"}, where);
     if (get(L, index, "nodes") != LUA_TTABLE)
-        throw ConfigError("topology '" + spec.name + "': 'nodes' must be a list of node tables");
+        throw ConfigError(where + "'nodes' must be a list of node tables");
     for_each_item(L, lua_gettop(L), [&](int i) {
         const int node = lua_gettop(L);
         if (!lua_istable(L, node))
-            throw ConfigError("topology '" + spec.name + "': node " + std::to_string(i) + " is not a table");
+            throw ConfigError(where + "node " + std::to_string(i) + " is not a table");
         TopologyNodeSpec n;
-        n.name = string_field(L, node, "name");
-        n.parent = string_field(L, node, "parent");
-        n.link = string_field(L, node, "link");
-        n.device = string_field(L, node, "device");
-        n.memory_bytes = bytes_field(L, node, "memory");
-        n.threads = static_cast<int>(number_field(L, node, "threads", 1));
-        n.cores = static_cast<int>(number_field(L, node, "cores", 0));
+        const std::string at = where + "node " + std::to_string(i) + ": ";
+        n.name = string_field(L, node, "name", at);
+        const std::string in = n.name.empty() ? at : where + "node '" + n.name + "': ";
+        known_fields(L, node, {"name", "parent", "link", "device", "memory", "threads", "cores"}, in);
+        n.parent = string_field(L, node, "parent", in);
+        n.link = string_field(L, node, "link", in);
+        n.device = string_field(L, node, "device", in);
+        n.memory_bytes = bytes_field(L, node, "memory", in);
+        n.threads = int_field(L, node, "threads", 1, 1, 1024, in);
+        n.cores = int_field(L, node, "cores", 0, 0, 1 << 20, in);
         spec.nodes.push_back(std::move(n));
     });
     lua_pop(L, 1);
@@ -83,15 +129,17 @@ TopologySpec read_topology(lua_State* L, int index) {
         for_each_item(L, lua_gettop(L), [&](int i) {
             const int peer = lua_gettop(L);
             PeerLinkSpec p;
-            lua_rawgeti(L, peer, 1);
-            lua_rawgeti(L, peer, 2);
-            if (!lua_isstring(L, -2) || !lua_isstring(L, -1))
-                throw ConfigError("topology '" + spec.name + "': peer link " + std::to_string(i) +
+            if (!lua_istable(L, peer)) lua_pushnil(L), lua_pushnil(L);
+            else lua_rawgeti(L, peer, 1), lua_rawgeti(L, peer, 2);
+            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+                throw ConfigError(where + "peer link " + std::to_string(i) +
                                   " must name two devices: {'gpu0', 'gpu1', link = 'nvlink2'}");
             p.a = lua_tostring(L, -2), p.b = lua_tostring(L, -1);
             lua_pop(L, 2);
-            p.link = string_field(L, peer, "link");
-            p.count = static_cast<int>(number_field(L, peer, "count", 1));
+            const std::string in = where + "peer link " + p.a + " - " + p.b + ": ";
+            known_fields(L, peer, {"link", "count"}, in);
+            p.link = string_field(L, peer, "link", in);
+            p.count = int_field(L, peer, "count", 1, 1, 64, in);
             spec.peers.push_back(std::move(p));
         });
     }

@@ -48,6 +48,26 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std:
     return bounds;
 }
 
+// The averaging algorithm's options: each only with the algorithm it belongs to, and the
+// algorithm only with average_every (a mistake otherwise, said naming the option).
+void check_averaging(const ParallelOptions& p) {
+    const ParallelOptions defaults;
+    const std::string algorithm(averaging_algorithm_name(p.averaging));
+    TANDEM_CHECK_AS(ConfigError, p.averaging == AveragingAlgorithm::plain || p.average_every > 0)
+        << "Engine: parallel.averaging = '" << algorithm
+        << "' needs parallel.average_every > 0 (the steps between averages); without it the groups train by "
+           "synchronous SGD";
+    auto only_with = [&](bool changed, const char* option, AveragingAlgorithm owner) {
+        TANDEM_CHECK_AS(ConfigError, !changed || p.averaging == owner)
+            << "Engine: parallel." << option << " is an option of averaging = '" << averaging_algorithm_name(owner)
+            << "', not of averaging = '" << algorithm << "'";
+    };
+    only_with(p.block_momentum != defaults.block_momentum, "block_momentum", AveragingAlgorithm::bmuf);
+    only_with(p.block_lr != defaults.block_lr, "block_lr", AveragingAlgorithm::bmuf);
+    only_with(p.block_nesterov != defaults.block_nesterov, "block_nesterov", AveragingAlgorithm::bmuf);
+    only_with(p.elastic_alpha != defaults.elastic_alpha, "elastic_alpha", AveragingAlgorithm::easgd);
+}
+
 // C x H x W of a batch N x C x H x W.
 Shape sample_shape(const Tensor& images) {
     std::vector<std::int64_t> dims(images.shape().dims().begin() + 1, images.shape().dims().end());
@@ -95,6 +115,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         << "Engine: average_every must be 0 (synchronous SGD) or a step count, got " << p.average_every;
     TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
         << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
+    check_averaging(p);
     if (p.deterministic) {
         options_.parallel.algorithm = ReduceAlgorithm::tree;
         // Kernels that could sum in a varying order (a GPU's atomics) are passed over.
@@ -113,6 +134,13 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         << "Engine: give cuts or ask for the automatic split, not both";
     options_.net->initialize(options_.seed);
     if (p.mpi) join_processes();
+    if (p.average_every > 0 && p.averaging == AveragingAlgorithm::easgd) {
+        const double alpha = ModelAverage::effective_elastic_alpha(p, total_groups());
+        TANDEM_CHECK_AS(ConfigError, alpha * total_groups() <= 1 + 1e-9)
+            << "Engine: parallel.elastic_alpha = " << alpha << " with " << total_groups()
+            << " replicas moves the centre past the replicas' mean (alpha x replicas = " << alpha * total_groups()
+            << "); give at most " << 1.0 / total_groups() << ", or 0 for 0.9 / replicas";
+    }
     for (int g = 0; g < p.groups; ++g) {
         auto replica = std::make_unique<Replica>();
         replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
@@ -155,7 +183,13 @@ void Engine::place(std::vector<std::size_t> bounds) {
                 << "stage " << s << ": the stage program's gradient buckets differ from the engine's";
         }
     if (processes_ > 1) broadcast_weights();
+    if (!pending_average_.empty()) {
+        for (const auto& st : stages_)
+            if (ModelAverage* average = st->model_average()) average->load_state(pending_average_);
+        pending_average_.clear();
+    }
 }
+
 
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
     TANDEM_CHECK_AS(ConfigError, batch >= 1) << "prepare: the batch must be at least 1 sample, got " << batch;
@@ -335,8 +369,10 @@ void Engine::save(const std::string& path, const std::map<std::string, std::stri
     NamedTensors tensors;
     for (auto& p : named_parameters(*options_.net)) tensors.emplace_back("model." + p.name, p.parameter->value);
     for (auto& b : named_buffers(*options_.net)) tensors.emplace_back("model." + b.name, b.parameter->value);
-    // Replicas are identical after every step: group 0's copy speaks for all.
+    // Under synchronous SGD the replicas are identical after every step: group 0's copy speaks
+    // for all (model averaging adds the others', save_averaging).
     for (auto& [name, t] : replicas_.front()->optimizer->state()) tensors.emplace_back("optim." + name, t);
+    save_averaging(tensors);
     std::map<std::string, std::string> meta = metadata;
     meta["format"] = kFormat;
     meta["step"] = std::to_string(step_);
@@ -379,6 +415,7 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     } catch (const std::exception&) {
         TANDEM_THROW(DataError) << path << ": metadata 'step' is missing or not a number";
     }
+    const std::function<void()> apply_averaging = load_averaging(by_name, path);
     try {
         for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
     } catch (Error& e) {
@@ -393,6 +430,7 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
         params.insert(params.end(), buffers.begin(), buffers.end());
         for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter->value.copy_from(updates[i].second);
     }
+    apply_averaging();
     step_ = step;
     if (meta.count("seed")) options_.seed = std::stoull(meta["seed"]);
     return meta;

@@ -6,6 +6,20 @@
 #include "base/format.h"
 
 namespace tandem {
+namespace {
+
+// `f()`, with an unknown link or device model named with the topology and the node it is on
+// ("topology 'mine': node 'gpu0': unknown device model 'GTX9999'; known: ...", issue 19).
+template <class F>
+decltype(auto) naming(const std::string& where, F f) {
+    try {
+        return f();
+    } catch (const ConfigError& e) {
+        throw ConfigError(where + e.what());
+    }
+}
+
+}  // namespace
 
 Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     const auto& nodes = spec_.nodes;
@@ -66,7 +80,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
             pool_cores_.push_back(node.cores);
         }
         if (parent_[static_cast<std::size_t>(i)] < 0) continue;
-        const LinkModel& link = link_model(node.link);
+        const LinkModel& link =
+            naming(where + "node '" + node.name + "': ", [&]() -> const LinkModel& { return link_model(node.link); });
         up_[static_cast<std::size_t>(i)] = add_channel(node.name, node.parent, link, 1);
         down_[static_cast<std::size_t>(i)] = add_channel(node.parent, node.name, link, 1);
     }
@@ -89,7 +104,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
                 << where << "CPU device '" << node.name << "' needs its memory";
             d.memory_bytes = node.memory_bytes;
         } else {
-            const DeviceModel& model = device_model(node.device);
+            const DeviceModel& model = naming(where + "node '" + node.name + "': ",
+                                              [&]() -> const DeviceModel& { return device_model(node.device); });
             d.memory_bytes = node.memory_bytes > 0 ? node.memory_bytes
                                                    : static_cast<std::size_t>(model.memory_gib * double(1 << 30));
         }
@@ -105,7 +121,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
         TANDEM_CHECK_AS(ConfigError, a != b) << where << "peer link from '" << p.a << "' to itself";
         TANDEM_CHECK_AS(ConfigError, p.count >= 1)
             << where << "peer link " << p.a << " - " << p.b << " has count " << p.count;
-        const LinkModel& link = link_model(p.link);
+        const LinkModel& link = naming(where + "peer link " + p.a + " - " + p.b + ": ",
+                                       [&]() -> const LinkModel& { return link_model(p.link); });
         peer_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = add_channel(p.a, p.b, link, p.count);
         peer_[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = add_channel(p.b, p.a, link, p.count);
     }

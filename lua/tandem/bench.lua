@@ -40,6 +40,9 @@ local function run(args)
   if type(build) ~= 'function' then
     usage_error(file .. ' must return a function building the net (see recipes/nets/)')
   end
+  if opt.threads > 1024 then  -- T.devices' limit, said as the option it came from
+    usage_error(('tandem bench: option --threads must be 0 (every core) to 1024, got %d'):format(opt.threads))
+  end
   local net, sample = build{}
   T.parallel.check_device(opt)
   local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark, tf32 = opt.tf32})[1]

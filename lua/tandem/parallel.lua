@@ -55,6 +55,7 @@ end
 local function flag_kind(option)
   if option.kind == 'count' then return option.minimum >= 1 and 'positive_int' or 'nonneg_int' end
   if option.kind == 'bytes' then return 'positive_number' end
+  if option.kind == 'real' then return 'nonneg_number' end
   if option.kind == 'cuts' or option.kind == 'choice' then return 'string' end
   return 'boolean'
 end

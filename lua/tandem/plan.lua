@@ -46,28 +46,47 @@ function M.topology(name, opt)
     local path = name:find('/') and name or ('%s/%s.lua'):format(topology_dir(), name)
     local chunk, err = loadfile(path)
     if not chunk then
+      if not io.open(path, 'r') then
+        err = ('no such file (known topologies: %s; or a path to a .lua file)'):format(table.concat(M.topologies(), ', '))
+      end
       error(("topology '%s': %s"):format(name, err), 2)
     end
     spec = chunk()
     if type(spec) == 'function' then spec = spec(opt or {}) end
   end
   if type(spec) ~= 'table' then error('a topology must be a table of nodes, got ' .. type(spec), 2) end
-  spec.description, spec.device_count = core.plan_topology(spec)
+  -- A mistake in the table is the caller's: raised at their line, not this file's.
+  local ok, description, count = pcall(core.plan_topology, spec)
+  if not ok then error((tostring(description):gsub('^[^:]*%.lua:%d+: ', '')), 2) end
+  spec.description, spec.device_count = description, count
   return spec
 end
+
+-- The ranges of the planner's counts, as T.devices takes them (lua/bind_device.cpp): at most
+-- 256 devices of 1024 kernel threads each; a machine of more than 4096 cores is a typo.
+local function int_in(low, high, what)
+  return function(v)
+    if type(v) == 'number' and v == math.floor(v) and v >= low and v <= high then return v end
+    return nil, what
+  end
+end
+M.device_count = int_in(1, 256, 'an integer in [1, 256]')
+M.thread_count = int_in(0, 1024, 'an integer in [0, 1024] (0: the cores split between the devices)')
+M.core_count = int_in(1, 4096, 'an integer in [1, 4096]')
 
 -- This machine as CPU topologies: 1, 2, ... `cores` devices splitting the cores between them
 -- (opt.devices: only that many).
 function M.machine(opt)
   local check = require 'tandem.options'
   local function size(v)
-    if type(v) == 'string' or (type(v) == 'number' and v >= 1) then return v end
-    return nil, "a size such as '512MB' or a byte count"
+    local ok, bytes = pcall(core.parse_bytes, type(v) == 'number' and tostring(v) or v)
+    if (type(v) == 'string' or type(v) == 'number') and ok and bytes >= 1 then return v end
+    return nil, "a size above 0 such as '512MB' or a byte count"
   end
   -- devices: one count (leave it out for every count that divides the cores); threads 0: the
   -- cores split evenly.
-  opt = check.check('T.plan.machine', opt, {devices = check.positive_int, threads = check.nonneg_int,
-                                            cores = check.positive_int, memory = size})
+  opt = check.check('T.plan.machine', opt, {devices = M.device_count, threads = M.thread_count,
+                                            cores = M.core_count, memory = size})
   local cores = opt.cores or core.cores()
   local list = {}
   for n = 1, cores do
@@ -76,7 +95,12 @@ function M.machine(opt)
                                            cores = cores, memory = opt.memory})
     end
   end
-  if #list == 0 then error(('no CPU layout of %s devices on %d cores'):format(opt.devices, cores), 2) end
+  if #list == 0 then
+    local counts = {}
+    for n = 1, cores do if cores % n == 0 then counts[#counts + 1] = n end end
+    error(('T.plan.machine: no CPU layout of %s devices on %d cores (the counts that divide the cores: %s)')
+          :format(opt.devices, cores, table.concat(counts, ', ')), 2)
+  end
   return list
 end
 
@@ -97,31 +121,142 @@ local function with_cost(args)
   return copy
 end
 
+-- The numeric options of search, simulate and costs, checked here so that a message names the
+-- function and the option (issue 19); the others (micro_batches, ...) are the C++ side's.
+local function byte_count(v)
+  if type(v) == 'number' and v == math.floor(v) and v >= 1 and v < 2^53 then return v end
+  return nil, 'a positive whole number of bytes'
+end
+
+local numeric = {batch = int_in(1, 2^40, 'a positive integer'), devices = int_in(0, 256, 'an integer in [0, 256] (0: all)'),
+                 top = int_in(1, 2^31, 'a positive integer'), iterations = int_in(1, 2^20, 'a positive integer'),
+                 warmup = int_in(0, 2^20, 'a non-negative integer'), rounds = int_in(1, 2^20, 'a positive integer'),
+                 seed = int_in(0, 2^53, 'a non-negative integer'), bucket_bytes = byte_count}
+
+local function check_numbers(fn, args)
+  if type(args) ~= 'table' then error(('%s: options table expected, got %s'):format(fn, type(args)), 3) end
+  local describe = require('tandem.options').describe
+  for key, test in pairs(numeric) do
+    local v = args[key]
+    if v ~= nil then
+      local ok, expected = test(v)
+      if ok == nil then error(("%s: option '%s' must be %s, got %s"):format(fn, key, expected, describe(v)), 3) end
+    end
+  end
+end
+
 -- Every layout ranked: {plans = {{groups, stages, micro_batches, pipeline (and its old name schedule), recompute, split,
 -- placement, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
-function M.search(args) return core.plan_search(with_cost(args)) end
+function M.search(args)
+  check_numbers('T.plan.search', args)
+  return core.plan_search(with_cost(args))
+end
 
 -- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
 -- pipeline, recompute, split}.
-function M.simulate(args) return core.plan_simulate(with_cost(args)) end
+function M.simulate(args)
+  check_numbers('T.plan.simulate', args)
+  return core.plan_simulate(with_cost(args))
+end
 
 -- A cost model to share between searches and simulations (their `costs =`): the net profiled
 -- once, every plan weighed alike. args: net, sample, cost ('measured' or 'analytic'; 'auto' or
 -- none: by `topology`, measured without one), momentum, layout, seed, warmup, iterations.
 function M.costs(args)
+  check_numbers('T.plan.costs', args)
   local copy = with_cost(args)
   if (args.cost == nil or args.cost == 'auto') and not args.topology then copy.cost = 'measured' end
   copy.topology = nil
   return core.plan_costs(copy)
 end
 
--- A plan file written by `tandem plan --write`.
+-- What each field of a plan file may hold (what `tandem plan --write` writes); a field outside
+-- these is refused, naming the file and the field, before anything runs on it (issue 19).
+local function one_of(...)
+  local choices = {...}
+  return function(v)
+    for _, c in ipairs(choices) do if v == c then return v end end
+    return nil, "one of '" .. table.concat(choices, "', '") .. "'"
+  end
+end
+
+local function string_or_nil(v)
+  if type(v) == 'string' then return v end
+  return nil, 'a string'
+end
+
+local function finite_positive(v)
+  if type(v) == 'number' and v > 0 and v < math.huge then return v end
+  return nil, 'a finite number > 0'
+end
+
+local function flags(v)
+  if type(v) == 'boolean' then return v end
+  if type(v) == 'table' then
+    for _, f in ipairs(v) do if type(f) ~= 'boolean' then return nil, 'true, false or a list of them' end end
+    return v
+  end
+  return nil, 'true, false or a list of them'
+end
+
+local function cuts(v)
+  if v == 'auto' then return v end
+  if type(v) == 'table' then
+    for _, c in ipairs(v) do
+      if type(c) ~= 'string' and not (type(c) == 'number' and c == math.floor(c) and c >= 1) then
+        return nil, "a list of layer names or positive layer numbers, or 'auto'"
+      end
+    end
+    return v
+  end
+  return nil, "a list of layer names or positive layer numbers, or 'auto'"
+end
+
+local function indices(v)
+  if type(v) == 'table' then
+    for _, d in ipairs(v) do
+      if type(d) ~= 'number' or d ~= math.floor(d) or d < 0 then return nil, 'a list of device numbers from 0' end
+    end
+    return v
+  end
+  return nil, 'a list of device numbers from 0'
+end
+
+local plan_fields = {
+  groups = int_in(1, 256, 'an integer in [1, 256]'), stages = int_in(1, 256, 'an integer in [1, 256]'),
+  micro_batches = int_in(1, 2^20, 'a positive integer'), pipeline = one_of('gpipe', '1f1b'),
+  schedule = one_of('gpipe', '1f1b'), recompute = flags, split = cuts, placement = string_or_nil,
+  devices = indices, threads = M.thread_count, batch = int_in(1, 2^40, 'a positive integer'),
+  topology = string_or_nil, device = one_of('cpu', 'cuda'), model = string_or_nil,
+  cores = int_in(0, 2^20, 'a non-negative integer (0 for GPUs)'), predicted_step_ms = finite_positive,
+  predicted_images_per_s = finite_positive, step_ms = finite_positive, label = string_or_nil,
+}
+
+-- A plan file written by `tandem plan --write`, checked field by field.
 function M.load(path)
   local chunk, err = loadfile(path)
-  if not chunk then error(('plan file %s: %s'):format(path, err), 2) end
-  local plan = chunk()
+  if not chunk then
+    if not io.open(path, 'r') then err = 'no such file' end
+    error(('plan file %s: %s'):format(path, err), 2)
+  end
+  local ok, plan = pcall(chunk)
+  if not ok then error(('plan file %s: %s'):format(path, tostring(plan)), 2) end
   if type(plan) ~= 'table' or not plan.groups or not plan.stages then
     error(('plan file %s must return a table with groups, stages, micro_batches, ...'):format(path), 2)
+  end
+  local describe = require('tandem.options').describe
+  for key, value in pairs(plan) do
+    local test = plan_fields[key]
+    if not test then
+      local known = {}
+      for k in pairs(plan_fields) do known[#known + 1] = k end
+      table.sort(known)
+      error(("plan file %s: unknown field '%s' (known: %s)"):format(path, tostring(key), table.concat(known, ', ')), 2)
+    end
+    local good, expected = test(value)
+    if good == nil then
+      error(("plan file %s: field '%s' must be %s, got %s"):format(path, key, expected, describe(value)), 2)
+    end
   end
   return plan
 end
@@ -165,7 +300,19 @@ local function plan_net(net, sample, opt)
     for k, v in pairs(opt) do
       if v ~= '' and v ~= 0 then options[k] = v end
     end
-    topologies = {M.topology(opt.topology, options)}
+    -- A missing file, or a value the topology refuses (--model=GTX9999), is the command
+    -- line's mistake: one line naming the option, no traceback.
+    local ok, topology = pcall(M.topology, opt.topology, options)
+    if not ok then
+      local message = tostring(topology):gsub('^[^:]*%.lua:%d+: ', '')
+      local option = message:find('device model', 1, true) and opt.model ~= '' and '--model' or '--topology'
+      require('tandem.command_line').usage_error(('tandem plan %s: %s'):format(option, message))
+    end
+    if opt.devices > topology.device_count then
+      require('tandem.command_line').usage_error(('tandem plan: option --devices=%d: topology \'%s\' has %d devices')
+                                                 :format(opt.devices, opt.topology, topology.device_count))
+    end
+    topologies = {topology}
     print(topologies[1].description)
   end
   local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
@@ -230,6 +377,21 @@ function M.main(args)
   if opt.batch < 1 then command_line.usage_error('tandem plan: --batch=B is required (the global batch to plan for)') end
   local unknown = opt.topology ~= '' and unknown_topology(opt.topology, {'machine'})
   if unknown then command_line.usage_error('tandem plan --topology: ' .. unknown) end
+  -- Ranges the declarations cannot say (T.devices' limits, this machine's cores), checked before
+  -- anything is profiled (--threads=5000 made 5000 threads a device).
+  if not M.thread_count(opt.threads) then
+    command_line.usage_error(('tandem plan: option --threads must be 0 (the cores split between the devices) '
+                              .. 'to 1024, got %s'):format(opt.threads))
+  end
+  if opt.devices > 256 then
+    command_line.usage_error(('tandem plan: option --devices must be 0 (every count) to 256, got %d'):format(opt.devices))
+  end
+  if (opt.topology == '' or opt.topology == 'machine') and opt.devices > 0 and core.cores() % opt.devices ~= 0 then
+    local counts = {}
+    for n = 1, core.cores() do if core.cores() % n == 0 then counts[#counts + 1] = n end end
+    command_line.usage_error(('tandem plan: option --devices=%d: this machine\'s %d cores split into %s devices'
+                              .. ' (or give --topology)'):format(opt.devices, core.cores(), table.concat(counts, ', ')))
+  end
   -- A recipe stops in T.parallel.layout, where its net is planned; a net file returns a builder.
   local parallel = require 'tandem.parallel'
   parallel.planning = function(net, sample)

@@ -236,8 +236,8 @@ t.test('values that were taken and misread are refused, naming the option', func
   local conv = nn.Conv2d(1, 2, 3)
   conv:set_kernel_impl('reference')
   conv:set_kernel_impl()  -- back to each device's default
-  t.raises(function() T.plan.machine{devices = 0} end, "T.plan.machine: option 'devices' must be a positive integer, got 0")
-  t.raises(function() T.plan.machine{threads = -1} end, "option 'threads' must be a non-negative integer")
+  t.raises(function() T.plan.machine{devices = 0} end, "T.plan.machine: option 'devices' must be an integer in [1, 256], got 0")
+  t.raises(function() T.plan.machine{threads = -1} end, "option 'threads' must be an integer in [0, 1024]")
   local conv_net = nn.Sequential{nn.Conv2d(1, 4, 3, {pad = 1}), nn.ReLU(), nn.Flatten(), nn.Linear(256, 3)}
   local e = T.Engine{net = conv_net, optim = sgd, devices = T.devices('cpu', 1, {threads = 1})}
   local message = t.raises(function() e:prepare({8, 8}, 4) end, 'input must be N x C x H x W, got 4x8x8')
