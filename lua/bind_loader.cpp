@@ -232,7 +232,10 @@ int data_loader(lua_State* L) {
     } catch (const ConfigError& e) {
         throw ConfigError(std::string("T.data.Loader: ") + e.what());
     }
-    o.seed = static_cast<std::uint64_t>(option_int(L, 1, "seed", 1));
+    const std::int64_t seed = option_int(L, 1, "seed", 1);
+    if (seed < 0)  // was taken as 2^64 - 1 (issue 19)
+        throw ConfigError("T.data.Loader: option 'seed' must be a non-negative integer, got " + std::to_string(seed));
+    o.seed = static_cast<std::uint64_t>(seed);
     o.shuffle = option_bool(L, 1, "shuffle", true);
     o.strict = option_bool(L, 1, "strict", false);
     o.prefetch = static_cast<int>(option_int(L, 1, "prefetch", 2));

@@ -3,6 +3,7 @@
 // as a Lua list, from which lua/tandem/parallel.lua makes the recipes' flags and defaults.
 #include "bind_parallel.h"
 
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -51,7 +52,12 @@ OptionValue read_value(lua_State* L, int index, const char* key, const ParallelO
     case OptionKind::real: return option_number(L, index, key, 0);  // the schema checks the range
     case OptionKind::bytes: {
         const double bytes = option_number(L, index, key, 0);
-        if (!(bytes >= 1 && bytes < 1e18)) throw ArgError(index, what + " must be at least 1");
+        // A fraction of a byte, inf or a negative count is a mistake, not a size (issue 19).
+        if (!(bytes >= 1 && bytes < 1e18 && bytes == std::floor(bytes))) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.17g", bytes);
+            throw ConfigError("T.Engine: " + what + " must be at least 1 and a whole number of bytes, got " + text);
+        }
         return static_cast<std::int64_t>(bytes);
     }
     case OptionKind::stage_flags: {
@@ -63,12 +69,16 @@ OptionValue read_value(lua_State* L, int index, const char* key, const ParallelO
             std::vector<bool> flags;
             for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
                 lua_rawgeti(L, -1, i);
+                if (!lua_isboolean(L, -1))  // {1, 2} read as {true, true} before (issue 19)
+                    throw ConfigError("T.Engine: " + what + " entry " + std::to_string(i) + " is " +
+                                      number_or_type(L, -1) + "; give true or false for each stage");
                 flags.push_back(lua_toboolean(L, -1));
                 lua_pop(L, 1);
             }
             value = std::move(flags);
         } else {
-            throw ArgError(index, what + " must be a boolean or a list of booleans, one per stage");
+            throw ConfigError("T.Engine: " + what + " must be a boolean or a list of booleans, one per stage, got " +
+                              number_or_type(L, -1));
         }
         lua_pop(L, 1);
         return value;

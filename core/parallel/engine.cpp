@@ -190,7 +190,6 @@ void Engine::place(std::vector<std::size_t> bounds) {
     }
 }
 
-
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
     TANDEM_CHECK_AS(ConfigError, batch >= 1) << "prepare: the batch must be at least 1 sample, got " << batch;
     // The net must take batches of such samples (a convolution wants C x H x W): a wrong shape
@@ -409,12 +408,20 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     std::vector<std::pair<std::string, Tensor>> optim_state;
     for (auto& [name, t] : file.tensors)
         if (name.rfind("optim.", 0) == 0) optim_state.emplace_back(name.substr(6), t);
-    std::int64_t step = 0;
-    try {
-        step = std::stoll(meta.at("step"));
-    } catch (const std::exception&) {
-        TANDEM_THROW(DataError) << path << ": metadata 'step' is missing or not a number";
-    }
+    // Step and seed are whole numbers >= 0, written by save(): anything else ("-5", "1.5", "7x")
+    // is a damaged or hand-made file, refused before anything changes (issue 19).
+    auto count = [&](const char* key) -> std::uint64_t {
+        const auto it = meta.find(key);
+        TANDEM_CHECK_AS(DataError, it != meta.end()) << path << ": metadata '" << key << "' is missing";
+        const std::string& text = it->second;
+        const bool digits = !text.empty() && text.size() <= 19 &&
+                            text.find_first_not_of("0123456789") == std::string::npos;
+        TANDEM_CHECK_AS(DataError, digits) << path << ": metadata '" << key
+                                           << "' must be a whole number >= 0, got '" << text << "'";
+        return std::stoull(text);
+    };
+    const auto step = static_cast<std::int64_t>(count("step"));
+    const std::uint64_t seed = meta.count("seed") ? count("seed") : options_.seed;
     const std::function<void()> apply_averaging = load_averaging(by_name, path);
     try {
         for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
@@ -432,7 +439,7 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     }
     apply_averaging();
     step_ = step;
-    if (meta.count("seed")) options_.seed = std::stoull(meta["seed"]);
+    options_.seed = seed;
     return meta;
 }
 

@@ -42,9 +42,10 @@ function M.finite_number(v)
   return nil, 'a finite number'
 end
 
+-- Finite: inf as an eps or a total is a mistake that only shows as NaN later (issue 19).
 function M.positive_number(v)
-  if type(v) == 'number' and v > 0 then return v end
-  return nil, 'a positive number'
+  if type(v) == 'number' and v > 0 and v < math.huge then return v end
+  return nil, v == math.huge and 'a finite positive number' or 'a positive number'
 end
 
 function M.boolean(v)
