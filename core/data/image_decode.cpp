@@ -9,8 +9,10 @@
 namespace tandem {
 namespace {
 
+// Names the database too for a record ("db: cannot decode image '00000005' ..."), a file by
+// its path (issue 19).
 [[noreturn]] void corrupt(const RawSample& s, const std::string& why) {
-    throw CorruptSampleError("cannot decode image '" + s.key + "' (" +
+    throw CorruptSampleError((s.origin.empty() ? "" : s.origin + ": ") + "cannot decode image '" + s.key + "' (" +
                              std::string(encoding_name(s.encoding)) + ", " +
                              std::to_string(s.bytes.size()) + " bytes): " + why);
 }
@@ -64,7 +66,8 @@ cv::Mat decode_image(const RawSample& s, int channels) {
                              const_cast<char*>(s.bytes.data()));
         image = cv::imdecode(buffer, flags);
     } catch (const cv::Exception& e) {
-        corrupt(s, e.what());
+        // e.what() is OpenCV's source file, line and assertion: the user needs only its reason.
+        corrupt(s, "the image decoder failed (" + e.err + ")");
     }
     if (image.empty()) corrupt(s, "not a readable image");
     if (image.depth() != CV_8U) corrupt(s, "not an 8-bit image");

@@ -1,10 +1,33 @@
 #include "data/lmdb_env.h"
 
+#include <cerrno>
 #include <filesystem>
 
 #include "base/error.h"
 
 namespace tandem {
+namespace {
+
+// What an LMDB status means to someone who has never read lmdb.h, then LMDB's own words for
+// whoever has (issue 19: "MDB_CORRUPTED: Located page was wrong type" alone says little).
+std::string plain_words(int rc) {
+    std::string plain;
+    switch (rc) {
+    case MDB_INVALID: plain = "it is not an LMDB database"; break;
+    case MDB_VERSION_MISMATCH: plain = "it was written by another version of LMDB"; break;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND: plain = "the database is damaged"; break;
+    case MDB_MAP_FULL: plain = "the database has no room left (its map size)"; break;
+    case ENOSPC: plain = "the disk is full"; break;
+    case EACCES:
+    case EPERM: plain = "permission denied"; break;
+    case ENOENT: plain = "no such file or directory"; break;
+    default: return mdb_strerror(rc);
+    }
+    return plain + " (LMDB: " + mdb_strerror(rc) + ")";
+}
+
+}  // namespace
 
 LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
     namespace fs = std::filesystem;
@@ -28,7 +51,7 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
     if (rc != MDB_SUCCESS) {
         mdb_env_close(env_);
         env_ = nullptr;
-        TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << mdb_strerror(rc);
+        TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << plain_words(rc);
     }
     check_file_holds_every_page(directory ? (fs::path(path) / "data.mdb").string() : path);
     LmdbTxn txn(*this, !writable);
@@ -75,7 +98,7 @@ std::size_t LmdbEnv::map_size() const {
 
 void LmdbEnv::check(int rc, const char* what) const {
     if (rc != MDB_SUCCESS)
-        TANDEM_THROW(BackendError) << path_ << ": " << what << ": " << mdb_strerror(rc);
+        TANDEM_THROW(BackendError) << path_ << ": " << plain_words(rc) << " (in " << what << ")";
 }
 
 LmdbTxn::LmdbTxn(const LmdbEnv& env, bool read_only) : env_(env) {

@@ -38,6 +38,7 @@ public:
         }
         RawSample s;
         s.key = key;
+        s.origin = source_.env_->path();
         s.label = view.header.label;
         s.encoding = view.header.encoding;
         s.height = view.header.height;
