@@ -85,6 +85,7 @@ suite('layer arguments', {
   {'Linear init magic', function() return nn.Linear(2, 2, {init = 'magic'}) end, "'magic'"},
   {'BatchNorm2d channels 0', function() return nn.BatchNorm2d(0) end, 'channels must be a positive integer, got 0'},
   {'BatchNorm2d eps -1', function() return nn.BatchNorm2d(4, {eps = -1}) end, "option 'eps' must be a positive number, got -1"},
+  {'BatchNorm2d eps inf', function() return nn.BatchNorm2d(4, {eps = math.huge}) end, "option 'eps' must be a finite positive number, got inf"},
   {'BatchNorm2d momentum 2', function() return nn.BatchNorm2d(4, {momentum = 2}) end, "option 'momentum' must be a number in [0, 1), got 2"},
   {'MaxPool2d kernel 0', function() return nn.MaxPool2d(0) end, "nn.MaxPool2d' (kernel size must be a positive integer"},
   {'AvgPool2d stride -1', function() return nn.AvgPool2d(2, {stride = -1}) end, "nn.AvgPool2d: option 'stride' must be a positive integer"},
@@ -153,18 +154,34 @@ for _, c in ipairs({
   {'Adam lr inf', {lr = math.huge}, 'Adam: invalid learning rate inf'},
   {'Adam momentum', {momentum = 0.9}, "T.optim.Adam: unknown option 'momentum'"},
 }) do optim[#optim + 1] = {c[1], function() return T.optim.Adam(c[2]) end, c[3]} end
+optim[#optim + 1] = {'Adam eps inf', function() return T.optim.Adam{eps = math.huge} end, 'Adam: invalid eps inf'}
+optim[#optim + 1] = {'SGD clip_norm inf', function() return T.optim.SGD{clip_norm = math.huge} end, 'invalid clip_norm inf'}
 optim[#optim + 1] = {'AdamW weight_decay -1', function() return T.optim.AdamW{weight_decay = -1} end, 'AdamW: invalid weight_decay -1'}
 suite('optimizers', optim)
 
 suite('schedules', {
   {'Cosine without total_steps', function() return T.schedule.Cosine{lr = 0.1} end, 'T.schedule.Cosine: option total_steps is required'},
-  {'Cosine total_steps 0', function() return T.schedule.Cosine{lr = 0.1, total_steps = 0} end, 'total_steps must be >= 1, got 0'},
-  {'Step step_size 0', function() return T.schedule.Step{lr = 0.1, step_size = 0} end, 'step_size must be >= 1, got 0'},
-  {'MultiStep milestone 1.5', function() return T.schedule.MultiStep{lr = 1, milestones = {1.5}} end, 'milestones must be whole step numbers, got 1.5'},
-  {'MultiStep milestone inf', function() return T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end, 'milestones must be whole step numbers, got inf'},
+  {'Cosine total_steps 0', function() return T.schedule.Cosine{lr = 0.1, total_steps = 0} end, "T.schedule.Cosine: option 'total_steps' must be a positive integer, got 0"},
+  {'Cosine total_steps 1.5', function() return T.schedule.Cosine{lr = 0.1, total_steps = 1.5} end, "T.schedule.Cosine: option 'total_steps' must be a positive integer, got 1.5"},
+  {'Cosine total_steps inf', function() return T.schedule.Cosine{lr = 0.1, total_steps = math.huge} end, "T.schedule.Cosine: option 'total_steps' must be a positive integer, got inf"},
+  {'Cosine lr x', function() return T.schedule.Cosine{lr = 'x', total_steps = 5} end, "T.schedule.Cosine: option 'lr' must be a finite number >= 0, got 'x'"},
+  {'Cosine lr inf', function() return T.schedule.Cosine{lr = math.huge, total_steps = 5} end, "T.schedule.Cosine: option 'lr' must be a finite number >= 0, got inf"},
+  {'Cosine min_lr -1', function() return T.schedule.Cosine{lr = 1, total_steps = 5, min_lr = -1} end, "T.schedule.Cosine: option 'min_lr' must be a finite number >= 0, got -1"},
+  {'Cosine error position', function() local s = T.schedule.Cosine{lr = 0.1, total_steps = 0}; return s end, 'test_bad_inputs.lua:'},
+  {'Step step_size 0', function() return T.schedule.Step{lr = 0.1, step_size = 0} end, "T.schedule.Step: option 'step_size' must be a positive integer, got 0"},
+  {'Step gamma x', function() return T.schedule.Step{lr = 0.1, step_size = 2, gamma = 'x'} end, "T.schedule.Step: option 'gamma' must be a finite number > 0, got 'x'"},
+  {'MultiStep milestone 1.5', function() return T.schedule.MultiStep{lr = 1, milestones = {1.5}} end, "T.schedule.MultiStep: option 'milestones' must hold whole step numbers >= 0; entry 1 is 1.5"},
+  {'MultiStep milestone inf', function() return T.schedule.MultiStep{lr = 1, milestones = {2, 1 / 0}} end, "option 'milestones' must hold whole step numbers >= 0; entry 2 is inf"},
+  {'MultiStep milestones 5', function() return T.schedule.MultiStep{lr = 1, milestones = 5} end, "T.schedule.MultiStep: option 'milestones' must be a list of step numbers such as {30, 60}, got 5"},
+  {'MultiStep milestones 5 then 3', function() return T.schedule.MultiStep{lr = 1, milestones = {5, 3}} end, "T.schedule.MultiStep: option 'milestones' must be strictly increasing, got 5 then 3"},
+  {'Warmup steps -1', function() return T.schedule.Warmup{after = T.schedule.Constant{lr = 1}, steps = -1} end, "T.schedule.Warmup: option 'steps' must be a non-negative integer, got -1"},
+  {'Warmup after 5', function() return T.schedule.Warmup{after = 5, steps = 1} end, "T.schedule.Warmup: option 'after' must be a schedule"},
+  {'Warmup start_factor 2', function() return T.schedule.Warmup{after = T.schedule.Constant{lr = 1}, steps = 1, start_factor = 2} end, "T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got 2"},
+  {'Hybrid switch 2', function() return T.schedule.Hybrid{lr = 1, total_steps = 10, switch = 2} end, "T.schedule.Hybrid: option 'switch' must be a number in (0, 1], got 2"},
+  {'Hybrid total_steps 0', function() return T.schedule.Hybrid{lr = 1, total_steps = 0} end, "T.schedule.Hybrid: option 'total_steps' must be a positive integer, got 0"},
   {'Warmup without after', function() return T.schedule.Warmup{steps = 10} end, 'T.schedule.Warmup: option after is required'},
   {'Constant without lr', function() return T.schedule.Constant{} end, 'T.schedule.Constant: option lr is required'},
-  {'Constant lr -1', function() return T.schedule.Constant{lr = -1} end, 'lr must be a finite value >= 0, got -1'},
+  {'Constant lr -1', function() return T.schedule.Constant{lr = -1} end, "T.schedule.Constant: option 'lr' must be a finite number >= 0, got -1"},
   {'Cosine unknown', function() return T.schedule.Cosine{lr = 1, total = 5} end, "unknown option 'total'"},
 })
 
@@ -173,6 +190,8 @@ suite('devices', {
   {'count 0', function() return T.devices('cpu', 0) end, 'device count must be in [1, 256], got 0'},
   {'count 1000', function() return T.devices('cpu', 1000) end, 'device count must be in [1, 256], got 1000'},
   {'count -1', function() return T.devices('cpu', -1) end, 'device count must be in [1, 256], got -1'},
+  {'count 1.5', function() return T.devices('cpu', 1.5) end, 'device count must be an integer in [1, 256], got 1.5'},
+  {'count x', function() return T.devices('cpu', 'x') end, 'device count must be an integer in [1, 256], got string'},
   {'memory -1', function() return T.devices('cpu', 1, {memory = -1}) end, "option 'memory' must be a size such as '512MB'"},
   {'memory lots', function() return T.devices('cpu', 1, {memory = 'lots'}) end, "option 'memory': cannot read a size from 'lots'"},
   {'memory 12 parsecs', function() return T.devices('cpu', 1, {memory = '12 parsecs'}) end, "option 'memory': cannot read a size from '12 parsecs'"},
@@ -194,9 +213,12 @@ local ds = T.data.dataset(x, labels)
 suite('the engine', {
   {'no net', function() return T.Engine{optim = T.optim.SGD{}} end, 'T.Engine: option net is required'},
   {'no optim', function() return T.Engine{net = small_net()} end, 'T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})'},
-  {'optim a table', function() return engine_with{optim = {lr = 1}} end, 'tandem.Optimizer expected, got table'},
-  {'loss a table', function() return engine_with{loss = {}} end, 'tandem.Loss expected, got table'},
-  {'schedule a table', function() return engine_with{schedule = {}} end, 'tandem.Schedule expected, got table'},
+  {'optim a table', function() return engine_with{optim = {lr = 1}} end, "T.Engine: option 'optim' must be an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...}), got table"},
+  {'loss a table', function() return engine_with{loss = {}} end, "T.Engine: option 'loss' must be a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits()), got table"},
+  {'schedule a table', function() return engine_with{schedule = {}} end, "T.Engine: option 'schedule' must be a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...), got table"},
+  {'schedule a number', function() return engine_with{schedule = 0.1} end, "T.Engine: option 'schedule' must be a schedule"},
+  {'net a table', function() return engine_with{net = {}} end, "T.Engine: option 'net' must be a net (nn.Sequential{...}), got table"},
+  {'optim an SGD constructor', function() return engine_with{optim = T.optim.SGD} end, "T.Engine: option 'optim' must be an optimizer"},
   {'devices names', function() return engine_with{devices = {'cpu'}} end, "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'"},
   {'seed 1.5', function() return engine_with{seed = 1.5} end, "T.Engine: option 'seed' must be a non-negative integer, got 1.5"},
   {'seed -1', function() return engine_with{seed = -1} end, "option 'seed' must be a non-negative integer, got -1"},
@@ -205,6 +227,10 @@ suite('the engine', {
   {'parallel group', function() return engine_with{parallel = {group = 2}} end, "unknown option 'group' (known: groups"},
   {'parallel groups 0', function() return engine_with{parallel = {groups = 0}} end, 'groups must be at least 1, got 0'},
   {'parallel pipeline zb', function() return engine_with{parallel = {pipeline = 'zb'}} end, "unknown pipeline schedule 'zb' (known: gpipe, 1f1b)"},
+  {'parallel recompute {1, 2}', function() return engine_with{devices = T.devices('cpu', 2, {threads = 1}), parallel = {stages = 2, recompute = {1, 2}}} end, 'T.Engine: parallel.recompute entry 1 is 1; give true or false for each stage'},
+  {'parallel recompute yes', function() return engine_with{devices = T.devices('cpu', 2, {threads = 1}), parallel = {stages = 2, recompute = 'yes'}} end, 'parallel.recompute must be a boolean or a list of booleans, one per stage, got string'},
+  {'parallel bucket_bytes 1.5', function() return engine_with{devices = T.devices('cpu', 2, {threads = 1}), parallel = {groups = 2, bucket_bytes = 1.5}} end, 'T.Engine: parallel.bucket_bytes must be at least 1 and a whole number of bytes, got 1.5'},
+  {'parallel bucket_bytes inf', function() return engine_with{devices = T.devices('cpu', 2, {threads = 1}), parallel = {groups = 2, bucket_bytes = math.huge}} end, 'parallel.bucket_bytes must be at least 1 and a whole number of bytes, got inf'},
   {'devices for 2 groups', function() return engine_with{parallel = {groups = 2}} end, '2 groups x 1 stages need 2 devices; given 1'},
   {'step without labels', function() return engine:step(x) end, 'tandem.Tensor expected, got no value'},
   {'step f32 labels', function() return engine:step(x, T.zeros{4}) end, 'CrossEntropy takes class labels, i32 with one per image: got Tensor(4, f32, host) for 4 images'},
@@ -278,6 +304,17 @@ broken[#broken + 1] = {'a checkpoint of another optimizer',
     adam:save(path)
     return engine_with{optim = T.optim.SGD{lr = 0.1, momentum = 0.9}}:load(path)
   end, "SGD state: entry 'exp_avg.", 'was it saved with another optimizer?'}
+-- Metadata that save() never writes: a step or seed that is negative, a fraction or text.
+local tensors, metadata = T.load(checkpoint)
+for _, c in ipairs({{'step', '-5'}, {'step', '1.5'}, {'step', '7x'}, {'seed', '-1'}, {'seed', '2.5'}}) do
+  local path = S.tmpname('.safetensors')
+  local changed = {}
+  for k, v in pairs(metadata) do changed[k] = v end
+  changed[c[1]] = c[2]
+  T.save(path, tensors, changed)
+  broken[#broken + 1] = {('checkpoint %s %s'):format(c[1], c[2]), function() return engine:load(path) end,
+                         ("%s: metadata '%s' must be a whole number >= 0, got '%s'"):format(path, c[1], c[2])}
+end
 suite('broken files', broken)
 
 suite('saving', {
@@ -293,7 +330,93 @@ suite('saving', {
   {'Progress mode fancy', function() return T.Progress{total = 3, mode = 'fancy'} end, "option 'mode' must be one of 'auto', 'bar', 'plain', 'none', got 'fancy'"},
 })
 
+-- The planner: search options, this machine as topologies, topology tables, plan files.
+local lenet, lenet_sample = dofile('recipes/nets/lenet5.lua'){}
+local server = T.plan.topology('server8_pcie')
+local function search_with(extra)
+  local args = {net = lenet, sample = lenet_sample, batch = 64, topology = server}
+  for k, v in pairs(extra) do args[k] = v end
+  return T.plan.search(args)
+end
+local function cpu_topology(change)
+  local t = {name = 'mine', nodes = {{name = 'host', cores = 2},
+             {name = 'c0', parent = 'host', link = 'shared_memory', device = 'cpu', threads = 1, memory = '1GB'}}}
+  change(t)
+  return t
+end
+local function gpu_pair(count)
+  return {name = 'pair', nodes = {{name = 'host', cores = 2}, {name = 'g0', parent = 'host', link = 'pcie3_x16', device = 'V100'},
+          {name = 'g1', parent = 'host', link = 'pcie3_x16', device = 'V100'}}, peers = {{'g0', 'g1', link = 'nvlink2', count = count}}}
+end
+local function plan_file(text)
+  local path = S.tmpname('.lua')
+  S.write(path, text)
+  return path
+end
+local good_plan = "groups = 1, stages = 1, micro_batches = 1, pipeline = 'gpipe', split = {}, threads = 1, batch = 16"
+local plan_cases = {
+  {'search batch 0', function() return search_with{batch = 0} end, "T.plan.search: option 'batch' must be a positive integer, got 0"},
+  {'search batch 1.5', function() return search_with{batch = 1.5} end, "T.plan.search: option 'batch' must be a positive integer, got 1.5"},
+  {'search top 0', function() return search_with{top = 0} end, "T.plan.search: option 'top' must be a positive integer, got 0"},
+  {'search devices -1', function() return search_with{devices = -1} end, "T.plan.search: option 'devices' must be an integer in [0, 256] (0: all), got -1"},
+  {'search bucket_bytes 0.5', function() return search_with{bucket_bytes = 0.5} end, "T.plan.search: option 'bucket_bytes' must be a positive whole number of bytes, got 0.5"},
+  {'search micro_batches {0}', function() return search_with{micro_batches = {0}} end, "option 'micro_batches' must list positive counts, got 0"},
+  {'search iterations 0', function() return search_with{iterations = 0} end, "T.plan.search: option 'iterations' must be a positive integer, got 0"},
+  {'simulate warmup -1', function() return T.plan.simulate{net = lenet, sample = lenet_sample, batch = 64, topology = server, warmup = -1, plan = {}} end, "T.plan.simulate: option 'warmup' must be a non-negative integer, got -1"},
+  {'costs seed -1', function() return T.plan.costs{net = lenet, sample = lenet_sample, seed = -1} end, "T.plan.costs: option 'seed' must be a non-negative integer, got -1"},
+  {'machine threads 5000', function() return T.plan.machine{threads = 5000} end, "T.plan.machine: option 'threads' must be an integer in [0, 1024]"},
+  {'machine cores 1e6', function() return T.plan.machine{cores = 1e6} end, "T.plan.machine: option 'cores' must be an integer in [1, 4096], got 1000000"},
+  {'machine memory 0B', function() return T.plan.machine{memory = '0B'} end, "T.plan.machine: option 'memory' must be a size above 0 such as '512MB' or a byte count, got '0B'"},
+  {'machine 3 devices on 4 cores', function() return T.plan.machine{cores = 4, devices = 3} end, 'T.plan.machine: no CPU layout of 3 devices on 4 cores (the counts that divide the cores: 1, 2, 4)'},
+  {'topology threads 1.5', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].threads = 1.5 end)) end, "topology 'mine': node 'c0': field 'threads' must be an integer in [1, 1024], got 1.5"},
+  {'topology threads x', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].threads = 'x' end)) end, "topology 'mine': node 'c0': field 'threads' must be an integer in [1, 1024], got string"},
+  {'topology cores -2', function() return T.plan.topology(cpu_topology(function(t) t.nodes[1].cores = -2 end)) end, "topology 'mine': node 'host': field 'cores' must be an integer in [0, 1048576], got -2"},
+  {'topology memory -1', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].memory = -1 end)) end, "topology 'mine': node 'c0': field 'memory' must be a byte count above 0 or a size ('16GB'), got -1"},
+  {'topology memory lots', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].memory = 'lots' end)) end, "topology 'mine': node 'c0': field 'memory': cannot read a size from 'lots'"},
+  {'topology name 5', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].name = 5 end)) end, "topology 'mine': node 2: field 'name' must be a string, got 5"},
+  {'topology node field thread', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].thread = 2 end)) end, "topology 'mine': node 'c0': unknown field 'thread' (known: name, parent, link, device, memory, threads, cores)"},
+  {'topology field nodez', function() return T.plan.topology(cpu_topology(function(t) t.nodez = {} end)) end, "topology 'mine': unknown field 'nodez'"},
+  {'topology link x', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].link = 'x' end)) end, "topology 'mine': node 'c0': unknown link model 'x'; known: "},
+  {'topology device tpu', function() return T.plan.topology(cpu_topology(function(t) t.nodes[2].device = 'tpu' end)) end, "topology 'mine': node 'c0': unknown device model 'tpu'; known: "},
+  {'topology peer count 1.5', function() return T.plan.topology(gpu_pair(1.5)) end, "topology 'pair': peer link g0 - g1: field 'count' must be an integer in [1, 64], got 1.5"},
+  {'topology error position', function() local t = T.plan.topology(cpu_topology(function(t) t.nodes[2].threads = 0 end)); return t end, 'test_bad_inputs.lua:'},
+  {'topology file missing', function() return T.plan.topology('/no/such.lua') end, "topology '/no/such.lua': no such file (known topologies: "},
+  {'plan file missing', function() return T.plan.load('/no/such/plan.lua') end, 'plan file /no/such/plan.lua: no such file'},
+  {'plan file groups 0', function() return T.plan.load(plan_file('return {' .. good_plan .. ', groups = 0}')) end, "field 'groups' must be an integer in [1, 256], got 0"},
+  {'plan file stages 1.5', function() return T.plan.load(plan_file('return {' .. good_plan .. ', stages = 1.5}')) end, "field 'stages' must be an integer in [1, 256], got 1.5"},
+  {'plan file pipeline zb', function() return T.plan.load(plan_file('return {' .. good_plan .. ", pipeline = 'zb'}")) end, "field 'pipeline' must be one of 'gpipe', '1f1b', got 'zb'"},
+  {'plan file threads 5000', function() return T.plan.load(plan_file('return {' .. good_plan .. ', threads = 5000}')) end, "field 'threads' must be an integer in [0, 1024]"},
+  {'plan file recompute 1', function() return T.plan.load(plan_file('return {' .. good_plan .. ', recompute = 1}')) end, "field 'recompute' must be true, false or a list of them, got 1"},
+  {'plan file predicted inf', function() return T.plan.load(plan_file('return {' .. good_plan .. ', predicted_step_ms = math.huge}')) end, "field 'predicted_step_ms' must be a finite number > 0, got inf"},
+  {'plan file unknown field', function() return T.plan.load(plan_file('return {' .. good_plan .. ', group = 2}')) end, "unknown field 'group' (known: batch, cores, device"},
+  {'plan file raises', function() return T.plan.load(plan_file('error("boom")')) end, 'boom'},
+}
+suite('planning', plan_cases)
+
+-- A database record that does not decode is named with its database, in plain words.
+local db_dir = S.tmpname('_lmdb')
+local images_dir = db_dir .. '/images'
+S.tandem({'gen-images', images_dir, '--classes=2', '--per-class=2', '--min-size=16', '--max-size=16', '--format=png'})
+S.tandem({'mkdb', images_dir, db_dir .. '/db', '--encoding=png'})
+local data_mdb = S.read(db_dir .. '/db/data.mdb')
+local ihdr = data_mdb:find('IHDR', 1, true)
+S.write(db_dir .. '/db/data.mdb', data_mdb:sub(1, ihdr - 1) .. 'JUNK' .. data_mdb:sub(ihdr + 4))
+os.execute('mkdir -p ' .. S.quote(db_dir .. '/garbage'))
+S.write(db_dir .. '/garbage/data.mdb', string.rep('not an LMDB file. ', 1000))
+suite('databases', {
+  {'a record that does not decode', function()
+    local loader = T.data.Loader{source = assert(T.data.lmdb(db_dir .. '/db')), batch = 2, strict = true, quiet = true}
+    for _ in loader:batches(1) do end
+  end, db_dir .. "/db: cannot decode image '", "(png, "},
+  {'Loader seed -1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, seed = -1} end, "T.data.Loader: option 'seed' must be a non-negative integer, got -1"},
+  {'garbage for data.mdb', function() return T.data.lmdb(db_dir .. '/garbage') end, 'cannot open LMDB database ' .. db_dir .. '/garbage: it is not an LMDB database (LMDB: '},
+})
+
 -- The command-line tools: a mistake ends with status 1 or 2, a message naming it, no traceback.
+local bad_plan = plan_file('return {' .. good_plan .. ', groups = 0}')
+local full_folder = S.tmpname('_full')
+S.tandem({'gen-images', full_folder, '--classes=1', '--per-class=1', '--min-size=8', '--max-size=8'})
+-- {words, status it must end with (1 or 2 when not given), what it must say}
 local tool_cases = {
   {{'run', '/no/such.lua'}, 'cannot open /no/such.lua'},
   {{'run', 'recipes/fashion_mnist.lua', '--epochs=0'}, 'recipe option --epochs must be a positive integer, got 0'},
@@ -317,12 +440,31 @@ local tool_cases = {
   {{'frobnicate'}, "unknown command 'frobnicate' (known: run"},
   {{'help', 'nonsense'}, "tandem help: no command 'nonsense' (known: run"},
   {{'devices', '--bogus'}, 'tandem devices: unknown option --bogus (it takes none but --help)'},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--threads=5000'}, 'tandem plan: option --threads must be 0 (the cores split between the devices) to 1024, got 5000', status = 2},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--topology=/no/such.lua'}, "tandem plan --topology: topology '/no/such.lua': no such file (known topologies: cluster, cpu, dgx1, server8_pcie", status = 2},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--devices=300'}, 'tandem plan: option --devices must be 0 (every count) to 256, got 300', status = 2},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--devices=' .. (2 * require('tandem.core').cores() + 1)}, "tandem plan: option --devices=" .. (2 * require('tandem.core').cores() + 1) .. ": this machine's", status = 2},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--topology=server8_pcie', '--devices=100'}, "tandem plan: option --devices=100: topology 'server8_pcie' has 8 devices", status = 2},
+  {{'plan', 'recipes/nets/lenet5.lua', '--batch=64', '--topology=server8_pcie', '--model=GTX9999'}, "tandem plan --model: topology 'server8_pcie': node 'gpu0': unknown device model 'GTX9999'; known: K20c", status = 2},
+  {{'bench', 'recipes/nets/lenet5.lua', '--threads=5000'}, 'tandem bench: option --threads must be 0 (every core) to 1024, got 5000', status = 2},
+  {{'bench', 'recipes/nets/lenet5.lua', '--model=GTX9999'}, "tandem bench: unknown option '--model' (known: batch", status = 2},
+  {{'run', 'recipes/fashion_mnist.lua', '--plan=/no/such.lua'}, "--plan=/no/such.lua: no such file (--plan takes a file written by `tandem plan --write`, or 'auto')", status = 2},
+  {{'run', 'recipes/fashion_mnist.lua', '--plan=' .. bad_plan}, "--plan=" .. bad_plan .. ": field 'groups' must be an integer in [1, 256], got 0", status = 2},
+  {{'run', 'recipes/fashion_mnist.lua', '--threads=5000'}, 'option --threads must be 0 (the cores split between the devices) to 1024, got 5000', status = 2},
+  {{'run', 'recipes/fashion_mnist.lua', '--groups=300'}, '--groups=300 x --stages=1 make 300 devices; at most 256', status = 2},
+  {{'gen-images', S.tmpname('_gif'), '--format=gif'}, "tandem gen-images: --format must be one of jpg, png, got 'gif'", status = 2},
+  {{'gen-images', S.tmpname('_sizes'), '--min-size=100', '--max-size=50'}, 'tandem gen-images: --min-size (100) must not exceed --max-size (50)', status = 2},
+  {{'gen-images', full_folder, '--classes=1', '--per-class=1'}, 'tandem gen-images: ' .. full_folder .. ' is not empty; give a new or empty folder, or --overwrite to write into it', status = 1},
+  {{'mkdb', images_dir, S.tmpname('_db'), '--encoding=gif'}, "tandem mkdb: --encoding must be one of png, jpeg, jpg, raw, got 'gif'", status = 2},
+  {{'import-idx', '/no/a.gz', '/no/b.gz', S.tmpname('_db'), '--encoding=gif'}, "tandem import-idx: --encoding must be one of raw, png, jpeg, jpg, got 'gif'", status = 2},
+  {{'dbinfo', images_dir, '--grid=grid'}, "tandem dbinfo: --grid must name a .png file, got 'grid'", status = 2},
 }
 local tools = {}
 for _, c in ipairs(tool_cases) do
   tools[#tools + 1] = {'tandem ' .. table.concat(c[1], ' '), function()
     local out, rc = S.tandem(c[1])
     if rc ~= 1 and rc ~= 2 then error(('exit status %s:\n%s'):format(tostring(rc), out)) end
+    if c.status and rc ~= c.status then error(('exit status %s, not %d:\n%s'):format(tostring(rc), c.status, out)) end
     if out:find('stack traceback', 1, true) then error('a traceback:\n' .. out) end
     error(out)
   end, c[2]}
