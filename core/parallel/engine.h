@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -108,6 +109,10 @@ public:
 
     // A checkpoint: weights and buffers by layer name ("model.<name>"), optimizer state
     // ("optim.<name>"), the step and seed, and `metadata` (the caller's: epoch, data position).
+    // With model averaging also each other group's own ("replica.<g>.model.<name>",
+    // "replica.<g>.optim.<name>": between averages the replicas differ) and the algorithm's
+    // state ("average.global.<name>", "average.block_momentum.<name>", "average.center.<name>"),
+    // so that a resumed run continues as if never stopped. Under MPI rank 0 writes its groups'.
     // Written atomically: an interrupted save leaves the previous file intact.
     void save(const std::string& path, const std::map<std::string, std::string>& metadata = {});
     // Restores a checkpoint written by save(); returns its metadata. Throws DataError naming
@@ -153,6 +158,13 @@ private:
     void broadcast_weights();
     LossSums evaluate_share(const Tensor& images, const Tensor& labels);
     LossSums evaluate_local(const Tensor& images, const Tensor& labels);
+    // Model averaging's part of a checkpoint (engine_average.cpp): save_averaging adds the other
+    // groups' own weights and state and the algorithm's state; load_averaging checks the file's
+    // (DataError naming `path` and the entry) and returns what applies them, called once the
+    // weights are in. A file without them (synchronous SGD's, another layout's) gives every
+    // group group 0's, and the algorithm starts again from the loaded weights.
+    void save_averaging(std::vector<std::pair<std::string, Tensor>>& tensors) const;
+    std::function<void()> load_averaging(const std::map<std::string, Tensor>& by_name, const std::string& path);
 
     EngineOptions options_;
     NetClaim claim_{options_.net};  // after options_: claims the net it holds
@@ -174,6 +186,8 @@ private:
     std::map<std::tuple<bool, int, int, bool>, std::shared_ptr<const std::vector<DeviceProgram>>> programs_;
     std::int64_t step_ = 0;
     int processes_ = 1, process_ = 0;  // the MPI job, with parallel.mpi
+    // Model averaging's state loaded before the stages were placed: theirs once they are.
+    std::map<std::string, Tensor> pending_average_;
 };
 
 }  // namespace tandem

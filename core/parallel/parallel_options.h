@@ -25,6 +25,18 @@ std::string_view batch_norm_mode_name(BatchNormMode mode);
 // "micro", "deferred" or "sync"; ConfigError naming the choices otherwise.
 BatchNormMode parse_batch_norm_mode(std::string_view name);
 
+// What model averaging does every `average_every` steps (parallel/averaging.h has the
+// definitions). Buffers (batch-norm statistics) are averaged plainly under every one.
+enum class AveragingAlgorithm {
+    plain,     // every replica takes the mean of the replicas' weights
+    bmuf,      // block momentum (Chen & Huo 2016): the mean moves a global model with momentum
+    easgd,     // elastic averaging (Zhang et al. 2015), synchronous: replicas and a centre pull together
+    momentum,  // the mean of the weights and of the optimizer's state (momentum, Adam's moments)
+};
+std::string_view averaging_algorithm_name(AveragingAlgorithm algorithm);
+// "plain", "bmuf", "easgd" or "momentum"; ConfigError naming the option and the choices otherwise.
+AveragingAlgorithm parse_averaging_algorithm(std::string_view name);
+
 struct ParallelOptions {
     int groups = 1;
     int stages = 1;
@@ -59,6 +71,16 @@ struct ParallelOptions {
     // its own shard (its own mean gradient, no gradient all-reduce) and averages the weights
     // and buffers of all replicas every k steps, with a tree reduce.
     int average_every = 0;
+    AveragingAlgorithm averaging = AveragingAlgorithm::plain;
+    // BMUF: the block momentum eta in [0, 1) (0: the paper's 1 - 1/replicas), the block
+    // learning rate zeta > 0, and Nesterov-style block momentum (the replicas start each block
+    // at the global model plus eta times its last move).
+    double block_momentum = 0;
+    double block_lr = 1;
+    bool block_nesterov = true;
+    // EASGD: the moving rate alpha in [0, 1] (0: the paper's beta / replicas with beta = 0.9);
+    // alpha x replicas must be at most 1.
+    double elastic_alpha = 0;
     // Spread the groups over the processes of the MPI job (mpi_world.h): every process runs
     // `groups` of them, P x groups in all, with the same devices per process. Process r's
     // batches are its share of the global batch (rank order); rank 0's weights are broadcast

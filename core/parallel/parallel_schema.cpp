@@ -1,6 +1,7 @@
 #include "parallel/parallel_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "base/error.h"
@@ -29,6 +30,19 @@ bool flag_of(const OptionValue& value, std::string_view option) {
 
 const std::string& choice_of(const OptionValue& value, std::string_view option) {
     return value_as<std::string>(value, option, "a string");
+}
+
+// A real option's value: a number (a whole one as given by C++ too) in [low, high], or below
+// high only when `open_high`; ConfigError naming the option and the range otherwise.
+double real_in(const OptionValue& value, std::string_view option, double low, double high, bool open_high,
+               const char* meaning) {
+    double x = 0;
+    if (const auto* n = std::get_if<std::int64_t>(&value)) x = static_cast<double>(*n);
+    else x = value_as<double>(value, option, "a number");
+    const bool ok = std::isfinite(x) && x >= low && (open_high ? x < high : x <= high);
+    TANDEM_CHECK_AS(ConfigError, ok) << "parallel." << option << " must be in [" << low << ", " << high
+                                     << (open_high ? ")" : "]") << " (" << meaning << "), got " << x;
+    return x;
 }
 
 std::vector<ParallelOption> make_schema() {
@@ -115,6 +129,38 @@ std::vector<ParallelOption> make_schema() {
                  "model averaging every k steps instead of synchronous SGD (0: off)", "average_every", {}, 0, true, false,
                  [](const ParallelOptions& p) -> OptionValue { return std::int64_t(p.average_every); },
                  [](ParallelOptions& p, const OptionValue& v) { p.average_every = count_at_least(v, "average_every", 0); }});
+    s.push_back({"averaging", OptionKind::choice,
+                 "what model averaging does: the mean, block momentum (BMUF), elastic averaging (EASGD), or the "
+                 "mean with the optimizer's state",
+                 "averaging", {"plain", "bmuf", "easgd", "momentum"}, 0, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return std::string(averaging_algorithm_name(p.averaging)); },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.averaging = parse_averaging_algorithm(choice_of(v, "averaging"));
+                 }});
+    s.push_back({"block_momentum", OptionKind::real,
+                 "BMUF's block momentum, in [0, 1) (0: 1 - 1/replicas, as Chen and Huo)", "block_momentum", {}, 0,
+                 true, false, [](const ParallelOptions& p) -> OptionValue { return p.block_momentum; },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.block_momentum = real_in(v, "block_momentum", 0, 1, true, "0: 1 - 1/replicas");
+                 }});
+    s.push_back({"block_lr", OptionKind::real, "BMUF's block learning rate, above 0 (1 as Chen and Huo)", "block_lr",
+                 {}, 0, true, false, [](const ParallelOptions& p) -> OptionValue { return p.block_lr; },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     const double x = real_in(v, "block_lr", 0, HUGE_VAL, true, "a rate");
+                     TANDEM_CHECK_AS(ConfigError, x > 0) << "parallel.block_lr must be above 0, got 0";
+                     p.block_lr = x;
+                 }});
+    s.push_back({"block_nesterov", OptionKind::flag,
+                 "BMUF: Nesterov-style block momentum (each block starts from the global model plus its momentum)",
+                 "block_nesterov", {}, 0, true, false,
+                 [](const ParallelOptions& p) -> OptionValue { return p.block_nesterov; },
+                 [](ParallelOptions& p, const OptionValue& v) { p.block_nesterov = flag_of(v, "block_nesterov"); }});
+    s.push_back({"elastic_alpha", OptionKind::real,
+                 "EASGD's moving rate, in [0, 1] (0: 0.9/replicas, as Zhang et al.)", "elastic_alpha", {}, 0, true,
+                 false, [](const ParallelOptions& p) -> OptionValue { return p.elastic_alpha; },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     p.elastic_alpha = real_in(v, "elastic_alpha", 0, 1, false, "0: 0.9/replicas");
+                 }});
     s.push_back({"mpi", OptionKind::flag, "spread the groups over the processes of an MPI job (on under mpirun)", "", {},
                  0, false, false, [](const ParallelOptions& p) -> OptionValue { return p.mpi; },
                  [](ParallelOptions& p, const OptionValue& v) { p.mpi = flag_of(v, "mpi"); }});
@@ -146,7 +192,8 @@ std::string option_text(const ParallelOption& option, const OptionValue& value) 
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, bool>) {
                 out << (v ? "true" : "false");
-            } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::string>) {
+            } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::string> ||
+                                 std::is_same_v<T, double>) {
                 out << v;
             } else {
                 out << "{";
@@ -163,6 +210,7 @@ std::string option_text(const ParallelOption& option, const OptionValue& value) 
 double option_as_number(const ParallelOption& option, const OptionValue& value) {
     if (const auto* b = std::get_if<bool>(&value)) return *b ? 1 : 0;
     if (const auto* n = std::get_if<std::int64_t>(&value)) return static_cast<double>(*n);
+    if (const auto* x = std::get_if<double>(&value)) return *x;
     if (const auto* text = std::get_if<std::string>(&value)) {
         const auto it = std::find(option.choices.begin(), option.choices.end(), *text);
         TANDEM_CHECK(it != option.choices.end()) << "parallel." << option.name << ": '" << *text << "' is no choice";

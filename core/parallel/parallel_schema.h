@@ -25,12 +25,14 @@ enum class OptionKind {
     choice,      // one of `choices`
     bytes,       // a size in bytes, at least 1 (the recipe flag takes MB)
     cuts,        // 'auto' or a list of layers (names or 1-based indices) after which a stage ends
-    stage_flags  // a flag for every stage, or one for all
+    stage_flags, // a flag for every stage, or one for all
+    real         // a number (not necessarily whole); its range is checked by `set`
 };
 
-// An option's value: flags, counts, choices and sizes as themselves; `cuts` as 'auto' or the
-// 0-based indices where stages 2 .. S begin; `stage_flags` as the list.
-using OptionValue = std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>, std::vector<bool>>;
+// An option's value: flags, counts, choices, sizes and reals as themselves; `cuts` as 'auto' or
+// the 0-based indices where stages 2 .. S begin; `stage_flags` as the list.
+using OptionValue =
+    std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>, std::vector<bool>, double>;
 
 struct ParallelOption {
     std::string_view name;         // the key in T.Engine's parallel table

@@ -57,11 +57,16 @@ Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     if (reduces_during_backward(p, parts_.replicas))
         lane_ = std::make_unique<ReduceLane>(parts_.device->name() + " all-reduce");
     if (p.average_every == 0) return;
-    std::vector<std::pair<std::string, Tensor>> values;
-    for (auto& np : parameters_) values.emplace_back(np.name, np.parameter->value);
+    AveragingParts a;
+    a.parallel = parts_.parallel;
+    a.rank = parts_.rank, a.replicas = parts_.replicas;
+    a.communicator = parts_.communicator;
+    a.device = parts_.device;
+    a.parameters = parameters_;
     for (std::size_t i = parts_.begin; i < parts_.end; ++i)
-        for (auto& b : named_buffers(net.at(i))) values.emplace_back(b.name, b.parameter->value);
-    weight_buckets_ = std::make_unique<GradientBuckets>(std::move(values), p.bucket_bytes);
+        for (auto& b : named_buffers(net.at(i))) a.buffers.push_back({net.at(i).name() + "." + b.name, b.parameter});
+    a.optimizer = parts_.optimizer;
+    average_ = std::make_unique<ModelAverage>(std::move(a));
 }
 
 Stage::~Stage() = default;
@@ -100,6 +105,8 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     const bool train = plan.mode == Mode::train;
     Trace* trace = parts_.trace;
     if (train) Optimizer::zero_grad(parameters_);
+    // Model averaging's global model or centre: the weights every replica trains from.
+    if (train && average_ && !average_->started()) average_->start();
 
     Run run(plan, static_cast<std::size_t>(micro_batches));
     if (train && !plan.statistics.empty())
@@ -296,7 +303,7 @@ void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr,
             if (parts_.clip_norm > 0) clip_gradients(plan);
             parts_.optimizer->step(parameters_, lr);
             break;
-        case OpKind::average_weights: average_weights(); break;
+        case OpKind::average_weights: average_->average(); break;
         case OpKind::fold_batch_norm: fold_batch_norm(plan, copies); break;
         default: TANDEM_THROW(Error) << "op '" << op_name(op->kind) << "' cannot run after the step's barrier";
         }
@@ -309,12 +316,6 @@ void Stage::clip_gradients(const StepPlan& plan) {
     for (auto& np : parameters_)
         if (np.parameter->grad.defined())
             tensor_ops(*parts_.device).scale(np.parameter->grad, static_cast<float>(factor));
-}
-
-void Stage::average_weights() {
-    const float mean = 1.0f / static_cast<float>(parts_.replicas);
-    for (std::size_t b = 0; b < weight_buckets_->size(); ++b)
-        weight_buckets_->all_reduce(b, *parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
 }
 
 std::vector<BatchNorm2d*> Stage::batch_norms() const {

@@ -2,8 +2,8 @@
 //
 // It owns the stage's share of the training: its device, its layers (a range of its group's
 // replica of the net), their parameters named as in the whole net ("fc1.weight"), the gradient
-// buckets and reduce lane it all-reduces through when there are several groups, and the weight
-// buckets of model averaging. It executes a stage program's ops (program.h) on them: before
+// buckets and reduce lane it all-reduces through when there are several groups, and model
+// averaging's state (averaging.h: the global model, block momentum or centre). It executes a stage program's ops (program.h) on them: before
 // the step's barrier in run(), after it in update().
 //
 // The engine keeps what spans stages: placement, steps, checkpoints, the replicas' optimizer
@@ -18,6 +18,7 @@
 #include "layers/loss.h"
 #include "layers/sequential.h"
 #include "optim/optimizer.h"
+#include "parallel/averaging.h"
 #include "parallel/buckets.h"
 #include "parallel/parallel_options.h"
 #include "parallel/program.h"
@@ -61,6 +62,8 @@ public:
     const std::vector<NamedParameter>& parameters() const { return parameters_; }
     // The gradient buckets (null with one replica), in the order the programs post them.
     const GradientBuckets* buckets() const { return buckets_.get(); }
+    // Model averaging's algorithm and state (null without averaging or with one replica).
+    ModelAverage* model_average() const { return average_.get(); }
 
     // The program's ops up to the barrier: this stage's part of a step or an evaluation.
     void run(StepPlan& plan, const DeviceProgram& program);
@@ -78,7 +81,6 @@ private:
     void forward(Run& run, const Op& op);
     void backward(Run& run, const Op& op);
     void all_reduce(std::size_t bucket, const std::string& track, std::int64_t step);
-    void average_weights();
     void fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& copies);
     std::vector<BatchNorm2d*> batch_norms() const;
     float loss_scale(const StepPlan& plan) const;
@@ -88,7 +90,7 @@ private:
     std::vector<NamedParameter> parameters_;
     std::unique_ptr<GradientBuckets> buckets_;         // several replicas
     std::unique_ptr<ReduceLane> lane_;                 // when buckets go during backward
-    std::unique_ptr<GradientBuckets> weight_buckets_;  // model averaging
+    std::unique_ptr<ModelAverage> average_;            // model averaging
 };
 
 }  // namespace tandem

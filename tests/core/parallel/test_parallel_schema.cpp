@@ -41,6 +41,9 @@ TEST(ParallelSchema, EveryOptionReadsAndWritesItsField) {
     changed.overlap_backward = false;
     changed.deterministic = true;
     changed.average_every = 2;
+    changed.averaging = AveragingAlgorithm::bmuf;
+    changed.block_momentum = 0.5, changed.block_lr = 0.7, changed.block_nesterov = false;
+    changed.elastic_alpha = 0.25;
     changed.mpi = true;
     for (const auto& o : parallel_option_schema()) {
         // Each option's value differs between the two, and copying it over makes them agree.
@@ -81,6 +84,10 @@ TEST(ParallelSchema, BadValuesAreRefusedByName) {
     refuses("split", std::string("even"), "parallel.split must be 'auto' or a list of layers, got 'even'");
     refuses("overlap", std::int64_t(1), "parallel.overlap must be true or false");
     refuses("bucket_bytes", std::int64_t(0), "parallel.bucket_bytes must be at least 1");
+    refuses("averaging", std::string("bmfu"), "parallel.averaging: unknown algorithm 'bmfu'");
+    refuses("block_momentum", -0.1, "parallel.block_momentum must be in [0, 1)");
+    refuses("elastic_alpha", 1.5, "parallel.elastic_alpha must be in [0, 1]");
+    refuses("block_lr", std::string("fast"), "parallel.block_lr must be a number");
     refuses("recompute", std::vector<bool>{true, false}, "parallel.recompute lists 2 flags for 1 stage: give one flag per stage");
     p.stages = 2;
     refuses("recompute", std::vector<bool>{true}, "parallel.recompute lists 1 flag for 2 stages");
@@ -98,7 +105,8 @@ TEST(ParallelSchema, RanksCompareTheLayoutShapingOptionsAsNumbers) {
     }
     // What the collectives' shapes depend on.
     for (const char* name : {"groups", "stages", "micro_batches", "average_every", "deterministic", "algorithm",
-                             "batch_norm", "bucket_bytes"})
+                             "batch_norm", "bucket_bytes", "averaging", "block_momentum", "block_lr",
+                             "block_nesterov", "elastic_alpha"})
         EXPECT_TRUE(agreeing.count(name)) << name;
     const ParallelOption& pipeline = *find_parallel_option("pipeline");
     EXPECT_NE(option_as_number(pipeline, pipeline.get(defaults)), option_as_number(pipeline, pipeline.get(other)));
