@@ -128,6 +128,31 @@ t.test('model averaging: 2 ranks x 2 groups against 1 process x 4 groups', funct
   t.ok(d < 1e-5, ('max difference %g'):format(d))
 end)
 
+t.test('each averaging algorithm: 2 ranks x 2 groups against 1 process x 4 groups', function()
+  -- The global model, block momentum and centre come from the stage communicator's sums over
+  -- every process's groups: they agree with one process holding all four groups.
+  -- Rank r's first group is the one process's group 2r (its checkpoint's replica.<2r>).
+  local path = os.tmpname()
+  for _, algorithm in ipairs{'plain', 'bmuf', 'easgd', 'momentum'} do
+    local _, mine = train_mpi({groups = 2, average_every = 2, averaging = algorithm}, 2, 5, 16)
+    local one = train_one({groups = 4, average_every = 2, averaging = algorithm, mpi = false}, 4, 5, 16)
+    one:save(path)
+    local tensors = T.load(path)
+    local prefix = rank == 0 and 'model.' or 'replica.2.model.'
+    local d = 0
+    for name, p in pairs(mine:parameters()) do
+      local got, want = p:to_flat(), tensors[prefix .. name]:to_flat()
+      for i = 1, #got do d = math.max(d, math.abs(got[i] - want[i])) end
+    end
+    t.ok(d < 1e-5, ('%s: max difference %g'):format(algorithm, d))
+    if algorithm ~= 'plain' and algorithm ~= 'momentum' then
+      t.ok(tensors['average.' .. (algorithm == 'bmuf' and 'global' or 'center') .. '.fc1.weight'] ~= nil,
+           algorithm .. "'s state is in the checkpoint")
+    end
+  end
+  os.remove(path)
+end)
+
 t.test('evaluation: every rank sees the sums over the whole batch', function()
   local e = train_mpi({groups = 1}, 1, 2, 16)
   local one = train_one({groups = 2, mpi = false}, 2, 2, 16)
