@@ -14,6 +14,7 @@
 #include "layers/merge.h"
 #include "layers/narrow.h"
 #include "layers/pool2d.h"
+#include "layers/recurrent.h"
 #include "layers/reshape.h"
 #include "layers/residual.h"
 #include "objects.h"
@@ -214,6 +215,23 @@ int nn_reshape(lua_State* L) {
     return 1;
 }
 
+// core.nn_recurrent('lstm' | 'gru', input_size, hidden_size, layers, bias, last_only, [name])
+int nn_recurrent(lua_State* L) {
+    RecurrentOptions o;
+    const std::string cell = check_string(L, 1);
+    if (cell != "lstm" && cell != "gru") throw ArgError(1, "cell must be 'lstm' or 'gru', got '" + cell + "'");
+    o.cell = cell == "lstm" ? RnnCellKind::lstm : RnnCellKind::gru;
+    o.input_size = check_int(L, 2);
+    o.hidden_size = check_int(L, 3);
+    o.layers = check_int(L, 4);
+    o.bias = check_bool(L, 5);
+    o.last_only = check_bool(L, 6);
+    check_elements(cell == "lstm" ? "LSTM" : "GRU",
+                   4.0 * static_cast<double>(o.hidden_size) * static_cast<double>(o.input_size + o.hidden_size));
+    push_named_layer(L, std::make_shared<Recurrent>(o), 7);
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_activation", wrap<nn_activation>},
@@ -228,6 +246,7 @@ const luaL_Reg kFunctions[] = {
     {"nn_flatten", wrap<nn_flatten>},
     {"nn_residual", wrap<nn_residual>},
     {"nn_graph", wrap<nn_graph>},
+    {"nn_recurrent", wrap<nn_recurrent>},
     {"nn_concat", wrap<nn_concat>},
     {"nn_add", wrap<nn_add>},
     {"nn_mul", wrap<nn_mul>},

@@ -224,6 +224,26 @@ function nn.Residual(spec)
   return layer
 end
 
+-- nn.LSTM(input_size, hidden_size [, {layers = 1, bias = true, output = 'sequence', name =}])
+-- and nn.GRU(...): PyTorch's LSTM and GRU with batch_first, on N x steps x input_size.
+-- output = 'sequence' gives N x steps x hidden_size, 'last' the last step's N x hidden_size.
+-- In a graph, initial states come as more inputs (the LSTM's h0 and c0, the GRU's h0), each
+-- N x layers x hidden_size.
+local function recurrent(kind, cell)
+  return function(input_size, hidden_size, opts)
+    local fn = 'nn.' .. kind
+    o.arg(fn, 1, 'input_size', input_size, o.positive_int)
+    o.arg(fn, 2, 'hidden_size', hidden_size, o.positive_int)
+    opts = o.check(fn, opts, {layers = o.positive_int, bias = o.boolean,
+                              output = o.one_of{'sequence', 'last'}, name = o.name})
+    local bias = opts.bias == nil or opts.bias
+    return make(2, core.nn_recurrent, cell, input_size, hidden_size, opts.layers or 1, bias,
+                opts.output == 'last', opts.name)
+  end
+end
+nn.LSTM = recurrent('LSTM', 'lstm')
+nn.GRU = recurrent('GRU', 'gru')
+
 -- The joins and slices of graphs (lua/tandem/graph.lua). Dimensions count from 1 as in
 -- Torch, the batch being dimension 1: 2 is channels of images or features of vectors.
 local function dimension(fn, index, value)

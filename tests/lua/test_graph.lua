@@ -150,3 +150,37 @@ t.test('mistakes name the node', function()
   t.raises(function() T.Engine{net = two, optim = T.optim.SGD{lr = 0.1}}:step(batch(4, 1)) end, 'needs one of each')
 end)
 
+
+t.test('LSTM and GRU: shapes, states as graph inputs, training a sequence classifier', function()
+  local lstm = nn.LSTM(28, 16, {layers = 2})
+  t.eq(lstm:kind(), 'LSTM')
+  t.eq(lstm:output_shape{4, 28, 28}, {4, 28, 16})
+  t.eq(nn.GRU(28, 16, {output = 'last'}):output_shape{4, 28, 28}, {4, 16})
+  local names = {}
+  for name in pairs(lstm:parameters()) do names[#names + 1] = name end
+  table.sort(names)
+  t.eq(names, {'bias_hh_l0', 'bias_hh_l1', 'bias_ih_l0', 'bias_ih_l1', 'weight_hh_l0', 'weight_hh_l1',
+               'weight_ih_l0', 'weight_ih_l1'})
+  -- Initial states as inputs of a graph; zero states are the default.
+  local g = nn.Graph()
+  for _, name in ipairs{'x', 'h0', 'c0'} do g:input(name) end
+  g:output(g:add(nn.LSTM(3, 4, {output = 'last', name = 'cell'}), 'x', 'h0', 'c0'))
+  local x = T.randn({2, 5, 3}, 1)
+  local with = g:forward{x, T.zeros{2, 1, 4}, T.zeros{2, 1, 4}}[1]:to_flat()
+  local alone = g:children()[1]:forward(x):to_flat()
+  for i = 1, #alone do t.near(with[i], alone[i], 0) end
+  -- An image as 28 rows of 28 pixels: Reshape, LSTM, the last state, a classifier; it learns.
+  local net = nn.Sequential{nn.Reshape(8, 8), nn.GRU(8, 12, {output = 'last'}), nn.Linear(12, 3)}
+  local e = T.Engine{net = net, optim = T.optim.Adam{lr = 0.01}, devices = T.devices('cpu', 1, {threads = 1})}
+  local first, last
+  for step = 1, 30 do
+    local r = e:step(batch(16, step % 3))
+    first = first or r.loss
+    last = r.loss
+  end
+  t.ok(last < first * 0.5, ('loss %g -> %g'):format(first, last))
+  t.raises(function() nn.LSTM(0, 4) end, 'input_size must be a positive integer')
+  t.raises(function() nn.LSTM(3, 4, {output = 'all'}) end, "option 'output' must be one of 'sequence', 'last'")
+  t.raises(function() nn.LSTM(3, 4):output_shape{2, 3} end, 'N x steps x 3 (batch first), got 2x3')
+  t.raises(function() g:forward{x, T.zeros{2, 2, 4}, T.zeros{2, 1, 4}} end, 'initial hidden state h0 must be 2x1x4')
+end)
