@@ -32,9 +32,10 @@ function M.nonneg_int(v)
   return nil, 'a non-negative integer'
 end
 
+-- Finite too: inf taken as LRN's alpha or Adam's eps only shows later, as NaN (issue 19).
 function M.number(v)
-  if type(v) == 'number' and v == v then return v end
-  return nil, 'a number'
+  if type(v) == 'number' and v == v and v > -math.huge and v < math.huge then return v end
+  return nil, type(v) == 'number' and 'a finite number' or 'a number'
 end
 
 function M.finite_number(v)

@@ -94,6 +94,9 @@ suite('layer arguments', {
   {'MaxPool2d error position', function() local l = nn.MaxPool2d(0); return l end, 'test_bad_inputs.lua:'},
   {'AvgPool2d error position', function() local l = nn.AvgPool2d(2, {stride = -1}); return l end, 'test_bad_inputs.lua:'},
   {'Conv2d error position', function() local l = nn.Conv2d(1, 4, 3, {stride = 0}); return l end, 'test_bad_inputs.lua:'},
+  {'LRN alpha inf', function() return nn.LRN{alpha = math.huge} end, "nn.LRN: option 'alpha' must be a finite number, got inf"},
+  {'LRN beta -inf', function() return nn.LRN{beta = -math.huge} end, "nn.LRN: option 'beta' must be a finite number, got -inf"},
+  {'LRN k x', function() return nn.LRN{k = 'x'} end, "nn.LRN: option 'k' must be a number, got 'x'"},
   {'Dropout p 1', function() return nn.Dropout(1) end, 'p must be a number in [0, 1), got 1'},
   {'Dropout p -0.1', function() return nn.Dropout(-0.1) end, 'p must be a number in [0, 1), got -0.1'},
   {'LeakyReLU slope x', function() return nn.LeakyReLU('x') end, "negative_slope must be a finite number, got 'x'"},
@@ -151,10 +154,11 @@ for _, c in ipairs({
   {'Adam beta1 1', {betas = {1, 0.9}}, 'Adam: invalid beta1 1 (betas must be in [0, 1))'},
   {'Adam beta2 -1', {betas = {0.9, -1}}, 'Adam: invalid beta2 -1'},
   {'Adam eps 0', {eps = 0}, 'Adam: invalid eps 0 (must be > 0)'},
-  {'Adam lr inf', {lr = math.huge}, 'Adam: invalid learning rate inf'},
+  {'Adam lr inf', {lr = math.huge}, "T.optim.Adam: option 'lr' must be a finite number, got inf"},
+  {'Adam lr nan', {lr = 0 / 0}, "T.optim.Adam: option 'lr' must be a finite number, got nan"},
   {'Adam momentum', {momentum = 0.9}, "T.optim.Adam: unknown option 'momentum'"},
 }) do optim[#optim + 1] = {c[1], function() return T.optim.Adam(c[2]) end, c[3]} end
-optim[#optim + 1] = {'Adam eps inf', function() return T.optim.Adam{eps = math.huge} end, 'Adam: invalid eps inf'}
+optim[#optim + 1] = {'Adam eps inf', function() return T.optim.Adam{eps = math.huge} end, "T.optim.Adam: option 'eps' must be a finite number, got inf"}
 optim[#optim + 1] = {'SGD clip_norm inf', function() return T.optim.SGD{clip_norm = math.huge} end, 'invalid clip_norm inf'}
 optim[#optim + 1] = {'AdamW weight_decay -1', function() return T.optim.AdamW{weight_decay = -1} end, 'AdamW: invalid weight_decay -1'}
 suite('optimizers', optim)
