@@ -67,4 +67,17 @@ function S.toy_batch(n, step)
   return T.tensor(values, {n, 1, 8, 8}), T.tensor(labels, {n}, {dtype = 'i32'})
 end
 
+-- Whether Debian's Fashion-MNIST is installed, for the tests that train a recipe on it (they
+-- say they are skipped otherwise).
+S.fashion_mnist = '/usr/share/datasets/fashion-mnist'
+function S.have_fashion_mnist()
+  local f = io.open(S.fashion_mnist .. '/train-images-idx3-ubyte.gz', 'rb')
+  if not f then
+    print('# skipped: ' .. S.fashion_mnist .. ' is missing (tools/install-deps installs dataset-fashion-mnist)')
+    return false
+  end
+  f:close()
+  return true
+end
+
 return S

@@ -4,17 +4,6 @@
 local t = require 'tandem.test'
 local S = dofile('tests/lua/support.lua')
 
-local data = '/usr/share/datasets/fashion-mnist'
-local function have_data()
-  local f = io.open(data .. '/train-images-idx3-ubyte.gz', 'rb')
-  if not f then
-    print('# skipped: ' .. data .. ' is missing (tools/install-deps installs dataset-fashion-mnist)')
-    return false
-  end
-  f:close()
-  return true
-end
-
 local function run(args)
   local dir = S.tmpname('_autoencoder')
   local command = {'run', 'recipes/autoencoder.lua', '--epochs=1', '--progress=plain', '--threads=1',
@@ -30,7 +19,7 @@ local function run(args)
 end
 
 t.test('autoencoder.lua learns to reconstruct, on one device and as a recomputing pipeline', function()
-  if not have_data() then return end
+  if not S.have_fashion_mnist() then return end
   local out = run{'--max_steps=150'}
   local losses = {}
   for loss in out:gmatch('loss (%d+%.%d+) ') do losses[#losses + 1] = tonumber(loss) end

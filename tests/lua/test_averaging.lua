@@ -104,19 +104,8 @@ t.test('the recipes take the averaging options as flags', function()
   t.eq(defaults.elastic_alpha[1], 0)
 end)
 
-local data = '/usr/share/datasets/fashion-mnist'
-local function have_data()
-  local f = io.open(data .. '/train-images-idx3-ubyte.gz', 'rb')
-  if not f then
-    print('# skipped: ' .. data .. ' is missing (tools/install-deps installs dataset-fashion-mnist)')
-    return false
-  end
-  f:close()
-  return true
-end
-
 t.test('mlp_averaging.lua compares synchronous SGD with every algorithm on 2 and 4 devices', function()
-  if not have_data() then return end
+  if not S.have_fashion_mnist() then return end
   local out, rc = S.tandem{'run', 'recipes/mlp_averaging.lua', '--train=384', '--test=200', '--batch=64',
                            '--epochs=2', '--hidden=32', '--average_every=2', '--progress=plain'}
   t.eq(rc, 0, out)
