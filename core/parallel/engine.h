@@ -110,9 +110,10 @@ public:
     // A checkpoint: weights and buffers by layer name ("model.<name>"), optimizer state
     // ("optim.<name>"), the step and seed, and `metadata` (the caller's: epoch, data position).
     // With model averaging also each other group's own ("replica.<g>.model.<name>",
-    // "replica.<g>.optim.<name>": between averages the replicas differ) and the algorithm's
-    // state ("average.global.<name>", "average.block_momentum.<name>", "average.center.<name>"),
-    // so that a resumed run continues as if never stopped. Under MPI rank 0 writes its groups'.
+    // "replica.<g>.optim.<name>", g counted from 0: between averages the replicas differ) and
+    // the algorithm's state ("average.global.<name>", "average.block_momentum.<name>",
+    // "average.center.<name>"), so that a resumed run continues as if never stopped. Under MPI
+    // rank 0 writes its groups'.
     // Written atomically: an interrupted save leaves the previous file intact.
     void save(const std::string& path, const std::map<std::string, std::string>& metadata = {});
     // Restores a checkpoint written by save(); returns its metadata. Throws DataError naming
