@@ -22,6 +22,10 @@ local opt = T.options(..., {
   devices = {'2,4', 'the device counts to train on (one group each), comma-separated'},
   methods = {'sync,plain,bmuf,easgd,momentum', "what trains: 'sync' (all-reduced gradients) and averaging algorithms"},
   average_every = {8, 'steps between two averages', kind = 'positive_int'},
+  block_momentum = {0, "bmuf's block momentum, in [0, 1) (0: 1 - 1/devices)", kind = 'fraction'},
+  block_lr = {1, "bmuf's block learning rate", kind = 'positive_number'},
+  block_nesterov = {true, "bmuf's Nesterov-style block momentum"},
+  elastic_alpha = {0, "easgd's moving rate (0: 0.9/devices)", kind = 'nonneg_number'},
   threads = {1, 'kernel threads of each CPU device', kind = 'positive_int'},
   train = {0, 'training images used (0: all 60000)', kind = 'nonneg_int'},
   test = {0, 'test images used (0: all 10000)', kind = 'nonneg_int'},
@@ -78,14 +82,25 @@ print(mlp():summary{1, 28, 28})
 print(('%d training and %d test images, batch %d, %d steps an epoch, averages every %d steps')
       :format(train:size(), test:size(), opt.batch, steps_per_epoch, opt.average_every))
 
+-- T.Engine's parallel table for a method on `n` devices; each algorithm takes its own options.
+local function parallel_for(method, n)
+  if method == 'sync' then return {groups = n} end
+  local p = {groups = n, average_every = opt.average_every, averaging = method}
+  if method == 'bmuf' then
+    p.block_momentum, p.block_lr, p.block_nesterov = opt.block_momentum, opt.block_lr, opt.block_nesterov
+  elseif method == 'easgd' then
+    p.elastic_alpha = opt.elastic_alpha
+  end
+  return p
+end
+
 -- One method on `n` devices: its epochs, and its last test accuracy and mean images/s.
 local function run(method, n)
   local engine = T.Engine{
     net = mlp(), seed = opt.seed,
     devices = T.devices('cpu', n, {threads = opt.threads}),
     optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum},
-    parallel = method == 'sync' and {groups = n}
-               or {groups = n, average_every = opt.average_every, averaging = method},
+    parallel = parallel_for(method, n),
   }
   local label = ('%-8s x%d'):format(method, n)
   local accuracy, seconds, images = 0, 0, 0
