@@ -43,15 +43,18 @@ Loader::Loader(DataSourcePtr source, LoaderOptions options)
       device_(options_.device ? options_.device.get() : &host_device()) {
     const LoaderOptions& o = options_;
     TANDEM_CHECK_AS(ConfigError, source_ != nullptr) << "a loader needs a data source";
-    TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "loader batch must be >= 1, got " << o.batch;
+    // Upper bounds too: a batch of 10^12 images or 10^9 batches in flight is a typo, refused
+    // here rather than as a failed allocation later (issue 19).
+    TANDEM_CHECK_AS(ConfigError, o.batch >= 1 && o.batch <= (std::int64_t(1) << 24))
+        << "loader batch must be in [1, 16777216], got " << o.batch;
     TANDEM_CHECK_AS(ConfigError, o.threads >= 1 && o.threads <= 256)
         << "loader threads must be in [1, 256], got " << o.threads;
     TANDEM_CHECK_AS(ConfigError,
                     o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count)
         << "loader shard_index must be in [0, shard_count), got " << o.shard_index << " with shard_count "
         << o.shard_count;
-    TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1)
-        << "loader prefetch must be >= 1, got " << o.prefetch;
+    TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1 && o.prefetch <= 1024)
+        << "loader prefetch must be in [1, 1024], got " << o.prefetch;
     TANDEM_CHECK_AS(DataError, source_->size() > 0) << source_->description() << " is empty";
     TANDEM_CHECK_AS(DataError, shard_size() > 0)
         << "shard " << o.shard_index + 1 << " of " << o.shard_count << " of " << source_->description()

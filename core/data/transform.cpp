@@ -54,6 +54,8 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
     for (float s : t.std)
         TANDEM_CHECK_AS(ConfigError, std::isfinite(s) && s > 0)
             << "transform option std must be > 0, got " << s;
+    for (float m : t.mean)  // an inf mean made every pixel NaN (issue 19)
+        TANDEM_CHECK_AS(ConfigError, std::isfinite(m)) << "transform option mean must be finite, got " << m;
 }
 
 Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout layout,

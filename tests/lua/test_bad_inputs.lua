@@ -413,6 +413,9 @@ suite('databases', {
     for _ in loader:batches(1) do end
   end, db_dir .. "/db: cannot decode image '", "(png, "},
   {'Loader seed -1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, seed = -1} end, "T.data.Loader: option 'seed' must be a non-negative integer, got -1"},
+  {'Loader batch 1e12', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 1e12} end, 'loader batch must be in [1, 16777216], got 1000000000000'},
+  {'Loader prefetch 1e9', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, prefetch = 1e9} end, 'loader prefetch must be in [1, 1024], got 1000000000'},
+  {'Loader mean inf', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {mean = {math.huge}}} end, 'transform option mean must be finite, got inf'},
   {'garbage for data.mdb', function() return T.data.lmdb(db_dir .. '/garbage') end, 'cannot open LMDB database ' .. db_dir .. '/garbage: it is not an LMDB database (LMDB: '},
 })
 
