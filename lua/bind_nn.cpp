@@ -9,6 +9,7 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/graph.h"
+#include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/lrn.h"
 #include "layers/merge.h"
@@ -17,6 +18,7 @@
 #include "layers/recurrent.h"
 #include "layers/reshape.h"
 #include "layers/residual.h"
+#include "layers/softmax.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -232,6 +234,23 @@ int nn_recurrent(lua_State* L) {
     return 1;
 }
 
+// core.nn_softmax(dim, log, [name]): dim counted from 0, or from the end when negative.
+int nn_softmax(lua_State* L) {
+    push_named_layer(L, std::make_shared<Softmax>(static_cast<int>(check_int(L, 1)), check_bool(L, 2)), 3);
+    return 1;
+}
+
+// core.nn_layer_norm({normalized_shape}, eps, affine, [name])
+int nn_layer_norm(lua_State* L) {
+    if (!lua_istable(L, 1)) throw ArgError(1, "normalized_shape must be a list of sizes");
+    std::vector<std::int64_t> shape;
+    for_each_item(L, 1, [&](int) { shape.push_back(check_int(L, -1)); });
+    push_named_layer(L, std::make_shared<LayerNorm>(std::move(shape), static_cast<float>(check_number(L, 2)),
+                                                    check_bool(L, 3)),
+                     4);
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_activation", wrap<nn_activation>},
@@ -247,6 +266,8 @@ const luaL_Reg kFunctions[] = {
     {"nn_residual", wrap<nn_residual>},
     {"nn_graph", wrap<nn_graph>},
     {"nn_recurrent", wrap<nn_recurrent>},
+    {"nn_softmax", wrap<nn_softmax>},
+    {"nn_layer_norm", wrap<nn_layer_norm>},
     {"nn_concat", wrap<nn_concat>},
     {"nn_add", wrap<nn_add>},
     {"nn_mul", wrap<nn_mul>},

@@ -223,6 +223,41 @@ struct ElementLossKernel {
     virtual void backward(const Tensor& output, const Tensor& targets, float scale, Tensor& diff) = 0;
 };
 
+struct SoftmaxConfig {
+    std::int64_t outer, size, inner;  // the dimension's span in storage (layers/slice.h)
+    bool log;                         // log_softmax
+    auto operator<=>(const SoftmaxConfig&) const = default;
+};
+
+// softmax (log_softmax) along one dimension of src, dst in the same layout (device/row_math.h).
+struct SoftmaxKernel {
+    static constexpr const char* kName = "Softmax";
+    using Config = SoftmaxConfig;
+    virtual ~SoftmaxKernel() = default;
+    virtual void forward(const Tensor& src, Tensor& dst) = 0;
+    // From forward's dst.
+    virtual void backward(const Tensor& dst, const Tensor& diff_dst, Tensor& diff_src) = 0;
+};
+
+struct LayerNormConfig {
+    std::int64_t rows, cols;  // normalised over each row of cols contiguous elements
+    float eps;
+    bool affine;
+    auto operator<=>(const LayerNormConfig&) const = default;
+};
+
+// Layer norm over rows (device/row_math.h); gamma, beta: cols floats (undefined without affine);
+// mean, rstd: rows floats forward fills for backward. backward ADDS into diff_gamma, diff_beta.
+struct LayerNormKernel {
+    static constexpr const char* kName = "LayerNorm";
+    using Config = LayerNormConfig;
+    virtual ~LayerNormKernel() = default;
+    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& dst, Tensor& mean,
+                         Tensor& rstd) = 0;
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma, const Tensor& mean,
+                          const Tensor& rstd, Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) = 0;
+};
+
 enum class RnnCellKind { lstm, gru };
 
 struct RnnCellConfig {

@@ -362,6 +362,39 @@ function nn.Graph(spec)
   return make(2, core.graph_build, inputs, nodes, outputs, name)
 end
 
+-- nn.Softmax([dim = -1] [, {name =}]) and nn.LogSoftmax(...): along `dim`, counted from 1 (the
+-- batch, which it cannot be) or from the end when negative (-1: the last).
+local function softmax(kind, log)
+  return function(dim, opts)
+    local fn = 'nn.' .. kind
+    dim, opts = positional_or_option(fn, dim, opts, 'dim', {dim = o.number, name = o.name})
+    dim = dim or -1
+    if dim ~= math.floor(dim) or dim == 0 or dim == 1 then
+      error(("bad argument #1 to '%s' (dim must be 2 or more, or negative from the end (-1: the last); "
+             .. "dimension 1 is the batch; got %s)"):format(fn, tostring(dim)), 2)
+    end
+    return make(2, core.nn_softmax, dim > 0 and dim - 1 or dim, log, opts.name)
+  end
+end
+nn.Softmax = softmax('Softmax', false)
+nn.LogSoftmax = softmax('LogSoftmax', true)
+
+-- nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, name =}]): each
+-- sample normalised over its trailing dimensions, which must be normalized_shape (a size or a
+-- list of sizes), as PyTorch's.
+function nn.LayerNorm(shape, opts)
+  local fn = 'nn.LayerNorm'
+  if type(shape) == 'number' then shape = {shape} end
+  if type(shape) ~= 'table' or #shape == 0 then
+    error(("bad argument #1 to '%s' (normalized_shape must be a size or a list of sizes, got %s)")
+          :format(fn, o.describe(shape)), 2)
+  end
+  for i, d in ipairs(shape) do o.arg(fn, 1, ('normalized_shape[%d]'):format(i), d, o.positive_int) end
+  opts = o.check(fn, opts, {eps = o.positive_number, elementwise_affine = o.boolean, name = o.name})
+  local affine = opts.elementwise_affine == nil or opts.elementwise_affine
+  return make(2, core.nn_layer_norm, shape, opts.eps or 1e-5, affine, opts.name)
+end
+
 -- nn.CrossEntropy{label_smoothing = 0.1}: softmax cross-entropy, the loss of a classifier.
 function nn.CrossEntropy(opts)
   opts = o.check('nn.CrossEntropy', opts, {label_smoothing = o.fraction(0, 1)})

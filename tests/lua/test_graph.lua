@@ -184,3 +184,32 @@ t.test('LSTM and GRU: shapes, states as graph inputs, training a sequence classi
   t.raises(function() nn.LSTM(3, 4):output_shape{2, 3} end, 'N x steps x 3 (batch first), got 2x3')
   t.raises(function() g:forward{x, T.zeros{2, 2, 4}, T.zeros{2, 1, 4}} end, 'initial hidden state h0 must be 2x1x4')
 end)
+
+t.test('Softmax, LogSoftmax and LayerNorm from Lua', function()
+  local p = nn.Softmax(2):forward(T.tensor{{0, math.log(3)}}):to_flat()
+  t.near(p[1], 0.25, 1e-6)
+  t.near(p[2], 0.75, 1e-6)
+  local lp = nn.LogSoftmax{dim = -1}:forward(T.tensor{{0, math.log(3)}}):to_flat()
+  t.near(lp[2], math.log(0.75), 1e-6)
+  local norm = nn.LayerNorm({2, 2}, {eps = 1e-6, name = 'ln'})
+  t.eq(norm:name(), 'ln')
+  local y = norm:forward(T.tensor{{{1, 2}, {3, 4}}}):to_flat()
+  local s = math.sqrt(1.25 + 1e-6)
+  t.near(y[1], -1.5 / s, 1e-5)
+  t.near(y[4], 1.5 / s, 1e-5)
+  -- A classifier with a LayerNorm trains (the parameters get gradients through the engine).
+  local net = nn.Sequential{nn.Flatten(), nn.Linear(64, 16), nn.LayerNorm(16), nn.ReLU(), nn.Linear(16, 3)}
+  local e = T.Engine{net = net, optim = T.optim.Adam{lr = 0.01}, devices = T.devices('cpu', 1, {threads = 1})}
+  local first, last
+  for step = 1, 20 do
+    last = e:step(batch(16, step % 3)).loss
+    first = first or last
+  end
+  t.ok(last < first * 0.5, ('loss %g -> %g'):format(first, last))
+  t.raises(function() nn.Softmax(1) end, 'dimension 1 is the batch')
+  t.raises(function() nn.Softmax(0) end, 'dim must be 2 or more')
+  t.raises(function() nn.Softmax(4):output_shape{2, 3} end, 'has no dimension 4')
+  t.raises(function() nn.LayerNorm(5):output_shape{2, 4} end, 'does not end in 5')
+  t.raises(function() nn.LayerNorm({}) end, 'normalized_shape must be a size or a list')
+  t.raises(function() nn.LayerNorm(4, {eps = 0}) end, "option 'eps' must be a positive number")
+end)

@@ -21,6 +21,10 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<ElementLossKernel>(kCpu, "cpu", make_element_loss_cpu);
     r.add<RnnCellKernel>(kCpu, "cpu", make_rnn_cell_cpu);
     r.add<RnnCellKernel>(kCpu, "reference", make_rnn_cell_cpu);
+    r.add<SoftmaxKernel>(kCpu, "cpu", make_softmax_cpu);
+    r.add<SoftmaxKernel>(kCpu, "reference", make_softmax_cpu);
+    r.add<LayerNormKernel>(kCpu, "cpu", make_layer_norm_cpu);
+    r.add<LayerNormKernel>(kCpu, "reference", make_layer_norm_cpu);
 
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);

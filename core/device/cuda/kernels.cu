@@ -101,6 +101,41 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* parti
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+__global__ void softmax_forward_kernel(const float* x, float* y, std::int64_t outer, std::int64_t size,
+                                       std::int64_t inner, bool log) {
+    TANDEM_GRID_STRIDE(r, outer * inner) {
+        const std::int64_t at = (r / inner) * size * inner + r % inner;
+        row_math::softmax_forward(x + at, y + at, size, inner, log);
+    }
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t outer,
+                                        std::int64_t size, std::int64_t inner, bool log) {
+    TANDEM_GRID_STRIDE(r, outer * inner) {
+        const std::int64_t at = (r / inner) * size * inner + r % inner;
+        row_math::softmax_backward(y + at, dy + at, dx + at, size, inner, log);
+    }
+}
+
+__global__ void layer_norm_forward_kernel(const float* x, float* y, const float* gamma, const float* beta,
+                                          std::int64_t rows, std::int64_t cols, float eps, float* mean, float* rstd) {
+    TANDEM_GRID_STRIDE(r, rows) {
+        row_math::layer_norm_forward(x + r * cols, y + r * cols, gamma, beta, cols, eps, mean + r, rstd + r);
+    }
+}
+
+__global__ void layer_norm_backward_kernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                           const float* rstd, std::int64_t rows, std::int64_t cols, float* dx) {
+    TANDEM_GRID_STRIDE(r, rows) {
+        row_math::layer_norm_backward(x + r * cols, dy + r * cols, gamma, cols, mean[r], rstd[r], dx + r * cols);
+    }
+}
+
+__global__ void layer_norm_parameter_kernel(const float* x, const float* dy, const float* mean, const float* rstd,
+                                            std::int64_t rows, std::int64_t cols, float* dgamma, float* dbeta) {
+    TANDEM_GRID_STRIDE(c, cols) { row_math::layer_norm_parameter_grads(x, dy, mean, rstd, rows, cols, c, dgamma, dbeta); }
+}
+
 __global__ void rnn_cell_forward_kernel(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx,
                                         const float* gh, const float* h_prev, const float* c_prev, float* h, float* c,
                                         float* saved) {
@@ -331,6 +366,30 @@ __global__ void lrn_backward_kernel(lrn::Shape s, const float* x, const float* d
 }
 
 }  // namespace
+
+void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size, std::int64_t inner, bool log,
+                     cudaStream_t stream) {
+    softmax_forward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, size, inner, log);
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t size,
+                      std::int64_t inner, bool log, cudaStream_t stream) {
+    softmax_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(y, dy, dx, outer, size, inner, log);
+}
+
+void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta, std::int64_t rows,
+                        std::int64_t cols, float eps, float* mean, float* rstd, cudaStream_t stream) {
+    layer_norm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, y, gamma, beta, rows, cols, eps, mean, rstd);
+}
+
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         std::int64_t rows, std::int64_t cols, float* dx, float* dgamma, float* dbeta,
+                         cudaStream_t stream) {
+    layer_norm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, dy, gamma, mean, rstd, rows, cols, dx);
+    if (dgamma != nullptr)
+        layer_norm_parameter_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(x, dy, mean, rstd, rows, cols, dgamma,
+                                                                               dbeta);
+}
 
 void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,
                       const float* h_prev, const float* c_prev, float* h, float* c, float* saved, cudaStream_t stream) {

@@ -11,6 +11,7 @@
 #include "device/activation_math.h"
 #include "device/cuda/lrn_pixel.h"
 #include "device/rnn_cell_math.h"
+#include "device/row_math.h"
 
 namespace tandem::cuda::kernels {
 
@@ -34,6 +35,19 @@ void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_a
 // Per-block partial sums of squares in double: `blocks` values into partials (device).
 constexpr int kSumBlocks = 256;
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);
+
+// Softmax (log_softmax) along rows of `size` elements `inner` apart (outer * inner rows), and
+// layer norm over `rows` rows of `cols` (gamma, beta null without affine; backward adds into
+// dgamma, dbeta when given): row_math.h's definitions, one thread per row.
+void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size, std::int64_t inner, bool log,
+                     cudaStream_t stream);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t size,
+                      std::int64_t inner, bool log, cudaStream_t stream);
+void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta, std::int64_t rows,
+                        std::int64_t cols, float eps, float* mean, float* rstd, cudaStream_t stream);
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         std::int64_t rows, std::int64_t cols, float* dx, float* dgamma, float* dbeta,
+                         cudaStream_t stream);
 
 // One LSTM (lstm true) or GRU cell step over n samples x hidden units, rnn_cell_math.h's
 // definitions; c_prev, c, dc and dc_prev are null for the GRU.
