@@ -55,6 +55,14 @@ function M.Engine(o)
                loss = object('tandem.Loss', 'a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits())'),
                schedule = object('tandem.Schedule', 'a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...)')})
   if o.net == nil then error('T.Engine: option net is required', 2) end
+  -- The engine places a Sequential's entries; a graph (or any other single layer) given as the
+  -- net trains as the one entry of a Sequential (its parameters read '<its name>.<node>...').
+  local net = o.net
+  if net:kind() ~= 'Sequential' then
+    local ok, wrapped = pcall(require('tandem.nn').Sequential, {net})
+    if not ok then error('T.Engine: ' .. tostring(wrapped), 2) end
+    net = wrapped
+  end
   if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
   if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
@@ -74,7 +82,7 @@ function M.Engine(o)
   end
   local layout = o.layout or (devices[1] and require('tandem.parallel').preferred_layout(devices[1]:kind()))
                  or 'channels_last'
-  return core.engine_new(o.net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
+  return core.engine_new(net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
                          layout, parallel or {},
                          o.trace and true or false)
 end
