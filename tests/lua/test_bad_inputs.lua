@@ -481,5 +481,6 @@ suite('command-line tools', tools)
 t.test('count', function()
   print(('# %d bad-input cases'):format(total))
   t.ok(total >= 300, 'cases: ' .. total)
+  os.execute('rm -rf ' .. S.quote(db_dir) .. ' ' .. S.quote(full_folder))  -- folders: S.cleanup removes files
   S.cleanup()
 end)
