@@ -196,7 +196,13 @@ function M.layout(opt, net, sample_shape)
     assert(net and sample_shape, 'T.parallel.layout(opt, net, sample_shape): --plan=auto needs the net')
     apply_plan(opt, plan_machine(opt, net, sample_shape))
   elseif opt.plan ~= '' then
-    local plan = require('tandem.plan').load(opt.plan)
+    -- A plan file that is missing or holds a wrong value is a mistake on the command line
+    -- (--plan=FILE), said in one line without a traceback.
+    local ok, plan = pcall(require('tandem.plan').load, opt.plan)
+    if not ok then
+      usage_error(("--plan=%s: %s (--plan takes a file written by `tandem plan --write`, or 'auto')")
+                  :format(opt.plan, (tostring(plan):gsub('^plan file [^:]*: ', ''))))
+    end
     check_plan_devices(opt, plan, opt.plan)
     apply_plan(opt, plan)
     print(('plan %s: %s, %.2f ms a step predicted'):format(opt.plan, opt.plan_label, opt.predicted_step_ms or 0))
@@ -205,6 +211,11 @@ function M.layout(opt, net, sample_shape)
   if n ~= opt.groups * opt.stages then
     usage_error(('--devices=%d does not match --groups=%d x --stages=%d (one device per stage of every group)')
           :format(n, opt.groups, opt.stages))
+  end
+  -- T.devices' limits, said as the options they came from.
+  if n > 256 then usage_error(('--groups=%d x --stages=%d make %d devices; at most 256'):format(opt.groups, opt.stages, n)) end
+  if opt.threads > 1024 then
+    usage_error(('option --threads must be 0 (the cores split between the devices) to 1024, got %d'):format(opt.threads))
   end
   local memory = opt.memory ~= '' and opt.memory or nil
   local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})
