@@ -7,6 +7,7 @@
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/embedding.h"
 #include "layers/flatten.h"
 #include "layers/graph.h"
 #include "layers/layer_norm.h"
@@ -234,6 +235,14 @@ int nn_recurrent(lua_State* L) {
     return 1;
 }
 
+// core.nn_embedding(num_embeddings, embedding_dim, [name])
+int nn_embedding(lua_State* L) {
+    const std::int64_t count = check_int(L, 1), dim = check_int(L, 2);
+    check_elements("Embedding", static_cast<double>(count) * static_cast<double>(dim));
+    push_named_layer(L, std::make_shared<Embedding>(count, dim), 3);
+    return 1;
+}
+
 // core.nn_softmax(dim, log, [name]): dim counted from 0, or from the end when negative.
 int nn_softmax(lua_State* L) {
     push_named_layer(L, std::make_shared<Softmax>(static_cast<int>(check_int(L, 1)), check_bool(L, 2)), 3);
@@ -267,6 +276,7 @@ const luaL_Reg kFunctions[] = {
     {"nn_graph", wrap<nn_graph>},
     {"nn_recurrent", wrap<nn_recurrent>},
     {"nn_softmax", wrap<nn_softmax>},
+    {"nn_embedding", wrap<nn_embedding>},
     {"nn_layer_norm", wrap<nn_layer_norm>},
     {"nn_concat", wrap<nn_concat>},
     {"nn_add", wrap<nn_add>},

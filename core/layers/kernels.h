@@ -258,6 +258,23 @@ struct LayerNormKernel {
                           const Tensor& rstd, Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) = 0;
 };
 
+struct EmbeddingConfig {
+    std::int64_t count, rows, dim;  // indices looked up; rows and width of the table
+    auto operator<=>(const EmbeddingConfig&) const = default;
+};
+
+// indices: count f32 holding whole numbers in [0, rows) (what the data pipeline delivers);
+// weights: rows x dim; dst: count x dim, row i = weights[indices[i]].
+struct EmbeddingKernel {
+    static constexpr const char* kName = "Embedding";
+    using Config = EmbeddingConfig;
+    virtual ~EmbeddingKernel() = default;
+    // Throws DataError naming the first bad index (position counted from 1) and its value.
+    virtual void forward(const Tensor& indices, const Tensor& weights, Tensor& dst) = 0;
+    // diff_weights[indices[i]] += diff_dst[i] (on a GPU in no fixed order).
+    virtual void backward(const Tensor& indices, const Tensor& diff_dst, Tensor& diff_weights) = 0;
+};
+
 enum class RnnCellKind { lstm, gru };
 
 struct RnnCellConfig {

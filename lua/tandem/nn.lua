@@ -362,6 +362,17 @@ function nn.Graph(spec)
   return make(2, core.graph_build, inputs, nodes, outputs, name)
 end
 
+-- nn.Embedding(num_embeddings, embedding_dim [, {name =}]): a table of vectors looked up by
+-- index; input N x ... of whole numbers in [0, num_embeddings) (f32, counted from 0 as class
+-- labels are), output N x ... x embedding_dim.
+function nn.Embedding(count, dim, opts)
+  local fn = 'nn.Embedding'
+  o.arg(fn, 1, 'num_embeddings', count, o.positive_int)
+  o.arg(fn, 2, 'embedding_dim', dim, o.positive_int)
+  opts = o.check(fn, opts, {name = o.name})
+  return make(2, core.nn_embedding, count, dim, opts.name)
+end
+
 -- nn.Softmax([dim = -1] [, {name =}]) and nn.LogSoftmax(...): along `dim`, counted from 1 (the
 -- batch, which it cannot be) or from the end when negative (-1: the last).
 local function softmax(kind, log)

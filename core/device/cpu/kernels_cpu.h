@@ -20,6 +20,7 @@ std::unique_ptr<DropoutKernel> make_dropout_cpu(Device&, const DropoutConfig&);
 std::unique_ptr<ElementLossKernel> make_element_loss_cpu(Device&, const ElementLossConfig&);
 std::unique_ptr<RnnCellKernel> make_rnn_cell_cpu(Device&, const RnnCellConfig&);
 std::unique_ptr<SoftmaxKernel> make_softmax_cpu(Device&, const SoftmaxConfig&);
+std::unique_ptr<EmbeddingKernel> make_embedding_cpu(Device&, const EmbeddingConfig&);
 std::unique_ptr<LayerNormKernel> make_layer_norm_cpu(Device&, const LayerNormConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
     Device&, const SoftmaxCrossEntropyConfig&);

@@ -21,6 +21,8 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<ElementLossKernel>(kCpu, "cpu", make_element_loss_cpu);
     r.add<RnnCellKernel>(kCpu, "cpu", make_rnn_cell_cpu);
     r.add<RnnCellKernel>(kCpu, "reference", make_rnn_cell_cpu);
+    r.add<EmbeddingKernel>(kCpu, "cpu", make_embedding_cpu);
+    r.add<EmbeddingKernel>(kCpu, "reference", make_embedding_cpu);
     r.add<SoftmaxKernel>(kCpu, "cpu", make_softmax_cpu);
     r.add<SoftmaxKernel>(kCpu, "reference", make_softmax_cpu);
     r.add<LayerNormKernel>(kCpu, "cpu", make_layer_norm_cpu);

@@ -101,6 +101,29 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* parti
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+__global__ void embedding_forward_kernel(const float* ids, const float* table, float* dst, std::int64_t count,
+                                         std::int64_t rows, std::int64_t dim, unsigned long long* bad) {
+    TANDEM_GRID_STRIDE(e, count * dim) {
+        const std::int64_t i = e / dim;
+        const float id = ids[i];
+        if (id >= 0 && id < static_cast<float>(rows) && floorf(id) == id) {
+            dst[e] = table[static_cast<std::int64_t>(id) * dim + e % dim];
+        } else {
+            dst[e] = 0;
+            atomicMin(bad, static_cast<unsigned long long>(i + 1));
+        }
+    }
+}
+
+__global__ void embedding_backward_kernel(const float* ids, const float* dy, float* table, std::int64_t count,
+                                          std::int64_t rows, std::int64_t dim) {
+    TANDEM_GRID_STRIDE(e, count * dim) {
+        const float id = ids[e / dim];
+        if (id >= 0 && id < static_cast<float>(rows) && floorf(id) == id)
+            atomicAdd(table + static_cast<std::int64_t>(id) * dim + e % dim, dy[e]);
+    }
+}
+
 __global__ void softmax_forward_kernel(const float* x, float* y, std::int64_t outer, std::int64_t size,
                                        std::int64_t inner, bool log) {
     TANDEM_GRID_STRIDE(r, outer * inner) {
@@ -366,6 +389,16 @@ __global__ void lrn_backward_kernel(lrn::Shape s, const float* x, const float* d
 }
 
 }  // namespace
+
+void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count, std::int64_t rows,
+                       std::int64_t dim, unsigned long long* bad, cudaStream_t stream) {
+    embedding_forward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(ids, table, dst, count, rows, dim, bad);
+}
+
+void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count, std::int64_t rows,
+                        std::int64_t dim, cudaStream_t stream) {
+    embedding_backward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(ids, dy, table, count, rows, dim);
+}
 
 void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size, std::int64_t inner, bool log,
                      cudaStream_t stream) {

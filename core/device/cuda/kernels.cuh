@@ -49,6 +49,14 @@ void layer_norm_backward(const float* x, const float* dy, const float* gamma, co
                          std::int64_t rows, std::int64_t cols, float* dx, float* dgamma, float* dbeta,
                          cudaStream_t stream);
 
+// Embedding rows: dst[i] = table[ids[i]]; an index that is not a whole number in [0, rows)
+// sets *bad to its position + 1 (the smallest such) and writes zeros. Backward adds rows with
+// atomicAdd (in no fixed order).
+void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count, std::int64_t rows,
+                       std::int64_t dim, unsigned long long* bad, cudaStream_t stream);
+void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count, std::int64_t rows,
+                        std::int64_t dim, cudaStream_t stream);
+
 // One LSTM (lstm true) or GRU cell step over n samples x hidden units, rnn_cell_math.h's
 // definitions; c_prev, c, dc and dc_prev are null for the GRU.
 void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,

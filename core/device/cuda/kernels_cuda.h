@@ -16,6 +16,7 @@ std::unique_ptr<DropoutKernel> make_dropout_cuda(Device&, const DropoutConfig&);
 std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device&, const ElementLossConfig&);
 std::unique_ptr<RnnCellKernel> make_rnn_cell_cuda(Device&, const RnnCellConfig&);
 std::unique_ptr<SoftmaxKernel> make_softmax_cuda(Device&, const SoftmaxConfig&);
+std::unique_ptr<EmbeddingKernel> make_embedding_cuda(Device&, const EmbeddingConfig&);
 std::unique_ptr<LayerNormKernel> make_layer_norm_cuda(Device&, const LayerNormConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cudnn(
     Device&, const SoftmaxCrossEntropyConfig&);

@@ -14,6 +14,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     r.add<ElementLossKernel>(kCuda, "cuda", make_element_loss_cuda);
     r.add<RnnCellKernel>(kCuda, "cuda", make_rnn_cell_cuda);
     r.add<SoftmaxKernel>(kCuda, "cuda", make_softmax_cuda);
+    r.add<EmbeddingKernel>(kCuda, "cuda", make_embedding_cuda);
     r.add<LayerNormKernel>(kCuda, "cuda", make_layer_norm_cuda);
     r.add<BatchNormKernel>(kCuda, "cudnn", make_batch_norm_cudnn);
     // Pooling on our kernels: the contract keeps argmax indices for backward, while

@@ -107,6 +107,7 @@ TEST(CudaBackends, EveryKernelKindIsRegistered) {
     EXPECT_TRUE(registered_for_cuda<TensorOpsKernel>());
     EXPECT_TRUE(registered_for_cuda<RnnCellKernel>());
     EXPECT_TRUE(registered_for_cuda<SoftmaxKernel>());
+    EXPECT_TRUE(registered_for_cuda<EmbeddingKernel>());
     EXPECT_TRUE(registered_for_cuda<LayerNormKernel>());
     EXPECT_TRUE(registered_for_cuda<ActivationKernel>());
     EXPECT_TRUE(registered_for_cuda<DropoutKernel>());
