@@ -1,6 +1,9 @@
-// The methods of graphs (layers/graph.h), as plain functions on core: lua/tandem/graph.lua
-// turns them into g:input, g:add, g:output, g:nodes and g:forward{...} after checking the
-// arguments, and nn.Graph{...} into core.graph_build.
+// The methods of graphs (layers/graph.h). g:add and g:forward{...} are the layer methods add
+// and forward given a graph (bind_layer.cpp, bind_layer_train.cpp hand them here); the others
+// are plain functions on core that lua/tandem/graph.lua turns into g:input, g:output, g:split,
+// g:nodes, and nn.Graph{...} into core.graph_build.
+#include "bind_graph.h"
+
 #include "binding.h"
 #include "layers/graph.h"
 #include "objects.h"
@@ -37,15 +40,6 @@ int graph_input(lua_State* L) {
     Graph& g = check_graph(L, 1);
     const std::string name = check_string(L, 2);
     g.add_input(name);
-    lua_pushstring(L, name.c_str());
-    return 1;
-}
-
-// core.graph_add(g, layer, {input names}): adds a node; returns its name.
-int graph_add(lua_State* L) {
-    Graph& g = check_graph(L, 1);
-    LayerPtr layer = check_layer(L, 2);
-    const std::string name = g.add(std::move(layer), check_names(L, 3, "the inputs"));
     lua_pushstring(L, name.c_str());
     return 1;
 }
@@ -98,12 +92,36 @@ int graph_info(lua_State* L) {
     return 1;
 }
 
-// core.graph_forward(g, {tensors}, mode, seed): one output tensor per graph output, as a list.
-// Like layer:forward, for looking at a graph: what a training forward keeps is dropped.
-int graph_forward(lua_State* L) {
-    LayerPtr layer = check_layer(L, 1);
+const luaL_Reg kFunctions[] = {
+    {"graph_input", wrap<graph_input>}, {"graph_output", wrap<graph_output>},
+    {"graph_build", wrap<graph_build>}, {"graph_info", wrap<graph_info>},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+bool is_graph(lua_State* L, int index) { return dynamic_cast<Graph*>(check_layer(L, index).get()) != nullptr; }
+
+int graph_add(lua_State* L) {
     Graph& g = check_graph(L, 1);
-    if (!lua_istable(L, 2)) throw ArgError(2, "the inputs must be a list of tensors");
+    LayerPtr layer = check_layer(L, 2);
+    std::vector<std::string> inputs;
+    for (int i = 3; i <= lua_gettop(L); ++i) {
+        if (lua_type(L, i) != LUA_TSTRING) throw ArgError(i, "a node's name expected, got " + type_name(L, i));
+        inputs.push_back(lua_tostring(L, i));
+    }
+    const std::string name = g.add(std::move(layer), inputs);
+    lua_pushstring(L, name.c_str());
+    return 1;
+}
+
+int graph_forward(lua_State* L) {
+    Graph& g = check_graph(L, 1);
+    check_options(L, 3, "forward", {"mode", "seed"});
+    const std::string mode = option_string(L, 3, "mode", "eval");
+    if (mode != "train" && mode != "eval")
+        throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
+    const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
     std::vector<Tensor> xs;
     for_each_item(L, 2, [&](int i) {
         const Tensor& x = check_tensor(L, -1);
@@ -112,8 +130,6 @@ int graph_forward(lua_State* L) {
                                   x.description());
         xs.push_back(x);
     });
-    const std::string mode = check_string(L, 3);
-    const auto seed = static_cast<std::uint64_t>(check_int(L, 4));
     TANDEM_CHECK_AS(ShapeError, xs.size() == g.input_names().size())
         << g.label() << " takes " << g.input_names().size() << " input(s), got " << xs.size();
     std::vector<Shape> shapes;
@@ -135,14 +151,6 @@ int graph_forward(lua_State* L) {
     }
     return 1;
 }
-
-const luaL_Reg kFunctions[] = {
-    {"graph_input", wrap<graph_input>},   {"graph_add", wrap<graph_add>},   {"graph_output", wrap<graph_output>},
-    {"graph_build", wrap<graph_build>},   {"graph_info", wrap<graph_info>}, {"graph_forward", wrap<graph_forward>},
-    {nullptr, nullptr},
-};
-
-}  // namespace
 
 void register_graph(lua_State* L, int module) { add_functions(L, module, kFunctions); }
 

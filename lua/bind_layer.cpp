@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "bind_graph.h"
 #include "binding.h"
 #include "layers/graph.h"
 #include "layers/merge.h"
@@ -142,6 +143,7 @@ bool contains(Layer& root, const Layer* target) {
 
 // seq:add(layer): appends `layer` (named by kind and position when unnamed); returns seq.
 int sequential_add(lua_State* L) {
+    if (is_graph(L, 1)) return graph_add(L);  // g:add(layer, input names...)
     Sequential& seq = check_sequential(L, 1);
     LayerPtr layer = check_layer(L, 2);
     // A cycle would make every later walk over the net recurse without end.

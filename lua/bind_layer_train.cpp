@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "bind_graph.h"
 #include "binding.h"
 #include "layer_train.h"
 #include "objects.h"
@@ -92,6 +93,7 @@ const luaL_Reg kNoMethods[] = {{nullptr, nullptr}};
 // layer:forward(x [, {mode = 'eval' | 'train', seed = 0}]): y on x's device. The layer's
 // parameters move to that device first. A training forward stays pending for backward.
 int layer_forward(lua_State* L) {
+    if (lua_istable(L, 2) && is_graph(L, 1)) return graph_forward(L);  // g:forward{x1, x2, ...}
     LayerPtr layer = check_layer(L, 1);
     const Tensor& x = check_tensor(L, 2);
     check_options(L, 3, "forward", {"mode", "seed"});

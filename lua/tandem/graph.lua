@@ -5,8 +5,8 @@
 --   local b = g:add(nn.Conv2d(8, 4, 3, {pad = 1}), x)
 --   g:output(g:add(nn.Concat(), a, b))
 -- Layers have one metatable, so these methods are on every layer and check that they are
--- given a graph; g:add on a Sequential is Sequential's add, and g:forward on a tensor is
--- every layer's forward.
+-- given a graph. g:add(layer, inputs...) and g:forward{x1, x2, ...} are the layer methods add
+-- and forward, which hand a graph to lua/bind_graph.cpp.
 local core = require 'tandem.core'
 local o = require 'tandem.options'
 
@@ -43,31 +43,12 @@ end
 
 function M.install(mt)
   local methods = mt.__index
-  local sequential_add, layer_forward = methods.add, methods.forward
 
   -- g:input(name): declares an input; returns its name.
   function methods.input(self, name)
     check_graph(self, 'input')
     o.arg('input', 1, 'name', name, o.name)
     local result = call(core.graph_input, self, name)
-    return result
-  end
-
-  -- g:add(layer, input names...): a node fed by those; returns its name. On a Sequential,
-  -- seq:add(layer) appends.
-  function methods.add(self, layer, ...)
-    if getmetatable(self) == mt and self:kind() == 'Graph' then
-      if getmetatable(layer) ~= mt then
-        error(("bad argument #1 to 'add' (layer expected, got %s)"):format(o.describe(layer)), 2)
-      end
-      local inputs = names('add', 2, ...)
-      if #inputs == 0 then
-        error(("add: node %s has no inputs (g:add(layer, 'x') feeds it from 'x')"):format(tostring(layer)), 2)
-      end
-      local result = call(core.graph_add, self, layer, inputs)
-      return result
-    end
-    local result = call(sequential_add, self, layer, ...)
     return result
   end
 
@@ -93,7 +74,7 @@ function M.install(mt)
       o.arg('split', 2, ('size %d'):format(i), size, o.positive_int)
       local ok, narrow = pcall(nn.Narrow, opts.dim or 2, start, size)
       if not ok then error(narrow, 2) end
-      parts[i] = call(core.graph_add, self, narrow, {input})
+      parts[i] = call(self.add, self, narrow, input)
       start = start + size
     end
     return unpack(parts)
@@ -116,17 +97,6 @@ function M.install(mt)
     return core.graph_info(self).outputs
   end
 
-  -- g:forward({x1, x2, ...} [, {mode, seed}]): a graph of several inputs, one tensor each;
-  -- returns the list of its outputs. Given one tensor, every layer's forward.
-  function methods.forward(self, x, opts)
-    if type(x) == 'table' and getmetatable(x) == nil and getmetatable(self) == mt and self:kind() == 'Graph' then
-      opts = o.check('forward', opts, {mode = o.one_of{'train', 'eval'}, seed = o.nonneg_int})
-      local result = call(core.graph_forward, self, x, opts.mode or 'eval', opts.seed or 0)
-      return result
-    end
-    local result = call(layer_forward, self, x, opts)
-    return result
-  end
 end
 
 return M
