@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -35,6 +36,50 @@ cv::Mat to_channels(cv::Mat image, int channels) {
     return out;
 }
 
+// The most pixels an encoded image may claim: its header alone would otherwise make the decoder
+// allocate whatever it states (a damaged JPEG claiming 65535 x 65535 asks for 12 GB).
+constexpr std::uint64_t kMaxPixels = std::uint64_t(1) << 26;  // 8192 x 8192
+
+struct Size2 {
+    std::uint32_t height = 0, width = 0;
+};
+
+std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+    return v;
+}
+
+// The size a PNG's IHDR or a JPEG's start-of-frame states, read before decoding; none when the
+// bytes are neither or the header is not found.
+std::optional<Size2> stated_size(const std::string& b) {
+    static const char kPng[] = "\x89PNG\r\n\x1a\n";
+    if (b.size() >= 24 && b.compare(0, 8, kPng, 8) == 0 && b.compare(12, 4, "IHDR") == 0)
+        return Size2{big_endian(b, 20, 4), big_endian(b, 16, 4)};
+    if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF || static_cast<unsigned char>(b[1]) != 0xD8)
+        return std::nullopt;
+    // JPEG markers: FF xx, then (except the standalone ones) a 2-byte length; start-of-frame
+    // markers C0-CF (but C4, C8, CC) carry precision, height and width.
+    for (std::size_t at = 2; at + 3 < b.size();) {
+        if (static_cast<unsigned char>(b[at]) != 0xFF) return std::nullopt;
+        const auto marker = static_cast<unsigned char>(b[at + 1]);
+        if (marker == 0xFF) {  // fill byte
+            ++at;
+            continue;
+        }
+        if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // end, or scan data: no frame seen
+        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
+            at += 2;
+            continue;
+        }
+        const std::size_t length = big_endian(b, at + 2, 2);
+        const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+        if (frame && at + 9 <= b.size()) return Size2{big_endian(b, at + 5, 2), big_endian(b, at + 7, 2)};
+        at += 2 + length;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 cv::Mat decode_image(const RawSample& s, int channels) {
@@ -57,6 +102,14 @@ cv::Mat decode_image(const RawSample& s, int channels) {
     if (s.bytes.empty()) corrupt(s, "empty");
     if (s.encoding == Encoding::jpeg && !has_jpeg_end(s.bytes))
         corrupt(s, "truncated (no end-of-image marker)");
+    if (const auto stated = stated_size(s.bytes)) {
+        if (std::uint64_t(stated->height) * stated->width > kMaxPixels)
+            corrupt(s, "its header claims " + std::to_string(stated->height) + "x" + std::to_string(stated->width) +
+                           " pixels, more than the " + std::to_string(kMaxPixels) + " an image may have");
+        if (s.height != 0 && (stated->height != s.height || stated->width != s.width))
+            corrupt(s, "its header states " + std::to_string(stated->height) + "x" + std::to_string(stated->width) +
+                           ", the record " + std::to_string(s.height) + "x" + std::to_string(s.width));
+    }
     const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
                       : channels == 3 ? cv::IMREAD_COLOR
                                       : cv::IMREAD_ANYCOLOR;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "data/db_builder.h"
+#include "data/image_decode.h"
 #include "data/transform.h"
 #include "data_fixtures.h"
 
@@ -155,6 +156,39 @@ TEST(Transform, CorruptBytesAreCorruptSamples) {
     } catch (const CorruptSampleError& e) {
         EXPECT_NE(std::string(e.what()).find("'broken.jpg'"), std::string::npos);
         EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
+    }
+}
+
+// A header claiming a huge image is refused before the decoder allocates what it states (the
+// fuzzer's 2 GB JPEG), and a header disagreeing with the record's size before decoding.
+TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
+    RawSample s;
+    s.key = "huge";
+    s.encoding = Encoding::jpeg;
+    // SOI, a start-of-frame claiming 65535 x 65535, EOI.
+    s.bytes = std::string("\xFF\xD8\xFF\xC0\x00\x11\x08\xFF\xFF\xFF\xFF\x03", 12) + std::string(16, '\0') + "\xFF\xD9";
+    try {
+        decode_image(s, 0);
+        FAIL() << "expected a CorruptSampleError";
+    } catch (const CorruptSampleError& e) {
+        EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos) << e.what();
+    }
+    std::vector<unsigned char> png;
+    cv::imencode(".png", pattern_image(0, 8, 6, 3), png);
+    s.encoding = Encoding::png;
+    s.bytes.assign(png.begin(), png.end());
+    s.height = 8;
+    s.width = 6;
+    EXPECT_EQ(decode_image(s, 3).rows, 8);
+    for (std::size_t i : {16, 20}) s.bytes[i] = '\x7f';  // IHDR's width and height: 2^31 - ...
+    EXPECT_THROW(decode_image(s, 3), CorruptSampleError);
+    s.bytes.assign(png.begin(), png.end());
+    s.height = 9;
+    try {
+        decode_image(s, 3);
+        FAIL() << "expected a CorruptSampleError";
+    } catch (const CorruptSampleError& e) {
+        EXPECT_NE(std::string(e.what()).find("its header states 8x6, the record 9x6"), std::string::npos) << e.what();
     }
 }
 
