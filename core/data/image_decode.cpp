@@ -59,9 +59,13 @@ std::optional<Size2> stated_size(const std::string& b) {
     if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF || static_cast<unsigned char>(b[1]) != 0xD8)
         return std::nullopt;
     // JPEG markers: FF xx, then (except the standalone ones) a 2-byte length; start-of-frame
-    // markers C0-CF (but C4, C8, CC) carry precision, height and width.
+    // markers C0-CF (but C4, C8, CC) carry precision, height and width. Bytes between markers
+    // are skipped, as libjpeg skips them (with a warning) to find the next one.
     for (std::size_t at = 2; at + 3 < b.size();) {
-        if (static_cast<unsigned char>(b[at]) != 0xFF) return std::nullopt;
+        if (static_cast<unsigned char>(b[at]) != 0xFF) {
+            ++at;
+            continue;
+        }
         const auto marker = static_cast<unsigned char>(b[at + 1]);
         if (marker == 0xFF) {  // fill byte
             ++at;

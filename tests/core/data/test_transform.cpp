@@ -173,6 +173,8 @@ TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
     } catch (const CorruptSampleError& e) {
         EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos) << e.what();
     }
+    s.bytes.insert(2, "stray bytes libjpeg skips");  // before the frame, as the fuzzer's second find
+    EXPECT_THROW(decode_image(s, 0), CorruptSampleError);
     std::vector<unsigned char> png;
     cv::imencode(".png", pattern_image(0, 8, 6, 3), png);
     s.encoding = Encoding::png;
