@@ -6,7 +6,8 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 14;
+// A unit costs several exp/tanh calls: a team pays for itself from a few thousand units.
+constexpr std::int64_t kParallelMin = 1 << 11;
 
 class RnnCellCpu final : public RnnCellKernel {
 public:
