@@ -6,6 +6,7 @@
 
 #include "binding.h"
 #include "layers/graph.h"
+#include "layer_train.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -117,11 +118,7 @@ int graph_add(lua_State* L) {
 
 int graph_forward(lua_State* L) {
     Graph& g = check_graph(L, 1);
-    check_options(L, 3, "forward", {"mode", "seed"});
-    const std::string mode = option_string(L, 3, "mode", "eval");
-    if (mode != "train" && mode != "eval")
-        throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
-    const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
+    const ForwardOptions options = check_forward_options(L, 3);
     std::vector<Tensor> xs;
     for_each_item(L, 2, [&](int i) {
         const Tensor& x = check_tensor(L, -1);
@@ -142,7 +139,7 @@ int graph_forward(lua_State* L) {
     Device& device = xs.front().device();
     g.bind_graph(device, shapes, xs.front().layout());
     Tape tape;
-    Pass pass{device, mode == "train" ? Mode::train : Mode::eval, 0, tape, seed};
+    Pass pass{device, options.mode, 0, tape, options.seed};
     const auto ys = g.forward_graph(xs, pass);
     lua_createtable(L, static_cast<int>(ys.size()), 0);
     for (std::size_t i = 0; i < ys.size(); ++i) {

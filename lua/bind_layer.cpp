@@ -133,21 +133,13 @@ int layer_children(lua_State* L) {
     return 1;
 }
 
-// Whether `target` is `root` or somewhere under it.
-bool contains(Layer& root, const Layer* target) {
-    if (&root == target) return true;
-    for (Layer* child : root.children())
-        if (contains(*child, target)) return true;
-    return false;
-}
-
 // seq:add(layer): appends `layer` (named by kind and position when unnamed); returns seq.
 int sequential_add(lua_State* L) {
     if (is_graph(L, 1)) return graph_add(L);  // g:add(layer, input names...)
     Sequential& seq = check_sequential(L, 1);
     LayerPtr layer = check_layer(L, 2);
     // A cycle would make every later walk over the net recurse without end.
-    if (contains(*layer, &seq))
+    if (contains_layer(*layer, &seq))
         throw ArgError(2, "layer " + layer->label() +
                               " contains this Sequential (a net cannot "
                               "contain itself)");

@@ -90,17 +90,21 @@ const luaL_Reg kNoMethods[] = {{nullptr, nullptr}};
 
 }  // namespace
 
+ForwardOptions check_forward_options(lua_State* L, int index) {
+    check_options(L, index, "forward", {"mode", "seed"});
+    const std::string mode = option_string(L, index, "mode", "eval");
+    if (mode != "train" && mode != "eval")
+        throw ArgError(index, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
+    return {mode == "train" ? Mode::train : Mode::eval, static_cast<std::uint64_t>(option_int(L, index, "seed", 0))};
+}
+
 // layer:forward(x [, {mode = 'eval' | 'train', seed = 0}]): y on x's device. The layer's
 // parameters move to that device first. A training forward stays pending for backward.
 int layer_forward(lua_State* L) {
     if (lua_istable(L, 2) && is_graph(L, 1)) return graph_forward(L);  // g:forward{x1, x2, ...}
     LayerPtr layer = check_layer(L, 1);
     const Tensor& x = check_tensor(L, 2);
-    check_options(L, 3, "forward", {"mode", "seed"});
-    const std::string mode = option_string(L, 3, "mode", "eval");
-    if (mode != "train" && mode != "eval")
-        throw ArgError(3, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
-    const auto seed = static_cast<std::uint64_t>(option_int(L, 3, "seed", 0));
+    const ForwardOptions options = check_forward_options(L, 3);
     // Layers compute in f32: an i32 or u8 tensor's bytes would be read as floats (and a u8
     // one past its end).
     if (x.dtype() != DType::f32)
@@ -112,9 +116,9 @@ int layer_forward(lua_State* L) {
     Device& device = x.device();
     layer->bind(device, x.shape(), x.layout());
     Tape tape;
-    Pass pass{device, mode == "train" ? Mode::train : Mode::eval, 0, tape, seed};
+    Pass pass{device, options.mode, 0, tape, options.seed};
     push_tensor(L, layer->forward(x, pass));
-    if (pass.mode == Mode::train) store.put(layer, x, seed, std::move(tape));
+    if (pass.mode == Mode::train) store.put(layer, x, options.seed, std::move(tape));
     return 1;
 }
 

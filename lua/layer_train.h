@@ -5,7 +5,18 @@
 
 #include <lua.hpp>
 
+#include <cstdint>
+
+#include "layers/pass.h"
+
 namespace tandem::lua {
+
+// forward's options table at `index`: {mode = 'eval' | 'train', seed = 0}, checked.
+struct ForwardOptions {
+    Mode mode = Mode::eval;
+    std::uint64_t seed = 0;
+};
+ForwardOptions check_forward_options(lua_State* L, int index);
 
 int layer_forward(lua_State* L);
 int layer_backward(lua_State* L);

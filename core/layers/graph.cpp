@@ -18,13 +18,6 @@ std::string quoted_list(const std::vector<std::string>& names) {
     return out.empty() ? "none" : out;
 }
 
-bool contains(Layer& root, const Layer* target) {
-    if (&root == target) return true;
-    for (Layer* child : root.children())
-        if (contains(*child, target)) return true;
-    return false;
-}
-
 // `slot` += `t`, both as `like` is laid out (`slot` may share memory with another value: a new
 // tensor holds the sum).
 void accumulate(Tensor& slot, const Tensor& t, const Tensor& like, Device& device) {
@@ -85,7 +78,7 @@ void Graph::add_input(const std::string& name) {
 
 std::string Graph::add(LayerPtr layer, const std::vector<std::string>& inputs) {
     TANDEM_CHECK_AS(ConfigError, layer != nullptr) << label() << ": cannot add a null layer";
-    TANDEM_CHECK_AS(ConfigError, !contains(*layer, this))
+    TANDEM_CHECK_AS(ConfigError, !contains_layer(*layer, this))
         << label() << ": layer " << layer->label() << " contains this graph (a net cannot contain itself)";
     check_not_in_engine();
     for (const auto& node : nodes_)

@@ -178,6 +178,13 @@ std::vector<std::size_t> parameter_tensor_bytes(Layer& root) {
     return bytes;
 }
 
+bool contains_layer(Layer& root, const Layer* target) {
+    if (&root == target) return true;
+    for (Layer* child : root.children())
+        if (contains_layer(*child, target)) return true;
+    return false;
+}
+
 std::int64_t parameter_count(Layer& root) {
     std::int64_t n = 0;
     for (auto& p : named_parameters(root)) n += p.parameter->value.numel();

@@ -132,6 +132,9 @@ struct NamedParameter {
 std::vector<NamedParameter> named_parameters(Layer& root);
 std::vector<NamedParameter> named_buffers(Layer& root);
 std::int64_t parameter_count(Layer& root);
+// Whether `target` is `root` or somewhere under it: how containers refuse a net that would
+// contain itself.
+bool contains_layer(Layer& root, const Layer* target);
 // The bytes of each parameter tensor under `root`, in named_parameters' order: what gradient
 // buckets are made of (the engine's and the planner's, parallel/program.h).
 std::vector<std::size_t> parameter_tensor_bytes(Layer& root);
