@@ -22,8 +22,8 @@ local opt = T.options(..., T.parallel.defaults{
   progress = T.Progress.option,
 })
 
-local train = T.data.mnist(opt.data .. '/train-images-idx3-ubyte.gz', opt.data .. '/train-labels-idx1-ubyte.gz')
-local test = T.data.mnist(opt.data .. '/t10k-images-idx3-ubyte.gz', opt.data .. '/t10k-labels-idx1-ubyte.gz')
+local train = T.data.mnist_split(opt.data, 'train')
+local test = T.data.mnist_split(opt.data, 't10k')
 local sample_shape = {1, 28, 28}
 local pixels = 28 * 28
 

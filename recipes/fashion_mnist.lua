@@ -37,11 +37,8 @@ local opt = T.options(..., T.parallel.defaults{
 opt.layout = T.parallel.data_layout(opt)
 
 local mean, std = 0.2860, 0.3530   -- Fashion-MNIST's pixel statistics
-local train = opt.source ~= 'lmdb' and
-  T.data.mnist(opt.data .. '/train-images-idx3-ubyte.gz', opt.data .. '/train-labels-idx1-ubyte.gz',
-               {mean = mean, std = std})
-local test = T.data.mnist(opt.data .. '/t10k-images-idx3-ubyte.gz',
-                          opt.data .. '/t10k-labels-idx1-ubyte.gz', {mean = mean, std = std})
+local train = opt.source ~= 'lmdb' and T.data.mnist_split(opt.data, 'train', {mean = mean, std = std})
+local test = T.data.mnist_split(opt.data, 't10k', {mean = mean, std = std})
 
 -- The LMDB path: the training set through the three-stage loader.
 local loader

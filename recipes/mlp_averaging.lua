@@ -56,13 +56,13 @@ local hidden = list(opt.hidden, 'hidden', function(n)
 end)
 
 local mean, std = 0.2860, 0.3530   -- Fashion-MNIST's pixel statistics
-local function load(images, labels, limit)
-  local ds = assert(T.data.mnist(opt.data .. '/' .. images, opt.data .. '/' .. labels, {mean = mean, std = std}))
+local function load(split, limit)
+  local ds = T.data.mnist_split(opt.data, split, {mean = mean, std = std})
   if limit == 0 or limit >= ds:size() then return ds end
   return T.data.dataset(ds:batch(T.data.epoch_order(ds:size(), 0, 0, false), 1, limit))
 end
-local train = load('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz', opt.train)
-local test = load('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz', opt.test)
+local train = load('train', opt.train)
+local test = load('t10k', opt.test)
 local steps_per_epoch = math.floor(train:size() / opt.batch)
 if steps_per_epoch < 1 then
   error(('--batch=%d is larger than the %d training images'):format(opt.batch, train:size()), 0)

@@ -29,6 +29,20 @@ T.save = core.save
 T.load = core.load
 T.data = core.data
 
+-- T.data.mnist_split(folder, split [, {mean =, std =}]): the idx pair `split`-images-idx3-ubyte.gz
+-- and `split`-labels-idx1-ubyte.gz ('train' or 't10k') of the folder a recipe's --data names.
+-- A missing or unreadable file is the command line's mistake (exit status 2), naming --data.
+function T.data.mnist_split(folder, split, options)
+  local prefix = folder .. '/' .. split
+  local set, why = T.data.mnist(prefix .. '-images-idx3-ubyte.gz', prefix .. '-labels-idx1-ubyte.gz', options)
+  if not set then
+    require('tandem.command_line').usage_error(("--data=%s: %s (--data names the folder of Fashion-MNIST's idx files; Debian's "
+      .. "dataset-fashion-mnist, which tools/install-deps installs, puts them in "
+      .. '/usr/share/datasets/fashion-mnist)'):format(folder, why))
+  end
+  return set
+end
+
 -- T.save_image_grid(path, images [, {columns = 8, range = {0, 1}}]): N x C x H x W images (C 1
 -- or 3) as a PNG grid, `range` the values drawn black and white.
 local check = require 'tandem.options'

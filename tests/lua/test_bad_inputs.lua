@@ -459,6 +459,8 @@ local tool_cases = {
   {{'run', 'recipes/fashion_mnist.lua', '--plan=' .. bad_plan}, "--plan=" .. bad_plan .. ": field 'groups' must be an integer in [1, 256], got 0", status = 2},
   {{'run', 'recipes/fashion_mnist.lua', '--threads=5000'}, 'option --threads must be 0 (the cores split between the devices) to 1024, got 5000', status = 2},
   {{'run', 'recipes/fashion_mnist.lua', '--groups=300'}, '--groups=300 x --stages=1 make 300 devices; at most 256', status = 2},
+  {{'run', 'recipes/fashion_mnist.lua', '--data=docs'}, '--data=docs: docs/train-images-idx3-ubyte.gz: no such file (--data names the folder of Fashion-MNIST', status = 2},
+  {{'run', 'recipes/autoencoder.lua', '--data=docs'}, '--data=docs: docs/train-images-idx3-ubyte.gz: no such file', status = 2},
   {{'gen-images', S.tmpname('_gif'), '--format=gif'}, "tandem gen-images: --format must be one of jpg, png, got 'gif'", status = 2},
   {{'gen-images', S.tmpname('_sizes'), '--min-size=100', '--max-size=50'}, 'tandem gen-images: --min-size (100) must not exceed --max-size (50)', status = 2},
   {{'gen-images', full_folder, '--classes=1', '--per-class=1'}, 'tandem gen-images: ' .. full_folder .. ' is not empty; give a new or empty folder, or --overwrite to write into it', status = 1},
