@@ -12,6 +12,10 @@ namespace tandem::test {
 namespace {
 
 constexpr double kTol = 1e-4;
+// Results summed over thousands of products whose partial sums reach tens: two algorithms'
+// orders of summation differ by up to about 1e-4 of those (2.2e-4 seen on an H200, weight
+// gradients of a 3x3 convolution over 16 x 28 x 28 positions).
+constexpr double kSumTol = 2e-3;
 
 TEST(CudaLayers, Conv2d) {
     TANDEM_REQUIRE_GPUS(1);
@@ -76,7 +80,7 @@ TEST(CudaLayers, Conv2dInDeterministicMode) {
         for (std::size_t i = 0; i < first.size(); ++i)
             expect_near(Tensor::from_vector({std::int64_t(first[i].size())}, cpu(), first[i]),
                         Tensor::from_vector({std::int64_t(before[i].size())}, cpu(), before[i]),
-                        kTol, "gradient " + std::to_string(i));
+                        kSumTol, "gradient " + std::to_string(i));
         for (int repeat = 0; repeat < 3; ++repeat) EXPECT_EQ(gradients(), first) << "repeat " << repeat;
     }
 }
@@ -234,7 +238,8 @@ TEST(CudaLayers, Pool2d) {
                 }
 }
 
-// cuDNN's window (size 5) and ones only our kernel runs: even, wider than 16 channels, tiny k.
+// cuDNN's window (size 5) and ones only our kernel runs: even, wider than 16 channels, tiny k;
+// against the CPU's reference kernel, which defines PyTorch's window for every size.
 TEST(CudaLayers, Lrn) {
     TANDEM_REQUIRE_GPUS(1);
     for (const LrnConfig& base : {LrnConfig{2, 7, 3, 4, 5, 0.8f, 0.75f, 1.5f, Layout::contiguous},
@@ -247,7 +252,9 @@ TEST(CudaLayers, Lrn) {
             SCOPED_TRACE(std::string(layout_name(layout)) + " size " + std::to_string(c.size) +
                          " k " + std::to_string(c.k));
             const Shape shape{c.n, c.c, c.h, c.w};
-            auto ck = kernel_on<LrnKernel>(cpu(), c);
+            // The reference kernel: oneDNN's window differs from PyTorch's for even sizes (which
+            // nn.LRN refuses, but our GPU kernel computes as PyTorch does).
+            auto ck = KernelRegistry::instance().make<LrnKernel>(cpu(), c, "reference");
             auto gk = kernel_on<LrnKernel>(gpu(), c);
             const Tensor x = random_tensor(shape, cpu(), 19, -1.5f, 1.5f, layout);
             const Tensor dy = random_tensor(shape, cpu(), 20, -1, 1, layout);
