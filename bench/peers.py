@@ -12,7 +12,8 @@ usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] 
        [--device cuda [--batch N] [--tf32]]
 --device cuda: both on the first GPU, PyTorch through bench/torch_cuda.py (the peers' nets,
 this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets';
---tf32 lets both use TF32 tensor cores (float32 FMA math otherwise).
+--tf32 lets both use TF32 tensor cores (float32 FMA math otherwise); --nets may also name
+resnet50, vgg16 and alexnet224 (against torchvision's).
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -21,6 +22,12 @@ NETS = {  # name: (our net file, batch size the peers' README uses)
     'smallbn': ('recipes/nets/smallbn.lua', 128),
     'resnet20': ('recipes/nets/resnet20.lua', 128),
     'alexnet64': ('recipes/nets/alexnet64.lua', 64),
+}
+# On GPUs also the 224-pixel nets, against torchvision's (bench/torch_cuda.py): --nets names them.
+NETS_224 = {
+    'resnet50': ('recipes/nets/resnet50.lua', 64),
+    'vgg16': ('recipes/nets/vgg16.lua', 64),
+    'alexnet224': ('recipes/nets/alexnet224.lua', 128),
 }
 PEAK_PER_CORE = 239.0
 
@@ -43,6 +50,11 @@ ap.add_argument('--tf32', action='store_true', help='GPU: TF32 tensor cores for 
 a = ap.parse_args()
 if a.tf32 and a.device != 'cuda':
     ap.error('--tf32 is for --device cuda (TF32 tensor cores are a GPU\'s)')
+if a.device == 'cuda':
+    NETS.update(NETS_224)
+unknown = [n for n in a.nets.split(',') if n not in NETS]
+if unknown:
+    ap.error(f"unknown net {', '.join(unknown)} (known{' on GPUs' if a.device == 'cuda' else ''}: {', '.join(NETS)})")
 
 
 def env_for(threads):

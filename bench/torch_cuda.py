@@ -35,10 +35,17 @@ torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = a.tf32
 torch.backends.cuda.matmul.allow_tf32 = a.tf32
 torch.manual_seed(0)
-ctor, shape = NETS[a.net]
-model = ctor().cuda().train()
+# The 224-pixel nets are torchvision's, which recipes/nets/{resnet50,vgg16,alexnet224}.lua equal.
+if a.net in ('resnet50', 'vgg16', 'alexnet224'):
+    import torchvision.models as models
+    ctor = {'resnet50': models.resnet50, 'vgg16': models.vgg16, 'alexnet224': models.alexnet}[a.net]
+    model, shape, classes = ctor(weights=None), (3, 224, 224), 1000
+else:
+    ctor, shape = NETS[a.net]
+    model, classes = ctor(), 10
+model = model.cuda().train()
 x = torch.randn(a.batch, *shape, device='cuda')
-y = torch.randint(0, 10, (a.batch,), device='cuda')
+y = torch.randint(0, classes, (a.batch,), device='cuda')
 if a.channels_last:
     model = model.to(memory_format=torch.channels_last)
     x = x.contiguous(memory_format=torch.channels_last)
