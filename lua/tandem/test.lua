@@ -6,9 +6,11 @@
 --   end)
 --
 -- Each test runs at once, inside xpcall, and prints "ok N - name" or "not ok N - name: why"
--- (then the traceback as "#" lines). `tandem test` ends with finish(), which prints the plain
+-- (then the traceback as "#" lines), with its wall time when it took a second or more (what
+-- to look at when the test suite grows slow). `tandem test` ends with finish(), which prints the plain
 -- line "N passed, M failed".
 local M = {}
+local now = require('tandem.core').now
 
 local passed, failed, count = 0, 0, 0
 
@@ -106,16 +108,17 @@ function M.raises(fn, words)
   return message
 end
 
-local function report(ok, name, why)
+local function report(ok, name, why, seconds)
   count = count + 1
+  local took = seconds and seconds >= 1 and (' (%.1f s)'):format(seconds) or ''
   if ok then
     passed = passed + 1
-    print(('ok %d - %s'):format(count, name))
+    print(('ok %d - %s%s'):format(count, name, took))
   else
     failed = failed + 1
     why = tostring(why)
     local first, rest = why:match('^([^\n]*)\n?(.*)$')
-    print(('not ok %d - %s: %s'):format(count, name, first))
+    print(('not ok %d - %s%s: %s'):format(count, name, took, first))
     for line in rest:gmatch('[^\n]+') do print('#   ' .. line) end
   end
   io.stdout:flush()
@@ -123,8 +126,9 @@ end
 
 -- t.test(name, fn): runs fn now and reports it.
 function M.test(name, fn)
+  local start = now()
   local ok, why = xpcall(fn, function(e) return debug.traceback(tostring(e), 2) end)
-  report(ok, name, why)
+  report(ok, name, why, now() - start)
 end
 
 -- A test file that failed outside any test (syntax error, error at load time).
