@@ -47,7 +47,7 @@ double Merge::merged_flops(const std::vector<Shape>&) const { return 0; }
 void Merge::check_input_count(std::size_t n) const {
     const bool bounded = max_inputs() != std::numeric_limits<std::size_t>::max();
     TANDEM_CHECK_AS(ConfigError, n >= min_inputs() && n <= max_inputs())
-        << label() << " takes " << (bounded && min_inputs() == max_inputs() ? "" : "at least ") << min_inputs()
+        << label() << " takes " << (bounded ? "" : "at least ") << min_inputs()
         << (bounded && min_inputs() != max_inputs() ? " to " + std::to_string(max_inputs()) : "") << " inputs, got "
         << n;
 }
