@@ -1,4 +1,5 @@
 // The CPU backend's menu: every kernel it offers, fastest first (the first is the default).
+#include "device/cpu/attention_cpu.h"
 #include "device/cpu/kernels_cpu.h"
 #include "device/registry.h"
 
@@ -27,6 +28,8 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<SoftmaxKernel>(kCpu, "reference", make_softmax_cpu);
     r.add<LayerNormKernel>(kCpu, "cpu", make_layer_norm_cpu);
     r.add<LayerNormKernel>(kCpu, "reference", make_layer_norm_cpu);
+    r.add<AttentionKernel>(kCpu, "cpu", make_attention_cpu);
+    r.add<AttentionKernel>(kCpu, "reference", make_attention_cpu);
 
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);

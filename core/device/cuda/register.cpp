@@ -1,4 +1,5 @@
 // The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers.
+#include "device/cuda/attention_cuda.h"
 #include "device/cuda/kernels_cuda.h"
 #include "device/registry.h"
 
@@ -16,6 +17,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     r.add<SoftmaxKernel>(kCuda, "cuda", make_softmax_cuda);
     r.add<EmbeddingKernel>(kCuda, "cuda", make_embedding_cuda);
     r.add<LayerNormKernel>(kCuda, "cuda", make_layer_norm_cuda);
+    r.add<AttentionKernel>(kCuda, "cuda", make_attention_cuda);
     r.add<BatchNormKernel>(kCuda, "cudnn", make_batch_norm_cudnn);
     // Pooling on our kernels: the contract keeps argmax indices for backward, while
     // cudnnPoolingBackward needs the layer's input and output, which backward is not given.
