@@ -3,6 +3,7 @@
 // checks here only guard against a direct call with wrong values.
 #include "binding.h"
 #include "layers/activation.h"
+#include "layers/additive_attention.h"
 #include "layers/batch_norm2d.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
@@ -19,6 +20,7 @@
 #include "layers/recurrent.h"
 #include "layers/reshape.h"
 #include "layers/residual.h"
+#include "layers/scaled_dot_product_attention.h"
 #include "layers/softmax.h"
 #include "objects.h"
 #include "wrap.h"
@@ -260,6 +262,43 @@ int nn_layer_norm(lua_State* L) {
     return 1;
 }
 
+// core.nn_scaled_dot_product_attention(scale or nil, causal, [name])
+int nn_scaled_dot_product_attention(lua_State* L) {
+    ScaledDotProductAttentionOptions o;
+    if (!lua_isnil(L, 1)) o.scale = static_cast<float>(check_number(L, 1));
+    o.causal = check_bool(L, 2);
+    push_named_layer(L, std::make_shared<ScaledDotProductAttention>(o), 3);
+    return 1;
+}
+
+// core.nn_additive_attention(query_size, key_size, hidden_size, bias, [name])
+int nn_additive_attention(lua_State* L) {
+    AdditiveAttentionOptions o;
+    o.query_size = check_int(L, 1);
+    o.key_size = check_int(L, 2);
+    o.hidden_size = check_int(L, 3);
+    o.bias = check_bool(L, 4);
+    check_elements("AdditiveAttention",
+                   static_cast<double>(o.hidden_size) * static_cast<double>(o.query_size + o.key_size + 2));
+    push_named_layer(L, std::make_shared<AdditiveAttention>(o), 5);
+    return 1;
+}
+
+// core.nn_attention_weights(layer): a host copy of the attention weights of the layer's last
+// forward (N x queries x keys); an error before any forward.
+int nn_attention_weights(lua_State* L) {
+    const LayerPtr& layer = check_layer(L, 1);
+    const auto* attention = dynamic_cast<const Attention*>(layer.get());
+    if (!attention)
+        throw ArgError(1, "an attention layer (ScaledDotProductAttention, AdditiveAttention) expected, got a " +
+                              std::string(layer->kind()) + " layer");
+    const Tensor& weights = attention->attention_weights();
+    TANDEM_CHECK_AS(ConfigError, weights.defined())
+        << layer->label() << " has no attention weights yet: they are those of its last forward";
+    push_tensor(L, weights.to(host_device()));
+    return 1;
+}
+
 const luaL_Reg kFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_activation", wrap<nn_activation>},
@@ -283,6 +322,9 @@ const luaL_Reg kFunctions[] = {
     {"nn_mul", wrap<nn_mul>},
     {"nn_narrow", wrap<nn_narrow>},
     {"nn_reshape", wrap<nn_reshape>},
+    {"nn_scaled_dot_product_attention", wrap<nn_scaled_dot_product_attention>},
+    {"nn_additive_attention", wrap<nn_additive_attention>},
+    {"nn_attention_weights", wrap<nn_attention_weights>},
     {nullptr, nullptr},
 };
 

@@ -244,6 +244,44 @@ end
 nn.LSTM = recurrent('LSTM', 'lstm')
 nn.GRU = recurrent('GRU', 'gru')
 
+-- Attention, as nodes of a graph: g:add(attention, q, k, v), or g:add(attention, q, kv) where
+-- the second input is both the keys and the values. Inputs batch first: q N x Tq x d,
+-- k N x Tk x d (the additive layer: key_size), v N x Tk x dv; output N x Tq x dv.
+-- nn.ScaledDotProductAttention([{scale = 1/sqrt(d), causal = false, name =}]):
+-- softmax(q k^T * scale) v, PyTorch's scaled_dot_product_attention; causal hides keys after
+-- the query. No parameters.
+function nn.ScaledDotProductAttention(opts)
+  opts = o.check('nn.ScaledDotProductAttention', opts,
+                 {scale = o.positive_number, causal = o.boolean, name = o.name})
+  return make(2, core.nn_scaled_dot_product_attention, opts.scale, opts.causal == true, opts.name)
+end
+
+-- nn.AdditiveAttention(query_size, key_size, hidden_size [, {bias = true, name =}]): Bahdanau's
+-- score v . tanh(Wq q_i + Wk k_j + b), softmax over the keys j, weighted sum of the values.
+-- Parameters query_weight, key_weight, bias, score_weight.
+function nn.AdditiveAttention(query_size, key_size, hidden_size, opts)
+  local fn = 'nn.AdditiveAttention'
+  o.arg(fn, 1, 'query_size', query_size, o.positive_int)
+  o.arg(fn, 2, 'key_size', key_size, o.positive_int)
+  o.arg(fn, 3, 'hidden_size', hidden_size, o.positive_int)
+  opts = o.check(fn, opts, {bias = o.boolean, name = o.name})
+  return make(2, core.nn_additive_attention, query_size, key_size, hidden_size, opts.bias ~= false,
+              opts.name)
+end
+
+-- attention:attention_weights(): a host Tensor N x Tq x Tk, the weights of the layer's last
+-- forward (training or evaluation; with micro-batches the last one's), each row summing to 1.
+local attention_kinds = {ScaledDotProductAttention = true, AdditiveAttention = true}
+function layer_mt.__index.attention_weights(self)
+  if not is_layer(self) or not attention_kinds[self:kind()] then
+    local what = is_layer(self) and ('a ' .. self:kind() .. ' layer') or o.describe(self)
+    error(("bad self to 'attention_weights' (an attention layer expected, got %s)"):format(what), 2)
+  end
+  local ok, result = pcall(core.nn_attention_weights, self)
+  if not ok then error(result, 2) end
+  return result
+end
+
 -- The joins and slices of graphs (lua/tandem/graph.lua). Dimensions count from 1 as in
 -- Torch, the batch being dimension 1: 2 is channels of images or features of vectors.
 local function dimension(fn, index, value)
