@@ -5,7 +5,8 @@ For each reference net of ../shared/peers (lenet5, smallbn, resnet20, alexnet64)
 thread count, runs `tandem bench NET --json` and the peers' bench_torch.py one after the other
 (ours first, then theirs, then ours again, ...) and prints images/s side by side with the
 ratio ours/PyTorch (median of the repeats), plus GFLOP/s of our whole step against the
-machine's FMA peak (239 GFLOP/s per core, AVX-512).
+machine's FMA peak as `tandem bench` measures it (T.cpu_peak: its widest ISA, cached per
+CPU), printed first with the machine.
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
@@ -29,7 +30,6 @@ NETS_224 = {
     'vgg16': ('recipes/nets/vgg16.lua', 64),
     'alexnet224': ('recipes/nets/alexnet224.lua', 128),
 }
-PEAK_PER_CORE = 239.0
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
@@ -126,6 +126,9 @@ for threads in [0] if gpu else [int(t) for t in a.threads.split(',')]:
         mine, peer, peer_cl = [], [], []
         for _ in range(a.repeats):
             r = ours(net, threads); mine.append(r)
+            if not gpu and len(mine) == 1 and net == a.nets.split(',')[0]:
+                print(f"machine: {r['cpu']}, {r['isa']}: measured FMA peak {r['peak_gflops']:.0f} GFLOP/s "
+                      f"for {threads} thread(s) (T.cpu_peak)", flush=True)
             p = theirs(net, threads); peer.append(p)
             if a.channels_last_torch and (gpu or net == 'resnet20'):
                 peer_cl.append(theirs(net, threads, True))
@@ -136,7 +139,7 @@ for threads in [0] if gpu else [int(t) for t in a.threads.split(',')]:
         t = statistics.median(p['img_per_s_median'] for p in peer)
         gflops = statistics.median(r['gflops'] for r in mine)
         row = dict(net=net, threads=threads, ours=m, torch=t, ratio=m / t, gflops=gflops,
-                   peak_fraction=0 if gpu else gflops / (PEAK_PER_CORE * threads))
+                   peak_fraction=0 if gpu else gflops / mine[0]['peak_gflops'])
         if peer_cl:
             row['torch_channels_last'] = statistics.median(p['img_per_s_median'] for p in peer_cl)
         rows.append(row)

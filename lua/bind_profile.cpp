@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "binding.h"
+#include "device/cpu/cpu_peak.h"
 #include "io/metrics_log.h"
 #include "objects.h"
 #include "plan/profiler.h"
@@ -73,6 +74,22 @@ int now(lua_State* L) {
     return 1;
 }
 
+// core.cpu_peak([remeasure]): this machine's measured FMA rate and memory bandwidth
+// (device/cpu/cpu_peak.h), from its cache file unless remeasure.
+int cpu_peak_of_machine(lua_State* L) {
+    const CpuPeak p = cpu_peak(lua_toboolean(L, 1));
+    lua_newtable(L);
+    set_string(L, "model", p.model);
+    set_string(L, "isa", p.isa);
+    set_number(L, "cores", p.cores);
+    set_number(L, "gflops_one_core", p.gflops_one_core);
+    set_number(L, "gflops_all_cores", p.gflops_all_cores);
+    set_number(L, "bandwidth_gbs", p.bandwidth_gbs);
+    set_string(L, "measured_at", p.measured_at);
+    set_string(L, "cache_file", p.cache_file);
+    return 1;
+}
+
 // core.stdout_is_terminal(): whether progress bars may redraw their line.
 int stdout_is_terminal(lua_State* L) {
     lua_pushboolean(L, isatty(STDOUT_FILENO));
@@ -131,6 +148,7 @@ const luaL_Reg kLogMethods[] = {
 const luaL_Reg kFunctions[] = {
     {"profile", wrap<profile>},
     {"now", wrap<now>},
+    {"cpu_peak", wrap<cpu_peak_of_machine>},
     {"stdout_is_terminal", wrap<stdout_is_terminal>},
     {"metrics_log", wrap<metrics_log_new>},
     {nullptr, nullptr},

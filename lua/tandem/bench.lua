@@ -6,7 +6,11 @@
 -- cuDNN time its convolution algorithms instead of taking its heuristics' first.
 local T = require 'tandem'
 
-local PEAK_PER_CORE = 239  -- GFLOP/s, AVX-512 FMA on this kind of machine (../shared/peers)
+-- The FMA peak of `threads` kernel threads on this machine (T.cpu_peak, measured): one core's
+-- rate per thread, or the all-core rate once the threads take every core.
+local function peak_gflops(peak, threads)
+  return threads >= peak.cores and peak.gflops_all_cores or peak.gflops_one_core * threads
+end
 
 local options = {
   batch = {64, 'images a step', kind = 'positive_int'},
@@ -53,13 +57,17 @@ local function run(args)
                                             seed = opt.seed})
   local images_per_s = p.batch / (p.step_ms / 1000)
   local gflops = p.train_flops / (p.step_ms / 1000) / 1e9
+  local cpu = opt.device == 'cpu' and T.cpu_peak()
   if opt.json then
+    local machine = cpu and (', "cpu": %q, "isa": %q, "peak_gflops": %.1f')
+                              :format(cpu.model, cpu.isa, peak_gflops(cpu, p.threads)) or ''
     print(('{"net": %q, "batch": %d, "device": %q, "threads": %d, "layout": %q, "step_ms": %.3f, ' ..
-           '"images_per_s": %.1f, "gflops": %.2f, "peak_bytes": %d}')
+           '"images_per_s": %.1f, "gflops": %.2f, "peak_bytes": %d%s}')
           :format(file:match('([^/]+)%.lua$') or file, p.batch, device:name(), p.threads, opt.layout,
-                  p.step_ms, images_per_s, gflops, p.peak_bytes))
+                  p.step_ms, images_per_s, gflops, p.peak_bytes, machine))
     return
   end
+  if cpu then print('machine: ' .. T.machine_line(cpu)) end
   if opt.device == 'cuda' then
     print(('%s: batch %d on %s, %s'):format(file, p.batch, device:name(), opt.layout))
   else
@@ -79,8 +87,8 @@ local function run(args)
     print(('%.1f images/s, %.1f GFLOP/s, peak memory %.1f MiB')
           :format(images_per_s, gflops, p.peak_bytes / 2^20))
   else
-    print(('%.1f images/s, %.1f GFLOP/s (%.0f%% of the %d-core FMA peak), peak memory %.1f MiB')
-          :format(images_per_s, gflops, 100 * gflops / (PEAK_PER_CORE * p.threads), p.threads,
+    print(('%.1f images/s, %.1f GFLOP/s (%.0f%% of the measured %d-thread FMA peak), peak memory %.1f MiB')
+          :format(images_per_s, gflops, 100 * gflops / peak_gflops(cpu, p.threads), p.threads,
                   p.peak_bytes / 2^20))
   end
 end

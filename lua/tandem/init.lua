@@ -89,6 +89,23 @@ T.cores = core.cores
 -- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
 T.profile = core.profile
 T.now = core.now
+
+-- T.cpu_peak([{remeasure = false}]): this machine's float32 FMA rate on one core and on all
+-- (GFLOP/s, its widest ISA), and its memory bandwidth (GB/s), measured once and cached per CPU.
+function T.cpu_peak(opts)
+  opts = check.check('T.cpu_peak', opts, {remeasure = check.boolean})
+  local peak = core.cpu_peak(opts.remeasure)
+  return peak
+end
+
+-- "AMD EPYC 7B13, 2 cores, AVX2+FMA: 101 GFLOP/s a core, 196 on all, memory 21 GB/s": the
+-- line benchmarks print before their figures.
+function T.machine_line(peak)
+  peak = peak or T.cpu_peak()
+  return ('%s, %d cores, %s: %.0f GFLOP/s a core, %.0f on all, memory %.0f GB/s (measured %s)')
+    :format(peak.model, peak.cores, peak.isa, peak.gflops_one_core, peak.gflops_all_cores,
+            peak.bandwidth_gbs, peak.measured_at)
+end
 -- Under MPI only rank 0 writes the log; the others' logs take the lines and drop them.
 T.MetricsLog = core.mpi.rank() == 0 and core.metrics_log
   or function() return {write = function() end} end

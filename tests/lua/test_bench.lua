@@ -26,11 +26,17 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
                             '--warmup=0', '--threads=1'})
   t.eq(rc, 0, out)
   t.ok(out:find('conv1', 1, true) and out:find('images/s', 1, true), out)
+  t.ok(out:find('machine: ' .. T.machine_line(), 1, true) and out:find('of the measured 1-thread FMA peak', 1, true), out)
   out, rc = S.tandem({'bench', 'recipes/nets/resnet20.lua', '--batch=2', '--iters=1',
                       '--warmup=0', '--threads=1', '--json'})
   t.eq(rc, 0, out)
   local ips = tonumber(out:match('"images_per_s": ([%d.]+)'))
   t.ok(ips and ips > 0, out)
+  -- Quoted against this machine's measured peak (T.cpu_peak), which the table's first line names.
+  local peak = T.cpu_peak()
+  local one_thread = T.cores() > 1 and peak.gflops_one_core or peak.gflops_all_cores
+  t.eq(tonumber(out:match('"peak_gflops": ([%d.]+)')), tonumber(('%.1f'):format(one_thread)), out)
+  t.ok(out:find('"isa": "' .. peak.isa .. '"', 1, true), out)
   out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--batches=4'})
   t.eq(rc, 2)
   t.ok(out:find("tandem bench: unknown option '--batches'; did you mean --batch?", 1, true), out)
