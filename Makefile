@@ -53,9 +53,17 @@ fuzz: deps
 bench: build
 	$(BUILD)/tandem bench $(NET) $(ARGS)
 
-# Tandem against Debian's PyTorch on the reference nets, in one run (needs python3-torch).
+# Tandem against Debian's PyTorch on the reference nets, in one run (needs python3-torch);
+# `make bench-peers PEERS=pypi` also against today's PyTorch from PyPI (installed into
+# .venv-torch when missing: about 1 GB), whose column the ratio is taken against.
+PEERS ?= debian
 bench-peers: build
+ifeq ($(PEERS),pypi)
+	@test -x .venv-torch/bin/python || { python3 -m venv .venv-torch && .venv-torch/bin/pip install -q torch numpy; }
+	bench/peers.py --python $(CURDIR)/.venv-torch/bin/python,/usr/bin/python3 $(ARGS)
+else
 	bench/peers.py $(ARGS)
+endif
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

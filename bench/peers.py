@@ -9,8 +9,12 @@ machine's FMA peak as `tandem bench` measures it (T.cpu_peak: its widest ISA, ca
 CPU), printed first with the machine.
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
-       [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
+       [--python PY[,PY2...]] [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
        [--device cuda [--batch N] [--tf32]]
+--python: the Pythons whose PyTorch runs the peers' benchmark (default: Debian's /usr/bin/python3
+on the CPU, this one on a GPU), each a column; the ratio is against the first. On the CPU each
+PyTorch runs in its default layout and channels-last, and the better counts (`make bench-peers
+PEERS=pypi` puts today's PyTorch from PyPI in .venv-torch and runs it beside Debian's 1.13).
 --device cuda: both on the first GPU, PyTorch through bench/torch_cuda.py (the peers' nets,
 this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets';
 --tf32 lets both use TF32 tensor cores (float32 FMA math otherwise); --nets may also name
@@ -47,6 +51,7 @@ ap.add_argument('--json', help='append every measurement as a JSON line to this 
 ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
 ap.add_argument('--batch', type=int, default=0, help='batch size of every net (0: the peers\' own)')
 ap.add_argument('--tf32', action='store_true', help='GPU: TF32 tensor cores for both')
+ap.add_argument('--python', default='', help="the peers' Pythons, comma-separated (the ratio is against the first)")
 a = ap.parse_args()
 if a.tf32 and a.device != 'cuda':
     ap.error('--tf32 is for --device cuda (TF32 tensor cores are a GPU\'s)')
@@ -100,13 +105,13 @@ def ours(net, threads):
     return last_json(out.stdout)
 
 
-def theirs(net, threads, channels_last=False):
+def theirs(net, threads, python, channels_last=False):
     batch = batch_of(net)
     if a.device == 'cuda':
-        cmd = [sys.executable, os.path.join(here, 'torch_cuda.py'), '--net', net, '--batch', str(batch),
+        cmd = [python, os.path.join(here, 'torch_cuda.py'), '--net', net, '--batch', str(batch),
                '--peers', a.peers]
     else:
-        cmd = ['/usr/bin/python3', os.path.join(a.peers, 'bench_torch.py'), '--net', net, '--batch',
+        cmd = [python, os.path.join(a.peers, 'bench_torch.py'), '--net', net, '--batch',
                str(batch), '--threads', str(threads)]
     if channels_last:
         cmd.append('--channels-last')
@@ -118,46 +123,59 @@ def theirs(net, threads, channels_last=False):
     return last_json(out.stdout)
 
 
-rows = []
 gpu = a.device == 'cuda'
+pythons = (a.python or (sys.executable if gpu else '/usr/bin/python3')).split(',')
+torch_of = {py: run([py, '-c', 'import torch; print(torch.__version__)']).stdout.strip().split('+')[0]
+            for py in pythons}
+# The layouts each PyTorch is timed in: on the CPU both (the better counts); on a GPU its
+# default, and channels-last when asked.
+layouts = [False, True] if not gpu or a.channels_last_torch else [False]
+
+rows = []
 # On a GPU the threads do not matter: one pass, with every core for the host side.
 for threads in [0] if gpu else [int(t) for t in a.threads.split(',')]:
     for net in a.nets.split(','):
-        mine, peer, peer_cl = [], [], []
+        mine, peer = [], {(py, cl): [] for py in pythons for cl in layouts}
         for _ in range(a.repeats):
             r = ours(net, threads); mine.append(r)
             if not gpu and len(mine) == 1 and net == a.nets.split(',')[0]:
                 print(f"machine: {r['cpu']}, {r['isa']}: measured FMA peak {r['peak_gflops']:.0f} GFLOP/s "
                       f"for {threads} thread(s) (T.cpu_peak)", flush=True)
-            p = theirs(net, threads); peer.append(p)
-            if a.channels_last_torch and (gpu or net == 'resnet20'):
-                peer_cl.append(theirs(net, threads, True))
-            if a.json:
-                with open(a.json, 'a') as f:
-                    f.write(json.dumps({'ours': r, 'torch': p}) + '\n')
+            for py, cl in peer:
+                p = theirs(net, threads, py, cl); peer[py, cl].append(p)
+                if a.json:
+                    with open(a.json, 'a') as f:
+                        f.write(json.dumps({'ours': r, 'torch': p, 'python': py}) + '\n')
         m = statistics.median(r['images_per_s'] for r in mine)
-        t = statistics.median(p['img_per_s_median'] for p in peer)
         gflops = statistics.median(r['gflops'] for r in mine)
-        row = dict(net=net, threads=threads, ours=m, torch=t, ratio=m / t, gflops=gflops,
-                   peak_fraction=0 if gpu else gflops / mine[0]['peak_gflops'])
-        if peer_cl:
-            row['torch_channels_last'] = statistics.median(p['img_per_s_median'] for p in peer_cl)
+        rate = {key: statistics.median(p['img_per_s_median'] for p in runs) for key, runs in peer.items()}
+        # Per Python: its better layout's images/s, and which layout that was.
+        best = {py: max((rate[py, cl], cl) for cl in layouts) for py in pythons}
+        first = best[pythons[0]][0]
+        row = dict(net=net, threads=threads, ours=m, ratio=m / first, gflops=gflops,
+                   peak_fraction=0 if gpu else gflops / mine[0]['peak_gflops'],
+                   torch={torch_of[py]: dict(img_per_s=v, channels_last=cl) for py, (v, cl) in best.items()})
         rows.append(row)
+        theirs_text = '  '.join(f"torch {torch_of[py]} {v:9.1f} img/s{' (channels-last)' if cl else ''}"
+                                for py, (v, cl) in best.items())
         if gpu:
-            cl = row.get('torch_channels_last')
-            print(f"{net:10s} batch {batch_of(net)}  ours {m:9.1f} img/s  torch {t:9.1f} img/s  ratio {m / t:5.2f}"
-                  + (f"  torch channels-last {cl:9.1f} img/s  ratio {m / cl:5.2f}" if cl else '')
-                  + f"  ours {gflops:7.1f} GFLOP/s", flush=True)
+            print(f"{net:10s} batch {batch_of(net)}  ours {m:9.1f} img/s  {theirs_text}  ratio {m / first:5.2f}"
+                  f"  ours {gflops:7.1f} GFLOP/s", flush=True)
         else:
-            print(f"{net:10s} {threads} thr  ours {m:8.1f} img/s  torch {t:8.1f} img/s  ratio {m / t:5.2f}"
+            print(f"{net:10s} {threads} thr  ours {m:8.1f} img/s  {theirs_text}  ratio {m / first:5.2f}"
                   f"  ours {gflops:6.1f} GFLOP/s ({100 * row['peak_fraction']:.0f}% of peak)", flush=True)
 
 print()
 if gpu:
     sys.exit(0)
-print('| net | threads | Tandem img/s | PyTorch img/s | ratio | Tandem GFLOP/s (% of FMA peak) |')
-print('|---|---|---|---|---|---|')
+versions = [torch_of[py] for py in pythons]
+print('| net | threads | Tandem img/s | ' + ' | '.join(f'PyTorch {v} img/s' for v in versions)
+      + f' | ratio to {versions[0]} | Tandem GFLOP/s (% of FMA peak) |')
+print('|---|---|---|' + '---|' * len(versions) + '---|---|')
 for r in rows:
-    print(f"| {r['net']} | {r['threads']} | {r['ours']:.0f} | {r['torch']:.0f} | {r['ratio']:.2f} | "
+    cells = ' | '.join(f"{r['torch'][v]['img_per_s']:.0f}{' (cl)' if r['torch'][v]['channels_last'] else ''}"
+                       for v in versions)
+    print(f"| {r['net']} | {r['threads']} | {r['ours']:.0f} | {cells} | {r['ratio']:.2f} | "
           f"{r['gflops']:.0f} ({100 * r['peak_fraction']:.0f}%) |")
-print(f"\nOPENBLAS_CORETYPE/L2_SIZE: {'unset' if a.unset_openblas else 'as set in the environment'}")
+print("\n(cl): PyTorch's channels-last layout was the faster of its two")
+print(f"OPENBLAS_CORETYPE/L2_SIZE: {'unset' if a.unset_openblas else 'as set in the environment'}")
