@@ -6,8 +6,6 @@
 namespace tandem {
 namespace {
 
-const Tensor& values_of(const std::vector<Tensor>& xs) { return xs.size() > 2 ? xs[2] : xs[1]; }
-
 // N x T x F as the N*T x F rows a Linear kernel takes (contiguous).
 Tensor rows_of(const Tensor& x, Device& device) {
     const Shape& s = x.shape();
@@ -50,25 +48,13 @@ void AdditiveAttention::initialize(std::uint64_t seed) {
 }
 
 Shape AdditiveAttention::merged_shape(const std::vector<Shape>& inputs) const {
-    check_input_count(inputs.size());
-    const Shape& q = inputs[0];
-    const Shape& k = inputs[1];
-    const Shape& v = inputs.size() > 2 ? inputs[2] : inputs[1];
-    check_sequence(q, "query");
-    check_sequence(k, inputs.size() > 2 ? "key" : "key and value");
-    if (inputs.size() > 2) check_sequence(v, "value");
-    const std::string all = inputs.size() > 2 ? " (query " + q.to_string() + ", key " + k.to_string() + ", value " +
-                                                    v.to_string() + ")"
-                                              : " (query " + q.to_string() + ", key and value " + k.to_string() + ")";
-    TANDEM_CHECK_AS(ShapeError, q[2] == options_.query_size)
-        << label() << ": queries have " << q[2] << " features, query_weight expects " << options_.query_size << all;
-    TANDEM_CHECK_AS(ShapeError, k[2] == options_.key_size)
-        << label() << ": keys have " << k[2] << " features, key_weight expects " << options_.key_size << all;
-    TANDEM_CHECK_AS(ShapeError, k[0] == q[0] && v[0] == q[0])
-        << label() << ": the inputs have different batch sizes" << all;
-    TANDEM_CHECK_AS(ShapeError, v[1] == k[1])
-        << label() << ": " << k[1] << " keys but " << v[1] << " values; each key needs its value" << all;
-    return Shape{q[0], q[1], v[2]};
+    const std::string shapes = check_inputs(inputs);
+    TANDEM_CHECK_AS(ShapeError, inputs[0][2] == options_.query_size)
+        << label() << ": queries have " << inputs[0][2] << " features, query_weight expects " << options_.query_size
+        << shapes;
+    TANDEM_CHECK_AS(ShapeError, inputs[1][2] == options_.key_size)
+        << label() << ": keys have " << inputs[1][2] << " features, key_weight expects " << options_.key_size << shapes;
+    return output_of(inputs);
 }
 
 MemoryEstimate AdditiveAttention::merged_memory(const std::vector<Shape>& inputs) const {

@@ -10,9 +10,25 @@ SoftmaxKernel& Attention::softmax(Device& device, std::int64_t rows, std::int64_
     return softmaxes_.get(device, SoftmaxConfig{rows, keys, 1, false}, kernel_impl());
 }
 
-void Attention::check_sequence(const Shape& shape, const char* what) const {
-    TANDEM_CHECK_AS(ShapeError, shape.rank() == 3 && shape[1] >= 1 && shape[2] >= 1)
-        << label() << ": the " << what << " must be N x steps x features (batch first), got " << shape.to_string();
+std::string Attention::check_inputs(const std::vector<Shape>& inputs) const {
+    check_input_count(inputs.size());
+    const bool three = inputs.size() > 2;
+    const Shape& q = inputs[0];
+    const Shape& k = inputs[1];
+    const Shape& v = inputs.back();
+    const std::string text = three ? " (query " + q.to_string() + ", key " + k.to_string() + ", value " +
+                                         v.to_string() + ")"
+                                   : " (query " + q.to_string() + ", key and value " + k.to_string() + ")";
+    const char* names[] = {"query", three ? "key" : "key and value", "value"};
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        TANDEM_CHECK_AS(ShapeError, inputs[i].rank() == 3 && inputs[i][1] >= 1 && inputs[i][2] >= 1)
+            << label() << ": the " << names[i] << " must be N x steps x features (batch first), got "
+            << inputs[i].to_string();
+    TANDEM_CHECK_AS(ShapeError, k[0] == q[0] && v[0] == q[0])
+        << label() << ": the inputs have different batch sizes" << text;
+    TANDEM_CHECK_AS(ShapeError, v[1] == k[1])
+        << label() << ": " << k[1] << " keys but " << v[1] << " values; each key needs its value" << text;
+    return text;
 }
 
 Tensor Attention::softmax_over_keys(const Tensor& scores, Device& device) {

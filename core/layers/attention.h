@@ -32,8 +32,17 @@ protected:
     // d_values = weights^T dy, written, or added when accumulate (values that are also the keys).
     void values_gradient(const Tensor& weights, const Tensor& dy, Tensor& d_values, bool accumulate, Device& device);
 
-    // Throws ShapeError naming the layer unless `shape` is N x steps x features (batch first).
-    void check_sequence(const Shape& shape, const char* what) const;
+    // Checks what every attention needs of its inputs (q, k[, v]; v is k when two): two or three,
+    // each N x steps x features with one N, a value for each key. Throws ConfigError or
+    // ShapeError naming the layer and the shapes; returns the shapes as messages show them,
+    // " (query 8x3x16, key and value 8x7x16)", for the layer's own checks.
+    std::string check_inputs(const std::vector<Shape>& inputs) const;
+    // The values: the third input, or the keys when there are two.
+    static const Tensor& values_of(const std::vector<Tensor>& xs) { return xs.back(); }
+    // q, k, v: N x Tq x dv.
+    static Shape output_of(const std::vector<Shape>& inputs) {
+        return Shape{inputs[0][0], inputs[0][1], inputs.back()[2]};
+    }
 
 private:
     SoftmaxKernel& softmax(Device& device, std::int64_t rows, std::int64_t keys);

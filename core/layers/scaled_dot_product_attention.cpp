@@ -4,13 +4,6 @@
 #include <sstream>
 
 namespace tandem {
-namespace {
-
-// The keys, and the values: the third input, or the second when there are two.
-const Tensor& values_of(const std::vector<Tensor>& xs) { return xs.size() > 2 ? xs[2] : xs[1]; }
-
-}  // namespace
-
 ScaledDotProductAttention::ScaledDotProductAttention(const ScaledDotProductAttentionOptions& o) : options_(o) {
     TANDEM_CHECK_AS(ConfigError, !o.scale || (std::isfinite(*o.scale) && *o.scale > 0))
         << "ScaledDotProductAttention: option scale must be a positive number, got " << *o.scale;
@@ -29,23 +22,11 @@ float ScaledDotProductAttention::scale_for(std::int64_t d) const {
 }
 
 Shape ScaledDotProductAttention::merged_shape(const std::vector<Shape>& inputs) const {
-    check_input_count(inputs.size());
-    const Shape& q = inputs[0];
-    const Shape& k = inputs[1];
-    const Shape& v = inputs.size() > 2 ? inputs[2] : inputs[1];
-    check_sequence(q, "query");
-    check_sequence(k, inputs.size() > 2 ? "key" : "key and value");
-    if (inputs.size() > 2) check_sequence(v, "value");
-    const std::string all = inputs.size() > 2 ? " (query " + q.to_string() + ", key " + k.to_string() + ", value " +
-                                                    v.to_string() + ")"
-                                              : " (query " + q.to_string() + ", key and value " + k.to_string() + ")";
-    TANDEM_CHECK_AS(ShapeError, k[0] == q[0] && v[0] == q[0])
-        << label() << ": the inputs have different batch sizes" << all;
-    TANDEM_CHECK_AS(ShapeError, k[2] == q[2])
-        << label() << ": queries have " << q[2] << " features but keys " << k[2] << "; they must be equal" << all;
-    TANDEM_CHECK_AS(ShapeError, v[1] == k[1])
-        << label() << ": " << k[1] << " keys but " << v[1] << " values; each key needs its value" << all;
-    return Shape{q[0], q[1], v[2]};
+    const std::string shapes = check_inputs(inputs);
+    TANDEM_CHECK_AS(ShapeError, inputs[1][2] == inputs[0][2])
+        << label() << ": queries have " << inputs[0][2] << " features but keys " << inputs[1][2]
+        << "; they must be equal" << shapes;
+    return output_of(inputs);
 }
 
 MemoryEstimate ScaledDotProductAttention::merged_memory(const std::vector<Shape>& inputs) const {
