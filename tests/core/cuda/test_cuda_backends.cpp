@@ -8,6 +8,7 @@
 #include "device/backends.h"
 #include "device/cuda/cuda_backend.h"
 #include "device/registry.h"
+#include "layers/attention_kernel.h"
 #include "layers/cross_entropy.h"
 #include "layers/kernels.h"
 #include "support/cuda_test.h"
@@ -117,6 +118,7 @@ TEST(CudaBackends, EveryKernelKindIsRegistered) {
     EXPECT_TRUE(registered_for_cuda<LrnKernel>());
     EXPECT_TRUE(registered_for_cuda<Conv2dKernel>());
     EXPECT_TRUE(registered_for_cuda<LinearKernel>());
+    EXPECT_TRUE(registered_for_cuda<AttentionKernel>());
 }
 
 }  // namespace
