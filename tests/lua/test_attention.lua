@@ -78,3 +78,33 @@ t.test('attention options, shapes and mistakes', function()
   t.raises(function() nn.Sequential{nn.ScaledDotProductAttention()}:forward(T.randn({2, 3, 4}, 1)) end,
            'use it as a node of an nn.Graph')
 end)
+
+t.test('attention trains on 2 groups of 2 micro-batches as on one device', function()
+  local function build()
+    local align = nn.AdditiveAttention(12, 12, 16, {name = 'align'})
+    local g = nn.Graph{name = 'attend'}
+    local x = g:input('x')
+    local h = g:add(nn.GRU(8, 12, {name = 'encoder'}), x)
+    local a = g:add(align, h, h)
+    local s = g:add(nn.ScaledDotProductAttention{causal = true, name = 'self'}, x, x, x)
+    g:output(g:add(nn.Concat(3), a, s))
+    return nn.Sequential{nn.Reshape(8, 8), g, nn.Flatten(), nn.Linear(8 * 20, 3)}, align
+  end
+  local one_net, one = build()
+  local split_net, split = build()
+  local e1 = T.Engine{net = one_net, optim = T.optim.SGD{lr = 0.1}, devices = T.devices('cpu', 1, {threads = 1})}
+  local e2 = T.Engine{net = split_net, optim = T.optim.SGD{lr = 0.1}, devices = T.devices('cpu', 2, {threads = 1}),
+                      parallel = {groups = 2, micro_batches = 2}}
+  for step = 1, 5 do
+    e1:step(batch(16, step))
+    e2:step(batch(16, step))
+  end
+  for name, p in pairs(one:parameters()) do
+    local want, got = p:to_flat(), split:parameters()[name]:to_flat()
+    for i = 1, #want do t.near(got[i], want[i], 1e-4, name) end
+  end
+  -- The weights read back are the last micro-batch's of group 1: 16 / 2 groups / 2 micro-batches.
+  t.eq(one:attention_weights():shape(), {16, 8, 8})
+  t.eq(split:attention_weights():shape(), {4, 8, 8})
+  check_rows(split:attention_weights(), false)
+end)
