@@ -1,25 +1,15 @@
 // The attention layers' CUDA kernels (attention.cuh): attention_math.h's element functions in
-// grid-stride loops, 256 threads per block, at most 65535 blocks (as kernels.cu).
+// grid-stride loops (launch.cuh).
 #include <cfloat>
 
 #include "device/cuda/attention.cuh"
+#include "device/cuda/launch.cuh"
 
 namespace tandem::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(std::int64_t n) {
-    const std::int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
-
-#define TANDEM_ATTENTION_GRID_STRIDE(i, n)                                              \
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-         i += std::int64_t(gridDim.x) * blockDim.x)
-
 __global__ void mask_future_kernel(float* scores, std::int64_t batch, std::int64_t queries, std::int64_t keys) {
-    TANDEM_ATTENTION_GRID_STRIDE(at, batch * queries * keys) {
+    TANDEM_GRID_STRIDE(at, batch * queries * keys) {
         const std::int64_t j = at % keys, i = (at / keys) % queries;
         if (attention_math::causal_hidden(i, j)) scores[at] = -INFINITY;
     }
@@ -27,7 +17,7 @@ __global__ void mask_future_kernel(float* scores, std::int64_t batch, std::int64
 
 __global__ void additive_scores_kernel(const float* q, const float* k, const float* v, float* scores,
                                        attention_math::Sizes s) {
-    TANDEM_ATTENTION_GRID_STRIDE(at, s.batch * s.queries * s.keys) {
+    TANDEM_GRID_STRIDE(at, s.batch * s.queries * s.keys) {
         const std::int64_t j = at % s.keys, i = (at / s.keys) % s.queries, b = at / (s.keys * s.queries);
         scores[at] = attention_math::additive_score(q, k, v, s, b, i, j);
     }
@@ -35,7 +25,7 @@ __global__ void additive_scores_kernel(const float* q, const float* k, const flo
 
 __global__ void additive_query_grad_kernel(const float* q, const float* k, const float* v, const float* ds, float* dq,
                                            attention_math::Sizes s) {
-    TANDEM_ATTENTION_GRID_STRIDE(at, s.batch * s.queries * s.hidden) {
+    TANDEM_GRID_STRIDE(at, s.batch * s.queries * s.hidden) {
         const std::int64_t h = at % s.hidden, i = (at / s.hidden) % s.queries, b = at / (s.hidden * s.queries);
         dq[at] = attention_math::additive_query_grad(q, k, v, ds, s, b, i, h);
     }
@@ -43,7 +33,7 @@ __global__ void additive_query_grad_kernel(const float* q, const float* k, const
 
 __global__ void additive_key_grad_kernel(const float* q, const float* k, const float* v, const float* ds, float* dk,
                                          attention_math::Sizes s) {
-    TANDEM_ATTENTION_GRID_STRIDE(at, s.batch * s.keys * s.hidden) {
+    TANDEM_GRID_STRIDE(at, s.batch * s.keys * s.hidden) {
         const std::int64_t h = at % s.hidden, j = (at / s.hidden) % s.keys, b = at / (s.hidden * s.keys);
         dk[at] = attention_math::additive_key_grad(q, k, v, ds, s, b, j, h);
     }
@@ -51,7 +41,7 @@ __global__ void additive_key_grad_kernel(const float* q, const float* k, const f
 
 __global__ void additive_v_grad_kernel(const float* q, const float* k, const float* ds, float* dv,
                                        attention_math::Sizes s) {
-    TANDEM_ATTENTION_GRID_STRIDE(h, s.hidden) dv[h] += attention_math::additive_v_grad(q, k, ds, s, h);
+    TANDEM_GRID_STRIDE(h, s.hidden) dv[h] += attention_math::additive_v_grad(q, k, ds, s, h);
 }
 
 }  // namespace

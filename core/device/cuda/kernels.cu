@@ -1,25 +1,15 @@
-// The CUDA backend's own kernels (see kernels.cuh). Grid-stride loops over 64-bit indices,
-// 256 threads per block and at most 65535 blocks (enough to fill any current GPU).
+// The CUDA backend's own kernels (see kernels.cuh), launched as launch.cuh says.
 #include <cfloat>
 
 #include "base/rng.h"
 #include "device/cuda/block_sum.cuh"
 #include "device/cuda/kernels.cuh"
+#include "device/cuda/launch.cuh"
 
 namespace tandem::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
 static_assert(kThreads <= kBlockSumThreads);
-
-unsigned blocks_for(std::int64_t n) {
-    const std::int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
-
-#define TANDEM_GRID_STRIDE(i, n)                                                   \
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-         i += std::int64_t(gridDim.x) * blockDim.x)
 
 __global__ void add_kernel(const float* a, const float* b, float* z, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) z[i] = a[i] + b[i];
