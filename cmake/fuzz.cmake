@@ -13,7 +13,8 @@ set(TANDEM_FUZZ_SANITIZERS address,undefined)
 add_library(tandem_fuzz_parsers STATIC
   core/base/error.cpp core/base/format.cpp core/tensor/shape.cpp
   core/io/json.cpp core/io/safetensors_layout.cpp
-  core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/idx.cpp
+  core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/png_check.cpp
+  core/data/idx.cpp
   core/plan/hardware.cpp core/plan/topology.cpp)
 target_include_directories(tandem_fuzz_parsers PUBLIC core)
 target_compile_options(tandem_fuzz_parsers PUBLIC

@@ -89,7 +89,7 @@ DbBuildResult build_db(const DataSource& source, const std::string& path, const 
             errors[slot].clear();
             try {
                 const RawSample s = readers[std::size_t(t)]->read(order[std::size_t(p)]);
-                const cv::Mat decoded = decode_image(s, o.channels);
+                const cv::Mat decoded = decode_image(s, o.channels, ImageCheck::full);
                 const cv::Mat image = resize_shorter(decoded, o.resize);
                 // Already right: keep the file's own bytes rather than encoding them again.
                 const bool as_is = image.data == decoded.data && s.encoding == o.encoding &&
@@ -142,7 +142,7 @@ std::vector<std::string> check_db(const std::string& path, int threads,
         parallel_range(std::max(1, threads), begin, end, [&](int t, std::int64_t i) {
             errors[std::size_t(i - begin)].clear();
             try {
-                decode_image(readers[std::size_t(t)]->read(i), 0);
+                decode_image(readers[std::size_t(t)]->read(i), 0, ImageCheck::full);
             } catch (const CorruptSampleError& e) {
                 errors[std::size_t(i - begin)] = e.what();
             }

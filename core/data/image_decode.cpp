@@ -7,6 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "data/png_check.h"
+
 namespace tandem {
 namespace {
 
@@ -52,9 +54,10 @@ std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
 
 // The size a PNG's IHDR or a JPEG's start-of-frame states, read before decoding; none when the
 // bytes are neither or the header is not found.
+bool has_png_signature(const std::string& b) { return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0; }
+
 std::optional<Size2> stated_size(const std::string& b) {
-    static const char kPng[] = "\x89PNG\r\n\x1a\n";
-    if (b.size() >= 24 && b.compare(0, 8, kPng, 8) == 0 && b.compare(12, 4, "IHDR") == 0)
+    if (b.size() >= 24 && has_png_signature(b) && b.compare(12, 4, "IHDR") == 0)
         return Size2{big_endian(b, 20, 4), big_endian(b, 16, 4)};
     if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF || static_cast<unsigned char>(b[1]) != 0xD8)
         return std::nullopt;
@@ -86,7 +89,7 @@ std::optional<Size2> stated_size(const std::string& b) {
 
 }  // namespace
 
-cv::Mat decode_image(const RawSample& s, int channels) {
+cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
     if (s.encoding == Encoding::raw) {
         if (s.bytes.size() != std::size_t(s.height) * s.width * s.channels || s.height == 0 ||
             s.width == 0 || (s.channels != 1 && s.channels != 3))
@@ -114,6 +117,12 @@ cv::Mat decode_image(const RawSample& s, int channels) {
             corrupt(s, "its header states " + std::to_string(stated->height) + "x" + std::to_string(stated->width) +
                            ", the record " + std::to_string(s.height) + "x" + std::to_string(s.width));
     }
+    // libpng would print its own complaint about a damaged PNG on stderr before failing: the
+    // structure is checked here first, so the user reads only this sample's error (issue 19).
+    if (s.encoding == Encoding::png || has_png_signature(s.bytes))
+        if (const std::string why = png_problem(s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);
+            !why.empty())
+            corrupt(s, why);
     const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
                       : channels == 3 ? cv::IMREAD_COLOR
                                       : cv::IMREAD_ANYCOLOR;

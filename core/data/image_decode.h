@@ -12,8 +12,12 @@ namespace tandem {
 // `channels`: 1 or 3 converts (grey to colour or back); 0 keeps what is stored (an encoded
 // file: grey or colour as it is, alpha dropped). CorruptSampleError naming the key when the
 // bytes do not decode, a JPEG has no end-of-image marker (truncated), or the decoded shape
-// differs from the shape the record states.
-cv::Mat decode_image(const RawSample& sample, int channels);
+// differs from the shape the record states. A PNG's structure is checked before libpng reads it
+// (data/png_check.h), so a damaged one is our error, not a line libpng prints on stderr;
+// `full` adds the check of its compressed pixel stream, for integrity checks that can afford
+// it (as slow as half a decode).
+enum class ImageCheck { fast, full };
+cv::Mat decode_image(const RawSample& sample, int channels, ImageCheck check = ImageCheck::fast);
 
 // `image` scaled so its shorter side is `side` (the aspect ratio kept); itself when it already
 // is, or when side <= 0. Area averaging when shrinking (no aliasing), bilinear when growing.
