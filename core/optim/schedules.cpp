@@ -10,19 +10,22 @@
 namespace tandem {
 namespace {
 
-void check_rate(const char* schedule, const char* what, float value) {
+// The schedules are made by T.schedule.Cosine{...} and its kin, so a message names the
+// constructor and the option as the user wrote them there ("T.schedule.Hybrid: option 'switch'
+// must be in (0, 1], got 0"), as the Lua checks in front of them do (issue 19).
+void check_rate(const char* schedule, const char* option, float value) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(value) && value >= 0)
-        << schedule << " schedule: " << what << " must be a finite value >= 0, got " << value;
+        << "T.schedule." << schedule << ": option '" << option << "' must be a finite number >= 0, got " << value;
 }
 
-void check_steps(const char* schedule, const char* what, std::int64_t value, std::int64_t least) {
+void check_steps(const char* schedule, const char* option, std::int64_t value, std::int64_t least) {
     TANDEM_CHECK_AS(ConfigError, value >= least)
-        << schedule << " schedule: " << what << " must be >= " << least << ", got " << value;
+        << "T.schedule." << schedule << ": option '" << option << "' must be >= " << least << ", got " << value;
 }
 
 void check_gamma(const char* schedule, float gamma) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(gamma) && gamma > 0)
-        << schedule << " schedule: gamma must be a finite value > 0, got " << gamma;
+        << "T.schedule." << schedule << ": option 'gamma' must be a finite number > 0, got " << gamma;
 }
 
 void check_step(std::int64_t step, const Schedule& s) {
@@ -39,7 +42,7 @@ std::string text(float value) {
 
 }  // namespace
 
-ConstantSchedule::ConstantSchedule(float lr) : lr_(lr) { check_rate("constant", "lr", lr); }
+ConstantSchedule::ConstantSchedule(float lr) : lr_(lr) { check_rate("Constant", "lr", lr); }
 
 float ConstantSchedule::lr(std::int64_t step) const {
     check_step(step, *this);
@@ -50,9 +53,9 @@ std::string ConstantSchedule::describe() const { return "constant(lr=" + text(lr
 
 StepSchedule::StepSchedule(float lr, std::int64_t step_size, float gamma)
     : lr_(lr), step_size_(step_size), gamma_(gamma) {
-    check_rate("step", "lr", lr);
-    check_steps("step", "step_size", step_size, 1);
-    check_gamma("step", gamma);
+    check_rate("Step", "lr", lr);
+    check_steps("Step", "step_size", step_size, 1);
+    check_gamma("Step", gamma);
 }
 
 float StepSchedule::lr(std::int64_t step) const {
@@ -67,12 +70,12 @@ std::string StepSchedule::describe() const {
 
 MultiStepSchedule::MultiStepSchedule(float lr, std::vector<std::int64_t> milestones, float gamma)
     : lr_(lr), milestones_(std::move(milestones)), gamma_(gamma) {
-    check_rate("multistep", "lr", lr);
-    check_gamma("multistep", gamma);
+    check_rate("MultiStep", "lr", lr);
+    check_gamma("MultiStep", gamma);
     for (std::size_t i = 0; i < milestones_.size(); ++i) {
-        check_steps("multistep", "a milestone", milestones_[i], 0);
+        check_steps("MultiStep", "milestones", milestones_[i], 0);
         TANDEM_CHECK_AS(ConfigError, i == 0 || milestones_[i] > milestones_[i - 1])
-            << "multistep schedule: milestones must be strictly increasing, got "
+            << "T.schedule.MultiStep: option 'milestones' must be strictly increasing, got "
             << milestones_[i - 1] << " then " << milestones_[i];
     }
 }
@@ -95,9 +98,9 @@ std::string MultiStepSchedule::describe() const {
 
 CosineSchedule::CosineSchedule(float lr, std::int64_t total_steps, float min_lr)
     : lr_(lr), total_steps_(total_steps), min_lr_(min_lr) {
-    check_rate("cosine", "lr", lr);
-    check_rate("cosine", "min_lr", min_lr);
-    check_steps("cosine", "total_steps", total_steps, 1);
+    check_rate("Cosine", "lr", lr);
+    check_rate("Cosine", "min_lr", min_lr);
+    check_steps("Cosine", "total_steps", total_steps, 1);
 }
 
 float CosineSchedule::lr(std::int64_t step) const {
@@ -115,11 +118,11 @@ std::string CosineSchedule::describe() const {
 WarmupSchedule::WarmupSchedule(std::shared_ptr<Schedule> after, std::int64_t warmup_steps,
                                float start_factor)
     : after_(std::move(after)), warmup_steps_(warmup_steps), start_factor_(start_factor) {
-    TANDEM_CHECK_AS(ConfigError, after_ != nullptr) << "warmup schedule: no schedule to warm up";
-    check_steps("warmup", "warmup_steps", warmup_steps, 0);
+    TANDEM_CHECK_AS(ConfigError, after_ != nullptr) << "T.schedule.Warmup: option 'after' must be a schedule, got none";
+    check_steps("Warmup", "steps", warmup_steps, 0);
     TANDEM_CHECK_AS(ConfigError,
                     std::isfinite(start_factor) && start_factor >= 0 && start_factor <= 1)
-        << "warmup schedule: start_factor must be in [0, 1], got " << start_factor;
+        << "T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got " << start_factor;
 }
 
 float WarmupSchedule::lr(std::int64_t step) const {
@@ -137,13 +140,12 @@ std::string WarmupSchedule::describe() const {
 HybridCosineLinearSchedule::HybridCosineLinearSchedule(float lr, std::int64_t total_steps,
                                                        float switch_fraction, float min_lr)
     : lr_(lr), total_steps_(total_steps), switch_fraction_(switch_fraction), min_lr_(min_lr) {
-    check_rate("hybrid cosine-linear", "lr", lr);
-    check_rate("hybrid cosine-linear", "min_lr", min_lr);
-    check_steps("hybrid cosine-linear", "total_steps", total_steps, 1);
+    check_rate("Hybrid", "lr", lr);
+    check_rate("Hybrid", "min_lr", min_lr);
+    check_steps("Hybrid", "total_steps", total_steps, 1);
     TANDEM_CHECK_AS(ConfigError,
                     std::isfinite(switch_fraction) && switch_fraction > 0 && switch_fraction <= 1)
-        << "hybrid cosine-linear schedule: switch_fraction must be in (0, 1], got "
-        << switch_fraction;
+        << "T.schedule.Hybrid: option 'switch' must be a number in (0, 1], got " << switch_fraction;
 }
 
 double HybridCosineLinearSchedule::cosine(double step) const {
@@ -164,9 +166,8 @@ float HybridCosineLinearSchedule::lr(std::int64_t step) const {
 }
 
 std::string HybridCosineLinearSchedule::describe() const {
-    return "hybrid_cosine_linear(lr=" + text(lr_) +
-           ", total_steps=" + std::to_string(total_steps_) +
-           ", switch_fraction=" + text(switch_fraction_) + ", min_lr=" + text(min_lr_) + ")";
+    return "hybrid(lr=" + text(lr_) + ", total_steps=" + std::to_string(total_steps_) +
+           ", switch=" + text(switch_fraction_) + ", min_lr=" + text(min_lr_) + ")";
 }
 
 }  // namespace tandem

@@ -123,14 +123,24 @@ end
 -- The schedules' options, checked here so that a message names the constructor and the option
 -- ("T.schedule.Cosine: option 'total_steps' must be a positive integer, got 0"), never an
 -- argument number of the C++ function behind it (issue 19).
+-- The schedules keep their rates and factors as floats: a value a float cannot hold would reach
+-- them as inf or 0 and be refused under another value than the one written (lr = 1e300 as
+-- "got inf", gamma = 1e-50 as "got 0"), so the range is checked here, on the value as given.
+-- A rate below a float's least (1e-50) is kept: it becomes 0, which it means.
+local FLOAT_MAX, FLOAT_MIN = 3.4028234663852886e38, 1.1754943508222875e-38
+local FLOAT = ' (it is kept as a float)'
+
 local function rate(v)
-  if check.finite_number(v) and v >= 0 then return v end
-  return nil, 'a finite number >= 0'
+  if not (check.finite_number(v) and v >= 0) then return nil, 'a finite number >= 0' end
+  if v > FLOAT_MAX then return nil, 'at most 3.4e38' .. FLOAT end
+  return v
 end
 
 local function positive(v)
-  if check.finite_number(v) and v > 0 then return v end
-  return nil, 'a finite number > 0'
+  if not (check.finite_number(v) and v > 0) then return nil, 'a finite number > 0' end
+  if v > FLOAT_MAX then return nil, 'at most 3.4e38' .. FLOAT end
+  if v < FLOAT_MIN then return nil, 'at least 1.2e-38' .. FLOAT end
+  return v
 end
 
 local function start_factor(v)
@@ -139,8 +149,9 @@ local function start_factor(v)
 end
 
 local function switch(v)
-  if check.finite_number(v) and v > 0 and v <= 1 then return v end
-  return nil, 'a number in (0, 1]'
+  if not (check.finite_number(v) and v > 0 and v <= 1) then return nil, 'a number in (0, 1]' end
+  if v < FLOAT_MIN then return nil, 'at least 1.2e-38' .. FLOAT end
+  return v
 end
 
 -- A list of step numbers; its entries are checked by MultiStep, which names the bad one.

@@ -187,6 +187,14 @@ suite('schedules', {
   {'Constant without lr', function() return T.schedule.Constant{} end, 'T.schedule.Constant: option lr is required'},
   {'Constant lr -1', function() return T.schedule.Constant{lr = -1} end, "T.schedule.Constant: option 'lr' must be a finite number >= 0, got -1"},
   {'Cosine unknown', function() return T.schedule.Cosine{lr = 1, total = 5} end, "unknown option 'total'"},
+  {'Cosine lr 1e300', function() return T.schedule.Cosine{lr = 1e300, total_steps = 5} end, "T.schedule.Cosine: option 'lr' must be at most 3.4e38 (it is kept as a float), got 1e+300"},
+  {'Step gamma 1e-50', function() return T.schedule.Step{lr = 1, step_size = 2, gamma = 1e-50} end, "T.schedule.Step: option 'gamma' must be at least 1.2e-38 (it is kept as a float), got 1e-50"},
+  {'Step gamma 1e50', function() return T.schedule.Step{lr = 1, step_size = 2, gamma = 1e50} end, "T.schedule.Step: option 'gamma' must be at most 3.4e38 (it is kept as a float), got 1e+50"},
+  {'Hybrid switch 1e-50', function() return T.schedule.Hybrid{lr = 1, total_steps = 10, switch = 1e-50} end, "T.schedule.Hybrid: option 'switch' must be at least 1.2e-38 (it is kept as a float), got 1e-50"},
+  {'Hybrid min_lr 1e39', function() return T.schedule.Hybrid{lr = 1, total_steps = 10, min_lr = 1e39} end, "T.schedule.Hybrid: option 'min_lr' must be at most 3.4e38 (it is kept as a float), got 1e+39"},
+  {'MultiStep gamma 0', function() return T.schedule.MultiStep{lr = 1, milestones = {2}, gamma = 0} end, "T.schedule.MultiStep: option 'gamma' must be a finite number > 0, got 0"},
+  {'lr at step -1', function() local r = T.schedule.Cosine{lr = 1, total_steps = 5}:lr(-1); return r end, 'learning rate asked for step -1 of cosine(lr=1, total_steps=5, min_lr=0); steps count from 0'},
+  {'lr at step 1.5', function() local r = T.schedule.Cosine{lr = 1, total_steps = 5}:lr(1.5); return r end, "bad argument #1 to 'lr' (integer expected, got 1.5)"},
 })
 
 suite('devices', {
