@@ -12,6 +12,8 @@
 // Return conventions: a path that does not exist gives nil, message (a recipe may fall back);
 // a source that exists but is malformed, and bad options, raise. A loader's errors (a stage
 // failing, a corrupt sample with strict = true) raise from the iterator or loader:next().
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "binding.h"
@@ -45,12 +47,70 @@ bool push_missing(lua_State* L, const std::string& path) {
     return true;
 }
 
+// The options of T.data.Loader, T.data.lmdb and T.data.list, named with the constructor and as
+// the user wrote them ("T.data.Loader: option 'batch' must be an integer in [1, 16777216], got
+// 1.5"; "option 'shard.index'"), not as "bad argument #1 to 'Loader'" (issue 19).
+constexpr std::int64_t kMaxClasses = std::int64_t(1) << 53;  // any count: "a non-negative integer"
+
+std::string given(lua_State* L, int index) {
+    if (lua_type(L, index) == LUA_TSTRING) return "'" + std::string(lua_tostring(L, index)) + "'";
+    if (lua_type(L, index) != LUA_TNUMBER) return type_name(L, index);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.14g", lua_tonumber(L, index));
+    return text;
+}
+
+// Throws for the option's value, on top of the stack.
+[[noreturn]] void bad_option(lua_State* L, const char* function, const std::string& name, const std::string& expected) {
+    throw ConfigError(std::string(function) + ": option '" + name + "' must be " + expected + ", got " + given(L, -1));
+}
+
+// Option `key` of the table at `table` (`name` in messages): a whole number in [low, high].
+std::int64_t int_option(lua_State* L, int table, const char* function, const char* key, const std::string& name,
+                        std::int64_t fallback, std::int64_t low, std::int64_t high) {
+    lua_getfield(L, table, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return fallback;
+    }
+    const double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= double(low) && v <= double(high)) || v != std::floor(v)) {
+        constexpr std::int64_t kUnbounded = std::int64_t(1) << 53;
+        bad_option(L, function, name,
+                   high < kUnbounded ? "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]"
+                   : low == 0        ? std::string("a non-negative integer")
+                   : low == 1        ? std::string("a positive integer")
+                                     : "an integer >= " + std::to_string(low));
+    }
+    lua_pop(L, 1);
+    return static_cast<std::int64_t>(v);
+}
+
+bool bool_option(lua_State* L, int table, const char* function, const char* key, bool fallback) {
+    lua_getfield(L, table, key);
+    const int type = lua_type(L, -1);
+    if (type != LUA_TNIL && type != LUA_TBOOLEAN) bad_option(L, function, key, "true or false");
+    const bool value = type == LUA_TNIL ? fallback : lua_toboolean(L, -1) != 0;
+    lua_pop(L, 1);
+    return value;
+}
+
+std::string string_option(lua_State* L, int table, const char* function, const char* key, const std::string& fallback,
+                          const char* expected = "a string") {
+    lua_getfield(L, table, key);
+    const int type = lua_type(L, -1);
+    if (type != LUA_TNIL && type != LUA_TSTRING) bad_option(L, function, key, expected);
+    const std::string value = type == LUA_TNIL ? fallback : lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return value;
+}
+
 // T.data.lmdb(path [, {classes = 0}]) -> source | nil, message
 int data_lmdb(lua_State* L) {
     const std::string path = check_string(L, 1);
     check_options(L, 2, "T.data.lmdb", {"classes"});
-    const std::int64_t classes = option_int(L, 2, "classes", 0);
-    if (classes < 0) throw ArgError(2, "option 'classes' must be >= 0");
+    const std::int64_t classes =
+        lua_istable(L, 2) ? int_option(L, 2, "T.data.lmdb", "classes", "classes", 0, 0, kMaxClasses) : 0;
     if (push_missing(L, path)) return 2;
     push_box<SourceBox>(L, kSourceType, std::make_shared<LmdbSource>(path, classes));
     return 1;
@@ -69,9 +129,9 @@ int data_folder(lua_State* L) {
 int data_list(lua_State* L) {
     const std::string path = check_string(L, 1);
     check_options(L, 2, "T.data.list", {"root", "classes"});
-    const std::string root = option_string(L, 2, "root", "");
-    const std::int64_t classes = option_int(L, 2, "classes", 0);
-    if (classes < 0) throw ArgError(2, "option 'classes' must be >= 0");
+    const bool options = lua_istable(L, 2);
+    const std::string root = options ? string_option(L, 2, "T.data.list", "root", "") : "";
+    const std::int64_t classes = options ? int_option(L, 2, "T.data.list", "classes", "classes", 0, 0, kMaxClasses) : 0;
     if (push_missing(L, path)) return 2;
     push_box<SourceBox>(L, kSourceType, list_source(path, root, classes));
     return 1;
@@ -202,44 +262,55 @@ int data_loader(lua_State* L) {
     if (lua_isnil(L, -1)) TANDEM_THROW(ConfigError) << "T.data.Loader: option 'source' is required";
     SourceBox source = check_source(L, lua_gettop(L));
     lua_pop(L, 1);
+    constexpr const char* kLoader = "T.data.Loader";
     LoaderOptions o;
-    o.batch = option_int(L, 1, "batch", 32);
-    o.threads = static_cast<int>(option_int(L, 1, "threads", 2));
+    o.batch = int_option(L, 1, kLoader, "batch", "batch", 32, 1, std::int64_t(1) << 24);
+    o.threads = static_cast<int>(int_option(L, 1, kLoader, "threads", "threads", 2, 1, 256));
     lua_getfield(L, 1, "transforms");
-    o.transform = check_transforms(L, lua_gettop(L));
+    if (!lua_isnil(L, -1) && !lua_istable(L, -1))
+        bad_option(L, kLoader, "transforms", "a table of transforms ({crop = 24, flip = true, ...})");
+    try {
+        o.transform = check_transforms(L, lua_gettop(L));
+    } catch (const ArgError& e) {  // "option 'crop' must be an integer, got 1.5"
+        throw ConfigError(std::string("T.data.Loader: transforms ") + e.what());
+    } catch (const ConfigError& e) {
+        throw ConfigError(std::string("T.data.Loader: ") + e.what());
+    }
     lua_pop(L, 1);
     lua_getfield(L, 1, "shard");
     if (!lua_isnil(L, -1)) {
         const int shard = lua_gettop(L);
-        check_options(L, shard, "shard", {"index", "count"});
-        const std::int64_t count = option_int(L, shard, "count", 1), index = option_int(L, shard, "index", 1);
-        if (count < 1 || count > (1 << 20))
-            throw ConfigError("T.data.Loader: shard.count must be at least 1, got " + std::to_string(count));
+        if (!lua_istable(L, shard)) bad_option(L, kLoader, "shard", "a table {index =, count =}");
+        check_options(L, shard, "T.data.Loader: shard", {"index", "count"});
+        const std::int64_t count = int_option(L, shard, kLoader, "count", "shard.count", 1, 1, 1 << 20);
         // Shards count from 1 here, as Lua does (the core's are 0-based).
-        if (index < 1 || index > count)
-            throw ConfigError("T.data.Loader: shard.index must be in 1.." + std::to_string(count) +
-                              " (shard.count), got " + std::to_string(index));
+        const std::int64_t index = int_option(L, shard, kLoader, "index", "shard.index", 1, 1, count);
         o.shard_count = static_cast<int>(count);
         o.shard_index = static_cast<int>(index) - 1;
     }
     lua_pop(L, 1);
-    o.last = parse_last_batch(option_string(L, 1, "last", "drop"));
-    lua_getfield(L, 1, "device");
-    if (!lua_isnil(L, -1)) o.device = check_device(L, lua_gettop(L));
-    lua_pop(L, 1);
     try {
-        o.layout = parse_layout(option_string(L, 1, "layout", "contiguous"));
+        o.last = parse_last_batch(string_option(L, 1, kLoader, "last", "drop", "'drop', 'keep' or 'pad'"));
+        o.layout = parse_layout(string_option(L, 1, kLoader, "layout", "contiguous"));
     } catch (const ConfigError& e) {
-        throw ConfigError(std::string("T.data.Loader: ") + e.what());
+        const std::string what = e.what();
+        throw ConfigError(what.starts_with(kLoader) ? what : std::string("T.data.Loader: ") + what);
     }
-    const std::int64_t seed = option_int(L, 1, "seed", 1);
-    if (seed < 0)  // was taken as 2^64 - 1 (issue 19)
-        throw ConfigError("T.data.Loader: option 'seed' must be a non-negative integer, got " + std::to_string(seed));
-    o.seed = static_cast<std::uint64_t>(seed);
-    o.shuffle = option_bool(L, 1, "shuffle", true);
-    o.strict = option_bool(L, 1, "strict", false);
-    o.prefetch = static_cast<int>(option_int(L, 1, "prefetch", 2));
-    o.quiet = option_bool(L, 1, "quiet", false);
+    lua_getfield(L, 1, "device");
+    if (!lua_isnil(L, -1)) {
+        try {
+            o.device = check_device(L, lua_gettop(L));
+        } catch (const ArgError& e) {
+            throw ConfigError(std::string("T.data.Loader: option 'device': ") + e.what());
+        }
+    }
+    lua_pop(L, 1);
+    // A seed below 0 was taken as 2^64 - 1 (issue 19).
+    o.seed = static_cast<std::uint64_t>(int_option(L, 1, kLoader, "seed", "seed", 1, 0, std::int64_t(1) << 53));
+    o.shuffle = bool_option(L, 1, kLoader, "shuffle", true);
+    o.strict = bool_option(L, 1, kLoader, "strict", false);
+    o.prefetch = static_cast<int>(int_option(L, 1, kLoader, "prefetch", "prefetch", 2, 1, 1024));
+    o.quiet = bool_option(L, 1, kLoader, "quiet", false);
     push_box<LoaderBox>(L, kLoaderType, std::make_shared<Loader>(std::move(source), std::move(o)));
     return 1;
 }

@@ -214,11 +214,11 @@ t.test('loader options and error messages', function()
   t.raises(function() T.data.Loader{source = src, transforms = {crop = 8, rotate = 1}} end,
            "transforms: unknown option 'rotate'")
   t.raises(function() T.data.Loader{source = src, shard = {index = 4, count = 3}} end,
-           'T.data.Loader: shard.index must be in 1..3 (shard.count), got 4')
+           "T.data.Loader: option 'shard.index' must be an integer in [1, 3], got 4")
   t.raises(function() T.data.Loader{source = src, shard = {index = 0, count = 3}} end,
-           'shard.index must be in 1..3 (shard.count), got 0')
+           "option 'shard.index' must be an integer in [1, 3], got 0")
   t.raises(function() T.data.Loader{source = src, shard = {index = 1, count = 0}} end,
-           'shard.count must be at least 1, got 0')
+           "T.data.Loader: option 'shard.count' must be an integer in [1, 1048576], got 0")
   t.raises(function() T.data.Loader{source = src, layout = 'hwc'} end, "layout must be")
   t.raises(function() T.data.Loader{source = src, transforms = {mean = {1, 2, 3, 4}}} end,
            "'mean' must be a number or a list of 1 to 3 numbers")
