@@ -311,7 +311,13 @@ int data_loader(lua_State* L) {
     o.strict = bool_option(L, 1, kLoader, "strict", false);
     o.prefetch = static_cast<int>(int_option(L, 1, kLoader, "prefetch", "prefetch", 2, 1, 1024));
     o.quiet = bool_option(L, 1, kLoader, "quiet", false);
-    push_box<LoaderBox>(L, kLoaderType, std::make_shared<Loader>(std::move(source), std::move(o)));
+    std::shared_ptr<Loader> loader;
+    try {
+        loader = std::make_shared<Loader>(std::move(source), std::move(o));
+    } catch (const ConfigError& e) {  // the transforms' checks: "transform option std must be > 0"
+        throw ConfigError(std::string("T.data.Loader: ") + e.what());
+    }
+    push_box<LoaderBox>(L, kLoaderType, std::move(loader));
     return 1;
 }
 

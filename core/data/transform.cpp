@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 #include <opencv2/imgproc.hpp>
 
 #include "base/rng.h"
@@ -44,9 +45,11 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
         << "transform option pad needs a crop (pad, then crop back to size)";
     TANDEM_CHECK_AS(ConfigError, t.fill >= 0 && t.fill <= 255)
         << "transform option fill must be in [0, 255], got " << t.fill;
-    for (float v : {t.brightness, t.contrast, t.saturation})
+    const std::pair<const char*, float> jitter[] = {
+        {"brightness", t.brightness}, {"contrast", t.contrast}, {"saturation", t.saturation}};
+    for (const auto& [name, v] : jitter)
         TANDEM_CHECK_AS(ConfigError, std::isfinite(v) && v >= 0)
-            << "colour jitter amounts must be >= 0, got " << v;
+            << "transform option " << name << " must be a finite number >= 0, got " << v;
     auto one_or_three = [](std::size_t n) { return n == 1 || n == 3; };
     TANDEM_CHECK_AS(ConfigError, one_or_three(t.mean.size()) && one_or_three(t.std.size()))
         << "transform options mean and std need 1 or 3 values each, got " << t.mean.size()

@@ -439,6 +439,8 @@ suite('databases', {
   {'lmdb classes 1.5', function() return T.data.lmdb(db_dir .. '/db', {classes = 1.5}) end, "T.data.lmdb: option 'classes' must be a non-negative integer, got 1.5"},
   {'list classes -1', function() return T.data.list(db_dir .. '/no_list', {classes = -1}) end, "T.data.list: option 'classes' must be a non-negative integer, got -1"},
   {'list root 5', function() return T.data.list(db_dir .. '/no_list', {root = 5}) end, "T.data.list: option 'root' must be a string, got 5"},
+  {'Loader brightness nan', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {brightness = 0 / 0}} end, 'T.data.Loader: transform option brightness must be a finite number >= 0, got '},
+  {'Loader resize -1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {resize = -1}} end, 'T.data.Loader: transform option resize must be >= 0, got -1'},
   {'Loader mean inf', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {mean = {math.huge}}} end, 'transform option mean must be finite, got inf'},
   {'garbage for data.mdb', function() return T.data.lmdb(db_dir .. '/garbage') end, 'cannot open LMDB database ' .. db_dir .. '/garbage: it is not an LMDB database (LMDB: '},
 })
