@@ -27,7 +27,10 @@ T.nn = require 'tandem.nn'
 -- Files and data sets (lua/bind_io.cpp, lua/bind_data.cpp).
 T.save = core.save
 T.load = core.load
-T.data = core.data
+-- A copy of the binding's table: the Lua helpers below join T.data, not core.data (whose
+-- functions raise plain messages; mnist_split raises a command-line mistake).
+T.data = {}
+for name, f in pairs(core.data) do T.data[name] = f end
 
 -- T.data.mnist_split(folder, split [, {mean =, std =}]): the idx pair `split`-images-idx3-ubyte.gz
 -- and `split`-labels-idx1-ubyte.gz ('train' or 't10k') of the folder a recipe's --data names.
