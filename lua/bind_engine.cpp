@@ -15,6 +15,7 @@
 
 #include "bind_parallel.h"
 #include "binding.h"
+#include "lua_layer.h"
 #include "objects.h"
 #include "io/trace.h"
 #include "parallel/engine.h"
@@ -187,14 +188,22 @@ int engine_new(lua_State* L) {
     o.layout = check_layout(7, check_string(L, 7));
     o.parallel = check_parallel(L, 8, *o.net);
     if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
-    push_box(L, kEngineType, std::make_shared<Engine>(std::move(o)));
+    auto engine = [&] {  // the workers may run layers written in Lua meanwhile
+        ScriptLock::Lend lend(script_lock(L));
+        return std::make_shared<Engine>(std::move(o));
+    }();
+    push_box(L, kEngineType, std::move(engine));
     return 1;
 }
 
 // engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm]}
 int engine_step(lua_State* L) {
     auto engine = check_engine(L, 1);
-    const StepResult r = engine->step(check_tensor(L, 2), check_tensor(L, 3));
+    const Tensor &images = check_tensor(L, 2), &labels = check_tensor(L, 3);
+    const StepResult r = [&] {
+        ScriptLock::Lend lend(script_lock(L));
+        return engine->step(images, labels);
+    }();
     lua_createtable(L, 0, 5);
     if (engine->options().optimizer.clip_norm > 0) {
         lua_pushnumber(L, r.grad_norm);
@@ -216,7 +225,11 @@ int engine_step(lua_State* L) {
 // engine:evaluate_batch(images, labels) -> {loss, correct, count}: sums over the batch.
 int engine_evaluate_batch(lua_State* L) {
     auto engine = check_engine(L, 1);
-    const LossSums s = engine->evaluate_batch(check_tensor(L, 2), check_tensor(L, 3));
+    const Tensor &images = check_tensor(L, 2), &labels = check_tensor(L, 3);
+    const LossSums s = [&] {
+        ScriptLock::Lend lend(script_lock(L));
+        return engine->evaluate_batch(images, labels);
+    }();
     lua_createtable(L, 0, 3);
     lua_pushnumber(L, s.loss);
     lua_setfield(L, -2, "loss");
@@ -321,7 +334,10 @@ int engine_prepare(lua_State* L) {
     const Shape sample = check_shape(L, 2);
     const std::int64_t batch = check_int(L, 3);
     if (batch < 1) throw ArgError(3, "batch must be at least 1");
-    engine->prepare(sample, batch);
+    {
+        ScriptLock::Lend lend(script_lock(L));
+        engine->prepare(sample, batch);
+    }
     lua_pushstring(L, engine->partition_text().c_str());
     return 1;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "binding.h"
+#include "lua_layer.h"
 #include "device/cpu/cpu_peak.h"
 #include "io/metrics_log.h"
 #include "objects.h"
@@ -39,7 +40,10 @@ int profile(lua_State* L) {
     o.seed = static_cast<std::uint64_t>(option_int(L, 4, "seed", 1));
 
     CrossEntropy loss;
-    const NetProfile p = profile_net(net, loss, *device, sample, batch, o);
+    const NetProfile p = [&] {  // the device's worker may run layers written in Lua meanwhile
+        ScriptLock::Lend lend(script_lock(L));
+        return profile_net(net, loss, *device, sample, batch, o);
+    }();
 
     lua_createtable(L, 0, 6);
     lua_createtable(L, static_cast<int>(p.layers.size()), 0);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "binding.h"
+#include "lua_layer.h"
 #include "version.h"
 
 namespace tandem::lua {
@@ -91,6 +92,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_profile(L, module);
     register_plan(L, module);
     register_mpi(L, module);
+    register_lua_layer(L, module);
 
     lua_settop(L, module);
     return 1;

@@ -400,6 +400,23 @@ function nn.Graph(spec)
   return make(2, core.graph_build, inputs, nodes, outputs, name)
 end
 
+-- nn.Lua{forward =, backward = [, parameters = {name = tensor}, output_shape =, name =]}: a
+-- layer written in Lua (lua/lua_layer.h), over Lua's tensor math:
+--   forward(p, x) -> y [, saved]         p: the parameters by name; saved: a list of tensors
+--   backward(p, x, dy, saved) -> dx [, grads]   grads: name -> dL/dparameter (added in)
+--   output_shape(shape) -> shape          whole shapes, batch first (the input's without it)
+-- Inside T.Engine it runs on the stage's worker thread, one Lua call at a time (the recipe's
+-- thread lends the Lua state while it waits for a step); CPU devices only.
+function nn.Lua(spec)
+  local fn = 'nn.Lua'
+  if type(spec) ~= 'table' or getmetatable(spec) ~= nil then
+    error(("bad argument #1 to '%s' (a table {forward =, backward =, parameters =, output_shape =, name =} "
+           .. "expected, got %s)"):format(fn, o.describe(spec)), 2)
+  end
+  if spec.name ~= nil then o.arg(fn, 1, 'name', spec.name, o.name) end
+  return make(2, core.lua_layer, spec)
+end
+
 -- nn.Embedding(num_embeddings, embedding_dim [, {name =}]): a table of vectors looked up by
 -- index; input N x ... of whole numbers in [0, num_embeddings) (f32, counted from 0 as class
 -- labels are), output N x ... x embedding_dim.
