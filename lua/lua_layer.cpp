@@ -73,9 +73,11 @@ Tensor result_tensor(lua_State* T, int index, const std::string& label, const ch
     return check_tensor(T, index);
 }
 
-// `t` on the pass's device, in `layout` (Lua's tensor math answers contiguous).
-Tensor placed(const Tensor& t, Device& device, Layout layout) {
-    Tensor on = &t.device() == &device ? t : t.to(device);
+// A result `t` of Lua code as the engine takes it: on the pass's device, in `layout` (Lua's
+// tensor math answers contiguous), and in memory of its own when Lua handed back its
+// argument `given` itself (an identity layer's `return x`), as every layer's output is.
+Tensor placed(const Tensor& t, const Tensor& given, Device& device, Layout layout) {
+    Tensor on = &t.device() == &device && t.raw() != given.raw() ? t : t.to(device);
     return on.layout() == layout || on.shape().rank() != 4 ? on : on.to_layout(layout);
 }
 
@@ -155,12 +157,11 @@ Tensor LuaLayer::forward(const Tensor& x, Pass& pass) {
     const Shape want = output_shape(x.shape());
     Tensor y;
     std::vector<Tensor> saved;
-    auto* self = this;
     auto push_x = [&](lua_State* T) {
         push_tensor(T, x);
         return 1;
     };
-    call(*script_, label(), "forward", self->parameters(), push_x, [&](lua_State* T) {
+    call(*script_, label(), "forward", parameters(), push_x, [&](lua_State* T) {
         y = result_tensor(T, 1, label(), "forward's result");
         if (y.shape() != want)
             TANDEM_THROW(ShapeError) << label() << ": forward returned " << y.shape().to_string() << ", its output_shape is "
@@ -178,7 +179,7 @@ Tensor LuaLayer::forward(const Tensor& x, Pass& pass) {
         }
     });
     if (pass.mode == Mode::train) pass.saved.put(this, std::move(saved));
-    return placed(y, pass.device, x.layout());
+    return placed(y, x, pass.device, x.layout());
 }
 
 Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
@@ -226,8 +227,8 @@ Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
         }
     });
     TensorOpsKernel& ops = tensor_ops(pass.device);
-    for (auto& [p, g] : grads) ops.accumulate(p->grad, placed(g, pass.device, p->grad.layout()));
-    return placed(dx, pass.device, x.layout());
+    for (auto& [p, g] : grads) ops.accumulate(p->grad, placed(g, p->grad, pass.device, p->grad.layout()));
+    return placed(dx, dy, pass.device, x.layout());
 }
 
 namespace {
