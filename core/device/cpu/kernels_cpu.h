@@ -27,6 +27,8 @@ std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
 std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_reference(Device&, const BatchNormConfig&);
 
+// Max pooling in channels-last our own way (max_pool_nhwc.cpp); the rest on oneDNN.
+std::unique_ptr<Pool2dKernel> make_pool2d_cpu(Device&, const Pool2dConfig&);
 std::unique_ptr<Pool2dKernel> make_pool2d_dnnl(Device&, const Pool2dConfig&);
 std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&);
 

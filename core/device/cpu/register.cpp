@@ -34,6 +34,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);
 
+    r.add<Pool2dKernel>(kCpu, "cpu", make_pool2d_cpu);
     r.add<Pool2dKernel>(kCpu, "dnnl", make_pool2d_dnnl);
     r.add<Pool2dKernel>(kCpu, "reference", make_pool2d_reference);
 
