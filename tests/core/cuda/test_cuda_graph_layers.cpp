@@ -19,6 +19,7 @@
 #include "layers/softmax.h"
 #include "parallel/engine.h"
 #include "support/cuda_parity.h"
+#include "support/recurrent_options.h"
 #include "support/toy_batch.h"
 
 namespace tandem::test {
@@ -79,18 +80,6 @@ void expect_same_on_gpu(const LayerPtr& layer, const std::vector<Tensor>& xs, st
     for (const auto& [name, grad] : want.grads) expect_near(got.grads.at(name), grad, kTol, "gradient of " + name);
 }
 
-RecurrentOptions rnn(RnnCellKind cell, std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias,
-                     bool last) {
-    RecurrentOptions o;
-    o.cell = cell;
-    o.input_size = in;
-    o.hidden_size = hidden;
-    o.layers = layers;
-    o.bias = bias;
-    o.last_only = last;
-    return o;
-}
-
 template <class L, class... Args>
 LayerPtr initialised(Args&&... args) {
     auto layer = std::make_shared<L>(std::forward<Args>(args)...);
@@ -102,13 +91,13 @@ TEST(CudaGraphLayers, LstmAndGru) {
     TANDEM_REQUIRE_GPUS(1);
     const Tensor x = random_tensor({3, 5, 6}, cpu(), 1);
     // Two layers, the whole sequence, initial states given (the merge of three inputs).
-    expect_same_on_gpu(initialised<Recurrent>(rnn(RnnCellKind::lstm, 6, 8, 2, true, false)),
+    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 6, 8, 2, true, false)),
                        {x, random_tensor({3, 2, 8}, cpu(), 2), random_tensor({3, 2, 8}, cpu(), 3)}, 4);
-    expect_same_on_gpu(initialised<Recurrent>(rnn(RnnCellKind::gru, 6, 8, 2, true, false)),
+    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 2, true, false)),
                        {x, random_tensor({3, 2, 8}, cpu(), 5)}, 6);
-    expect_same_on_gpu(initialised<Recurrent>(rnn(RnnCellKind::gru, 6, 8, 1, false, true)), {x}, 7);
+    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 1, false, true)), {x}, 7);
     // Wide enough that the cell kernel runs many blocks, long enough that errors would add up.
-    expect_same_on_gpu(initialised<Recurrent>(rnn(RnnCellKind::lstm, 32, 256, 1, true, true)),
+    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 32, 256, 1, true, true)),
                        {random_tensor({16, 12, 32}, cpu(), 8)}, 9);
 }
 
@@ -181,7 +170,7 @@ TEST(CudaGraphLayers, SequenceNetTrainsLikeTheCpu) {
         EngineOptions o;
         o.net = std::make_shared<Sequential>(std::vector<LayerPtr>{
             std::make_shared<Reshape>(std::vector<std::int64_t>{8, 8}),
-            std::make_shared<Recurrent>(rnn(RnnCellKind::lstm, 8, 16, 1, true, true)),
+            std::make_shared<Recurrent>(recurrent_options(RnnCellKind::lstm, 8, 16, 1, true, true)),
             std::make_shared<LayerNorm>(std::vector<std::int64_t>{16}, 1e-5f, true),
             std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
         o.devices = {std::move(device)};

@@ -3,6 +3,7 @@
 #include "layers/graph.h"
 #include "layers/recurrent.h"
 #include "support/grad_check.h"
+#include "support/recurrent_options.h"
 #include "support/torch_fixture.h"
 
 namespace tandem::test {
@@ -13,22 +14,11 @@ struct Case {
     RecurrentOptions options;
 };
 
-RecurrentOptions make(RnnCellKind cell, std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias, bool last) {
-    RecurrentOptions o;
-    o.cell = cell;
-    o.input_size = in;
-    o.hidden_size = hidden;
-    o.layers = layers;
-    o.bias = bias;
-    o.last_only = last;
-    return o;
-}
-
 const Case kCases[] = {
-    {"recurrent_lstm_2layer_sequence", make(RnnCellKind::lstm, 5, 4, 2, true, false)},
-    {"recurrent_lstm_last", make(RnnCellKind::lstm, 3, 6, 1, true, true)},
-    {"recurrent_gru_2layer_sequence", make(RnnCellKind::gru, 5, 4, 2, true, false)},
-    {"recurrent_gru_last_nobias", make(RnnCellKind::gru, 3, 6, 1, false, true)},
+    {"recurrent_lstm_2layer_sequence", recurrent_options(RnnCellKind::lstm, 5, 4, 2, true, false)},
+    {"recurrent_lstm_last", recurrent_options(RnnCellKind::lstm, 3, 6, 1, true, true)},
+    {"recurrent_gru_2layer_sequence", recurrent_options(RnnCellKind::gru, 5, 4, 2, true, false)},
+    {"recurrent_gru_last_nobias", recurrent_options(RnnCellKind::gru, 3, 6, 1, false, true)},
 };
 
 TEST(Recurrent, ForwardAndBackwardMatchPyTorch) {
@@ -59,7 +49,7 @@ TEST(Recurrent, GradientsMatchFiniteDifferences) {
     for (RnnCellKind cell : {RnnCellKind::lstm, RnnCellKind::gru})
         for (bool last : {false, true}) {
             SCOPED_TRACE(std::string(cell == RnnCellKind::lstm ? "LSTM" : "GRU") + (last ? " last" : " sequence"));
-            Recurrent rnn(make(cell, 3, 4, 2, true, last));
+            Recurrent rnn(recurrent_options(cell, 3, 4, 2, true, last));
             rnn.initialize(5);
             GradCheckOptions o;
             o.max_elements = 40;
@@ -70,7 +60,7 @@ TEST(Recurrent, GradientsMatchFiniteDifferences) {
 TEST(Recurrent, InitialStatesComeAsGraphInputs) {
     auto g = std::make_shared<Graph>();
     for (const char* name : {"x", "h0", "c0"}) g->add_input(name);
-    auto lstm = std::make_shared<Recurrent>(make(RnnCellKind::lstm, 3, 4, 1, true, true));
+    auto lstm = std::make_shared<Recurrent>(recurrent_options(RnnCellKind::lstm, 3, 4, 1, true, true));
     lstm->set_name("lstm");
     g->set_outputs({g->add(lstm, {"x", "h0", "c0"})});
     const Tensor x = random_tensor({2, 5, 3}, test_device(), 1), h0 = random_tensor({2, 4}, test_device(), 2),
@@ -85,7 +75,7 @@ TEST(Recurrent, InitialStatesComeAsGraphInputs) {
 }
 
 TEST(Recurrent, NamesShapesAndMistakes) {
-    Recurrent lstm(make(RnnCellKind::lstm, 3, 4, 2, true, false));
+    Recurrent lstm(recurrent_options(RnnCellKind::lstm, 3, 4, 2, true, false));
     lstm.set_name("lstm1");
     std::vector<std::string> names;
     for (Parameter* p : lstm.parameters()) names.push_back(p->name);
@@ -104,8 +94,8 @@ TEST(Recurrent, NamesShapesAndMistakes) {
         EXPECT_NE(std::string(e.what()).find("N x steps x 3 (batch first), got 8x3"), std::string::npos) << e.what();
     }
     EXPECT_THROW(lstm.merged_shape({{8, 5, 3}, {8, 4}}), ShapeError);  // 2 layers need N x 2 x 4
-    EXPECT_THROW(Recurrent(make(RnnCellKind::gru, 0, 4, 1, true, false)), ConfigError);
-    Recurrent gru(make(RnnCellKind::gru, 3, 4, 1, false, true));
+    EXPECT_THROW(Recurrent(recurrent_options(RnnCellKind::gru, 0, 4, 1, true, false)), ConfigError);
+    Recurrent gru(recurrent_options(RnnCellKind::gru, 3, 4, 1, false, true));
     EXPECT_EQ(gru.kind(), "GRU");
     EXPECT_EQ(gru.parameters().size(), 2u);
     EXPECT_EQ(gru.max_inputs(), 2u);
