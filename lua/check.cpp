@@ -205,8 +205,8 @@ void check_options(lua_State* L, int index, const char* function, const std::vec
         if (!found) {
             if (!is_string) key = "[" + key + "]";
             lua_pop(L, 1);
-            TANDEM_THROW(ConfigError) << function << ": unknown option '" << key
-                                      << "' (known: " << join(names, ", ") << ")";
+            TANDEM_THROW(ConfigError) << function << ": unknown option '" << key << "' ("
+                                      << (names.empty() ? "it takes no options" : "known: " + join(names, ", ")) << ")";
         }
     }
 }

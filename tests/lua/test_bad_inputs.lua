@@ -269,6 +269,7 @@ suite('data sets and batches', {
   {'a negative label', function() return T.data.dataset(x, T.tensor({0, -1, 1, 0}, nil, i32)) end, 'dataset label 2 is -1'},
   {'mnist std 0', function() return T.data.mnist('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz', '/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz', {std = 0}) end, 'needs a finite mean and std > 0, got mean 0, std 0'},
   {'mnist files swapped', function() return T.data.mnist('/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz', '/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz') end, 't10k-labels-idx1-ubyte.gz holds a 1-dimensional array; images are N x H x W or N x C x H x W'},
+  {'folder with an option it lacks', function() return T.data.folder('x', {y = 1}) end, "T.data.folder: unknown option 'y' (it takes no options)"},
   {'batch of a number', function() return ds:batch(1) end, 'list of sample indices expected, got number'},
   {'batch index 0', function() return ds:batch{0} end, 'entry 1 is not a sample index in [1, 4]'},
   {'batch index 5', function() return ds:batch{1, 5} end, 'entry 2 is not a sample index in [1, 4]'},
