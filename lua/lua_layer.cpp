@@ -35,26 +35,19 @@ std::string pop_message(lua_State* T) {
 }
 
 // Runs function `which` of the layer's script on its coroutine, holding the state's lock:
-// `push_args(T)` pushes its arguments after the parameters' table and returns how many it
-// pushed; `read(T)` takes the results (from stack index 1) before they are dropped. Errors name
-// the layer and the function.
-template <class PushArgs, class Read>
-void call(const LuaScript& script, const std::string& label, const char* which,
-          const std::vector<Parameter*>& parameters, PushArgs push_args, Read read) {
+// `push_args(T)` pushes its arguments and returns how many; `read(T)` takes the results (from
+// stack index 1) before they are dropped. A failing function is an E naming the layer.
+template <class E = Error, class PushArgs, class Read>
+void call(const LuaScript& script, const std::string& label, const char* which, PushArgs push_args, Read read) {
     script.lock->run(label, [&] {
         lua_State* T = script.thread;
         lua_settop(T, 0);
         lua_rawgeti(T, LUA_REGISTRYINDEX, script.functions);
         lua_getfield(T, -1, which);
         lua_remove(T, 1);
-        lua_createtable(T, 0, static_cast<int>(parameters.size()));
-        for (Parameter* p : parameters) {
-            push_tensor(T, p->value);
-            lua_setfield(T, -2, p->name.c_str());
-        }
         const int args = push_args(T);
-        if (lua_pcall(T, args + 1, LUA_MULTRET, 0) != 0)
-            TANDEM_THROW(Error) << label << ": its " << which << " function failed: " << pop_message(T);
+        if (lua_pcall(T, args, LUA_MULTRET, 0) != 0)
+            throw E(label + ": its " + which + " function failed: " + pop_message(T));
         try {
             read(T);
         } catch (...) {
@@ -64,6 +57,15 @@ void call(const LuaScript& script, const std::string& label, const char* which,
         lua_settop(T, 0);
         return 0;
     });
+}
+
+// The first argument of forward and backward: the parameters by name.
+void push_parameters(lua_State* T, const std::vector<Parameter*>& parameters) {
+    lua_createtable(T, 0, static_cast<int>(parameters.size()));
+    for (Parameter* p : parameters) {
+        push_tensor(T, p->value);
+        lua_setfield(T, -2, p->name.c_str());
+    }
 }
 
 // Result `index` as an f32 tensor, or an Error naming what it is.
@@ -114,33 +116,22 @@ Shape LuaLayer::output_shape(const Shape& input) const {
         if (auto it = shapes_.find(input); it != shapes_.end()) return it->second;
     }
     Shape out = input;
-    script_->lock->run(label(), [&] {
-        lua_State* T = script_->thread;
-        lua_settop(T, 0);
-        lua_rawgeti(T, LUA_REGISTRYINDEX, script_->functions);
-        lua_getfield(T, -1, "output_shape");
-        if (!lua_isnil(T, -1)) {
-            push_shape(T, input);
-            if (lua_pcall(T, 1, 1, 0) != 0) {
-                const std::string message = pop_message(T);
-                lua_settop(T, 0);
-                TANDEM_THROW(ShapeError) << label() << ": its output_shape function failed for input " << input.to_string()
-                                         << ": " << message;
-            }
-            try {
-                out = check_shape(T, lua_gettop(T));  // an absolute index: check_shape pushes
-            } catch (const std::exception&) {
-                lua_settop(T, 0);
-                TANDEM_THROW(ShapeError) << label() << ": its output_shape function must return a shape (a list of sizes) for input "
-                                         << input.to_string();
-            }
-            if (out.rank() == 0 || out[0] != input[0])
-                TANDEM_THROW(ShapeError) << label() << ": its output_shape function gave " << out.to_string() << " for input "
-                                         << input.to_string() << ": the batch (first) size must stay " << input[0];
+    auto push_shape_arg = [&](lua_State* S) {
+        push_shape(S, input);
+        return 1;
+    };
+    auto read_shape = [&](lua_State* S) {
+        try {
+            out = check_shape(S, 1);
+        } catch (const ArgError&) {
+            TANDEM_THROW(ShapeError) << label() << ": its output_shape function must return a shape (a list of sizes) for input "
+                                     << input.to_string();
         }
-        lua_settop(T, 0);
-        return 0;
-    });
+    };
+    if (script_->has_output_shape) call<ShapeError>(*script_, label(), "output_shape", push_shape_arg, read_shape);
+    TANDEM_CHECK_AS(ShapeError, out.rank() > 0 && out[0] == input[0])
+        << label() << ": its output_shape function gave " << out.to_string() << " for input " << input.to_string()
+        << ": the batch (first) size must stay " << input[0];
     std::lock_guard<std::mutex> guard(shapes_mutex_);
     shapes_.emplace(input, out);
     return out;
@@ -157,11 +148,12 @@ Tensor LuaLayer::forward(const Tensor& x, Pass& pass) {
     const Shape want = output_shape(x.shape());
     Tensor y;
     std::vector<Tensor> saved;
-    auto push_x = [&](lua_State* T) {
+    auto push_args = [&](lua_State* T) {
+        push_parameters(T, parameters());
         push_tensor(T, x);
-        return 1;
+        return 2;
     };
-    call(*script_, label(), "forward", parameters(), push_x, [&](lua_State* T) {
+    call(*script_, label(), "forward", push_args, [&](lua_State* T) {
         y = result_tensor(T, 1, label(), "forward's result");
         if (y.shape() != want)
             TANDEM_THROW(ShapeError) << label() << ": forward returned " << y.shape().to_string() << ", its output_shape is "
@@ -189,7 +181,9 @@ Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
         saved = pass.saved.get(this);
         pass.saved.erase(this);
     }
-    auto push_args = [&](lua_State* T) {  // x, dy and the list forward saved
+    const auto parameters = this->parameters();
+    auto push_args = [&](lua_State* T) {  // the parameters, x, dy and the list forward saved
+        push_parameters(T, parameters);
         push_tensor(T, x);
         push_tensor(T, dy);
         lua_createtable(T, static_cast<int>(saved.size()), 0);
@@ -197,12 +191,11 @@ Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
             push_tensor(T, saved[i]);
             lua_rawseti(T, -2, static_cast<int>(i) + 1);
         }
-        return 3;
+        return 4;
     };
     Tensor dx;
     std::vector<std::pair<Parameter*, Tensor>> grads;
-    const auto parameters = this->parameters();
-    call(*script_, label(), "backward", parameters, push_args, [&](lua_State* T) {
+    call(*script_, label(), "backward", push_args, [&](lua_State* T) {
         dx = result_tensor(T, 1, label(), "backward's first result (dx)");
         if (dx.shape() != x.shape())
             TANDEM_THROW(ShapeError) << label() << ": backward returned dx of shape " << dx.shape().to_string()
@@ -243,6 +236,7 @@ int lua_layer_new(lua_State* L) {
     for (const char* key : {"forward", "backward", "output_shape"}) {
         lua_getfield(L, 1, key);
         const bool optional = std::string(key) == "output_shape";
+        if (optional) script->has_output_shape = !lua_isnil(L, -1);
         if (!lua_isfunction(L, -1) && !(optional && lua_isnil(L, -1)))
             throw ArgError(1, std::string("nn.Lua: '") + key + "' must be a function, got " + type_name(L, -1));
         lua_setfield(L, -2, key);

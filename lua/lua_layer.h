@@ -27,6 +27,7 @@ struct LuaScript {
     std::shared_ptr<ScriptLock> lock;  // the state's lock (kept alive by every layer using it)
     lua_State* thread = nullptr;       // a coroutine of the layer's own, anchored in the registry
     int functions = LUA_NOREF;         // registry ref of {forward, backward, output_shape}
+    bool has_output_shape = false;     // without one, the output has the input's shape
 };
 
 class LuaLayer final : public Layer {

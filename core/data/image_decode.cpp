@@ -52,9 +52,10 @@ std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
     return v;
 }
 
+bool has_png_signature(const std::string& b) { return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0; }
+
 // The size a PNG's IHDR or a JPEG's start-of-frame states, read before decoding; none when the
 // bytes are neither or the header is not found.
-bool has_png_signature(const std::string& b) { return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0; }
 
 std::optional<Size2> stated_size(const std::string& b) {
     if (b.size() >= 24 && has_png_signature(b) && b.compare(12, 4, "IHDR") == 0)

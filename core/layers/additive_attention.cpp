@@ -123,13 +123,7 @@ std::vector<Tensor> AdditiveAttention::unmerge(const std::vector<Tensor>& xs, co
     keys.backward_data(d_key, key_weight_.value, dk);
     dq = dq.reshape(xs[0].shape());
     dk = dk.reshape(xs[1].shape());
-    if (xs.size() == 2) {
-        values_gradient(weights, g, dk, true, device);  // the keys are the values too
-        return {dq, dk};
-    }
-    Tensor dv = Tensor::empty(values.shape(), device);
-    values_gradient(weights, g, dv, false, device);
-    return {dq, dk, dv};
+    return with_values_gradient(xs, weights, g, dq, dk, device);
 }
 
 }  // namespace tandem

@@ -59,13 +59,19 @@ Tensor Attention::scores_gradient(const Tensor& weights, const Tensor& values, c
     return d_scores;
 }
 
-void Attention::values_gradient(const Tensor& weights, const Tensor& dy, Tensor& d_values, bool accumulate,
-                                Device& device) {
+std::vector<Tensor> Attention::with_values_gradient(const std::vector<Tensor>& xs, const Tensor& weights,
+                                                   const Tensor& dy, Tensor dq, Tensor dk, Device& device) {
     const std::int64_t n = weights.shape()[0], tq = weights.shape()[1], tk = weights.shape()[2];
     BatchedProduct p{n, tk, dy.shape()[2], tq};
     p.transpose_a = true;
-    p.accumulate = accumulate;
-    attention_kernel(device).batched_product(weights, dy, d_values, p);
+    if (xs.size() == 2) {  // the keys are the values too
+        p.accumulate = true;
+        attention_kernel(device).batched_product(weights, dy, dk, p);
+        return {dq, dk};
+    }
+    Tensor dv = Tensor::empty(values_of(xs).shape(), device);
+    attention_kernel(device).batched_product(weights, dy, dv, p);
+    return {dq, dk, dv};
 }
 
 }  // namespace tandem

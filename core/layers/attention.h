@@ -15,6 +15,10 @@ namespace tandem {
 
 class Attention : public Merge {
 public:
+    // Queries and keys, and values when they are not the keys.
+    std::size_t min_inputs() const override { return 2; }
+    std::size_t max_inputs() const override { return 3; }
+
     // The attention weights of the last forward, training or evaluation (N x Tq x Tk, on the
     // device that ran it). When a batch is cut into micro-batches, the last micro-batch's; in an
     // engine with several groups, group 1's (the net the recipe built). Undefined before any
@@ -29,8 +33,10 @@ protected:
     Tensor weighted_sum(const Tensor& weights, const Tensor& values, Device& device);
     // The scores' gradient from the output's (dy, contiguous): softmax backward of dy values^T.
     Tensor scores_gradient(const Tensor& weights, const Tensor& values, const Tensor& dy, Device& device);
-    // d_values = weights^T dy, written, or added when accumulate (values that are also the keys).
-    void values_gradient(const Tensor& weights, const Tensor& dy, Tensor& d_values, bool accumulate, Device& device);
+    // The inputs' gradients {dq, dk[, dv]} once dq and dk hold the scores' share: the values'
+    // (weights^T dy) added into dk when the keys are the values, else a third gradient.
+    std::vector<Tensor> with_values_gradient(const std::vector<Tensor>& xs, const Tensor& weights, const Tensor& dy,
+                                             Tensor dq, Tensor dk, Device& device);
 
     // Checks what every attention needs of its inputs (q, k[, v]; v is k when two): two or three,
     // each N x steps x features with one N, a value for each key. Throws ConfigError or

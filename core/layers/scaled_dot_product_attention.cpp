@@ -83,13 +83,7 @@ std::vector<Tensor> ScaledDotProductAttention::unmerge(const std::vector<Tensor>
     pk.transpose_a = true;
     pk.alpha = scale;
     kernel.batched_product(d_scores, q, dk, pk);
-    if (xs.size() == 2) {
-        values_gradient(weights, g, dk, true, device);  // the keys are the values too
-        return {dq, dk};
-    }
-    Tensor dv = Tensor::empty(v.shape(), device);
-    values_gradient(weights, g, dv, false, device);
-    return {dq, dk, dv};
+    return with_values_gradient(xs, weights, g, dq, dk, device);
 }
 
 }  // namespace tandem

@@ -30,8 +30,6 @@ public:
     std::string_view kind() const override { return "ScaledDotProductAttention"; }
     LayerPtr clone() const override { return finish_clone(std::make_shared<ScaledDotProductAttention>(options_)); }
     std::string options_text() const override;
-    std::size_t min_inputs() const override { return 2; }
-    std::size_t max_inputs() const override { return 3; }
 
     // Throws ShapeError naming the layer and the shapes when they do not fit together.
     Shape merged_shape(const std::vector<Shape>& inputs) const override;

@@ -14,43 +14,12 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-struct Results {
-    Tensor y, weights;
-    std::vector<Tensor> dxs;
-    std::map<std::string, Tensor> grads;
-};
+// Compared besides the outputs and gradients: the weights the layer keeps for reading back.
+Tensor weights_of_attention(const Layer& layer) { return dynamic_cast<const Attention&>(layer).attention_weights(); }
 
-// One merge and unmerge of `layer` moved to `device`, from host inputs; results on the host.
-Results run_on(Attention& layer, Device& device, const std::vector<Tensor>& xs, const Tensor& dy) {
-    for (Parameter* p : layer.parameters()) p->grad = Tensor::zeros(p->value.shape(), host_device());
-    layer.to(device);  // a merge has no one-input shape to bind with: kernels are made on first use
-    std::vector<Tensor> on;
-    for (const Tensor& x : xs) on.push_back(x.to(device));
-    Tape tape;
-    Pass pass{device, Mode::train, 0, tape, 0};
-    Results r;
-    r.y = layer.merge(on, pass).to(host_device());
-    r.weights = layer.attention_weights().to(host_device());
-    for (const Tensor& dx : layer.unmerge(on, dy.to(device), pass)) r.dxs.push_back(dx.to(host_device()));
-    for (Parameter* p : layer.parameters()) r.grads[p->name] = p->grad.to(host_device());
-    EXPECT_TRUE(tape.empty()) << layer.label() << " left saved tensors on " << device.name();
-    return r;
-}
-
-void expect_same_on_gpu(const std::shared_ptr<Attention>& layer, const std::vector<Tensor>& xs, std::uint64_t seed) {
-    SCOPED_TRACE(layer->label() + " " + layer->options_text());
-    auto copy = std::static_pointer_cast<Attention>(layer->clone());
-    std::vector<Shape> shapes;
-    for (const Tensor& x : xs) shapes.push_back(x.shape());
-    const Tensor dy = random_tensor(layer->merged_shape(shapes), cpu(), seed);
-    const Results want = run_on(*layer, cpu(), xs, dy);
-    const Results got = run_on(*copy, gpu(), xs, dy);
-    expect_near(got.y, want.y, kTol, "output");
-    expect_near(got.weights, want.weights, kTol, "attention weights");
-    ASSERT_EQ(got.dxs.size(), want.dxs.size());
-    for (std::size_t i = 0; i < want.dxs.size(); ++i)
-        expect_near(got.dxs[i], want.dxs[i], kTol, "input gradient " + std::to_string(i + 1));
-    for (const auto& [name, grad] : want.grads) expect_near(got.grads.at(name), grad, kTol, "gradient of " + name);
+void expect_attention_same_on_gpu(const std::shared_ptr<Attention>& layer, const std::vector<Tensor>& xs,
+                                  std::uint64_t seed) {
+    expect_same_on_gpu(layer, xs, seed, weights_of_attention);
 }
 
 std::shared_ptr<Attention> scaled(std::optional<float> scale, bool causal) {
@@ -74,20 +43,20 @@ std::shared_ptr<Attention> additive(std::int64_t query, std::int64_t key, std::i
 TEST(CudaAttention, ScaledDotProduct) {
     TANDEM_REQUIRE_GPUS(1);
     const Tensor q = random_tensor({3, 5, 8}, cpu(), 1), k = random_tensor({3, 7, 8}, cpu(), 2);
-    expect_same_on_gpu(scaled({}, false), {q, k, random_tensor({3, 7, 4}, cpu(), 3)}, 4);
-    expect_same_on_gpu(scaled(0.3f, true), {q, k}, 5);
+    expect_attention_same_on_gpu(scaled({}, false), {q, k, random_tensor({3, 7, 4}, cpu(), 3)}, 4);
+    expect_attention_same_on_gpu(scaled(0.3f, true), {q, k}, 5);
     // Self-attention over a long sequence: many blocks, many masked scores.
     const Tensor x = random_tensor({16, 64, 32}, cpu(), 6);
-    expect_same_on_gpu(scaled({}, true), {x, x, random_tensor({16, 64, 24}, cpu(), 7)}, 8);
+    expect_attention_same_on_gpu(scaled({}, true), {x, x, random_tensor({16, 64, 24}, cpu(), 7)}, 8);
 }
 
 TEST(CudaAttention, Additive) {
     TANDEM_REQUIRE_GPUS(1);
     const Tensor q = random_tensor({3, 5, 6}, cpu(), 11), k = random_tensor({3, 7, 4}, cpu(), 12);
-    expect_same_on_gpu(additive(6, 4, 10, true), {q, k, random_tensor({3, 7, 5}, cpu(), 13)}, 14);
-    expect_same_on_gpu(additive(6, 4, 10, false), {q, k}, 15);
+    expect_attention_same_on_gpu(additive(6, 4, 10, true), {q, k, random_tensor({3, 7, 5}, cpu(), 13)}, 14);
+    expect_attention_same_on_gpu(additive(6, 4, 10, false), {q, k}, 15);
     // A decoder over a 28-step encoder, hidden 128: the score kernels run many blocks.
-    expect_same_on_gpu(additive(64, 64, 128, true),
+    expect_attention_same_on_gpu(additive(64, 64, 128, true),
                        {random_tensor({16, 10, 64}, cpu(), 16), random_tensor({16, 28, 64}, cpu(), 17)}, 18);
 }
 

@@ -34,8 +34,6 @@ std::shared_ptr<Sequential> small_net() {
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
-// The shared test devices, owned elsewhere (see support/cuda_test.h).
-std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, [](Device*) {}); }
 
 // How train() lays the net out: one stage, group and micro-batch by default (batch norm then
 // sees the same samples as on one device).
@@ -49,7 +47,7 @@ struct TrainingRun {
     bool deterministic = false;
 };
 
-std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Device>> devices, const TrainingRun& run) {
+Weights train(std::vector<std::shared_ptr<Device>> devices, const TrainingRun& run) {
     EngineOptions o;
     o.net = small_net();
     o.devices = std::move(devices);
@@ -67,23 +65,7 @@ std::map<std::string, std::vector<float>> train(std::vector<std::shared_ptr<Devi
         const Batch b = make_batch(s, 12);
         engine.step(b.images, b.labels);
     }
-    std::map<std::string, std::vector<float>> w;
-    for (auto& p : named_parameters(engine.net())) w[p.name] = p.parameter->value.to_vector();
-    if (run.buffers)
-        for (auto& b : named_buffers(engine.net())) w[b.name] = b.parameter->value.to_vector();
-    return w;
-}
-
-void expect_same_weights(const std::map<std::string, std::vector<float>>& got,
-                         const std::map<std::string, std::vector<float>>& want) {
-    ASSERT_EQ(got.size(), want.size());
-    for (const auto& [name, values] : want) {
-        const auto& g = got.at(name);
-        ASSERT_EQ(g.size(), values.size()) << name;
-        for (std::size_t i = 0; i < g.size(); ++i)
-            ASSERT_NEAR(g[i], values[i], 1e-3 * std::max(1.f, std::fabs(values[i])))
-                << name << " [" << i << "]";
-    }
+    return weights_of(engine.net(), run.buffers);
 }
 
 TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {

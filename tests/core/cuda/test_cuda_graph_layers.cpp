@@ -25,61 +25,6 @@
 namespace tandem::test {
 namespace {
 
-constexpr double kTol = 1e-4;
-
-struct Results {
-    Tensor y;
-    std::vector<Tensor> dxs;
-    std::map<std::string, Tensor> grads;
-};
-
-// One forward and backward of `layer` moved to `device`, from host inputs; results on the host.
-// Several inputs go through Merge's merge/unmerge, one through forward/backward.
-Results run_on(Layer& layer, Device& device, const std::vector<Tensor>& xs, const Tensor& dy) {
-    for (Parameter* p : layer.parameters()) p->grad = Tensor::zeros(p->value.shape(), host_device());
-    // A merge has no one-input shape to bind with: its kernels are made on first use.
-    if (xs.size() > 1)
-        layer.to(device);
-    else
-        layer.bind(device, xs[0].shape(), xs[0].layout());
-    std::vector<Tensor> on;
-    for (const Tensor& x : xs) on.push_back(x.to(device));
-    Tape tape;
-    Pass pass{device, Mode::train, 0, tape, 0};
-    Results r;
-    if (xs.size() > 1) {
-        auto& merge = dynamic_cast<Merge&>(layer);
-        r.y = merge.merge(on, pass).to(host_device());
-        for (const Tensor& dx : merge.unmerge(on, dy.to(device), pass)) r.dxs.push_back(dx.to(host_device()));
-    } else {
-        r.y = layer.forward(on[0], pass).to(host_device());
-        r.dxs.push_back(layer.backward(on[0], dy.to(device), pass).to(host_device()));
-    }
-    for (Parameter* p : layer.parameters()) r.grads[p->name] = p->grad.to(host_device());
-    EXPECT_TRUE(tape.empty()) << layer.label() << " left saved tensors on " << device.name();
-    return r;
-}
-
-// `layer` (initialised) on the CPU and a clone on the GPU give the same results; dy is drawn
-// in the output's shape and layout.
-void expect_same_on_gpu(const LayerPtr& layer, const std::vector<Tensor>& xs, std::uint64_t seed) {
-    SCOPED_TRACE(layer->label());
-    LayerPtr copy = layer->clone();
-    std::vector<Shape> shapes;
-    for (const Tensor& x : xs) shapes.push_back(x.shape());
-    const Shape out = xs.size() > 1 ? dynamic_cast<Merge&>(*layer).merged_shape(shapes)
-                                    : layer->output_shape(xs[0].shape());
-    const Tensor dy = random_tensor(out, cpu(), seed, -1.f, 1.f,
-                                    out.rank() == 4 ? xs[0].layout() : Layout::contiguous);
-    const Results want = run_on(*layer, cpu(), xs, dy);
-    const Results got = run_on(*copy, gpu(), xs, dy);
-    expect_near(got.y, want.y, kTol, "output");
-    ASSERT_EQ(got.dxs.size(), want.dxs.size());
-    for (std::size_t i = 0; i < want.dxs.size(); ++i)
-        if (want.dxs[i].defined()) expect_near(got.dxs[i], want.dxs[i], kTol, "input gradient " + std::to_string(i));
-    for (const auto& [name, grad] : want.grads) expect_near(got.grads.at(name), grad, kTol, "gradient of " + name);
-}
-
 template <class L, class... Args>
 LayerPtr initialised(Args&&... args) {
     auto layer = std::make_shared<L>(std::forward<Args>(args)...);
@@ -183,16 +128,9 @@ TEST(CudaGraphLayers, SequenceNetTrainsLikeTheCpu) {
             const Batch b = make_batch(s, 12);
             engine.step(b.images, b.labels);
         }
-        std::map<std::string, std::vector<float>> w;
-        for (auto& p : named_parameters(engine.net())) w[p.name] = p.parameter->value.to_vector();
-        return w;
+        return weights_of(engine.net());
     };
-    const auto want = train(std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1}));
-    const auto got = train(std::shared_ptr<Device>(&gpu(), [](Device*) {}));
-    ASSERT_EQ(got.size(), want.size());
-    for (const auto& [name, values] : want)
-        for (std::size_t i = 0; i < values.size(); ++i)
-            ASSERT_NEAR(got.at(name)[i], values[i], 1e-3 * std::max(1.f, std::fabs(values[i]))) << name << " [" << i << "]";
+    expect_same_weights(train(unowned(gpu())), train(std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})));
 }
 
 }  // namespace
