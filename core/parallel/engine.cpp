@@ -259,7 +259,8 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         << "a batch of " << n << " cannot feed " << p.groups << " groups x " << p.micro_batches
         << " micro-batches (every micro-batch needs a sample)";
     place_for(sample_shape(images), n);
-    StepPlan plan(Mode::train, p.groups, p.micro_batches, p.stages - 1, images, labels);
+    // The board's edges: the chain's (chain_stage_graph), one at each bound.
+    StepPlan plan(Mode::train, p.groups, p.micro_batches, static_cast<int>(bounds_.size()), images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
     plan.step = step_ + 1;
     const auto [offset, global_batch] = share_batch(n);
@@ -307,7 +308,7 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     const int groups = std::max(1, std::min(p.groups, n));
     const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
     place_for(sample_shape(images), images.shape()[0]);
-    StepPlan plan(Mode::eval, groups, micro_batches, p.stages - 1, images, labels);
+    StepPlan plan(Mode::eval, groups, micro_batches, static_cast<int>(bounds_.size()), images, labels);
     plan.step = step_;
     run(plan);
     LossSums total;

@@ -81,12 +81,19 @@ bool averages_after(const ParallelOptions& parallel, int replicas, std::int64_t 
     return parallel.average_every > 0 && replicas > 1 && (step + 1) % parallel.average_every == 0;
 }
 
+StageGraph program_stage_graph(const ProgramSpec& spec) {
+    return spec.graph.stages.empty() ? chain_stage_graph(spec.bounds, spec.boundary_bytes) : spec.graph;
+}
+
 std::vector<StageBucket> stage_buckets(const ProgramSpec& spec, int stage) {
-    const auto s = static_cast<std::size_t>(stage);
+    return stage_buckets(spec, program_stage_graph(spec).stage(stage));
+}
+
+std::vector<StageBucket> stage_buckets(const ProgramSpec& spec, const StageNode& node) {
     // The stage's parameter tensors in backward order (last layer first, each layer's last
     // tensor first), as the engine lists them for GradientBuckets.
     std::vector<std::size_t> bytes, layer_of;
-    for (std::size_t i = spec.bounds[s + 1]; i-- > spec.bounds[s];)
+    for (std::size_t i = node.layer_end; i-- > node.layer_begin;)
         for (auto it = spec.parameter_bytes[i].rbegin(); it != spec.parameter_bytes[i].rend(); ++it)
             bytes.push_back(*it), layer_of.push_back(i);
     std::vector<StageBucket> buckets;
@@ -106,6 +113,14 @@ void check_spec(const ProgramSpec& spec) {
     TANDEM_CHECK_AS(ConfigError, p.groups >= 1 && p.stages >= 1 && p.micro_batches >= 1)
         << "a stage program needs at least one group, stage and micro-batch; given " << p.groups << ", "
         << p.stages << ", " << p.micro_batches;
+    if (!spec.graph.stages.empty()) {
+        TANDEM_CHECK_AS(ConfigError, spec.bounds.empty() && spec.boundary_bytes.empty())
+            << "a stage program takes a chain's bounds or a stage graph, not both";
+        TANDEM_CHECK_AS(ConfigError, spec.graph.stages.size() == static_cast<std::size_t>(p.stages))
+            << p.stages << " stages, but the stage graph has " << spec.graph.stages.size();
+        check_stage_graph(spec.graph, spec.parameter_bytes.size());
+        return;
+    }
     TANDEM_CHECK_AS(ConfigError, spec.bounds.size() == static_cast<std::size_t>(p.stages) + 1 &&
                                      spec.bounds.front() == 0 && spec.bounds.back() == spec.parameter_bytes.size())
         << p.stages << " stages need " << p.stages + 1 << " bounds from 0 to the layer count ("
@@ -121,11 +136,9 @@ void check_spec(const ProgramSpec& spec) {
 // Builds one device's program; the pieces every kind of run shares.
 class ProgramWriter {
 public:
-    ProgramWriter(const ProgramSpec& spec, int group, int stage)
-        : spec_(spec), p_(spec.parallel), group_(group), stage_(stage),
-          device_(group * p_.stages + stage), first_(stage == 0), last_(stage == p_.stages - 1),
-          begin_(spec.bounds[static_cast<std::size_t>(stage)]),
-          end_(spec.bounds[static_cast<std::size_t>(stage) + 1]) {}
+    ProgramWriter(const ProgramSpec& spec, const StageGraph& graph, int depth, int group, int stage)
+        : spec_(spec), p_(spec.parallel), graph_(graph), node_(graph.stage(stage)), depth_(depth), group_(group),
+          stage_(stage), begin_(node_.layer_begin), end_(node_.layer_end) {}
 
     DeviceProgram write() {
         const bool train = spec_.mode == Mode::train;
@@ -139,29 +152,46 @@ public:
     }
 
 private:
-    std::size_t boundary(std::size_t bound) const {
-        return spec_.boundary_bytes.empty() ? 0 : spec_.boundary_bytes[bound];
-    }
+    int device_of(int stage) const { return group_ * p_.stages + stage; }
     void add(Op op) { ops_.push_back(op); }
+    // The stage's inputs of micro-batch m, one per input edge.
     void input(int m) {
-        if (first_) return add({.kind = OpKind::load_input, .micro_batch = m, .bytes = boundary(0)});
-        add({.kind = OpKind::receive_activation, .micro_batch = m, .peer = device_ - 1,
-             .bytes = boundary(static_cast<std::size_t>(stage_))});
+        for (int id : node_.inputs) {
+            const StageEdge& e = graph_.edge(id);
+            if (e.from == kBatchInput) {
+                add({.kind = OpKind::load_input, .micro_batch = m, .edge = id, .bytes = e.bytes});
+            } else {
+                add({.kind = OpKind::receive_activation, .micro_batch = m, .peer = device_of(e.from), .edge = id,
+                     .bytes = e.bytes});
+            }
+        }
     }
+    // Its output, to every stage that reads it, then to the loss (which keeps it until the
+    // loss's gradient: Stage::run lets go of it at the last send otherwise).
     void output(int m) {
-        if (last_) return add({.kind = OpKind::loss, .micro_batch = m});
-        add({.kind = OpKind::send_activation, .micro_batch = m, .peer = device_ + 1,
-             .bytes = boundary(static_cast<std::size_t>(stage_) + 1)});
+        for (int id : node_.outputs)
+            if (const StageEdge& e = graph_.edge(id); e.to != kLoss)
+                add({.kind = OpKind::send_activation, .micro_batch = m, .peer = device_of(e.to), .edge = id,
+                     .bytes = e.bytes});
+        for (int id : node_.outputs)
+            if (graph_.edge(id).to == kLoss) add({.kind = OpKind::loss, .micro_batch = m, .edge = id});
     }
+    // The gradient of its output: the loss's first (computed here, no wait), then each
+    // reader's, summed in this order (Stage::run), so the sum is the same on every run.
     void output_gradient(int m) {
-        if (last_) return add({.kind = OpKind::loss_gradient, .micro_batch = m});
-        add({.kind = OpKind::receive_gradient, .micro_batch = m, .peer = device_ + 1,
-             .bytes = boundary(static_cast<std::size_t>(stage_) + 1)});
+        for (int id : node_.outputs)
+            if (graph_.edge(id).to == kLoss) add({.kind = OpKind::loss_gradient, .micro_batch = m, .edge = id});
+        for (int id : node_.outputs)
+            if (const StageEdge& e = graph_.edge(id); e.to != kLoss)
+                add({.kind = OpKind::receive_gradient, .micro_batch = m, .peer = device_of(e.to), .edge = id,
+                     .bytes = e.bytes});
     }
+    // The gradient of each input, back to the stage it came from (nobody reads the images').
     void input_gradient(int m) {
-        if (first_) return;  // nobody reads the gradient of the images
-        add({.kind = OpKind::send_gradient, .micro_batch = m, .peer = device_ - 1,
-             .bytes = boundary(static_cast<std::size_t>(stage_))});
+        for (int id : node_.inputs)
+            if (const StageEdge& e = graph_.edge(id); e.from != kBatchInput)
+                add({.kind = OpKind::send_gradient, .micro_batch = m, .peer = device_of(e.from), .edge = id,
+                     .bytes = e.bytes});
     }
     void layers(OpKind kind, int m, std::size_t begin, std::size_t end, bool keep = true) {
         add({.kind = kind, .micro_batch = m, .layer_begin = begin, .layer_end = end, .keeps_activations = keep});
@@ -177,10 +207,10 @@ private:
         const bool reduce = train && reduces_gradients(p_, spec_.replicas);
         const bool overlap = train && reduces_during_backward(p_, spec_.replicas);
         const bool deterministic = train && p_.deterministic;
-        if (reduce) buckets_ = stage_buckets(spec_, stage_);
+        if (reduce) buckets_ = stage_buckets(spec_, node_);
         std::vector<StageOp> order;
         if (train) {
-            order = stage_ops(p_.pipeline, p_.stages, stage_, micro_batches);
+            order = stage_ops_at_depth(p_.pipeline, depth_, micro_batches);
         } else {
             for (int m = 0; m < micro_batches; ++m) order.push_back({StageOp::forward, m});
         }
@@ -231,7 +261,7 @@ private:
     void write_together() {
         const int micro_batches = p_.micro_batches;
         const bool reduce = reduces_gradients(p_, spec_.replicas);
-        if (reduce) buckets_ = stage_buckets(spec_, stage_);
+        if (reduce) buckets_ = stage_buckets(spec_, node_);
         for (int m = 0; m < micro_batches; ++m) input(m);
         layers(OpKind::forward, kEveryMicroBatch, begin_, end_);
         for (int m = 0; m < micro_batches; ++m) output(m);
@@ -252,8 +282,9 @@ private:
 
     const ProgramSpec& spec_;
     const ParallelOptions& p_;
-    const int group_, stage_, device_;
-    const bool first_, last_;
+    const StageGraph& graph_;
+    const StageNode& node_;
+    const int depth_, group_, stage_;
     const std::size_t begin_, end_;
     std::vector<StageBucket> buckets_;
     std::vector<Op> ops_;
@@ -263,9 +294,12 @@ private:
 
 std::vector<DeviceProgram> build_programs(const ProgramSpec& spec) {
     check_spec(spec);
+    const StageGraph graph = program_stage_graph(spec);
+    const std::vector<int> depths = stage_depths(graph);
     std::vector<DeviceProgram> programs;
     for (int g = 0; g < spec.parallel.groups; ++g)
-        for (int s = 0; s < spec.parallel.stages; ++s) programs.push_back(ProgramWriter(spec, g, s).write());
+        for (int s = 0; s < spec.parallel.stages; ++s)
+            programs.push_back(ProgramWriter(spec, graph, depths[static_cast<std::size_t>(s)], g, s).write());
     return programs;
 }
 

@@ -75,7 +75,7 @@ Stage::~Stage() = default;
 struct Stage::Run {
     Run(StepPlan& plan, std::size_t micro_batches)
         : plan(plan), tapes(micro_batches), inputs(micro_batches), outputs(micro_batches), labels(micro_batches),
-          gradients(micro_batches) {}
+          gradients(micro_batches), sends_left(micro_batches, 0) {}
     StepPlan& plan;
     std::vector<Tape> tapes;
     std::vector<Pass> passes;         // one per micro-batch, on the tapes
@@ -84,6 +84,10 @@ struct Stage::Run {
     std::vector<Tensor> outputs;      // the stage's output, until the loss or the send takes it
     std::vector<Tensor> labels;       // the last stage: each micro-batch's labels, for the loss's gradient
     std::vector<Tensor> gradients;    // flowing down through backward, until sent
+    // Per micro-batch, the activation sends still to come: the last one lets go of the output
+    // (unless the loss still reads it), earlier ones post it and keep it for the next reader.
+    std::vector<int> sends_left;
+    bool computes_loss = false;
     std::vector<std::vector<Tensor>> stashed;  // deterministic mode: each micro-batch's gradients
     BatchStatistics* statistics = nullptr;     // deferred batch norm
     // A backward run in parts (buckets posted between them) is one span, from its first part
@@ -124,13 +128,20 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         const std::vector<float> sums = buffer.to_vector();
         values.assign(sums.begin(), sums.end());
     };
+    bool sends_gradient = false;
+    for (const Op& op : program.ops) {
+        if (op.kind == OpKind::send_activation && op.micro_batch >= 0)
+            ++run.sends_left[static_cast<std::size_t>(op.micro_batch)];
+        run.computes_loss = run.computes_loss || op.kind == OpKind::loss;
+        sends_gradient = sends_gradient || op.kind == OpKind::send_gradient;
+    }
     run.passes.reserve(run.tapes.size());
     for (int m = 0; m < micro_batches; ++m) {
         const int k = group * micro_batches + m;
         Pass& pass = run.passes.emplace_back(Pass{dev, plan.mode, k, run.tapes[static_cast<std::size_t>(m)], plan.rng});
         pass.first_sample = plan.sample_offset + plan.start(k);
         pass.batch_statistics = run.statistics;
-        pass.need_dx = stage > 0;  // nobody reads the gradient of the images
+        pass.need_dx = sends_gradient;  // nobody reads the gradient of the images
         if (train && p.batch_norm == BatchNormMode::sync) pass.sum_over_replicas = sum_over_replicas;
         run.every_pass.push_back(&pass);
     }
@@ -139,8 +150,6 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         if (op.kind == OpKind::barrier) break;  // the rest runs once every stage is here
         const auto mi = static_cast<std::size_t>(std::max(op.micro_batch, 0));
         const int k = group * micro_batches + op.micro_batch;
-        // The board's link between this stage and its peer (sends and receives).
-        const int link = op.peer < 0 ? -1 : std::min(stage, op.peer % p.stages);
         auto span = [&](std::optional<TraceSpan>& s) -> TraceSpan& {
             s.emplace(trace, dev.name(), op_name(op.kind), op_category(op.kind));
             if (op.micro_batch >= 0) s->arg("micro_batch", op.micro_batch);
@@ -148,19 +157,36 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         };
         std::optional<TraceSpan> traced;
         // What the peer handed over, once it is there (the wait is not the op's), onto this device.
-        auto receive = [&](LinkDirection direction) {
-            Tensor t = plan.board.take(direction, group, link, op.micro_batch);
+        auto receive = [&](EdgeDirection direction) {
+            Tensor t = plan.board.take(direction, group, op.edge, op.micro_batch);
             span(traced).arg("bytes", t.nbytes());
             return transfer(t, dev);
+        };
+        // The stage's layers are a range of a Sequential: one input tensor. A stage with
+        // several input edges needs a graph net's stage (issue 18): refused, not guessed at.
+        auto take_input = [&](Tensor x) {
+            TANDEM_CHECK_AS(ConfigError, !run.inputs[mi].defined())
+                << "stage " << stage << " has a second input (edge " << op.edge << ") for micro-batch "
+                << op.micro_batch << "; its layers, a range of a Sequential, take one";
+            run.inputs[mi] = std::move(x);
+        };
+        // Gradients of the output from several readers (and the loss) add up, in program order:
+        // the same sum on every run.
+        auto add_gradient = [&](Tensor dy) {
+            if (!run.gradients[mi].defined()) {
+                run.gradients[mi] = std::move(dy);
+            } else {
+                tensor_ops(dev).accumulate(run.gradients[mi], dy);
+            }
         };
         switch (op.kind) {
         case OpKind::load_input: {
             span(traced);
             Tensor x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
-            run.inputs[mi] = x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x;
+            take_input(x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x);
             break;
         }
-        case OpKind::receive_activation: run.inputs[mi] = receive(LinkDirection::forward); break;
+        case OpKind::receive_activation: take_input(receive(EdgeDirection::forward)); break;
         case OpKind::forward:
         case OpKind::recompute:
             span(traced);
@@ -181,15 +207,18 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
             break;
         case OpKind::send_activation:
-            plan.board.put(LinkDirection::forward, group, link, op.micro_batch, std::move(run.outputs[mi]));
+            if (--run.sends_left[mi] == 0 && !run.computes_loss) {
+                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, std::move(run.outputs[mi]));
+            } else {
+                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, run.outputs[mi]);
+            }
             break;
         case OpKind::loss_gradient:
             span(traced);
-            run.gradients[mi] =
-                parts_.loss->backward(run.outputs[mi], run.labels[mi], loss_scale(plan), run.passes[mi]);
+            add_gradient(parts_.loss->backward(run.outputs[mi], run.labels[mi], loss_scale(plan), run.passes[mi]));
             run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
             break;
-        case OpKind::receive_gradient: run.gradients[mi] = receive(LinkDirection::backward); break;
+        case OpKind::receive_gradient: add_gradient(receive(EdgeDirection::backward)); break;
         case OpKind::backward:
             if (op.layer_end == parts_.end) span(run.backward_span);
             backward(run, op);
@@ -204,7 +233,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             }
             break;
         case OpKind::send_gradient:
-            plan.board.put(LinkDirection::backward, group, link, op.micro_batch, std::move(run.gradients[mi]));
+            plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch, std::move(run.gradients[mi]));
             break;
         case OpKind::sum_gradients:
             span(traced);

@@ -1,10 +1,17 @@
 // Stage: one stage of one group of an engine's placement, and what its worker does in a step.
 //
-// It owns the stage's share of the training: its device, its layers (a range of its group's
-// replica of the net), their parameters named as in the whole net ("fc1.weight"), the gradient
-// buckets and reduce lane it all-reduces through when there are several groups, and model
-// averaging's state (averaging.h: the global model, block momentum or centre). It executes a stage program's ops (program.h) on them: before
-// the step's barrier in run(), after it in update().
+// It owns the stage's share of the training: its device, its layers (a node of the stage
+// graph, stage_graph.h: a range of its group's replica of the net), their parameters named as
+// in the whole net ("fc1.weight"), the gradient buckets and reduce lane it all-reduces through
+// when there are several groups, and model averaging's state (averaging.h: the global model,
+// block momentum or centre). It executes a stage program's ops (program.h) on them: before the
+// step's barrier in run(), after it in update().
+//
+// It speaks edges, not neighbours: each send and receive goes through the StepBoard under the
+// op's edge; an output read by several stages is posted on each of their edges, and the
+// gradients they send back are summed (with the loss's) in program order. Its layers being a
+// range of a Sequential, it takes one input: a program that gives a stage several input edges
+// is refused until graph nets (issue 18) give stages layers that take them.
 //
 // The engine keeps what spans stages: placement, steps, checkpoints, the replicas' optimizer
 // and loss, the communicators, and error handling (a failure on one stage stops them all).

@@ -4,26 +4,26 @@
 
 namespace tandem {
 
-StepBoard::StepBoard(int groups, int links, int micro_batches)
-    : groups_(groups), links_(links), micro_batches_(micro_batches),
-      slots_(static_cast<std::size_t>(2 * groups * links * micro_batches)) {}
+StepBoard::StepBoard(int groups, int edges, int micro_batches)
+    : groups_(groups), edges_(edges), micro_batches_(micro_batches),
+      slots_(static_cast<std::size_t>(2 * groups * edges * micro_batches)) {}
 
-StepBoard::Slot& StepBoard::slot(LinkDirection direction, int group, int link, int micro_batch) {
-    TANDEM_CHECK(group >= 0 && group < groups_ && link >= 0 && link < links_ && micro_batch >= 0 &&
+StepBoard::Slot& StepBoard::slot(EdgeDirection direction, int group, int edge, int micro_batch) {
+    TANDEM_CHECK(group >= 0 && group < groups_ && edge >= 0 && edge < edges_ && micro_batch >= 0 &&
                  micro_batch < micro_batches_)
-        << "step board: no slot for group " << group << ", link " << link << ", micro-batch "
+        << "step board: no slot for group " << group << ", edge " << edge << ", micro-batch "
         << micro_batch;
-    const int d = direction == LinkDirection::forward ? 0 : 1;
-    return slots_[static_cast<std::size_t>(((d * groups_ + group) * links_ + link) * micro_batches_ +
+    const int d = direction == EdgeDirection::forward ? 0 : 1;
+    return slots_[static_cast<std::size_t>(((d * groups_ + group) * edges_ + edge) * micro_batches_ +
                                            micro_batch)];
 }
 
-void StepBoard::put(LinkDirection direction, int group, int link, int micro_batch, Tensor tensor) {
+void StepBoard::put(EdgeDirection direction, int group, int edge, int micro_batch, Tensor tensor) {
     Slot* s = nullptr;
     {
         std::lock_guard lock(mutex_);
-        s = &slot(direction, group, link, micro_batch);
-        TANDEM_CHECK(!s->ready) << "step board: link " << link << " of group " << group
+        s = &slot(direction, group, edge, micro_batch);
+        TANDEM_CHECK(!s->ready) << "step board: edge " << edge << " of group " << group
                                 << " already holds micro-batch " << micro_batch;
         s->tensor = std::move(tensor);
         s->ready = true;
@@ -31,9 +31,9 @@ void StepBoard::put(LinkDirection direction, int group, int link, int micro_batc
     s->changed.notify_one();
 }
 
-Tensor StepBoard::take(LinkDirection direction, int group, int link, int micro_batch) {
+Tensor StepBoard::take(EdgeDirection direction, int group, int edge, int micro_batch) {
     std::unique_lock lock(mutex_);
-    Slot& s = slot(direction, group, link, micro_batch);
+    Slot& s = slot(direction, group, edge, micro_batch);
     s.changed.wait(lock, [&] { return s.ready || error_ != nullptr; });
     if (!s.ready) TANDEM_THROW(CancelledError) << "step stopped: " << reason_;
     s.ready = false;

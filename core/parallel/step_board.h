@@ -1,9 +1,11 @@
 // StepBoard: where the stages of a step hand tensors to each other, and how a failure anywhere
 // stops everyone.
 //
-// Each worker group has S - 1 links between consecutive stages; on link l, stage l posts the
-// activation of each micro-batch for stage l + 1, and stage l + 1 posts the gradient back.
-// take() blocks until the tensor is there. When a worker fails it calls fail(): the first
+// Tensors are keyed by the stage-graph edge they move along (stage_graph.h; Op::edge): per
+// group, edge and micro-batch, the stage the edge comes from posts the activation forward, and
+// the stage it goes to posts the gradient back. A stage with several readers posts its output
+// on each of their edges, and takes a gradient from each. take() blocks until the tensor is
+// there. When a worker fails it calls fail(): the first
 // error is kept, and every take() in progress or to come throws CancelledError at once, so no
 // worker is left waiting for a tensor that will never come. The engine then rethrows the
 // first error to the caller.
@@ -19,15 +21,16 @@
 
 namespace tandem {
 
-enum class LinkDirection { forward, backward };
+enum class EdgeDirection { forward, backward };  // the activation, or its gradient
 
 class StepBoard {
 public:
-    StepBoard(int groups, int links, int micro_batches);
+    // `edges`: the stage graph's (those from the batch or to the loss are never posted on).
+    StepBoard(int groups, int edges, int micro_batches);
 
-    void put(LinkDirection direction, int group, int link, int micro_batch, Tensor tensor);
+    void put(EdgeDirection direction, int group, int edge, int micro_batch, Tensor tensor);
     // Waits for the tensor and removes it from the board.
-    Tensor take(LinkDirection direction, int group, int link, int micro_batch);
+    Tensor take(EdgeDirection direction, int group, int edge, int micro_batch);
 
     // Records `error` (the first one wins; CancelledError never overrides a real one) and
     // wakes every waiter. Returns the reason text other parties are given.
@@ -44,9 +47,9 @@ private:
         // over-subscribed cores the others would only compete with it for a core).
         std::condition_variable changed;
     };
-    Slot& slot(LinkDirection direction, int group, int link, int micro_batch);
+    Slot& slot(EdgeDirection direction, int group, int edge, int micro_batch);
 
-    int groups_, links_, micro_batches_;
+    int groups_, edges_, micro_batches_;
     std::vector<Slot> slots_;
     mutable std::mutex mutex_;
     std::exception_ptr error_;

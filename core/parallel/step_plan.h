@@ -3,7 +3,6 @@
 // losses, the deferred batch-norm statistics and the stage programs.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -20,10 +19,11 @@ namespace tandem {
 // evaluation's forward. Micro-batch k = g * M + m (group g's m-th) covers samples
 // [starts[k], starts[k + 1]) of the global batch.
 struct StepPlan {
-    StepPlan(Mode mode, int groups, int micro_batches, int links, const Tensor& images,
+    // `edges`: the stage graph's edge count (a chain of S stages has S + 1).
+    StepPlan(Mode mode, int groups, int micro_batches, int edges, const Tensor& images,
              const Tensor& labels)
         : mode(mode), groups(groups), micro_batches(micro_batches), images(images), labels(labels),
-          board(groups, std::max(links, 1), micro_batches),
+          board(groups, edges, micro_batches),
           sums(static_cast<std::size_t>(groups * micro_batches)) {
         const std::int64_t n = images.shape()[0];
         for (int g = 0; g < groups; ++g) {
