@@ -13,9 +13,9 @@ namespace simulation {
 
 constexpr double kEpsilon = 1e-9;
 
-int StepSimulator::signal(int direction, int group, int stage, int micro) const {
-    // direction 0: activation into `stage`; 1: gradient into `stage`.
-    return ((direction * plan_.groups + group) * plan_.stages + stage) * plan_.micro_batches + micro;
+int StepSimulator::signal(int direction, int group, int edge, int micro) const {
+    const int edges = static_cast<int>(graph_.edges.size());
+    return ((direction * plan_.groups + group) * edges + edge) * plan_.micro_batches + micro;
 }
 
 void StepSimulator::check_plan() {
@@ -304,7 +304,9 @@ Simulation StepSimulator::run() {
     live_.assign(static_cast<std::size_t>(count_), 0);
     compute_done_.assign(static_cast<std::size_t>(count_), false);
     span_start_.assign(static_cast<std::size_t>(count_), 0.0);
-    signal_set_.assign(static_cast<std::size_t>(2 * plan_.groups * plan_.stages * plan_.micro_batches), false);
+    signal_set_.assign(static_cast<std::size_t>(2 * plan_.groups * static_cast<int>(graph_.edges.size()) *
+                                                plan_.micro_batches),
+                       false);
     lane_free_.assign(static_cast<std::size_t>(plan_.stages), 0);
     for (int d = 0; d < count_; ++d) compute_phase_done(d);  // an empty queue (cannot happen) is done
 

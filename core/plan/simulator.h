@@ -4,8 +4,9 @@
 // generator from the plan, op by op, each timed with the cost model:
 //  - each device's ops in its program's order, one at a time: inputs, forward and backward of
 //    every micro-batch of its stage in the schedule's order, the loss on the last stage;
-//  - a micro-batch's activation goes to the next stage after its forward, its gradient back
-//    after its backward. Between GPUs the copy crosses the topology's channels (one direction
+//  - a micro-batch's activation goes along each of the stage's output edges after its forward
+//    (to the next stage of a chain, or to every branch of a stage graph), its gradient back
+//    after its backward; a receive waits for its edge's tensor. Between GPUs the copy crosses the topology's channels (one direction
 //    of each link on the route), which copies share first come, first served; between CPU
 //    devices the receiving worker copies it itself, as part of its op;
 //  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
@@ -33,6 +34,7 @@
 
 #include "io/trace.h"
 #include "parallel/parallel_options.h"
+#include "parallel/stage_graph.h"
 #include "plan/cost_model.h"
 #include "plan/stage_cost.h"
 #include "plan/topology.h"
@@ -44,6 +46,9 @@ struct Plan {
     PipelineSchedule schedule = PipelineSchedule::gpipe;
     bool recompute = false;               // every stage recomputes its activations
     std::vector<std::size_t> cuts;        // S - 1 cut points (partitioner.h)
+    // Or the stages as a graph over the cost model's layers (stage_graph.h; no cuts then), its
+    // edges carrying their bytes: branches on different devices run at once.
+    StageGraph graph;
     // The topology device running stage s of group g, at g * S + s; empty: 0, 1, 2, ...
     std::vector<int> devices;
     std::int64_t batch = 0;               // global batch: G x M micro-batches of batch / (G M)

@@ -78,7 +78,8 @@ private:
     void set_signal(int signal, double at);
     void span(int device, const std::string& track_suffix, const std::string& name, const std::string& category,
               double start, double end, std::vector<TraceArg> args = {});
-    int signal(int direction, int group, int stage, int micro) const;
+    // The flag a receive waits for: an activation (direction 0) or gradient (1) along `edge`.
+    int signal(int direction, int group, int edge, int micro) const;
     bool on_cpu(int device) const { return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu; }
     void compute_phase_done(int device);
     void start_updates();
@@ -89,7 +90,7 @@ private:
     bool trace_;
     int count_ = 0;  // plan devices
     std::vector<int> device_of_;  // plan device -> topology device
-    std::vector<std::size_t> bounds_;
+    StageGraph graph_;  // the plan's, or the chain its cuts make
     Simulation sim_;
 
     double now_ = 0;

@@ -1,6 +1,7 @@
 // StepSimulator::build_queues: each device's queue of items, one per op of its stage program
 // (parallel/program.h) as the engine runs it, each with its time from the cost model, the
-// signals it waits for and sets, and the memory it holds.
+// signals it waits for and sets (one per edge of the stage graph, direction and micro-batch,
+// as the engine's StepBoard keys its tensors), and the memory it holds.
 #include <algorithm>
 #include <map>
 
@@ -17,28 +18,36 @@ void StepSimulator::build_queues() {
     for (int d = 0; d < count_; ++d)
         device_costs.push_back(costs_.layer_costs(topology_.device(device_of_[static_cast<std::size_t>(d)]), micro));
     const std::vector<LayerCost>& costs0 = device_costs.front();
-    bounds_.push_back(0);
-    for (std::size_t c : p.cuts) bounds_.push_back(c);
-    bounds_.push_back(costs0.size());
-    TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
-        << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
-    for (std::size_t i = 1; i < bounds_.size(); ++i)
-        TANDEM_CHECK_AS(ConfigError, bounds_[i - 1] < bounds_[i])
-            << "plan " << p.label() << ": cuts must increase within 1.." << costs0.size() - 1;
 
     // The programs the engine runs for this plan: what every device's queue is made of.
     ProgramSpec spec;
     spec.parallel = p.parallel_options();
-    spec.bounds = bounds_;
     for (const LayerCost& c : costs0) {
         auto tensors = c.parameter_tensor_bytes;
         if (tensors.empty() && c.parameter_bytes > 0) tensors.push_back(c.parameter_bytes);
         spec.parameter_bytes.push_back(std::move(tensors));
     }
-    spec.boundary_bytes.push_back(costs0.front().input_bytes);
-    for (std::size_t s = 1; s < bounds_.size(); ++s) spec.boundary_bytes.push_back(costs0[bounds_[s] - 1].output_bytes);
     spec.replicas = p.groups;
-    const std::vector<DeviceProgram> programs = build_programs(spec);
+    if (p.graph.stages.empty()) {
+        std::vector<std::size_t> bounds{0};
+        for (std::size_t c : p.cuts) bounds.push_back(c);
+        bounds.push_back(costs0.size());
+        TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
+            << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
+        for (std::size_t i = 1; i < bounds.size(); ++i)
+            TANDEM_CHECK_AS(ConfigError, bounds[i - 1] < bounds[i])
+                << "plan " << p.label() << ": cuts must increase within 1.." << costs0.size() - 1;
+        spec.bounds = bounds;
+        spec.boundary_bytes.push_back(costs0.front().input_bytes);
+        for (std::size_t s = 1; s < bounds.size(); ++s) spec.boundary_bytes.push_back(costs0[bounds[s] - 1].output_bytes);
+    } else {
+        TANDEM_CHECK_AS(ConfigError, p.cuts.empty())
+            << "plan " << p.label() << " gives cuts and a stage graph: one or the other";
+        spec.graph = p.graph;
+    }
+    const std::vector<DeviceProgram> programs = build_programs(spec);  // checks the graph
+    graph_ = program_stage_graph(spec);
+    const int loss_stage = graph_.loss_stage();
 
     // One collective per stage and bucket, over that stage's copy in every group.
     std::map<std::pair<int, int>, int> collective_of;  // (stage, bucket) -> index
@@ -60,9 +69,9 @@ void StepSimulator::build_queues() {
         const int g = d / p.stages, s = d % p.stages;
         const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
         const std::vector<LayerCost>& costs = device_costs[static_cast<std::size_t>(d)];
-        const std::size_t begin = bounds_[static_cast<std::size_t>(s)], end = bounds_[static_cast<std::size_t>(s) + 1];
+        const std::size_t begin = graph_.stage(s).layer_begin, end = graph_.stage(s).layer_end;
         const StageCosts table(costs);
-        const bool last = s == p.stages - 1;
+        const bool last = s == loss_stage;
         const StageMemory one = table.memory(begin, end, 1, false);
         const std::size_t input = costs[begin].input_bytes, output = costs[end - 1].output_bytes;
         // A micro-batch in flight keeps its layers' inputs and saved tensors and, since the
@@ -108,8 +117,7 @@ void StepSimulator::build_queues() {
                     hand_off.opens_span = hand_off.closes_span = false;
                     q.push_back(std::move(hand_off));
                 }
-                q.back().sends.push_back({signal(direction, op.peer / p.stages, op.peer % p.stages, op.micro_batch),
-                                          op.peer, op.bytes});
+                q.back().sends.push_back({signal(direction, g, op.edge, op.micro_batch), op.peer, op.bytes});
                 continue;
             }
             if (op.kind == OpKind::wait_lane) continue;  // compute_phase_done() waits for the lanes
@@ -121,7 +129,7 @@ void StepSimulator::build_queues() {
             switch (op.kind) {
             case OpKind::load_input: it.work_ms = copy_ms(op.bytes); break;
             case OpKind::receive_activation:
-                it.wait = signal(0, g, s, op.micro_batch);
+                it.wait = signal(0, g, op.edge, op.micro_batch);
                 it.work_ms = copy_ms(op.bytes);
                 break;
             case OpKind::forward:
@@ -132,8 +140,10 @@ void StepSimulator::build_queues() {
             // The cost model's loss time covers its forward and its gradient both.
             case OpKind::loss: it.work_ms = costs_.loss_ms(device, micro); break;
             case OpKind::loss_gradient: it.transient = backward_transient; break;
+            // Gradients from several readers are added up as they come (Stage::run): an
+            // elementwise add beside the copy, not modelled apart.
             case OpKind::receive_gradient:
-                it.wait = signal(1, g, s, op.micro_batch);
+                it.wait = signal(1, g, op.edge, op.micro_batch);
                 it.work_ms = last ? 0 : copy_ms(op.bytes);
                 it.transient = backward_transient;
                 break;
