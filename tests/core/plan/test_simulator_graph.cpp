@@ -1,0 +1,111 @@
+// The simulator times stage-graph programs (issue 17, item 3): a diamond's two branches run at
+// once, so it takes the time of one branch, where the same four stages as a chain take both.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "plan/simulator.h"
+
+namespace tandem::test {
+namespace {
+
+// `layers` layers of equal cost: forward 1 ms, backward 2 ms per sample; free copies.
+class EqualLayers final : public CostModel {
+public:
+    explicit EqualLayers(int layers) : layers_(layers) {}
+    std::vector<LayerCost> layer_costs(const TopologyDevice&, std::int64_t batch) const override {
+        std::vector<LayerCost> costs;
+        for (int i = 0; i < layers_; ++i) {
+            LayerCost c;
+            c.name = "layer" + std::to_string(i + 1);
+            c.forward_ms = 1.0 * double(batch), c.backward_ms = 2.0 * double(batch);
+            c.input_bytes = c.output_bytes = 40 * static_cast<std::size_t>(batch);
+            costs.push_back(c);
+        }
+        return costs;
+    }
+    double loss_ms(const TopologyDevice&, std::int64_t) const override { return 0; }
+    double update_ms(const TopologyDevice&, std::size_t) const override { return 0; }
+    double copy_gbs() const override { return 1e9; }
+    double handoff_ms() const override { return 0; }
+
+private:
+    int layers_;
+};
+
+// n one-thread CPU devices on n cores: nothing slows a device but waiting.
+Topology cpus(int n) {
+    TopologySpec spec;
+    spec.name = "cpus";
+    spec.nodes.push_back({"host", "", "", "", 0, 1, n});
+    for (int i = 0; i < n; ++i)
+        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", std::size_t(1) << 30, 1, 0});
+    return Topology(spec);
+}
+
+// input -> 0; 0 -> 1 and 0 -> 2 (the branches); 1 -> 3 and 2 -> 3; 3 -> loss. Stage s runs layer s.
+StageGraph diamond() {
+    StageGraph g;
+    for (std::size_t s = 0; s < 4; ++s) g.stages.push_back({s, s + 1, {}, {}});
+    const std::vector<std::pair<int, int>> edges{{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}};
+    for (const auto& [from, to] : edges) {
+        const int id = static_cast<int>(g.edges.size());
+        g.edges.push_back({id, from, to, 40});
+        if (from >= 0) g.stages[static_cast<std::size_t>(from)].outputs.push_back(id);
+        if (to >= 0) g.stages[static_cast<std::size_t>(to)].inputs.push_back(id);
+    }
+    return g;
+}
+
+Plan plan(int stages, int micro, PipelineSchedule schedule) {
+    Plan p;
+    p.stages = stages, p.micro_batches = micro, p.batch = micro, p.schedule = schedule;
+    for (int s = 1; s < stages; ++s) p.cuts.push_back(static_cast<std::size_t>(s));
+    return p;
+}
+
+// [start, end) in ms of the span `name` of micro-batch `micro` on `track`.
+std::pair<double, double> span_of(const Simulation& s, const std::string& track, const std::string& name, int micro) {
+    for (const auto& e : s.events) {
+        if (e.track != track || e.name != name) continue;
+        for (const auto& a : e.args)
+            if (a.key == "micro_batch" && std::get<std::int64_t>(a.value) == micro)
+                return {e.start_us / 1e3, (e.start_us + e.duration_us) / 1e3};
+    }
+    ADD_FAILURE() << "no span " << name << " of micro-batch " << micro << " on " << track;
+    return {0, 0};
+}
+
+TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
+    for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
+        for (int micro : {1, 4}) {
+            const std::string what = std::string(pipeline_schedule_name(schedule)) + " M=" + std::to_string(micro);
+            Plan graph_plan = plan(4, micro, schedule);
+            graph_plan.cuts.clear();
+            graph_plan.graph = diamond();
+            const Simulation branched = simulate(graph_plan, cpus(4), EqualLayers(4), true);
+            // The same four stages one after another, and the diamond less one branch.
+            const Simulation chain = simulate(plan(4, micro, schedule), cpus(4), EqualLayers(4));
+            const Simulation one_branch = simulate(plan(3, micro, schedule), cpus(3), EqualLayers(3));
+
+            EXPECT_NEAR(branched.step_ms, one_branch.step_ms, 1e-6 * one_branch.step_ms) << what;
+            // The chain runs the second branch's work after the first: one micro-batch through
+            // it (forward and backward) longer at least.
+            const double branch_ms = branched.devices[2].busy_ms / micro;
+            EXPECT_GT(chain.step_ms, branched.step_ms + 0.99 * branch_ms) << what;
+            EXPECT_NEAR(branched.devices[1].busy_ms, branched.devices[2].busy_ms, 1e-9) << what;
+            // The branches' forwards of micro-batch 0 run at the same time.
+            const auto left = span_of(branched, branched.devices[1].name, "forward", 0);
+            const auto right = span_of(branched, branched.devices[2].name, "forward", 0);
+            EXPECT_NEAR(left.first, right.first, 1e-9) << what;
+            EXPECT_LT(right.first, left.second) << what;
+        }
+}
+
+TEST(SimulatorGraph, AGraphPlanWithCutsIsRefused) {
+    Plan p = plan(4, 1, PipelineSchedule::gpipe);
+    p.graph = diamond();
+    EXPECT_THROW(simulate(p, cpus(4), EqualLayers(4)), ConfigError);
+}
+
+}  // namespace
+}  // namespace tandem::test
