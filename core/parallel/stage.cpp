@@ -82,7 +82,7 @@ struct Stage::Run {
     std::vector<Pass*> every_pass;
     std::vector<Tensor> inputs;       // the stage's input, until forward (or a recompute) is done with it
     std::vector<Tensor> outputs;      // the stage's output, until the loss or the send takes it
-    std::vector<Tensor> labels;       // the last stage: each micro-batch's labels, for the loss's gradient
+    std::vector<Tensor> labels;       // the loss stage: each micro-batch's labels, for the loss's gradient
     std::vector<Tensor> gradients;    // flowing down through backward, until sent
     // Per micro-batch, the activation sends still to come: the last one lets go of the output
     // (unless the loss still reads it), earlier ones post it and keep it for the next reader.
@@ -194,7 +194,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             break;
         case OpKind::loss:
             span(traced);
-            // Labels go straight to the last stage.
+            // Labels go straight to the stage computing the loss.
             run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
             try {
                 plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(run.outputs[mi], run.labels[mi], run.passes[mi]);

@@ -46,7 +46,7 @@ struct StepPlan {
     std::int64_t step = 0;
     StepBoard board;
     std::vector<std::int64_t> starts;
-    std::vector<LossSums> sums;  // per micro-batch, from the last stages
+    std::vector<LossSums> sums;  // per micro-batch, from the stages computing the loss
     // Per group and stage (g * S + s), for deferred batch norm.
     std::vector<BatchStatistics> statistics;
     // Per group and stage (g * S + s), for gradient clipping: the sum of squares of the

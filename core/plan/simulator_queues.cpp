@@ -87,11 +87,11 @@ void StepSimulator::build_queues() {
         // What one layer needs while it runs (its output or gradients, scratch): the largest.
         std::size_t workspace = 0;
         for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
-        // From a gradient's arrival to the end of its backward: the gradient received from the
-        // next stage, and what recomputation rebuilds of one micro-batch (and its output).
+        // From a gradient's arrival to the end of its backward: the gradient received from a
+        // reader of its output, and what recomputation rebuilds of one micro-batch (and its output).
         const std::size_t backward_transient =
             (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
-        // A CPU worker copies what it receives itself (the first stage its slice of the
+        // A CPU worker copies what it receives itself (a stage reading the batch its slice of the
         // images too); a GPU's copy engine does it beside.
         auto copy_ms = [&](std::size_t bytes) {
             return device.cpu ? static_cast<double>(bytes) / (costs_.copy_gbs() * 1e6) : 0.0;
