@@ -88,7 +88,8 @@ void StepSimulator::build_queues() {
         std::size_t workspace = 0;
         for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
         // From a gradient's arrival to the end of its backward: the gradient received from a
-        // reader of its output, and what recomputation rebuilds of one micro-batch (and its output).
+        // reader of the output, and what recomputation rebuilds of one micro-batch (and its
+        // output).
         const std::size_t backward_transient =
             (p.recompute ? one.activations - input + output : 0) + (last ? 0 : output) + workspace;
         // A CPU worker copies what it receives itself (a stage reading the batch its slice of the

@@ -16,7 +16,7 @@ namespace {
 // Stage s runs layer s; the edges in the order given, each carrying `bytes`.
 StageGraph graph_of(int stages, const std::vector<std::pair<int, int>>& edges, std::size_t bytes = 64) {
     StageGraph g;
-    for (int s = 0; s < stages; ++s) g.stages.push_back({static_cast<std::size_t>(s), static_cast<std::size_t>(s) + 1, {}, {}});
+    for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) g.stages.push_back({s, s + 1, {}, {}});
     for (const auto& [from, to] : edges) {
         const int id = static_cast<int>(g.edges.size());
         g.edges.push_back({id, from, to, bytes});
@@ -230,7 +230,8 @@ TEST(ProgramGraph, TheCheckerCatchesADeadlock) {
     s.parameter_bytes = {{}, {}};
     s.bounds = {0, 1, 2};
     auto programs = build_programs(s);
-    programs[0].ops.insert(programs[0].ops.begin(), Op{.kind = OpKind::receive_gradient, .micro_batch = 0, .peer = 1, .edge = 1});
+    const Op early{.kind = OpKind::receive_gradient, .micro_batch = 0, .peer = 1, .edge = 1};
+    programs[0].ops.insert(programs[0].ops.begin(), early);
     programs[0].ops.erase(std::find_if(programs[0].ops.begin() + 1, programs[0].ops.end(),
                                        [](const Op& op) { return op.kind == OpKind::receive_gradient; }));
     EXPECT_FALSE(runs_to_the_end(programs));

@@ -58,7 +58,8 @@ std::vector<std::vector<float>> gradients_with_readers(int readers, std::vector<
     std::vector<float> sum(g1.size());
     for (std::size_t i = 0; i < g1.size(); ++i) sum[i] = g1[i] + g2[i];
     std::vector<std::vector<float>> activations;
-    for (int r = 1; r <= readers; ++r) activations.push_back(plan.board.take(EdgeDirection::forward, 0, r, 0).to_vector());
+    for (int r = 1; r <= readers; ++r)
+        activations.push_back(plan.board.take(EdgeDirection::forward, 0, r, 0).to_vector());
     for (const auto& a : activations) EXPECT_EQ(a, activations.front()) << "every reader gets the same output";
     if (sent) *sent = activations.front();
     if (readers == 1) {
