@@ -26,15 +26,6 @@ namespace {
 
 using DatasetPtr = std::shared_ptr<InMemoryDataset>;
 
-// Pushes nil, "<path>: no such file" and returns true when `path` does not exist.
-bool push_missing(lua_State* L, const std::string& path) {
-    std::error_code error;
-    if (std::filesystem::exists(path, error)) return false;
-    lua_pushnil(L);
-    lua_pushstring(L, (path + ": no such file").c_str());
-    return true;
-}
-
 // T.data.idx(path) -> tensor (the bytes as f32 values 0..255, in the file's shape)
 int data_idx(lua_State* L) {
     const std::string path = check_string(L, 1);
@@ -161,7 +152,7 @@ int dataset_tostring(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kDataMethods[] = {
     {"size", wrap<dataset_size>},
     {"classes", wrap<dataset_classes>},
     {"sample_shape", wrap<dataset_sample_shape>},
@@ -169,7 +160,7 @@ const luaL_Reg kMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kDataFunctions[] = {
     {"idx", wrap<data_idx>},
     {"mnist", wrap<data_mnist>},
     {"dataset", wrap<data_dataset>},
@@ -181,9 +172,9 @@ const luaL_Reg kFunctions[] = {
 
 void register_data(lua_State* L, int module) {
     define_type(L, module,
-                {kDatasetType, wrap<release_box<DatasetPtr, kDatasetType>>, kMethods,
+                {kDatasetType, wrap<release_box<DatasetPtr, kDatasetType>>, kDataMethods,
                  wrap<dataset_tostring>});
-    add_functions(L, module, kFunctions, "data");
+    add_functions(L, module, kDataFunctions, "data");
 }
 
 }  // namespace tandem::lua

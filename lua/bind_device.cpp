@@ -231,7 +231,7 @@ int device_tostring(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kDeviceMethods[] = {
     {"name", wrap<device_name>},
     {"kind", wrap<device_kind>},
     {"index", wrap<device_index>},
@@ -248,7 +248,7 @@ int bytes_parse(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kDeviceFunctions[] = {
     {"devices", wrap<devices_new>},
     {"parse_bytes", wrap<bytes_parse>},
     {nullptr, nullptr},
@@ -260,8 +260,8 @@ void register_device(lua_State* L, int module) {
     using Ptr = std::shared_ptr<Device>;
     define_type(
         L, module,
-        {kDeviceType, wrap<release_box<Ptr, kDeviceType>>, kMethods, wrap<device_tostring>});
-    add_functions(L, module, kFunctions);
+        {kDeviceType, wrap<release_box<Ptr, kDeviceType>>, kDeviceMethods, wrap<device_tostring>});
+    add_functions(L, module, kDeviceFunctions);
 }
 
 }  // namespace tandem::lua

@@ -403,7 +403,7 @@ const luaL_Reg kScheduleMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kEngineFunctions[] = {
     {"engine_new", wrap<engine_new>},
     {"optim_sgd", wrap<optim_sgd>},
     {"optim_adam", wrap<optim_adam>},
@@ -425,7 +425,7 @@ void register_engine(lua_State* L, int module) {
                             kOptimizerMethods, wrap<optimizer_tostring>});
     define_type(L, module, {kScheduleType, wrap<release_box<SchedulePtr, kScheduleType>>,
                             kScheduleMethods, wrap<schedule_tostring>});
-    add_functions(L, module, kFunctions);
+    add_functions(L, module, kEngineFunctions);
 }
 
 }  // namespace tandem::lua

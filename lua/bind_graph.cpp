@@ -93,7 +93,7 @@ int graph_info(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kGraphFunctions[] = {
     {"graph_input", wrap<graph_input>}, {"graph_output", wrap<graph_output>},
     {"graph_build", wrap<graph_build>}, {"graph_info", wrap<graph_info>},
     {nullptr, nullptr},
@@ -149,6 +149,6 @@ int graph_forward(lua_State* L) {
     return 1;
 }
 
-void register_graph(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+void register_graph(lua_State* L, int module) { add_functions(L, module, kGraphFunctions); }
 
 }  // namespace tandem::lua

@@ -120,7 +120,7 @@ int io_save_image_grid(lua_State* L) {
     return 0;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kIoFunctions[] = {
     {"save", wrap<io_save>},
     {"save_image_grid", wrap<io_save_image_grid>},
     {"load", wrap<io_load>},
@@ -129,6 +129,6 @@ const luaL_Reg kFunctions[] = {
 
 }  // namespace
 
-void register_io(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+void register_io(lua_State* L, int module) { add_functions(L, module, kIoFunctions); }
 
 }  // namespace tandem::lua

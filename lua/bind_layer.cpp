@@ -268,7 +268,7 @@ int layer_tostring(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kLayerMethods[] = {
     {"kind", wrap<layer_kind>},
     {"clone", wrap<layer_clone>},
     {"name", wrap<layer_name>},
@@ -297,7 +297,7 @@ const luaL_Reg kMethods[] = {
 void register_layer(lua_State* L, int module) {
     define_type(
         L, module,
-        {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kMethods, wrap<layer_tostring>});
+        {kLayerType, wrap<release_box<LayerPtr, kLayerType>>, kLayerMethods, wrap<layer_tostring>});
     register_layer_train(L, module);
 }
 

@@ -35,16 +35,11 @@ const SourceBox& check_source(lua_State* L, int index) {
     return check_box<SourceBox>(L, index, kSourceType, "data source");
 }
 
+// What a reader of a file or a folder answers for a path that is neither.
+constexpr const char* kNoFileOrFolder = "no such file or directory";
+
 Loader& check_loader(lua_State* L, int index) {
     return *check_box<LoaderBox>(L, index, kLoaderType, "loader");
-}
-
-bool push_missing(lua_State* L, const std::string& path) {
-    std::error_code error;
-    if (std::filesystem::exists(path, error)) return false;
-    lua_pushnil(L);
-    lua_pushstring(L, (path + ": no such file or directory").c_str());
-    return true;
 }
 
 // The options of T.data.Loader, T.data.lmdb and T.data.list, named with the constructor and as
@@ -111,7 +106,7 @@ int data_lmdb(lua_State* L) {
     check_options(L, 2, "T.data.lmdb", {"classes"});
     const std::int64_t classes =
         lua_istable(L, 2) ? int_option(L, 2, "T.data.lmdb", "classes", "classes", 0, 0, kMaxClasses) : 0;
-    if (push_missing(L, path)) return 2;
+    if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, std::make_shared<LmdbSource>(path, classes));
     return 1;
 }
@@ -120,7 +115,7 @@ int data_lmdb(lua_State* L) {
 int data_folder(lua_State* L) {
     const std::string path = check_string(L, 1);
     check_options(L, 2, "T.data.folder", {});
-    if (push_missing(L, path)) return 2;
+    if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, folder_source(path));
     return 1;
 }
@@ -132,7 +127,7 @@ int data_list(lua_State* L) {
     const bool options = lua_istable(L, 2);
     const std::string root = options ? string_option(L, 2, "T.data.list", "root", "") : "";
     const std::int64_t classes = options ? int_option(L, 2, "T.data.list", "classes", "classes", 0, 0, kMaxClasses) : 0;
-    if (push_missing(L, path)) return 2;
+    if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, list_source(path, root, classes));
     return 1;
 }
@@ -437,7 +432,7 @@ const luaL_Reg kLoaderMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kLoaderFunctions[] = {
     {"lmdb", wrap<data_lmdb>}, {"folder", wrap<data_folder>},
     {"list", wrap<data_list>}, {"Loader", wrap<data_loader>},
     {nullptr, nullptr},
@@ -452,7 +447,7 @@ void register_loader(lua_State* L, int module) {
     define_type(L, module,
                 {kLoaderType, wrap<release_box<LoaderBox, kLoaderType>>, kLoaderMethods,
                  wrap<loader_tostring>});
-    add_functions(L, module, kFunctions, "data");
+    add_functions(L, module, kLoaderFunctions, "data");
 }
 
 }  // namespace tandem::lua

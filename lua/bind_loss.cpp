@@ -90,7 +90,7 @@ int loss_tostring(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kLossMethods[] = {
     {"forward", wrap<loss_forward>},
     {"backward", wrap<loss_backward>},
     {"label_smoothing", wrap<loss_label_smoothing>},
@@ -98,7 +98,7 @@ const luaL_Reg kMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kLossFunctions[] = {
     {"nn_cross_entropy", wrap<nn_cross_entropy>},
     {"nn_element_loss", wrap<nn_element_loss>},
     {nullptr, nullptr},
@@ -109,8 +109,8 @@ const luaL_Reg kFunctions[] = {
 void register_loss(lua_State* L, int module) {
     using Ptr = std::shared_ptr<Loss>;
     define_type(L, module,
-                {kLossType, wrap<release_box<Ptr, kLossType>>, kMethods, wrap<loss_tostring>});
-    add_functions(L, module, kFunctions);
+                {kLossType, wrap<release_box<Ptr, kLossType>>, kLossMethods, wrap<loss_tostring>});
+    add_functions(L, module, kLossFunctions);
 }
 
 }  // namespace tandem::lua

@@ -80,7 +80,7 @@ int mpi_abort(lua_State* L) {
     return 0;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kMpiFunctions[] = {
     {"built", wrap<mpi_built>},
     {"rank", wrap<mpi_rank>},
     {"size", wrap<mpi_size>},
@@ -95,6 +95,6 @@ const luaL_Reg kFunctions[] = {
 
 }  // namespace
 
-void register_mpi(lua_State* L, int module) { add_functions(L, module, kFunctions, "mpi"); }
+void register_mpi(lua_State* L, int module) { add_functions(L, module, kMpiFunctions, "mpi"); }
 
 }  // namespace tandem::lua

@@ -299,7 +299,7 @@ int nn_attention_weights(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kNnFunctions[] = {
     {"nn_sequential", wrap<nn_sequential>},
     {"nn_activation", wrap<nn_activation>},
     {"nn_conv2d", wrap<nn_conv2d>},
@@ -330,6 +330,6 @@ const luaL_Reg kFunctions[] = {
 
 }  // namespace
 
-void register_nn(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+void register_nn(lua_State* L, int module) { add_functions(L, module, kNnFunctions); }
 
 }  // namespace tandem::lua

@@ -161,7 +161,7 @@ int parallel_options(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kParallelFunctions[] = {
     {"parallel_options", wrap<parallel_options>},
     {nullptr, nullptr},
 };
@@ -191,6 +191,6 @@ ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     return p;
 }
 
-void register_parallel(lua_State* L, int module) { add_functions(L, module, kFunctions); }
+void register_parallel(lua_State* L, int module) { add_functions(L, module, kParallelFunctions); }
 
 }  // namespace tandem::lua

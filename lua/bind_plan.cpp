@@ -516,7 +516,7 @@ int cores(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kPlanFunctions[] = {
     {"cores", wrap<cores>},
     {"plan_topology", wrap<plan_topology>},
     {"plan_search", wrap<plan_search>},
@@ -530,7 +530,7 @@ const luaL_Reg kFunctions[] = {
 void register_plan(lua_State* L, int module) {
     define_type(L, module,
                 {kPlanCostsType, wrap<release_box<CostsPtr, kPlanCostsType>>, kCostsMethods, wrap<plan_costs_tostring>});
-    add_functions(L, module, kFunctions);
+    add_functions(L, module, kPlanFunctions);
 }
 
 }  // namespace tandem::lua

@@ -149,7 +149,7 @@ const luaL_Reg kLogMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kProfileFunctions[] = {
     {"profile", wrap<profile>},
     {"now", wrap<now>},
     {"cpu_peak", wrap<cpu_peak_of_machine>},
@@ -163,7 +163,7 @@ const luaL_Reg kFunctions[] = {
 void register_profile(lua_State* L, int module) {
     define_type(L, module, {kMetricsLogType, wrap<release_box<LogPtr, kMetricsLogType>>,
                             kLogMethods, wrap<metrics_log_tostring>});
-    add_functions(L, module, kFunctions);
+    add_functions(L, module, kProfileFunctions);
 }
 
 }  // namespace tandem::lua

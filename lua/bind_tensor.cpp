@@ -309,7 +309,7 @@ int tensor_tostring(lua_State* L) {
     return 1;
 }
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kTensorMethods[] = {
     {"shape", wrap<tensor_shape>},
     {"size", wrap<tensor_size>},
     {"numel", wrap<tensor_numel>},
@@ -327,7 +327,7 @@ const luaL_Reg kMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kTensorFunctions[] = {
     {"tensor", wrap<tensor_new>}, {"zeros", wrap<tensor_zeros>},
     {"ones", wrap<tensor_ones>},  {"randn", wrap<tensor_randn>},
     {nullptr, nullptr},
@@ -338,8 +338,8 @@ const luaL_Reg kFunctions[] = {
 void register_tensor(lua_State* L, int module) {
     define_type(
         L, module,
-        {kTensorType, wrap<release_box<Tensor, kTensorType>>, kMethods, wrap<tensor_tostring>});
-    add_functions(L, module, kFunctions);
+        {kTensorType, wrap<release_box<Tensor, kTensorType>>, kTensorMethods, wrap<tensor_tostring>});
+    add_functions(L, module, kTensorFunctions);
 }
 
 }  // namespace tandem::lua

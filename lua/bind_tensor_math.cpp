@@ -175,7 +175,7 @@ const luaL_Reg kMetamethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kMethods[] = {
+const luaL_Reg kTensorMathMethods[] = {
     {"exp", wrap<tensor_unary<UnaryOp::exp>>},
     {"log", wrap<tensor_unary<UnaryOp::log>>},
     {"tanh", wrap<tensor_unary<UnaryOp::tanh>>},
@@ -194,7 +194,7 @@ const luaL_Reg kMethods[] = {
     {nullptr, nullptr},
 };
 
-const luaL_Reg kFunctions[] = {
+const luaL_Reg kTensorMathFunctions[] = {
     {"cat", wrap<tensor_cat>},
     {nullptr, nullptr},
 };
@@ -207,9 +207,9 @@ void register_tensor_math(lua_State* L, int module) {
     luaL_getmetatable(L, kTensorType);  // [mt]
     luaL_setfuncs(L, kMetamethods, 0);
     lua_getfield(L, -1, "__index");  // [mt, methods]
-    luaL_setfuncs(L, kMethods, 0);
+    luaL_setfuncs(L, kTensorMathMethods, 0);
     lua_pop(L, 2);
-    add_functions(L, module, kFunctions);
+    add_functions(L, module, kTensorMathFunctions);
 }
 
 }  // namespace tandem::lua

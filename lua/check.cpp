@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "base/error.h"
@@ -259,6 +260,14 @@ void set_number(lua_State* L, const char* key, double value) {
 void set_string(lua_State* L, const char* key, const std::string& value) {
     lua_pushstring(L, value.c_str());
     lua_setfield(L, -2, key);
+}
+
+bool push_missing(lua_State* L, const std::string& path, const char* missing) {
+    std::error_code error;
+    if (std::filesystem::exists(path, error)) return false;
+    lua_pushnil(L);
+    lua_pushstring(L, (path + ": " + missing).c_str());
+    return true;
 }
 
 }  // namespace tandem::lua

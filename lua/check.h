@@ -120,6 +120,11 @@ std::string option_string(lua_State* L, int index, const char* key, const std::s
 // Whether the options table at `index` has `key` (false when there is no table).
 bool has_option(lua_State* L, int index, const char* key);
 
+// When `path` does not exist: pushes nil and "<path>: <missing>" (a reader's answer for a
+// missing file, as io.open gives it) and returns true. Readers that take a folder as well say
+// "no such file or directory".
+bool push_missing(lua_State* L, const std::string& path, const char* missing = "no such file");
+
 // Field `key` of the table on top of the stack, for results returned as tables.
 void set_number(lua_State* L, const char* key, double value);
 void set_string(lua_State* L, const char* key, const std::string& value);

@@ -15,7 +15,7 @@
 namespace tandem {
 namespace {
 
-enum Op { op_ring, op_tree, op_broadcast, op_reduce, op_barrier };
+enum CollectiveOp { op_ring, op_tree, op_broadcast, op_reduce, op_barrier };
 
 std::string op_text(int op) {
     switch (op) {

@@ -8,12 +8,11 @@
 #include "base/error.h"
 #include "device/attention_math.h"
 #include "device/cpu/attention_cpu.h"
+#include "device/cpu/kernels_cpu.h"
 
 namespace tandem::cpu {
 namespace {
 
-// Below this many multiply-adds (or tanh calls) a thread team costs more than it saves.
-constexpr std::int64_t kParallelMin = 1 << 14;
 
 class AttentionCpu final : public AttentionKernel {
 public:

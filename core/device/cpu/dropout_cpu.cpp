@@ -7,8 +7,6 @@
 namespace tandem::cpu {
 namespace {
 
-// Below this many elements an OpenMP team costs more than it saves.
-constexpr std::int64_t kParallelMin = 1 << 14;
 
 class DropoutCpu final : public DropoutKernel {
 public:

@@ -9,8 +9,6 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 14;
-
 double element_loss(ElementLossKind kind, double y, double t) {
     if (kind == ElementLossKind::mse) return (y - t) * (y - t);
     return std::max(y, 0.0) - y * t + std::log1p(std::exp(-std::abs(y)));

@@ -3,12 +3,17 @@
 // in tests and are never the default where a faster one exists.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "device/device.h"
 #include "layers/kernels.h"
 
 namespace tandem::cpu {
+
+// Below this many elements (or multiply-adds) an OpenMP team costs more than it saves. Kernels
+// whose work per element is much larger or smaller scale it (rnn_cell_cpu.cpp, tensor_ops_cpu.cpp).
+constexpr std::int64_t kParallelMin = 1 << 14;
 
 std::unique_ptr<TensorOpsKernel> make_tensor_ops_cpu(Device&, const TensorOpsConfig&);
 

@@ -89,8 +89,6 @@ public:
     }
 
 private:
-    // A team pays for itself from some ten thousand elements.
-    static constexpr std::int64_t kParallelMin = 1 << 14;
 
     // The input rows (or columns) [first, last) of output position `o`, clipped to the input.
     static std::pair<std::int64_t, std::int64_t> window(std::int64_t o, std::int64_t stride, std::int64_t pad,

@@ -7,7 +7,7 @@ namespace tandem::cpu {
 namespace {
 
 // A unit costs several exp/tanh calls: a team pays for itself from a few thousand units.
-constexpr std::int64_t kParallelMin = 1 << 11;
+constexpr std::int64_t kCellParallelMin = kParallelMin / 8;
 
 class RnnCellCpu final : public RnnCellKernel {
 public:
@@ -23,12 +23,12 @@ public:
         if (config_.kind == RnnCellKind::lstm) {
             const float* cp = c_prev.data<float>();
             float* cell = c.data<float>();
-#pragma omp parallel for if (n * hidden > kParallelMin)
+#pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
                 for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::lstm_forward(b, j, hidden, x, y, cp, out, cell, s);
         } else {
             const float* hp = h_prev.data<float>();
-#pragma omp parallel for if (n * hidden > kParallelMin)
+#pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
                 for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::gru_forward(b, j, hidden, x, y, hp, out, s);
         }
@@ -47,13 +47,13 @@ public:
             const float* cell = c.data<float>();
             const float* gc = dc.data<float>();
             float* dcp = dc_prev.data<float>();
-#pragma omp parallel for if (n * hidden > kParallelMin)
+#pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
                 for (std::int64_t j = 0; j < hidden; ++j)
                     rnn_cell::lstm_backward(b, j, hidden, s, cp, cell, g, gc, dx, dy, dhp, dcp);
         } else {
             const float* hp = h_prev.data<float>();
-#pragma omp parallel for if (n * hidden > kParallelMin)
+#pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
                 for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::gru_backward(b, j, hidden, s, hp, g, dx, dy, dhp);
         }

@@ -5,8 +5,6 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 14;
-
 class SoftmaxCpu final : public SoftmaxKernel {
 public:
     explicit SoftmaxCpu(const SoftmaxConfig& c) : c_(c) {}

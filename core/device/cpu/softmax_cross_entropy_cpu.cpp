@@ -10,8 +10,6 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 14;
-
 class SoftmaxCrossEntropyCpu final : public SoftmaxCrossEntropyKernel {
 public:
     explicit SoftmaxCrossEntropyCpu(const SoftmaxCrossEntropyConfig& config) : config_(config) {}

@@ -15,8 +15,8 @@ void check_same(const Tensor& a, const Tensor& b, const char* op) {
         << " differ in shape or layout";
 }
 
-// Large loops only: an OpenMP team costs more than it saves below this many elements.
-constexpr std::int64_t kParallelMin = 1 << 15;
+// Element-wise loops are memory-bound: a team pays for itself from twice kParallelMin.
+constexpr std::int64_t kElementwiseParallelMin = 2 * kParallelMin;
 
 class TensorOpsCpu final : public TensorOpsKernel {
 public:
@@ -29,7 +29,7 @@ public:
         const float* y = b.data<float>();
         float* z = dst.data<float>();
         const std::int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
     }
 
@@ -40,7 +40,7 @@ public:
         const float* y = b.data<float>();
         float* z = dst.data<float>();
         const std::int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
     }
 
@@ -52,14 +52,14 @@ public:
     void fill(Tensor& dst, float value) override {
         float* z = dst.data<float>();
         const std::int64_t n = dst.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] = value;
     }
 
     void scale(Tensor& dst, float factor) override {
         float* z = dst.data<float>();
         const std::int64_t n = dst.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] *= factor;
     }
 
@@ -68,7 +68,7 @@ public:
         float* z = dst.data<float>();
         const float* x = src.data<float>();
         const std::int64_t n = dst.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] = keep * z[i] + take * x[i];
     }
 
@@ -98,7 +98,7 @@ public:
         const auto* from = static_cast<const char*>(src.raw());
         auto* to = static_cast<char*>(dst.raw());
         const auto bytes = static_cast<std::size_t>(c.width) * element;
-#pragma omp parallel for if (c.rows * c.width > kParallelMin)
+#pragma omp parallel for if (c.rows * c.width > kElementwiseParallelMin)
         for (std::int64_t r = 0; r < c.rows; ++r)
             std::memcpy(to + static_cast<std::size_t>(c.dst_offset + r * c.dst_pitch) * element,
                         from + static_cast<std::size_t>(c.src_offset + r * c.src_pitch) * element, bytes);
@@ -111,7 +111,7 @@ public:
         const float* g = grad.data<float>();
         float* buf = h.momentum != 0 ? momentum_buffer.data<float>() : nullptr;
         const std::int64_t n = weights.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) {
             float d = g[i] + h.weight_decay * w[i];
             if (buf) {
@@ -134,7 +134,7 @@ public:
         const float shrink = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
         const float l2 = h.decoupled ? 0.0f : h.weight_decay;
         const std::int64_t n = weights.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) {
             // PyTorch's order of operations, so results agree to rounding.
             const float wi = w[i] * shrink;
@@ -150,7 +150,7 @@ public:
         const float* x = src.data<float>();
         const std::int64_t n = src.numel();
         double total = 0;
-#pragma omp parallel for reduction(+ : total) if (n > kParallelMin)
+#pragma omp parallel for reduction(+ : total) if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) total += double(x[i]) * double(x[i]);
         return total;
     }

@@ -3,18 +3,11 @@
 #include <cmath>
 
 #include "layers/batch_norm2d.h"
+#include "support/close.h"
 #include "support/grad_check.h"
 
 namespace tandem::test {
 namespace {
-
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol,
-                  const std::string& what) {
-    ASSERT_EQ(a.size(), b.size()) << what;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::fabs(double(b[i]))))
-            << what << " [" << i << "]";
-}
 
 // A layer whose gamma, beta and running statistics are not the trivial 1, 0, 0, 1, so that
 // every term of the gradient shows.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "layers/conv2d.h"
+#include "support/close.h"
 #include "support/grad_check.h"
 
 namespace tandem::test {
@@ -65,16 +66,6 @@ TEST(Conv2d, GradientRectangularKernel) {
 }
 
 // |a - b| within 1e-4 of the larger of 1 and the largest |b|: the scale of the sums involved.
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what) {
-    const auto a = actual.to_vector(), b = expected.to_vector();
-    ASSERT_EQ(a.size(), b.size()) << what;
-    double scale = 1;
-    for (float v : b) scale = std::max(scale, std::fabs(double(v)));
-    for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], 1e-4 * scale)
-            << what << " [" << i << "] of " << expected.description();
-}
-
 struct Case {
     Conv2dOptions options;
     Shape input;
@@ -109,14 +100,14 @@ void compare_with_reference(const Case& c) {
     Pass p1{test_device(), Mode::train, 0, t1, 0}, p2{test_device(), Mode::train, 0, t2, 0};
     Tensor y_fast = fast.forward(x, p1), y_ref = ref.forward(x, p2);
     EXPECT_EQ(y_fast.layout(), c.layout);
-    expect_close(y_fast, y_ref, "y");
-    expect_close(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
+    expect_close_to_scale(y_fast, y_ref, "y");
+    expect_close_to_scale(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
     for (std::size_t i = 0; i < fast.parameters().size(); ++i)
-        expect_close(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
+        expect_close_to_scale(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
                      "d" + fast.parameters()[i]->name);
 
     fast.initialize(9), ref.initialize(9);
-    expect_close(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
+    expect_close_to_scale(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
 }
 
 TEST(Conv2d, DnnlMatchesReference) {

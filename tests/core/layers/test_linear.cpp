@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "layers/linear.h"
+#include "support/close.h"
 #include "support/grad_check.h"
 
 namespace tandem::test {
@@ -36,16 +37,6 @@ TEST(Linear, GradientNoBias) {
     check_gradients(fc, random_tensor({2, 6}, test_device(), 5), test_device());
 }
 
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what) {
-    const auto a = actual.to_vector(), b = expected.to_vector();
-    ASSERT_EQ(a.size(), b.size()) << what;
-    double scale = 1;
-    for (float v : b) scale = std::max(scale, std::fabs(double(v)));
-    for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], 1e-4 * scale)
-            << what << " [" << i << "] of " << expected.description();
-}
-
 // Same weights and the same non-zero starting gradients on both kernels, so the ADD contract
 // is compared too.
 void compare_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, bool bias) {
@@ -62,13 +53,13 @@ void compare_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, b
     Tensor dy = random_tensor({n, out}, test_device(), 8);
     Tape t1, t2;
     Pass p1{test_device(), Mode::train, 0, t1, 0}, p2{test_device(), Mode::train, 0, t2, 0};
-    expect_close(fast.forward(x, p1), ref.forward(x, p2), "y");
-    expect_close(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
+    expect_close_to_scale(fast.forward(x, p1), ref.forward(x, p2), "y");
+    expect_close_to_scale(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
     for (std::size_t i = 0; i < fast.parameters().size(); ++i)
-        expect_close(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
+        expect_close_to_scale(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
                      "d" + fast.parameters()[i]->name);
     fast.initialize(9), ref.initialize(9);
-    expect_close(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
+    expect_close_to_scale(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
 }
 
 TEST(Linear, DnnlMatchesReference) {

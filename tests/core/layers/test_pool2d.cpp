@@ -5,18 +5,11 @@
 
 #include "base/rng.h"
 #include "layers/pool2d.h"
+#include "support/close.h"
 #include "support/grad_check.h"
 
 namespace tandem::test {
 namespace {
-
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol,
-                  const std::string& what) {
-    ASSERT_EQ(a.size(), b.size()) << what;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::fabs(double(b[i]))))
-            << what << " [" << i << "]";
-}
 
 // Distinct values 0.05 apart in a random order: no ties, and a +-1e-2 step never changes
 // which element of a window is the largest.
