@@ -11,7 +11,7 @@ ARGS ?=
 # The default run asks the planner for the best layout of this machine's CPU devices.
 RUN_ARGS ?= --plan=auto
 # Tests that start threads, run again under ThreadSanitizer.
-THREADED_TESTS ?= CpuPeak*:ScriptLock*:Worker*:Engine*:Averaging*:SimulatorAndEngine*:Overlap*:CostModel*:DeviceCommunicator*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:StageEdges*:Loader*:BoundedQueue*:DbBuilder*
+THREADED_TESTS ?= CpuPeak*:ScriptLock*:Worker*:Engine*:Averaging*:SimulatorAndEngine*:Overlap*:CostModel*:DeviceCommunicator*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:StageEdges*:BranchPlacement*:Loader*:BoundedQueue*:DbBuilder*
 TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$(CURDIR)/tests/tsan.supp
 
 .PHONY: all deps build run test sanitize fuzz bench bench-peers clean

@@ -301,8 +301,8 @@ int engine_lr(lua_State* L) {
     return 1;
 }
 
-// engine:stages() -> {{first =, last =, devices = {'cpu:0', ...}}, ...}: each stage's layers
-// (top-level names) and the device that runs it in each group.
+// engine:stages() -> {{first =, last =, devices = {'cpu:0', ...}}, ...}: each stage's first and
+// last layer (top-level names, or 'graph.node' under parallel.placement) and the device that runs it in each group.
 int engine_stages(lua_State* L) {
     auto engine = check_engine(L, 1);
     if (!engine->prepared())
@@ -312,9 +312,10 @@ int engine_stages(lua_State* L) {
     lua_createtable(L, p.stages, 0);
     for (int s = 0; s < p.stages; ++s) {
         lua_createtable(L, 0, 3);
-        lua_pushstring(L, engine->net().at(engine->stage_begin(s)).name().c_str());
+        const std::vector<std::string> layers = engine->stage_layer_names(s);
+        lua_pushstring(L, layers.front().c_str());
         lua_setfield(L, -2, "first");
-        lua_pushstring(L, engine->net().at(engine->stage_begin(s + 1) - 1).name().c_str());
+        lua_pushstring(L, layers.back().c_str());
         lua_setfield(L, -2, "last");
         lua_createtable(L, p.groups, 0);
         for (int g = 0; g < p.groups; ++g) {

@@ -25,6 +25,7 @@ std::string_view kind_name(OptionKind kind) {
     case OptionKind::cuts: return "cuts";
     case OptionKind::stage_flags: return "stage_flags";
     case OptionKind::real: return "real";
+    case OptionKind::placement: return "placement";
     }
     return "?";
 }
@@ -83,6 +84,31 @@ OptionValue read_value(lua_State* L, int index, const char* key, const ParallelO
         lua_pop(L, 1);
         return value;
     }
+    case OptionKind::placement: {
+        lua_getfield(L, index, key);
+        const int list = lua_gettop(L);
+        const std::string form = " must be a list of stages, each a list of layer names such as {{'fc1', 'g.a'}, {'g.b'}}";
+        if (!lua_istable(L, list)) throw ConfigError("T.Engine: " + what + form + ", got " + number_or_type(L, list));
+        StageNames stages;
+        for (int s = 1; s <= static_cast<int>(lua_objlen(L, list)); ++s) {
+            lua_rawgeti(L, list, s);
+            if (!lua_istable(L, -1))
+                throw ConfigError("T.Engine: " + what + form + "; stage " + std::to_string(s) + " is " +
+                                  number_or_type(L, -1));
+            auto& names = stages.emplace_back();
+            for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
+                lua_rawgeti(L, -1, i);
+                if (lua_type(L, -1) != LUA_TSTRING)
+                    throw ConfigError("T.Engine: " + what + " stage " + std::to_string(s) + " entry " +
+                                      std::to_string(i) + " is " + number_or_type(L, -1) + "; give layer names");
+                names.emplace_back(lua_tostring(L, -1));
+                lua_pop(L, 1);
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        return stages;
+    }
     case OptionKind::cuts: {
         lua_getfield(L, index, key);
         const int split = lua_gettop(L);
@@ -117,6 +143,16 @@ void push_value(lua_State* L, const OptionValue& value) {
                 lua_pushnumber(L, static_cast<lua_Number>(v));
             } else if constexpr (std::is_same_v<T, std::string>) {
                 lua_pushlstring(L, v.data(), v.size());
+            } else if constexpr (std::is_same_v<T, StageNames>) {
+                lua_createtable(L, static_cast<int>(v.size()), 0);
+                for (std::size_t s = 0; s < v.size(); ++s) {
+                    lua_createtable(L, static_cast<int>(v[s].size()), 0);
+                    for (std::size_t i = 0; i < v[s].size(); ++i) {
+                        lua_pushlstring(L, v[s][i].data(), v[s][i].size());
+                        lua_rawseti(L, -2, static_cast<int>(i + 1));
+                    }
+                    lua_rawseti(L, -2, static_cast<int>(s + 1));
+                }
             } else {
                 lua_createtable(L, static_cast<int>(v.size()), 0);
                 for (std::size_t i = 0; i < v.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include "base/rng.h"
 #include "device/device.h"
+#include "layers/graph_part.h"
 #include "layers/kernel_cache.h"
 #include "layers/merge.h"
 #include "layers/sequential.h"
@@ -16,20 +17,6 @@ std::string quoted_list(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
     return out.empty() ? "none" : out;
-}
-
-// `slot` += `t`, both as `like` is laid out (`slot` may share memory with another value: a new
-// tensor holds the sum).
-void accumulate(Tensor& slot, const Tensor& t, const Tensor& like, Device& device) {
-    if (!t.defined()) return;
-    const Tensor g = in_layout(t, like.layout(), device);
-    if (!slot.defined()) {
-        slot = g;
-        return;
-    }
-    Tensor sum = Tensor::empty(like.shape(), device, DType::f32, like.layout());
-    tensor_ops(device).add(slot, g, sum);
-    slot = std::move(sum);
 }
 
 }  // namespace
@@ -334,7 +321,7 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
             TANDEM_CHECK_AS(ShapeError, !dys[m][o].defined() || dys[m][o].shape() == value.shape())
                 << label() << ": the gradient of output '" << output_names()[o] << "' is "
                 << dys[m][o].shape().to_string() << ", the output is " << value.shape().to_string();
-            accumulate(grads[m][outputs_[o]], dys[m][o], value, passes[m]->device);
+            add_in_layout(grads[m][outputs_[o]], dys[m][o], value, passes[m]->device);
         }
     }
     for (std::size_t i = nodes_.size(); i-- > 0;) {
@@ -379,7 +366,7 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
                     TANDEM_CHECK_AS(ShapeError, !dx.defined() || dx.shape() == x.shape())
                         << "the gradient of input " << k + 1 << " is " << dx.shape().to_string() << ", the input is "
                         << x.shape().to_string();
-                    accumulate(grads[m][node.inputs[k]], dx, x, passes[m]->device);
+                    add_in_layout(grads[m][node.inputs[k]], dx, x, passes[m]->device);
                 }
         } catch (Error& e) {
             e.add_context(context(i, *passes.front(), together ? "backward of micro-batches together" : "backward"));

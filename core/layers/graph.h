@@ -67,6 +67,8 @@ public:
     std::vector<Shape> output_shapes(const std::vector<Shape>& inputs) const;
     // The indices into value_shapes of node i's inputs.
     std::vector<std::size_t> node_input_values(std::size_t i) const { return nodes_.at(i).inputs; }
+    // The indices into value_shapes of the outputs, in order.
+    const std::vector<std::size_t>& output_values() const { return outputs_; }
 
     // One tensor per input in, one per output out.
     std::vector<Tensor> forward_graph(const std::vector<Tensor>& xs, Pass& pass);

@@ -132,6 +132,14 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     }
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
+    if (!p.placement.empty()) {
+        TANDEM_CHECK_AS(ConfigError, !p.auto_split && p.cuts.empty())
+            << "Engine: parallel.placement says which layers each stage runs; give it or a split, not both";
+        TANDEM_CHECK_AS(ConfigError, p.placement.size() == static_cast<std::size_t>(p.stages))
+            << "Engine: parallel.placement lists " << p.placement.size() << " stages, parallel.stages is "
+            << p.stages;
+        units_ = std::make_shared<const UnitPlacement>(place_units(*options_.net, p.placement));
+    }
     options_.net->initialize(options_.seed);
     if (p.mpi) join_processes();
     if (p.average_every > 0 && p.averaging == AveragingAlgorithm::easgd) {
@@ -152,14 +160,19 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator(s));
     }
     // The automatic split needs the input's shape: it waits for prepare().
-    if (!p.auto_split || p.stages == 1) place(stage_bounds(options_.net->size(), p.stages, p.cuts));
+    if (units_) {
+        place({});
+    } else if (!p.auto_split || p.stages == 1) {
+        place(stage_bounds(options_.net->size(), p.stages, p.cuts));
+    }
 }
 
 void Engine::place(std::vector<std::size_t> bounds) {
     const ParallelOptions& p = options_.parallel;
     bounds_ = std::move(bounds);
     layer_parameter_bytes_.clear();
-    for (std::size_t i = 0; i < options_.net->size(); ++i)
+    if (units_) layer_parameter_bytes_ = units_->parameter_bytes(*options_.net);
+    for (std::size_t i = 0; i < options_.net->size() && !units_; ++i)
         layer_parameter_bytes_.push_back(parameter_tensor_bytes(options_.net->at(i)));
     const ProgramSpec spec = program_spec(Mode::train, p.groups, p.micro_batches);
     for (int g = 0; g < p.groups; ++g)
@@ -170,7 +183,8 @@ void Engine::place(std::vector<std::size_t> bounds) {
             parts.rank = global_group(g), parts.replicas = total_groups();
             parts.device = &stage_device(g, s);
             parts.net = replica.net, parts.loss = replica.loss, parts.optimizer = replica.optimizer.get();
-            parts.begin = stage_begin(s), parts.end = stage_begin(s + 1);
+            parts.begin = stage_begin(s), parts.end = stage_end(s);
+            parts.units = units_;
             parts.communicator = communicators_.empty() ? nullptr : communicators_[static_cast<std::size_t>(s)].get();
             parts.parallel = &options_.parallel;
             parts.clip_norm = options_.optimizer.clip_norm;
@@ -239,6 +253,26 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
 
 Engine::~Engine() = default;
 
+std::size_t Engine::stage_begin(int stage) const {
+    return units_ ? units_->graph.stage(stage).layer_begin : bounds_[static_cast<std::size_t>(stage)];
+}
+
+std::size_t Engine::stage_end(int stage) const {
+    return units_ ? units_->graph.stage(stage).layer_end : bounds_[static_cast<std::size_t>(stage) + 1];
+}
+
+std::vector<std::string> Engine::stage_layer_names(int stage) const {
+    if (units_) return units_->stage_unit_names(stage);
+    std::vector<std::string> names;
+    for (std::size_t i = stage_begin(stage); i < stage_end(stage); ++i) names.push_back(options_.net->at(i).name());
+    return names;
+}
+
+int Engine::edge_count() const {
+    // A chain's edges (chain_stage_graph): one at each bound.
+    return static_cast<int>(units_ ? units_->graph.edges.size() : bounds_.size());
+}
+
 Device& Engine::stage_device(int group, int stage) const {
     return *options_.devices[static_cast<std::size_t>(group * options_.parallel.stages + stage)];
 }
@@ -259,8 +293,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         << "a batch of " << n << " cannot feed " << p.groups << " groups x " << p.micro_batches
         << " micro-batches (every micro-batch needs a sample)";
     place_for(sample_shape(images), n);
-    // The board's edges: the chain's (chain_stage_graph), one at each bound.
-    StepPlan plan(Mode::train, p.groups, p.micro_batches, static_cast<int>(bounds_.size()), images, labels);
+    StepPlan plan(Mode::train, p.groups, p.micro_batches, edge_count(), images, labels);
     plan.rng = rng_key(options_.seed, static_cast<std::uint64_t>(step_));
     plan.step = step_ + 1;
     const auto [offset, global_batch] = share_batch(n);
@@ -308,7 +341,7 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     const int groups = std::max(1, std::min(p.groups, n));
     const int micro_batches = std::max(1, std::min(p.micro_batches, n / groups));
     place_for(sample_shape(images), images.shape()[0]);
-    StepPlan plan(Mode::eval, groups, micro_batches, static_cast<int>(bounds_.size()), images, labels);
+    StepPlan plan(Mode::eval, groups, micro_batches, edge_count(), images, labels);
     plan.step = step_;
     run(plan);
     LossSums total;
@@ -322,7 +355,11 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     spec.parallel = options_.parallel;
     spec.parallel.groups = groups;
     spec.parallel.micro_batches = micro_batches;
-    spec.bounds = bounds_;
+    if (units_) {
+        spec.graph = units_->graph;
+    } else {
+        spec.bounds = bounds_;
+    }
     spec.parameter_bytes = layer_parameter_bytes_;
     spec.replicas = mode == Mode::train ? total_groups() : 1;
     spec.step = step_;

@@ -2,7 +2,8 @@
 //
 // G worker groups x S stages on G*S devices (device g*S + s runs stage s of group g). Each
 // group holds a replica of the net and takes its shard of every global batch; inside a group
-// the net is cut into S contiguous stages, and the group's shard flows through them as M
+// the net is cut into S contiguous stages (or, with parallel.placement, into the stages it
+// lists, whose branches run at the same time: unit_placement.h), and the group's shard flows through them as M
 // micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its stage
 // program (program.h: the list the simulator times too) op by op, handing activations forward
 // and gradients back through transfers; as soon as
@@ -38,6 +39,7 @@
 #include "optim/optimizer.h"
 #include "parallel/parallel_options.h"
 #include "parallel/program.h"
+#include "parallel/unit_placement.h"
 
 namespace tandem {
 
@@ -130,8 +132,12 @@ public:
     Sequential& net() { return *options_.net; }
     Device& device() { return *options_.devices.front(); }
     const EngineOptions& options() const { return options_; }
-    // Stage s of every group runs top-level layers [stage_begin(s), stage_begin(s + 1)).
-    std::size_t stage_begin(int stage) const { return bounds_[static_cast<std::size_t>(stage)]; }
+    // Stage s of every group runs layers [stage_begin(s), stage_end(s)): top-level layers of a
+    // chain, or units of parallel.placement (parallel/unit_placement.h).
+    std::size_t stage_begin(int stage) const;
+    std::size_t stage_end(int stage) const;
+    // The names of the layers stage s runs, in order ("fc1", or "g.lstm" for a graph's node).
+    std::vector<std::string> stage_layer_names(int stage) const;
     Device& stage_device(int group, int stage) const;
 
 private:
@@ -175,7 +181,12 @@ private:
     void place(std::vector<std::size_t> bounds);
     std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
 
-    std::vector<std::size_t> bounds_;  // S + 1 entries: 0, cuts..., layer count; empty until placed
+    // The board's edges: the stage graph's.
+    int edge_count() const;
+
+    std::vector<std::size_t> bounds_;  // a chain's S + 1 entries: 0, cuts..., layer count; empty until placed
+    // parallel.placement's units and stage graph (null for a chain): made at construction.
+    std::shared_ptr<const UnitPlacement> units_;
     // Per top-level layer, the bytes of each parameter tensor: what the stage programs' buckets
     // are made of.
     std::vector<std::vector<std::size_t>> layer_parameter_bytes_;

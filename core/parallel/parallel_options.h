@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct ParallelOptions {
     // Where stages 1 .. S-1 begin: S - 1 increasing top-level layer indices (0-based). Empty:
     // cut into stages of nearly equal layer counts.
     std::vector<std::size_t> cuts;
+    // Layer-division model parallelism (parallel/unit_placement.h): the stages, each a list of
+    // the layers it runs (top-level names, or "graph.node" for a node of a top-level nn.Graph),
+    // in device order. Empty: the stages are a chain cut by `cuts`. Not with cuts or auto_split.
+    std::vector<std::vector<std::string>> placement;
     // Choose the cuts by profiling instead: each top-level layer's time and memory at the
     // micro-batch size on the first device, then the split that minimises the slowest stage
     // within every device's memory cap (plan/partitioner.h). Done by prepare().

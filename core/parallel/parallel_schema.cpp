@@ -82,6 +82,19 @@ std::vector<ParallelOption> make_schema() {
                      p.auto_split = false;
                      p.cuts = value_as<std::vector<std::size_t>>(v, "split", "'auto' or a list of layers");
                  }});
+    s.push_back({"placement", OptionKind::placement,
+                 "which layers each stage runs, as lists of names ('graph.node' for a graph's): branches on "
+                 "different devices at once",
+                 "", {}, 0, false, false, [](const ParallelOptions& p) -> OptionValue { return p.placement; },
+                 [](ParallelOptions& p, const OptionValue& v) {
+                     const auto& stages = value_as<StageNames>(v, "placement", "a list of stages, each a list of layer names");
+                     // The stages are the placement's (stages is set first): 1, the default, or as many.
+                     TANDEM_CHECK_AS(ConfigError, stages.empty() || p.stages == 1 ||
+                                                      static_cast<std::size_t>(p.stages) == stages.size())
+                         << "parallel.placement lists " << stages.size() << " stages, parallel.stages is " << p.stages;
+                     if (!stages.empty()) p.stages = static_cast<int>(stages.size());
+                     p.placement = stages;
+                 }});
     s.push_back({"recompute", OptionKind::stage_flags,
                  "activation recomputation: true for every stage, or a flag per stage", "recompute", {}, 0, false, true,
                  [](const ParallelOptions& p) -> OptionValue { return p.recompute; },
@@ -195,6 +208,14 @@ std::string option_text(const ParallelOption& option, const OptionValue& value) 
             } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::string> ||
                                  std::is_same_v<T, double>) {
                 out << v;
+            } else if constexpr (std::is_same_v<T, StageNames>) {
+                out << "{";
+                for (std::size_t s = 0; s < v.size(); ++s) {
+                    out << (s ? ", {" : "{");
+                    for (std::size_t i = 0; i < v[s].size(); ++i) out << (i ? ", '" : "'") << v[s][i] << "'";
+                    out << "}";
+                }
+                out << "}";
             } else {
                 out << "{";
                 for (std::size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
@@ -204,6 +225,7 @@ std::string option_text(const ParallelOption& option, const OptionValue& value) 
         value);
     if (option.kind == OptionKind::cuts && out.str() == "{}") return "none";
     if (option.kind == OptionKind::stage_flags && out.str() == "{}") return "false";
+    if (option.kind == OptionKind::placement && out.str() == "{}") return "none";
     return out.str();
 }
 

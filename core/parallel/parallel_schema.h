@@ -26,13 +26,16 @@ enum class OptionKind {
     bytes,       // a size in bytes, at least 1 (the recipe flag takes MB)
     cuts,        // 'auto' or a list of layers (names or 1-based indices) after which a stage ends
     stage_flags, // a flag for every stage, or one for all
-    real         // a number (not necessarily whole); its range is checked by `set`
+    real,        // a number (not necessarily whole); its range is checked by `set`
+    placement    // a list of stages, each a list of layer names (parallel/unit_placement.h)
 };
 
 // An option's value: flags, counts, choices, sizes and reals as themselves; `cuts` as 'auto' or
-// the 0-based indices where stages 2 .. S begin; `stage_flags` as the list.
+// the 0-based indices where stages 2 .. S begin; `stage_flags` as the list; `placement` as the
+// stages' lists of names.
+using StageNames = std::vector<std::vector<std::string>>;
 using OptionValue =
-    std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>, std::vector<bool>, double>;
+    std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>, std::vector<bool>, double, StageNames>;
 
 struct ParallelOption {
     std::string_view name;         // the key in T.Engine's parallel table

@@ -48,8 +48,17 @@ std::vector<std::pair<std::string, Tensor>> gradients_last_first(const std::vect
 Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     Sequential& net = *parts_.net;
     for (std::size_t i = parts_.begin; i < parts_.end; ++i) {
-        net.at(i).to(*parts_.device);
-        for (auto& np : named_parameters(net.at(i))) parameters_.push_back({net.at(i).name() + "." + np.name, np.parameter});
+        if (!parts_.units) {
+            layers_.emplace_back(net.at(i).name(), &net.at(i));
+        } else {
+            const NetUnit& unit = parts_.units->units[i];
+            layers_.emplace_back(unit.name, &unit_layer(net, unit));
+        }
+    }
+    if (parts_.units) part_ = std::make_unique<GraphPart>(parts_.units->stage_part(net, parts_.stage));
+    for (auto& [name, layer] : layers_) {
+        layer->to(*parts_.device);
+        for (auto& np : named_parameters(*layer)) parameters_.push_back({name + "." + np.name, np.parameter});
     }
     if (parts_.replicas == 1) return;
     const ParallelOptions& p = *parts_.parallel;
@@ -63,8 +72,8 @@ Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     a.communicator = parts_.communicator;
     a.device = parts_.device;
     a.parameters = parameters_;
-    for (std::size_t i = parts_.begin; i < parts_.end; ++i)
-        for (auto& b : named_buffers(net.at(i))) a.buffers.push_back({net.at(i).name() + "." + b.name, b.parameter});
+    for (auto& [name, layer] : layers_)
+        for (auto& b : named_buffers(*layer)) a.buffers.push_back({name + "." + b.name, b.parameter});
     a.optimizer = parts_.optimizer;
     average_ = std::make_unique<ModelAverage>(std::move(a));
 }
@@ -76,6 +85,14 @@ struct Stage::Run {
     Run(StepPlan& plan, std::size_t micro_batches)
         : plan(plan), tapes(micro_batches), inputs(micro_batches), outputs(micro_batches), labels(micro_batches),
           gradients(micro_batches), sends_left(micro_batches, 0) {}
+    // What moves along `edge` for micro-batch mi: the stage's output or its gradient (a chain's
+    // stage has one of each), or the edge's value or its gradient.
+    Tensor& output(const Stage& stage, std::size_t mi, int edge) {
+        return stage.part_ ? values[mi][stage.edge_value(edge)] : outputs[mi];
+    }
+    Tensor& gradient(const Stage& stage, std::size_t mi, int edge) {
+        return stage.part_ ? value_gradients[mi][stage.edge_value(edge)] : gradients[mi];
+    }
     StepPlan& plan;
     std::vector<Tape> tapes;
     std::vector<Pass> passes;         // one per micro-batch, on the tapes
@@ -84,6 +101,9 @@ struct Stage::Run {
     std::vector<Tensor> outputs;      // the stage's output, until the loss or the send takes it
     std::vector<Tensor> labels;       // the loss stage: each micro-batch's labels, for the loss's gradient
     std::vector<Tensor> gradients;    // flowing down through backward, until sent
+    // A placement of units, per micro-batch: every value (unit_placement.h's numbering) the
+    // stage holds, and their gradients, summed over the readers, until sent or used.
+    std::vector<std::vector<Tensor>> values, value_gradients;
     // Per micro-batch, the activation sends still to come: the last one lets go of the output
     // (unless the loss still reads it), earlier ones post it and keep it for the next reader.
     std::vector<int> sends_left;
@@ -135,6 +155,10 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         run.computes_loss = run.computes_loss || op.kind == OpKind::loss;
         sends_gradient = sends_gradient || op.kind == OpKind::send_gradient;
     }
+    if (part_) {
+        run.values.assign(run.tapes.size(), std::vector<Tensor>(parts_.units->values));
+        run.value_gradients = run.values;
+    }
     run.passes.reserve(run.tapes.size());
     for (int m = 0; m < micro_batches; ++m) {
         const int k = group * micro_batches + m;
@@ -162,22 +186,33 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             span(traced).arg("bytes", t.nbytes());
             return transfer(t, dev);
         };
-        // The stage's layers are a range of a Sequential: one input tensor. A stage with
-        // several input edges needs a graph net's stage (issue 18): refused, not guessed at.
+        // A chain's stage, a range of a Sequential, takes one input tensor; a placement's, one
+        // per edge (its value).
         auto take_input = [&](Tensor x) {
+            if (part_) {
+                run.values[mi][edge_value(op.edge)] = std::move(x);
+                return;
+            }
             TANDEM_CHECK_AS(ConfigError, !run.inputs[mi].defined())
                 << "stage " << stage << " has a second input (edge " << op.edge << ") for micro-batch "
                 << op.micro_batch << "; its layers, a range of a Sequential, take one";
             run.inputs[mi] = std::move(x);
         };
-        // Gradients of the output from several readers (and the loss) add up, in program order:
+        // Gradients of an output from several readers (and the loss) add up, in program order:
         // the same sum on every run.
         auto add_gradient = [&](Tensor dy) {
-            if (!run.gradients[mi].defined()) {
-                run.gradients[mi] = std::move(dy);
+            Tensor& sum = run.gradient(*this, mi, op.edge);
+            if (part_) {
+                add_in_layout(sum, dy, run.values[mi][edge_value(op.edge)], dev);
+            } else if (!sum.defined()) {
+                sum = std::move(dy);
             } else {
-                tensor_ops(dev).accumulate(run.gradients[mi], dy);
+                tensor_ops(dev).accumulate(sum, dy);
             }
+        };
+        // Evaluation: a placement's stage lets go of a micro-batch's values once sent.
+        auto done_with_values = [&] {
+            if (part_ && !train) run.values[mi].assign(run.values[mi].size(), Tensor());
         };
         switch (op.kind) {
         case OpKind::load_input: {
@@ -190,38 +225,42 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         case OpKind::forward:
         case OpKind::recompute:
             span(traced);
-            forward(run, op);
+            part_ ? forward_units(run, op) : forward(run, op);
             break;
         case OpKind::loss:
             span(traced);
             // Labels go straight to the stage computing the loss.
             run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
             try {
-                plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(run.outputs[mi], run.labels[mi], run.passes[mi]);
+                plan.sums[static_cast<std::size_t>(k)] =
+                    parts_.loss->forward(run.output(*this, mi, op.edge), run.labels[mi], run.passes[mi]);
             } catch (Error& e) {
                 // The kernel counts within the micro-batch: say where that is in the batch.
                 e.add_context("in the loss of samples " + std::to_string(plan.start(k) + 1) + ".." +
                               std::to_string(plan.start(k + 1)) + " of the batch");
                 throw;
             }
-            if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
+            if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor(), done_with_values();
             break;
         case OpKind::send_activation:
-            if (--run.sends_left[mi] == 0 && !run.computes_loss) {
+            if (--run.sends_left[mi] == 0 && !run.computes_loss && !part_) {
                 plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, std::move(run.outputs[mi]));
             } else {
-                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, run.outputs[mi]);
+                // A placement's values stay for backward (its layers read them).
+                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, run.output(*this, mi, op.edge));
+                if (run.sends_left[mi] == 0 && !run.computes_loss) done_with_values();
             }
             break;
         case OpKind::loss_gradient:
             span(traced);
-            add_gradient(parts_.loss->backward(run.outputs[mi], run.labels[mi], loss_scale(plan), run.passes[mi]));
+            add_gradient(parts_.loss->backward(run.output(*this, mi, op.edge), run.labels[mi], loss_scale(plan),
+                                               run.passes[mi]));
             run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
             break;
         case OpKind::receive_gradient: add_gradient(receive(EdgeDirection::backward)); break;
         case OpKind::backward:
             if (op.layer_end == parts_.end) span(run.backward_span);
-            backward(run, op);
+            part_ ? backward_units(run, op) : backward(run, op);
             if (op.layer_begin == parts_.begin) run.backward_span.reset();
             break;
         case OpKind::stash_gradients:
@@ -232,9 +271,20 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
                 tensor_ops(dev).fill(np.parameter->grad, 0.f);
             }
             break;
-        case OpKind::send_gradient:
-            plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch, std::move(run.gradients[mi]));
+        case OpKind::send_gradient: {
+            Tensor dx = std::move(run.gradient(*this, mi, op.edge));
+            if (part_) {
+                // Sent once per edge; no reader's gradient reached this input: zero.
+                Tensor& x = run.values[mi][edge_value(op.edge)];
+                if (!dx.defined()) {
+                    dx = Tensor::empty(x.shape(), dev, DType::f32, x.layout());
+                    tensor_ops(dev).fill(dx, 0.f);
+                }
+                run.gradient(*this, mi, op.edge) = Tensor(), x = Tensor();
+            }
+            plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch, std::move(dx));
             break;
+        }
         case OpKind::sum_gradients:
             span(traced);
             // The stage's gradients become the canonical sum of the micro-batches'.
@@ -309,6 +359,53 @@ void Stage::backward(Run& run, const Op& op) {
     if (op.layer_begin == parts_.begin) run.tapes[mi].clear();
 }
 
+void Stage::forward_units(Run& run, const Op& op) {
+    const std::size_t low = op.layer_begin - parts_.begin, high = op.layer_end - parts_.begin;
+    if (op.micro_batch == kEveryMicroBatch) {
+        part_->forward_many(run.values, run.every_pass);
+        return;
+    }
+    const auto mi = static_cast<std::size_t>(op.micro_batch);
+    Pass& pass = run.passes[mi];
+    if (op.kind == OpKind::recompute) {
+        // The forward again, keeping what backward needs; not counted again in running statistics.
+        pass.recomputing = true;
+        part_->forward(run.values[mi], pass, low, high);
+        pass.recomputing = false;
+        return;
+    }
+    if (op.keeps_activations) {
+        part_->forward(run.values[mi], pass, low, high);
+        return;
+    }
+    // Without keeping what backward needs (the inputs stay among the values for the recompute).
+    Tape scratch;
+    Pass keep_nothing{pass.device, Mode::train, pass.micro_batch, scratch, pass.rng_key};
+    keep_nothing.first_sample = pass.first_sample;
+    keep_nothing.batch_statistics = pass.batch_statistics;
+    part_->forward(run.values[mi], keep_nothing, low, high);
+}
+
+void Stage::backward_units(Run& run, const Op& op) {
+    // The values the stage's units made are spent once its backward is done; the inputs
+    // stay until their gradients are sent.
+    auto let_go_of_made = [this](std::vector<Tensor>& values) {
+        for (std::size_t i = parts_.begin; i < parts_.end; ++i) values[parts_.units->units[i].value] = Tensor();
+    };
+    if (op.micro_batch == kEveryMicroBatch) {
+        part_->backward_many(run.values, run.value_gradients, run.every_pass);
+        for (auto& values : run.values) let_go_of_made(values);
+        return;
+    }
+    const auto mi = static_cast<std::size_t>(op.micro_batch);
+    part_->backward(run.values[mi], run.value_gradients[mi], run.passes[mi], op.layer_begin - parts_.begin,
+                    op.layer_end - parts_.begin);
+    if (op.layer_begin == parts_.begin) {
+        run.tapes[mi].clear();
+        let_go_of_made(run.values[mi]);
+    }
+}
+
 void Stage::all_reduce(std::size_t bucket, const std::string& track, std::int64_t step) {
     TraceSpan span(parts_.trace, track, op_name(OpKind::all_reduce), op_category(OpKind::all_reduce));
     span.arg("step", step).arg("phase", "train");
@@ -349,7 +446,7 @@ void Stage::clip_gradients(const StepPlan& plan) {
 
 std::vector<BatchNorm2d*> Stage::batch_norms() const {
     std::vector<BatchNorm2d*> bns;
-    for (std::size_t i = parts_.begin; i < parts_.end; ++i) collect_batch_norms(parts_.net->at(i), bns);
+    for (const auto& named : layers_) collect_batch_norms(*named.second, bns);
     return bns;
 }
 

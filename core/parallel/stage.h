@@ -9,9 +9,10 @@
 //
 // It speaks edges, not neighbours: each send and receive goes through the StepBoard under the
 // op's edge; an output read by several stages is posted on each of their edges, and the
-// gradients they send back are summed (with the loss's) in program order. Its layers being a
-// range of a Sequential, it takes one input: a program that gives a stage several input edges
-// is refused until graph nets (issue 18) give stages layers that take them.
+// gradients they send back are summed (with the loss's) in program order. A stage of a chain
+// runs a range of the Sequential's layers on one input; a stage of a placement of units
+// (unit_placement.h: graph nodes on different devices) runs its units as a GraphPart, with a
+// value on each input and output edge, so it takes several inputs and makes several outputs.
 //
 // The engine keeps what spans stages: placement, steps, checkpoints, the replicas' optimizer
 // and loss, the communicators, and error handling (a failure on one stage stops them all).
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/graph_part.h"
 #include "layers/loss.h"
 #include "layers/sequential.h"
 #include "optim/optimizer.h"
@@ -31,6 +33,7 @@
 #include "parallel/program.h"
 #include "parallel/reduce_lane.h"
 #include "parallel/step_plan.h"
+#include "parallel/unit_placement.h"
 
 namespace tandem {
 
@@ -48,6 +51,9 @@ struct StageParts {
     std::shared_ptr<Loss> loss;          // the group's: its last stage computes it
     Optimizer* optimizer = nullptr;      // the group's, over this stage's parameters
     std::size_t begin = 0, end = 0;
+    // A placement of units: the stage runs units [begin, end) of it. Null: layers [begin, end)
+    // of `net`, a stage of a chain.
+    std::shared_ptr<const UnitPlacement> units;
     Communicator* communicator = nullptr;  // among the replicas of the stage; null with one
     const ParallelOptions* parallel = nullptr;
     float clip_norm = 0;  // > 0: gradients clipped to this global norm before the update
@@ -93,7 +99,16 @@ private:
     float loss_scale(const StepPlan& plan) const;
     void clip_gradients(const StepPlan& plan);
 
+    // The unit's value carried by edge `edge` (a placement of units).
+    std::size_t edge_value(int edge) const { return parts_.units->edge_values[static_cast<std::size_t>(edge)]; }
+    void forward_units(Run& run, const Op& op);
+    void backward_units(Run& run, const Op& op);
+
     StageParts parts_;
+    // The stage's layers (the chain's top-level layers, or the units'), each with the name its
+    // parameters' names start with.
+    std::vector<std::pair<std::string, Layer*>> layers_;
+    std::unique_ptr<GraphPart> part_;  // a placement of units: its units to run
     std::vector<NamedParameter> parameters_;
     std::unique_ptr<GradientBuckets> buckets_;         // several replicas
     std::unique_ptr<ReduceLane> lane_;                 // when buckets go during backward

@@ -85,6 +85,7 @@ local function option_values(o)
   if o.kind == 'cuts' then return "'auto' or a list of layers" end
   if o.kind == 'stage_flags' then return 'true or false, or one per stage' end
   if o.kind == 'real' then return 'a number' end
+  if o.kind == 'placement' then return 'a list of stages, each a list of layer names' end
   local quoted = {}
   for i, c in ipairs(o.choices) do quoted[i] = "'" .. c .. "'" end
   return table.concat(quoted, ', ')

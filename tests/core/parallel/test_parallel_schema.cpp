@@ -34,6 +34,7 @@ TEST(ParallelSchema, EveryOptionReadsAndWritesItsField) {
     changed.groups = 3, changed.stages = 2, changed.micro_batches = 5;
     changed.pipeline = PipelineSchedule::one_f_one_b;
     changed.cuts = {4};
+    changed.placement = {{"conv1", "g.a"}, {"g.b", "fc1"}};
     changed.recompute = {false, true};
     changed.batch_norm = BatchNormMode::deferred;
     changed.algorithm = ReduceAlgorithm::tree;
@@ -49,7 +50,8 @@ TEST(ParallelSchema, EveryOptionReadsAndWritesItsField) {
         // Each option's value differs between the two, and copying it over makes them agree.
         EXPECT_NE(o.get(defaults), o.get(changed)) << o.name << ": a field the test does not change";
         ParallelOptions base = defaults;
-        if (o.name == "recompute") base.stages = changed.stages;  // a list has a flag per stage
+        // A list has a flag per stage; a placement lists the stages (and sets their count).
+        if (o.name == "recompute" || o.name == "placement") base.stages = changed.stages;
         ParallelOptions p = base;
         o.set(p, o.get(changed));
         EXPECT_EQ(o.get(p), o.get(changed)) << o.name;
@@ -78,6 +80,12 @@ TEST(ParallelSchema, BadValuesAreRefusedByName) {
     };
     refuses("groups", std::int64_t(0), "parallel.groups must be at least 1, got 0");
     refuses("micro_batches", std::int64_t(-3), "parallel.micro_batches must be at least 1");
+    p.stages = 2;
+    refuses("placement", StageNames{{"a"}, {"b"}, {"c"}}, "parallel.placement lists 3 stages, parallel.stages is 2");
+    p.stages = 1;
+    find_parallel_option("placement")->set(p, StageNames{{"a"}, {"b"}, {"c"}});
+    EXPECT_EQ(p.stages, 3) << "a placement sets the stage count";
+    p = ParallelOptions{};
     refuses("average_every", std::int64_t(-1), "parallel.average_every must be at least 0 (0: off)");
     refuses("pipeline", std::string("zigzag"), "unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b)");
     refuses("batch_norm", std::string("global"), "unknown batch-norm mode 'global'");

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "layers/concat.h"
+#include "layers/graph.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+#include "parallel/unit_placement.h"
 #include "plan/simulator.h"
 
 namespace tandem::test {
@@ -105,6 +110,38 @@ TEST(SimulatorGraph, AGraphPlanWithCutsIsRefused) {
     Plan p = plan(4, 1, PipelineSchedule::gpipe);
     p.graph = diamond();
     EXPECT_THROW(simulate(p, cpus(4), EqualLayers(4)), ConfigError);
+}
+
+// A graph net's placement (parallel.placement): the stage graph place_units derives runs the two
+// branches' stages at the same time, as the engine's workers do.
+TEST(SimulatorGraph, APlacementsBranchesOverlap) {
+    auto g = std::make_shared<Graph>();
+    g->set_name("g");
+    g->add_input("x");
+    auto linear = [](const std::string& name) {
+        auto l = std::make_shared<Linear>(LinearOptions{4, 4, true, "kaiming"});
+        l->set_name(name);
+        return l;
+    };
+    g->add(linear("a1"), {"x"});
+    g->add(linear("a2"), {"a1"});
+    g->add(linear("b1"), {"x"});
+    g->add(std::make_shared<Concat>(1), {"a2", "b1"});
+    g->set_outputs({"concat1"});
+    auto head = std::make_shared<Linear>(LinearOptions{8, 3, true, "kaiming"});
+    head->set_name("head");
+    Sequential net(std::vector<LayerPtr>{linear("embed"), g, head});
+    const UnitPlacement placed = place_units(net, {{"embed"}, {"g.a1", "g.a2"}, {"g.b1"}, {"g.concat1", "head"}});
+    for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+        Plan p = plan(4, 2, schedule);
+        p.cuts.clear();
+        p.graph = placed.graph;
+        const Simulation s = simulate(p, cpus(4), EqualLayers(static_cast<int>(placed.units.size())), true);
+        const auto deep = span_of(s, s.devices[1].name, "forward", 0);
+        const auto shallow = span_of(s, s.devices[2].name, "forward", 0);
+        EXPECT_LT(shallow.first, deep.second) << pipeline_schedule_name(schedule);
+        EXPECT_LT(deep.first, shallow.second) << pipeline_schedule_name(schedule);
+    }
 }
 
 }  // namespace

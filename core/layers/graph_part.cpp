@@ -1,0 +1,130 @@
+#include "layers/graph_part.h"
+
+#include <memory>
+
+#include "device/device.h"
+#include "layers/kernel_cache.h"
+#include "layers/merge.h"
+
+namespace tandem {
+
+void add_in_layout(Tensor& slot, const Tensor& t, const Tensor& like, Device& device) {
+    if (!t.defined()) return;
+    const Tensor g = in_layout(t, like.layout(), device);
+    if (!slot.defined()) {
+        slot = g;
+        return;
+    }
+    Tensor sum = Tensor::empty(like.shape(), device, DType::f32, like.layout());
+    tensor_ops(device).add(slot, g, sum);
+    slot = std::move(sum);
+}
+
+std::string GraphPart::context(std::size_t i, const Pass& pass, const char* direction) const {
+    return "in " + nodes_[i].where + " on " + pass.device.name() + ", micro-batch " +
+           std::to_string(pass.micro_batch) + ", " + direction;
+}
+
+void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+        const PartNode& node = nodes_[i];
+        try {
+            std::vector<Tensor> xs;
+            for (std::size_t v : node.inputs) xs.push_back(values[v]);
+            values[node.output] = node.merge ? node.merge->merge(xs, pass) : node.layer->forward(xs[0], pass);
+        } catch (Error& e) {
+            e.add_context(context(i, pass, "forward"));
+            throw;
+        }
+    }
+}
+
+void GraphPart::forward_many(std::vector<std::vector<Tensor>>& values, const std::vector<Pass*>& passes) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const PartNode& node = nodes_[i];
+        if (node.merge != nullptr) {  // a join has no statistics to share: one micro-batch at a time
+            for (std::size_t m = 0; m < passes.size(); ++m) forward(values[m], *passes[m], i, i + 1);
+            continue;
+        }
+        try {
+            std::vector<Tensor> xs;
+            for (auto& v : values) xs.push_back(v[node.inputs[0]]);
+            std::vector<Tensor> ys = node.layer->forward_many(xs, passes);
+            for (std::size_t m = 0; m < values.size(); ++m) values[m][node.output] = std::move(ys[m]);
+        } catch (Error& e) {
+            e.add_context(context(i, *passes.front(), "forward of micro-batches together"));
+            throw;
+        }
+    }
+}
+
+void GraphPart::add_input_gradients(const PartNode& node, const std::vector<Tensor>& values,
+                                    std::vector<Tensor>& grads, const std::vector<Tensor>& dxs,
+                                    Device& device) const {
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        const Tensor& x = values[node.inputs[k]];
+        TANDEM_CHECK_AS(ShapeError, !dxs[k].defined() || dxs[k].shape() == x.shape())
+            << "the gradient of input " << k + 1 << " is " << dxs[k].shape().to_string() << ", the input is "
+            << x.shape().to_string();
+        add_in_layout(grads[node.inputs[k]], dxs[k], x, device);
+    }
+}
+
+void GraphPart::backward(const std::vector<Tensor>& values, std::vector<Tensor>& grads, Pass& pass,
+                         std::size_t low, std::size_t high) {
+    for (std::size_t i = high; i-- > low;) {
+        const PartNode& node = nodes_[i];
+        Tensor dy = std::move(grads[node.output]);
+        grads[node.output] = Tensor();
+        if (!dy.defined()) continue;  // feeds nothing that got a gradient
+        try {
+            std::vector<Tensor> xs;
+            for (std::size_t v : node.inputs) xs.push_back(values[v]);
+            NeedDx need(pass, node.need_dx);
+            const std::vector<Tensor> dxs = node.merge ? node.merge->unmerge(xs, dy, pass)
+                                                       : std::vector<Tensor>{node.layer->backward(xs[0], dy, pass)};
+            add_input_gradients(node, values, grads, dxs, pass.device);
+        } catch (Error& e) {
+            e.add_context(context(i, pass, "backward"));
+            throw;
+        }
+    }
+}
+
+void GraphPart::backward_many(const std::vector<std::vector<Tensor>>& values, std::vector<std::vector<Tensor>>& grads,
+                              const std::vector<Pass*>& passes) {
+    for (std::size_t i = nodes_.size(); i-- > 0;) {
+        const PartNode& node = nodes_[i];
+        bool any = false;
+        for (auto& g : grads) any = any || g[node.output].defined();
+        if (!any) continue;
+        if (node.merge != nullptr) {
+            for (std::size_t m = 0; m < passes.size(); ++m) backward(values[m], grads[m], *passes[m], i, i + 1);
+            continue;
+        }
+        try {
+            std::vector<Tensor> xs, dys;
+            std::vector<std::unique_ptr<NeedDx>> need;
+            for (std::size_t m = 0; m < passes.size(); ++m) {
+                xs.push_back(values[m][node.inputs[0]]);
+                Tensor dy = std::move(grads[m][node.output]);
+                grads[m][node.output] = Tensor();
+                if (!dy.defined()) {  // this micro-batch's readers gave none: zero
+                    const Tensor& y = values[m][node.output];
+                    dy = Tensor::empty(y.shape(), passes[m]->device, DType::f32, y.layout());
+                    tensor_ops(passes[m]->device).fill(dy, 0);
+                }
+                dys.push_back(std::move(dy));
+                need.push_back(std::make_unique<NeedDx>(*passes[m], node.need_dx));
+            }
+            const std::vector<Tensor> dxs = node.layer->backward_many(xs, dys, passes);
+            for (std::size_t m = 0; m < passes.size(); ++m)
+                add_input_gradients(node, values[m], grads[m], {dxs[m]}, passes[m]->device);
+        } catch (Error& e) {
+            e.add_context(context(i, *passes.front(), "backward of micro-batches together"));
+            throw;
+        }
+    }
+}
+
+}  // namespace tandem

@@ -1,0 +1,66 @@
+// GraphPart: some nodes of a net's graph of layers, run forward from the values they read and
+// backward from the gradients of the values they make: what a pipeline stage holding part of
+// an nn.Graph (or a few top-level layers around one) runs (parallel/unit_placement.h).
+//
+// The nodes and values are numbered by the caller: each node reads some values and makes one,
+// a value being made by one node or handed in (an input of the part). forward() runs nodes
+// [begin, end) in order, each after the values it reads; backward() runs them in reverse and,
+// as Graph's whole backward does, adds up the gradients of a value read by several nodes. The
+// values and their gradients live in the caller's vectors (one per micro-batch), so several
+// micro-batches can be in flight through the same part. What a layer keeps for its backward
+// goes on the pass's tape, as always.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace tandem {
+
+class Merge;
+
+struct PartNode {
+    Layer* layer = nullptr;
+    Merge* merge = nullptr;  // the layer as a Merge (several inputs), when it is one
+    std::vector<std::size_t> inputs;  // value indices, in the order the layer takes them
+    std::size_t output = 0;           // the value it makes
+    // Whether backward needs the gradient of its inputs (false when they are the batch's
+    // images, which nobody reads the gradient of).
+    bool need_dx = true;
+    std::string where;  // "node 'lstm1' (LSTM) of graph 'g'", for errors
+};
+
+// `slot` += `t`, both as `like` is laid out; `slot` may share memory with another value, so a
+// new tensor holds the sum. An undefined `t` adds nothing. Graph's backward sums with it too.
+void add_in_layout(Tensor& slot, const Tensor& t, const Tensor& like, Device& device);
+
+class GraphPart {
+public:
+    explicit GraphPart(std::vector<PartNode> nodes) : nodes_(std::move(nodes)) {}
+
+    std::size_t size() const { return nodes_.size(); }
+    const PartNode& node(std::size_t i) const { return nodes_.at(i); }
+
+    // Nodes [begin, end): values[node.output] from values[node.inputs].
+    void forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end);
+    // Every micro-batch at once (synchronised batch norm: Layer::forward_many), values[m] each.
+    void forward_many(std::vector<std::vector<Tensor>>& values, const std::vector<Pass*>& passes);
+    // Nodes [low, high) in reverse: from grads[node.output] (summed over its readers; a node
+    // whose output got no gradient is skipped) into grads[node.inputs], added. A node's output
+    // gradient is let go once used.
+    void backward(const std::vector<Tensor>& values, std::vector<Tensor>& grads, Pass& pass, std::size_t low,
+                  std::size_t high);
+    void backward_many(const std::vector<std::vector<Tensor>>& values, std::vector<std::vector<Tensor>>& grads,
+                       const std::vector<Pass*>& passes);
+
+private:
+    std::string context(std::size_t i, const Pass& pass, const char* direction) const;
+    void add_input_gradients(const PartNode& node, const std::vector<Tensor>& values, std::vector<Tensor>& grads,
+                             const std::vector<Tensor>& dxs, Device& device) const;
+
+    std::vector<PartNode> nodes_;
+};
+
+}  // namespace tandem

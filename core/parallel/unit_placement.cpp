@@ -1,0 +1,227 @@
+#include "parallel/unit_placement.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "layers/graph.h"
+#include "layers/merge.h"
+
+namespace tandem {
+namespace {
+
+Graph* as_graph(Layer& layer) { return dynamic_cast<Graph*>(&layer); }
+
+// The top-level graphs a placement opens up: those with a node named "graph.node".
+std::set<std::size_t> graphs_to_open(const Sequential& net, const std::vector<std::vector<std::string>>& stages) {
+    std::set<std::size_t> open;
+    for (std::size_t i = 0; i < net.size(); ++i) {
+        const std::string prefix = net.at(i).name() + ".";
+        for (const auto& stage : stages)
+            for (const auto& name : stage)
+                if (name.rfind(prefix, 0) == 0 && as_graph(net.at(i))) open.insert(i);
+    }
+    return open;
+}
+
+// The net's units in its own order (a topological one): top-level layers, and the nodes of
+// the graphs in `open`. Value 0 is the batch; unit u makes value u + 1. Returns the output.
+std::size_t flatten(Sequential& net, const std::set<std::size_t>& open, std::vector<NetUnit>& units) {
+    std::size_t previous = kBatchValue;  // what the next top-level layer reads
+    for (std::size_t i = 0; i < net.size(); ++i) {
+        Layer& layer = net.at(i);
+        if (!open.count(i)) {
+            units.push_back({layer.name(), i, -1, {previous}, units.size() + 1});
+            previous = units.back().value;
+            continue;
+        }
+        Graph& graph = *as_graph(layer);
+        TANDEM_CHECK_AS(ConfigError, graph.input_names().size() == 1 && graph.output_values().size() == 1)
+            << "parallel.placement names nodes of " << graph.label() << ", which takes "
+            << graph.input_names().size() << " input(s) and makes " << graph.output_values().size()
+            << " output(s); a graph inside the net takes one and makes one";
+        // The graph's values (its input, then its nodes) as the net's.
+        std::vector<std::size_t> value_of{previous};
+        for (std::size_t n = 0; n < graph.node_count(); ++n) {
+            NetUnit unit{layer.name() + "." + graph.node(n).name(), i, static_cast<int>(n), {}, units.size() + 1};
+            for (std::size_t v : graph.node_input_values(n)) unit.inputs.push_back(value_of[v]);
+            value_of.push_back(unit.value);
+            units.push_back(std::move(unit));
+        }
+        previous = value_of[graph.output_values().front()];
+    }
+    return previous;
+}
+
+// Each unit's stage (counted from 0) from the placement's names.
+std::vector<int> unit_stages(const Sequential& net, const std::vector<NetUnit>& units,
+                             const std::vector<std::vector<std::string>>& stages) {
+    std::vector<int> stage_of(units.size(), -1);
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        TANDEM_CHECK_AS(ConfigError, !stages[s].empty())
+            << "parallel.placement: stage " << s + 1 << " names no layer";
+        for (const auto& name : stages[s]) {
+            bool found = false;
+            for (std::size_t u = 0; u < units.size(); ++u) {
+                // A top-level graph's name places every node of it that is a unit.
+                const bool whole_graph = units[u].node >= 0 && net.at(units[u].layer).name() == name;
+                if (units[u].name != name && !whole_graph) continue;
+                found = true;
+                TANDEM_CHECK_AS(ConfigError, stage_of[u] < 0 || stage_of[u] == static_cast<int>(s))
+                    << "parallel.placement: '" << units[u].name << "' is in stage " << stage_of[u] + 1
+                    << " and in stage " << s + 1 << "; every layer goes in exactly one stage";
+                stage_of[u] = static_cast<int>(s);
+            }
+            if (found) continue;
+            std::string known;
+            for (const auto& unit : units) known += (known.empty() ? "'" : ", '") + unit.name + "'";
+            TANDEM_THROW(ConfigError) << "parallel.placement: stage " << s + 1 << " names '" << name
+                                      << "', which is no layer of the net (its layers: " << known
+                                      << "; a graph's nodes as 'graph.node')";
+        }
+    }
+    for (std::size_t u = 0; u < units.size(); ++u)
+        TANDEM_CHECK_AS(ConfigError, stage_of[u] >= 0)
+            << "parallel.placement: '" << units[u].name << "' is in no stage; every layer goes in exactly one";
+    return stage_of;
+}
+
+// The stages in a topological order (the lowest index first among the ready ones); ConfigError
+// naming the stages of a cycle and the reads that close it.
+std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vector<int>& stage_of, int stages) {
+    // reads[t][s]: a unit of stage t reads one of stage s (the first such pair, for messages).
+    std::vector<std::map<int, std::pair<std::size_t, std::size_t>>> reads(static_cast<std::size_t>(stages));
+    for (std::size_t u = 0; u < units.size(); ++u)
+        for (std::size_t v : units[u].inputs) {
+            if (v == kBatchValue) continue;
+            const int s = stage_of[v - 1], t = stage_of[u];
+            if (s != t) reads[static_cast<std::size_t>(t)].emplace(s, std::make_pair(u, v - 1));
+        }
+    std::vector<int> order;
+    std::vector<bool> done(static_cast<std::size_t>(stages), false);
+    while (static_cast<int>(order.size()) < stages) {
+        int ready = -1;
+        for (int t = 0; t < stages && ready < 0; ++t) {
+            if (done[static_cast<std::size_t>(t)]) continue;
+            bool waits = false;
+            for (const auto& [s, why] : reads[static_cast<std::size_t>(t)]) waits = waits || !done[static_cast<std::size_t>(s)];
+            if (!waits) ready = t;
+        }
+        if (ready >= 0) {
+            done[static_cast<std::size_t>(ready)] = true;
+            order.push_back(ready);
+            continue;
+        }
+        // Every stage left reads one left: follow such reads back until a stage repeats.
+        int at = 0;
+        while (done[static_cast<std::size_t>(at)]) ++at;
+        std::vector<int> path;
+        while (std::find(path.begin(), path.end(), at) == path.end()) {
+            path.push_back(at);
+            for (const auto& [s, why] : reads[static_cast<std::size_t>(at)])
+                if (!done[static_cast<std::size_t>(s)]) {
+                    at = s;
+                    break;
+                }
+        }
+        std::string stages_text, why_text;
+        for (auto it = std::find(path.begin(), path.end(), at); it != path.end(); ++it) {
+            const int next = it + 1 == path.end() ? at : *(it + 1);
+            const auto& [reader, made] = reads[static_cast<std::size_t>(*it)].at(next);
+            stages_text += (stages_text.empty() ? "" : ", ") + std::to_string(*it + 1);
+            why_text += (why_text.empty() ? "" : "; ") + ("'" + units[reader].name + "' (stage " +
+                                                          std::to_string(*it + 1) + ") reads '" + units[made].name +
+                                                          "' (stage " + std::to_string(next + 1) + ")");
+        }
+        TANDEM_THROW(ConfigError) << "parallel.placement: stages " << stages_text
+                                  << " feed each other in a cycle (" << why_text
+                                  << "); each stage must run after every stage it reads";
+    }
+    return order;
+}
+
+}  // namespace
+
+Layer& unit_layer(Sequential& net, const NetUnit& unit) {
+    Layer& layer = net.at(unit.layer);
+    if (unit.node < 0) return layer;
+    Graph* graph = as_graph(layer);
+    TANDEM_CHECK(graph != nullptr) << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
+    return graph->node(static_cast<std::size_t>(unit.node));
+}
+
+UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages) {
+    TANDEM_CHECK_AS(ConfigError, !stages.empty()) << "parallel.placement lists no stage";
+    std::vector<NetUnit> flat;
+    const std::size_t output = flatten(net, graphs_to_open(net, stages), flat);
+    TANDEM_CHECK_AS(ConfigError, output != kBatchValue)
+        << "parallel.placement: the net returns its input unchanged; there is nothing to place";
+    const std::vector<int> stage_of = unit_stages(net, flat, stages);
+    const int count = static_cast<int>(stages.size());
+
+    UnitPlacement placed;
+    placed.values = flat.size() + 1;
+    placed.loss_value = output;
+    placed.graph.stages.resize(stages.size());
+    std::vector<int> producer(placed.values, kBatchInput);  // each value's stage
+    for (std::size_t u = 0; u < flat.size(); ++u) producer[flat[u].value] = stage_of[u];
+    for (int s : stage_order(flat, stage_of, count)) {
+        StageNode& node = placed.graph.stages[static_cast<std::size_t>(s)];
+        node.layer_begin = placed.units.size();
+        std::vector<std::size_t> received;  // values read from outside, each along one edge
+        for (std::size_t u = 0; u < flat.size(); ++u) {
+            if (stage_of[u] != s) continue;
+            placed.units.push_back(flat[u]);
+            for (std::size_t v : flat[u].inputs) {
+                if (producer[v] == s || std::find(received.begin(), received.end(), v) != received.end()) continue;
+                received.push_back(v);
+                const int id = static_cast<int>(placed.graph.edges.size());
+                placed.graph.edges.push_back({.id = id, .from = producer[v], .to = s});
+                placed.edge_values.push_back(v);
+                node.inputs.push_back(id);
+            }
+        }
+        node.layer_end = placed.units.size();
+    }
+    const int loss_edge = static_cast<int>(placed.graph.edges.size());
+    placed.graph.edges.push_back({.id = loss_edge, .from = producer[output], .to = kLoss});
+    placed.edge_values.push_back(output);
+    for (const StageEdge& e : placed.graph.edges)
+        if (e.from >= 0) placed.graph.stages[static_cast<std::size_t>(e.from)].outputs.push_back(e.id);
+    check_stage_graph(placed.graph, placed.units.size());
+    return placed;
+}
+
+std::vector<std::vector<std::size_t>> UnitPlacement::parameter_bytes(Sequential& net) const {
+    std::vector<std::vector<std::size_t>> bytes;
+    for (const NetUnit& unit : units) bytes.push_back(parameter_tensor_bytes(unit_layer(net, unit)));
+    return bytes;
+}
+
+GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
+    const StageNode& node = graph.stage(stage);
+    std::vector<PartNode> nodes;
+    for (std::size_t i = node.layer_begin; i < node.layer_end; ++i) {
+        const NetUnit& unit = units[i];
+        PartNode part;
+        part.layer = &unit_layer(net, unit);
+        part.merge = dynamic_cast<Merge*>(part.layer);
+        part.inputs = unit.inputs;
+        part.output = unit.value;
+        part.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(), [](std::size_t v) { return v != kBatchValue; });
+        part.where = unit.node < 0 ? "layer " + part.layer->label()
+                                   : "node " + part.layer->label() + " of " + net.at(unit.layer).label();
+        nodes.push_back(std::move(part));
+    }
+    return GraphPart(std::move(nodes));
+}
+
+std::vector<std::string> UnitPlacement::stage_unit_names(int stage) const {
+    const StageNode& node = graph.stage(stage);
+    std::vector<std::string> names;
+    for (std::size_t i = node.layer_begin; i < node.layer_end; ++i) names.push_back(units[i].name);
+    return names;
+}
+
+}  // namespace tandem

@@ -1,0 +1,69 @@
+// UnitPlacement: a net's layers as units that stages own, and the stage graph a placement of
+// them makes (issue 18, layer-division model parallelism).
+//
+// The engine's net is a Sequential. Its units are its top-level layers, except that a
+// top-level nn.Graph (one input, one output) whose nodes a placement names ("g.lstm") is
+// opened up: each of its nodes is a unit, so the branches of the graph can go on different
+// devices and run at the same time. Every unit makes one value and reads some (the batch's
+// images, or other units' values); the net's output is the value the loss reads.
+//
+// A placement lists the stages, each a list of names: top-level layer names ("fc1", or "g"
+// for every node of graph g) or "graph.node" names. From it place_units() orders the units so
+// that every stage is contiguous (the stages in a topological order, each stage's units in
+// the net's order: stage_graph.h says why that order exists whenever the stages form a DAG)
+// and derives the StageGraph: an edge for each value that one stage makes and another reads
+// (one per reading stage), one from the batch to each stage reading the images, and one from
+// the stage making the net's output to the loss. Stage s is the placement's s-th list, whatever
+// the order its units run in, so it goes on device g * S + s as every stage does.
+//
+// Parameters keep the whole net's names ("g.lstm.weight"), so a checkpoint does not depend on
+// the placement. A placement of top-level layers in the net's order is a chain: its graph is
+// chain_stage_graph's, edge for edge.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "layers/graph_part.h"
+#include "layers/sequential.h"
+#include "parallel/stage_graph.h"
+
+namespace tandem {
+
+constexpr std::size_t kBatchValue = 0;  // the value every net reads first: the batch's images
+
+struct NetUnit {
+    std::string name;                 // "fc1", or "g.lstm" for node "lstm" of graph "g"
+    std::size_t layer = 0;            // its top-level layer in the Sequential
+    int node = -1;                    // the node of that layer's Graph; -1: the whole layer
+    std::vector<std::size_t> inputs;  // the values it reads, in the order its layer takes them
+    std::size_t value = 0;            // the value it makes
+};
+
+struct UnitPlacement {
+    // In the order the stages' layer ranges index: every stage's units contiguous.
+    std::vector<NetUnit> units;
+    StageGraph graph;
+    std::vector<std::size_t> edge_values;  // per edge of `graph`, the value it carries
+    std::size_t values = 0;                // how many: the batch's and one per unit
+    std::size_t loss_value = 0;            // the net's output
+
+    // Per unit, the bytes of each of its parameter tensors (the programs' buckets).
+    std::vector<std::vector<std::size_t>> parameter_bytes(Sequential& net) const;
+    // Stage s's units in `net` (the placed net or a replica of it), as a part to run.
+    GraphPart stage_part(Sequential& net, int stage) const;
+    // Stage s's unit names, in the order they run.
+    std::vector<std::string> stage_unit_names(int stage) const;
+};
+
+// The layer unit `unit` runs in `net`.
+Layer& unit_layer(Sequential& net, const NetUnit& unit);
+
+// ConfigError naming the stage (counted from 1, as the option's list) or the name: no stage, a
+// stage without names, a name that is no layer or graph node of the net, a unit in two stages
+// or in none, a graph to open that does not take one input and make one output, stages that
+// feed each other in a cycle.
+UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages);
+
+}  // namespace tandem

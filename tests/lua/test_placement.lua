@@ -1,0 +1,74 @@
+-- parallel.placement (issue 18, item 4): a graph's branches on devices of their own train as one
+-- device does, alone, with groups and with micro-batches; checkpoints load across placements;
+-- mistakes name the layer or the stage.
+local t = require 'tandem.test'
+local T = require 'tandem'
+local nn = T.nn
+local S = dofile('tests/lua/support.lua')
+local batch = S.toy_batch
+
+-- Three branches on 1x8x8 images joined along channels, then a head.
+local function net()
+  local g = nn.Graph{name = 'mixed'}
+  local x = g:input('x')
+  local b1 = g:add(nn.Conv2d(1, 2, 1, {name = 'b1'}), x)
+  local b2 = g:add(nn.Sequential{nn.Conv2d(1, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, {pad = 1}), name = 'b2'}, x)
+  local b3 = g:add(nn.MaxPool2d(3, {stride = 1, pad = 1, name = 'b3'}), x)
+  g:output(g:add(nn.Concat{name = 'join'}, b1, b2, b3))
+  return nn.Sequential{g, nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 16, 3)}
+end
+
+-- Branches 1 and 3 on one device, branch 2 on another (both read the images), the rest on a third.
+local placement = {{'mixed.b1', 'mixed.b3'}, {'mixed.b2'}, {'mixed.join', 'relu1', 'pool1', 'flatten1', 'fc1'}}
+
+local function engine(parallel, devices)
+  return T.Engine{net = net(), devices = T.devices('cpu', devices, {threads = 1}),
+                  optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
+end
+
+local function weights(e)
+  local w = {}
+  for name, p in pairs(e:net():parameters()) do w[name] = p:to_flat() end
+  return w
+end
+
+local function train(e)
+  for step = 1, 4 do e:step(batch(16, step)) end
+  return weights(e)
+end
+
+t.test('branches on their own devices train as one device', function()
+  local one = train(engine({}, 1))
+  t.near(train(engine({placement = placement}, 3)), one, 1e-5, 'three stages')
+  t.near(train(engine({groups = 2, placement = placement}, 6)), one, 1e-5, 'two groups')
+  t.near(train(engine({micro_batches = 2, pipeline = '1f1b', placement = placement}, 3)), one, 1e-5,
+         'two micro-batches, 1f1b')
+end)
+
+t.test('stages are named by their layers; a checkpoint loads on one device', function()
+  local placed = engine({stages = 3, placement = placement}, 3)
+  local stages = placed:stages()
+  t.eq({stages[1].first, stages[1].last, stages[2].first, stages[3].first, stages[3].last},
+       {'mixed.b1', 'mixed.b3', 'mixed.b2', 'mixed.join', 'fc1'})
+  train(placed)
+  local path = S.tmpname('.safetensors')
+  placed:save(path)
+  local one = engine({}, 1)
+  one:load(path)
+  t.eq(weights(one), weights(placed))
+  S.cleanup()
+end)
+
+t.test('mistakes name the layer or the stage', function()
+  t.raises(function() engine({placement = {{'mixed.b1', 'mixed.b3'}, {'mixed.zz'}}}, 2) end,
+           {"stage 2 names 'mixed.zz'", 'no layer of the net'})
+  t.raises(function() engine({placement = {{'mixed'}, {'mixed.b2', 'relu1', 'pool1', 'flatten1', 'fc1'}}}, 2) end,
+           "'mixed.b2' is in stage 1 and in stage 2")
+  t.raises(function() engine({placement = {{'mixed'}, {'relu1', 'pool1', 'flatten1'}}}, 2) end,
+           "'fc1' is in no stage")
+  t.raises(function() engine({placement = {'mixed', 'fc1'}}, 2) end, 'must be a list of stages')
+  t.raises(function() engine({stages = 2, placement = placement}, 2) end,
+           'parallel.placement lists 3 stages, parallel.stages is 2')
+  t.raises(function() engine({stages = 3, placement = placement, split = {'mixed', 'relu1'}}, 3) end, 'give it or a split, not both')
+end)
+
