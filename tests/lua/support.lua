@@ -80,4 +80,24 @@ function S.have_fashion_mnist()
   return true
 end
 
+-- An Inception-style block on 1x8x8 images, graph 'mixed': three branches (b1, b2, b3) joined
+-- along channels by 'join' (6 channels).
+function S.inception()
+  local nn = require('tandem').nn
+  local g = nn.Graph{name = 'mixed'}
+  local x = g:input('x')
+  local b1 = g:add(nn.Conv2d(1, 2, 1, {name = 'b1'}), x)
+  local b2 = g:add(nn.Sequential{nn.Conv2d(1, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, {pad = 1}), name = 'b2'}, x)
+  local b3 = g:add(nn.MaxPool2d(3, {stride = 1, pad = 1, name = 'b3'}), x)
+  g:output(g:add(nn.Concat{name = 'join'}, b1, b2, b3))
+  return g
+end
+
+-- An engine's parameters by name, each as a flat Lua list.
+function S.weights(engine)
+  local out = {}
+  for name, p in pairs(engine:net():parameters()) do out[name] = p:to_flat() end
+  return out
+end
+
 return S

@@ -17,11 +17,7 @@ local function engine(parallel, devices)
                   optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
 end
 
-local function weights(e)
-  local out = {}
-  for name, p in pairs(e:net():parameters()) do out[name] = p:to_flat() end
-  return out
-end
+local weights = S.weights
 
 local function max_difference(a, b)
   local d = 0

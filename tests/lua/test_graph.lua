@@ -3,18 +3,11 @@
 local t = require 'tandem.test'
 local T = require 'tandem'
 local nn = T.nn
-local batch = dofile('tests/lua/support.lua').toy_batch
+local S = dofile('tests/lua/support.lua')
+local batch = S.toy_batch
 
 -- An Inception-style block on 1x8x8 images: three branches joined along channels.
-local function inception()
-  local g = nn.Graph{name = 'mixed'}
-  local x = g:input('x')
-  local b1 = g:add(nn.Conv2d(1, 2, 1, {name = 'b1'}), x)
-  local b2 = g:add(nn.Sequential{nn.Conv2d(1, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, {pad = 1}), name = 'b2'}, x)
-  local b3 = g:add(nn.MaxPool2d(3, {stride = 1, pad = 1, name = 'b3'}), x)
-  g:output(g:add(nn.Concat{name = 'join'}, b1, b2, b3))
-  return g
-end
+local inception = S.inception
 
 local function net()
   return nn.Sequential{inception(), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 16, 3)}

@@ -9,13 +9,7 @@ local batch = S.toy_batch
 
 -- Three branches on 1x8x8 images joined along channels, then a head.
 local function net()
-  local g = nn.Graph{name = 'mixed'}
-  local x = g:input('x')
-  local b1 = g:add(nn.Conv2d(1, 2, 1, {name = 'b1'}), x)
-  local b2 = g:add(nn.Sequential{nn.Conv2d(1, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, {pad = 1}), name = 'b2'}, x)
-  local b3 = g:add(nn.MaxPool2d(3, {stride = 1, pad = 1, name = 'b3'}), x)
-  g:output(g:add(nn.Concat{name = 'join'}, b1, b2, b3))
-  return nn.Sequential{g, nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 16, 3)}
+  return nn.Sequential{S.inception(), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 16, 3)}
 end
 
 -- Branches 1 and 3 on one device, branch 2 on another (both read the images), the rest on a third.
@@ -26,11 +20,7 @@ local function engine(parallel, devices)
                   optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
 end
 
-local function weights(e)
-  local w = {}
-  for name, p in pairs(e:net():parameters()) do w[name] = p:to_flat() end
-  return w
-end
+local weights = S.weights
 
 local function train(e)
   for step = 1, 4 do e:step(batch(16, step)) end

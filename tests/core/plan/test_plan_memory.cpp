@@ -13,6 +13,7 @@
 #include "parallel/engine.h"
 #include "plan/measured_costs.h"
 #include "plan/simulator.h"
+#include "support/cpu_topology.h"
 #include "support/toy_batch.h"
 
 namespace tandem::test {
@@ -28,15 +29,6 @@ std::shared_ptr<Sequential> net() {
         std::make_shared<ReLU>(), std::make_shared<Flatten>(),
         std::make_shared<Linear>(LinearOptions{16 * 8 * 8, 64, true, "kaiming"}), std::make_shared<ReLU>(),
         std::make_shared<Linear>(LinearOptions{64, 3, true, "kaiming"})});
-}
-
-Topology cpus(int n) {
-    TopologySpec spec;
-    spec.name = "cpus";
-    spec.nodes.push_back({"host", "", "", "", 0, 1, n});
-    for (int i = 0; i < n; ++i)
-        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", std::size_t(1) << 30, 1, 0});
-    return Topology(spec);
 }
 
 TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
@@ -65,7 +57,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
         plan.stages = k.stages, plan.micro_batches = k.micro, plan.schedule = k.schedule, plan.recompute = k.recompute;
         plan.batch = 64;
         if (k.stages == 2) plan.cuts = {4};
-        const Simulation sim = simulate(plan, cpus(k.stages), costs);
+        const Simulation sim = simulate(plan, cpu_topology(k.stages, k.stages), costs);
 
         EngineOptions o;
         o.net = net();

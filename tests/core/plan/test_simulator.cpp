@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "plan/planner.h"
 #include "plan/simulator.h"
+#include "support/cpu_topology.h"
 
 namespace tandem::test {
 namespace {
@@ -43,16 +44,6 @@ private:
     double loss_, update_;
 };
 
-// n CPU devices of `threads` threads on a machine of `cores` cores.
-Topology cpus(int n, int cores, int threads = 1, std::size_t memory = std::size_t(1) << 30) {
-    TopologySpec spec;
-    spec.name = "cpus";
-    spec.nodes.push_back({"host", "", "", "", 0, 1, cores});
-    for (int i = 0; i < n; ++i)
-        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", memory, threads, 0});
-    return Topology(spec);
-}
-
 // Four V100s, two under each of two switches joined by a root complex.
 Topology gpus() {
     TopologySpec spec;
@@ -85,7 +76,7 @@ double span_start(const Simulation& s, const std::string& track, const std::stri
 }
 
 TEST(Simulator, OneStageRunsItsMicroBatchesBackToBack) {
-    const Topology t = cpus(1, 4);
+    const Topology t = cpu_topology(1, 4);
     const TableCosts costs(3, 0.5, 1.0, 100, 1000, 0.25, 2.0);
     // Batch 8 in 2 micro-batches of 4: each 3 layers x 4 samples x (0.5 + 1.0) ms + 0.25 ms loss.
     const Simulation s = simulate(plan(1, 1, 2, 8, {}), t, costs);
@@ -104,7 +95,7 @@ TEST(Simulator, EqualStagesTakeMPlusSMinusOneSlots) {
     const TableCosts costs(4, 1.0, 2.0, 10, 0);
     for (const auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
         for (const int m : {1, 4, 8}) {
-            const Topology t = cpus(4, 4);
+            const Topology t = cpu_topology(4, 4);
             const Simulation s = simulate(plan(1, 4, m, m, {1, 2, 3}, schedule), t, costs, true);
             EXPECT_NEAR(s.step_ms, (m + 4 - 1) * 3.0, 1e-9) << pipeline_schedule_name(schedule) << " M=" << m;
             EXPECT_NEAR(s.bubble, 1 - double(m) / (m + 3), 1e-9);
@@ -116,10 +107,10 @@ TEST(Simulator, CpuDevicesOverTheirCoresSlowDown) {
     // Two one-thread devices, data parallel, no weights: on 2 cores they run side by side, on
     // one core each at half speed.
     const TableCosts costs(2, 1.0, 1.0, 10, 0);
-    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 2), costs).step_ms, 2 * 2 * 2.0, 1e-9);
-    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 1), costs).step_ms, 2 * 2 * 2.0 * 2, 1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2), costs).step_ms, 2 * 2 * 2.0, 1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 1), costs).step_ms, 2 * 2 * 2.0 * 2, 1e-9);
     // Two-thread devices on 2 cores: half speed as well.
-    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpus(2, 2, 2), costs).step_ms, 16.0, 1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2, 2), costs).step_ms, 16.0, 1e-9);
 }
 
 TEST(Simulator, CopiesSharingAChannelWaitForEachOther) {
@@ -204,7 +195,7 @@ TEST(Simulator, BucketsGoDuringTheLastBackward) {
 }
 
 TEST(Simulator, RejectsPlansThatDoNotFit) {
-    const Topology t = cpus(2, 2);
+    const Topology t = cpu_topology(2, 2);
     const TableCosts costs(3, 1, 1, 10, 0);
     EXPECT_THROW(simulate(plan(1, 2, 3, 8, {1}), t, costs), ConfigError);      // 8 in 3 micro-batches
     EXPECT_THROW(simulate(plan(1, 3, 1, 8, {1, 2}), t, costs), ConfigError);   // 3 devices of 2
@@ -216,7 +207,7 @@ TEST(Planner, NeverReturnsAPlanOverACap) {
     // 8 layers of 4 MiB weights (12 MiB with gradient and momentum) and 1 MiB a sample of
     // activations, on 4 devices of 64 MiB: pure data parallel cannot hold the weights.
     const std::size_t mib = std::size_t(1) << 20;
-    const Topology t = cpus(4, 4, 1, 64 * mib);
+    const Topology t = cpu_topology(4, 4, 1, 64 * mib);
     const TableCosts costs(8, 0.1, 0.2, mib, 4 * mib, 0.1, 1.0);
     PlannerOptions o;
     o.batch = 16;
@@ -237,7 +228,7 @@ TEST(Planner, NeverReturnsAPlanOverACap) {
 }
 
 TEST(Planner, PrefersDataParallelWhenEverythingFitsAndCommunicationIsFree) {
-    const Topology t = cpus(4, 4);
+    const Topology t = cpu_topology(4, 4);
     const TableCosts costs(4, 0.1, 0.2, 100, 0, 0, 0);
     PlannerOptions o;
     o.batch = 32;

@@ -9,6 +9,7 @@
 #include "layers/relu.h"
 #include "parallel/unit_placement.h"
 #include "plan/simulator.h"
+#include "support/cpu_topology.h"
 
 namespace tandem::test {
 namespace {
@@ -36,16 +37,6 @@ public:
 private:
     int layers_;
 };
-
-// n one-thread CPU devices on n cores: nothing slows a device but waiting.
-Topology cpus(int n) {
-    TopologySpec spec;
-    spec.name = "cpus";
-    spec.nodes.push_back({"host", "", "", "", 0, 1, n});
-    for (int i = 0; i < n; ++i)
-        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", std::size_t(1) << 30, 1, 0});
-    return Topology(spec);
-}
 
 // input -> 0; 0 -> 1 and 0 -> 2 (the branches); 1 -> 3 and 2 -> 3; 3 -> loss. Stage s runs layer s.
 StageGraph diamond() {
@@ -87,10 +78,10 @@ TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
             Plan graph_plan = plan(4, micro, schedule);
             graph_plan.cuts.clear();
             graph_plan.graph = diamond();
-            const Simulation branched = simulate(graph_plan, cpus(4), EqualLayers(4), true);
+            const Simulation branched = simulate(graph_plan, cpu_topology(4, 4), EqualLayers(4), true);
             // The same four stages one after another, and the diamond less one branch.
-            const Simulation chain = simulate(plan(4, micro, schedule), cpus(4), EqualLayers(4));
-            const Simulation one_branch = simulate(plan(3, micro, schedule), cpus(3), EqualLayers(3));
+            const Simulation chain = simulate(plan(4, micro, schedule), cpu_topology(4, 4), EqualLayers(4));
+            const Simulation one_branch = simulate(plan(3, micro, schedule), cpu_topology(3, 3), EqualLayers(3));
 
             EXPECT_NEAR(branched.step_ms, one_branch.step_ms, 1e-6 * one_branch.step_ms) << what;
             // The chain runs the second branch's work after the first: one micro-batch through
@@ -109,7 +100,7 @@ TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
 TEST(SimulatorGraph, AGraphPlanWithCutsIsRefused) {
     Plan p = plan(4, 1, PipelineSchedule::gpipe);
     p.graph = diamond();
-    EXPECT_THROW(simulate(p, cpus(4), EqualLayers(4)), ConfigError);
+    EXPECT_THROW(simulate(p, cpu_topology(4, 4), EqualLayers(4)), ConfigError);
 }
 
 // A graph net's placement (parallel.placement): the stage graph place_units derives runs the two
@@ -136,7 +127,7 @@ TEST(SimulatorGraph, APlacementsBranchesOverlap) {
         Plan p = plan(4, 2, schedule);
         p.cuts.clear();
         p.graph = placed.graph;
-        const Simulation s = simulate(p, cpus(4), EqualLayers(static_cast<int>(placed.units.size())), true);
+        const Simulation s = simulate(p, cpu_topology(4, 4), EqualLayers(static_cast<int>(placed.units.size())), true);
         const auto deep = span_of(s, s.devices[1].name, "forward", 0);
         const auto shallow = span_of(s, s.devices[2].name, "forward", 0);
         EXPECT_LT(shallow.first, deep.second) << pipeline_schedule_name(schedule);
