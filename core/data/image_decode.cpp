@@ -75,6 +75,10 @@ std::optional<Size2> stated_size(const std::string& b) {
             ++at;
             continue;
         }
+        if (marker == 0x00) {  // a stuffed FF: no marker, skipped as libjpeg skips it (the fuzzer's third find)
+            at += 2;
+            continue;
+        }
         if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // end, or scan data: no frame seen
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
             at += 2;
