@@ -5,17 +5,16 @@
 # shared_ptr, std::function): parsing and compiling those again for each file was most of the
 # build. Two remedies:
 #
-# - Unity builds for the core, the Lua binding and the `tandem` command: their .cpp files are
-#   compiled in batches of eight, as one file each, so a batch parses and instantiates the
-#   common code once. Ten core files took 49 CPU-seconds one by one and 22 as one batch (-O2,
-#   2026-11-26). Names at file scope (static functions, anonymous namespaces) must therefore
-#   not clash between the .cpp files of one of these targets: give file-local helpers names of
-#   their own, and put what two files share in a header.
-# - The tests, whose files repeat helper names freely, stay one file at a time, with the
-#   standard library and GoogleTest precompiled once for them all.
+# - Unity builds: each target's .cpp files are compiled in batches of eight, as one file each,
+#   so a batch parses and instantiates the common code once. Ten core files took 49
+#   CPU-seconds one by one and 22 as one batch (-O2, 2026-11-26). Names at file scope (static
+#   functions, anonymous namespaces, a test's helpers) must therefore not clash between the
+#   .cpp files of one target, tests included: give file-local helpers names of their own, and
+#   put what two files share in a header (tests/support for the tests).
+# - The tests also get the standard library and GoogleTest precompiled once.
 #
 # -DTANDEM_UNITY=OFF compiles everything file by file (quicker when one .cpp changes at a time).
-option(TANDEM_UNITY "Compile the core, the binding and the command in batches (unity build)" ON)
+option(TANDEM_UNITY "Compile each target's C++ files in batches (unity build)" ON)
 
 set(TANDEM_PRECOMPILED_HEADERS
   <algorithm> <array> <atomic> <chrono> <cmath> <condition_variable> <cstddef> <cstdint>

@@ -21,7 +21,7 @@
 namespace tandem::test {
 namespace {
 
-std::shared_ptr<Sequential> small_net() {
+std::shared_ptr<Sequential> gpu_net() {
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     Pool2dOptions p;
@@ -35,7 +35,7 @@ std::shared_ptr<Sequential> small_net() {
 }
 
 
-// How train() lays the net out: one stage, group and micro-batch by default (batch norm then
+// How train_on() lays the net out: one stage, group and micro-batch by default (batch norm then
 // sees the same samples as on one device).
 struct TrainingRun {
     int stages = 1;
@@ -47,9 +47,9 @@ struct TrainingRun {
     bool deterministic = false;
 };
 
-Weights train(std::vector<std::shared_ptr<Device>> devices, const TrainingRun& run) {
+Weights train_on(std::vector<std::shared_ptr<Device>> devices, const TrainingRun& run) {
     EngineOptions o;
-    o.net = small_net();
+    o.net = gpu_net();
     o.devices = std::move(devices);
     o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
@@ -72,8 +72,8 @@ TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {
     TANDEM_REQUIRE_GPUS(1);
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train({unowned(gpu())}, {.layout = layout}),
-                            train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+        expect_same_weights(train_on({unowned(gpu())}, {.layout = layout}),
+                            train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
                                   {.layout = layout}));
     }
 }
@@ -81,8 +81,8 @@ TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {
 TEST(CudaEngine, TwoStagesOnTwoGpusTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.stages = 2}),
-        train({unowned(cuda_test_device(0))}, {}));
+        train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.stages = 2}),
+        train_on({unowned(cuda_test_device(0))}, {}));
 }
 
 // Two pipeline stages on two devices that share one GPU (each with its own streams, allocator
@@ -93,8 +93,8 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
     const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
-                            train({unowned(gpu())}, {.layout = layout, .micro_batches = 2}));
+        expect_same_weights(train_on({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
+                            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2}));
     }
 }
 
@@ -105,8 +105,8 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
 TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.groups = 2, .buffers = false}),
-        train({unowned(cuda_test_device(0))}, {.micro_batches = 2, .buffers = false}));
+        train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.groups = 2, .buffers = false}),
+        train_on({unowned(cuda_test_device(0))}, {.micro_batches = 2, .buffers = false}));
 }
 
 // Two groups on two devices of one GPU, where NCCL cannot go (one rank per GPU): their buckets
@@ -117,12 +117,12 @@ TEST(CudaEngine, TwoGroupsOnTwoDevicesOfOneGpuTrainLikeOne) {
     const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
-                            train({unowned(gpu())}, {.layout = layout, .micro_batches = 2, .buffers = false}));
+        expect_same_weights(train_on({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
+                            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2, .buffers = false}));
         expect_same_weights(
-            train({unowned(gpu()), second},
+            train_on({unowned(gpu()), second},
                   {.layout = layout, .groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
-            train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {.layout = layout}));
+            train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {.layout = layout}));
     }
 }
 
@@ -132,9 +132,9 @@ TEST(CudaEngine, TwoGroupsOnTwoDevicesOfOneGpuTrainLikeOne) {
 TEST(CudaEngine, SyncBatchNormOnTwoGpusTrainsLikeOneCpuDevice) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))},
+        train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))},
               {.groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
-        train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {}));
+        train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {}));
 }
 
 // Deterministic mode on GPUs: two groups, each on its own device of one GPU, their gradients
@@ -151,10 +151,10 @@ TEST(CudaEngine, DeterministicTwoGroupsOnOneGpuGiveTheBitsOfOneDevice) {
         SCOPED_TRACE(layout_name(layout));
         const TrainingRun two_groups{.layout = layout, .groups = 2, .buffers = false, .deterministic = true};
         const TrainingRun two_micro_batches{.layout = layout, .micro_batches = 2, .buffers = false, .deterministic = true};
-        const auto want = train({a}, two_micro_batches);
-        EXPECT_EQ(train({a, b}, two_groups), want);
-        EXPECT_EQ(train({b}, two_micro_batches), want);
-        expect_same_weights(want, train({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+        const auto want = train_on({a}, two_micro_batches);
+        EXPECT_EQ(train_on({a, b}, two_groups), want);
+        EXPECT_EQ(train_on({b}, two_micro_batches), want);
+        expect_same_weights(want, train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
                                         two_micro_batches));
     }
 }

@@ -11,7 +11,7 @@
 namespace tandem::test {
 namespace {
 
-constexpr double kTol = 1e-4;
+constexpr double kLayerTol = 1e-4;
 // Results summed over thousands of products whose partial sums reach tens: two algorithms'
 // orders of summation differ by up to about 1e-4 of those (2.2e-4 seen on an H200, weight
 // gradients of a 3x3 convolution over 16 x 28 x 28 positions).
@@ -34,21 +34,21 @@ TEST(CudaLayers, Conv2d) {
             Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
             ck->forward(x, w, b, y);
             gk->forward(x.to(gpu()), w.to(gpu()), b.to(gpu()), gy);
-            expect_near(gy, y, kTol, "forward");
+            expect_near(gy, y, kLayerTol, "forward");
 
             Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
             Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
             ck->backward_data(dy, w, dx);
             gk->backward_data(dy.to(gpu()), w.to(gpu()), gdx);
-            expect_near(gdx, dx, kTol, "backward_data");
+            expect_near(gdx, dx, kLayerTol, "backward_data");
 
             // Both add into the same non-zero gradients.
             Tensor dw = random_tensor(w.shape(), cpu(), 5), db = random_tensor({6}, cpu(), 6);
             Tensor gdw = dw.to(gpu()), gdb = db.to(gpu());
             ck->backward_weights(x, dy, dw, db);
             gk->backward_weights(x.to(gpu()), dy.to(gpu()), gdw, gdb);
-            expect_near(gdw, dw, kTol, "backward_weights");
-            expect_near(gdb, db, kTol, "backward bias");
+            expect_near(gdw, dw, kLayerTol, "backward_weights");
+            expect_near(gdb, db, kLayerTol, "backward bias");
         }
 }
 
@@ -150,9 +150,9 @@ TEST(CudaLayers, BatchNorm) {
                 Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
                 ck->forward(x, gamma, beta, mean, var, y);
                 gk->forward(x.to(gpu()), gamma.to(gpu()), beta.to(gpu()), gmean, gvar, gy);
-                expect_near(gy, y, kTol, "forward");
-                expect_near(gmean, mean, kTol, "mean");
-                expect_near(gvar, var, kTol, "variance (biased)");
+                expect_near(gy, y, kLayerTol, "forward");
+                expect_near(gmean, mean, kLayerTol, "mean");
+                expect_near(gvar, var, kLayerTol, "variance (biased)");
 
                 Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
                 Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
@@ -160,9 +160,9 @@ TEST(CudaLayers, BatchNorm) {
                 Tensor gdg = dg.to(gpu()), gdbeta = dbeta.to(gpu());
                 ck->backward(x, dy, gamma, mean, var, dx, dg, dbeta);
                 gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg, gdbeta);
-                expect_near(gdx, dx, 5 * kTol, "diff_src");
-                expect_near(gdg, dg, 5 * kTol, "diff_gamma");
-                expect_near(gdbeta, dbeta, kTol, "diff_beta");
+                expect_near(gdx, dx, 5 * kLayerTol, "diff_src");
+                expect_near(gdg, dg, 5 * kLayerTol, "diff_gamma");
+                expect_near(gdbeta, dbeta, kLayerTol, "diff_beta");
 
                 // The same inputs give the same bits: the sums have a fixed order.
                 Tensor again = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
@@ -229,12 +229,12 @@ TEST(CudaLayers, Pool2d) {
                     Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
                     ck->forward(x, y, ws);
                     gk->forward(x.to(gpu()), gy, gws);
-                    expect_near(gy, y, kTol, "forward");
+                    expect_near(gy, y, kLayerTol, "forward");
                     Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
                     Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
                     ck->backward(dy, ws, dx);
                     gk->backward(dy.to(gpu()), gws, gdx);
-                    expect_near(gdx, dx, kTol, "backward");
+                    expect_near(gdx, dx, kLayerTol, "backward");
                 }
 }
 
@@ -264,15 +264,15 @@ TEST(CudaLayers, Lrn) {
             Tensor gy = Tensor::empty(shape, gpu(), DType::f32, layout);
             ck->forward(x, y, ws);
             gk->forward(x.to(gpu()), gy, gws);
-            expect_near(gy, y, kTol, "forward");
+            expect_near(gy, y, kLayerTol, "forward");
             Tensor dx = Tensor::empty(shape, cpu(), DType::f32, layout);
             Tensor gdx = Tensor::empty(shape, gpu(), DType::f32, layout);
             ck->backward(x, dy, ws, dx);
             gk->backward(x.to(gpu()), dy.to(gpu()), gws, gdx);
-            expect_near(gdx, dx, kTol, "backward");
+            expect_near(gdx, dx, kLayerTol, "backward");
             Tensor none;  // evaluation: no workspace
             gk->forward(x.to(gpu()), gy, none);
-            expect_near(gy, y, kTol, "evaluation forward");
+            expect_near(gy, y, kLayerTol, "evaluation forward");
         }
 }
 
@@ -286,17 +286,17 @@ TEST(CudaLayers, Linear) {
     Tensor y = Tensor::empty({5, 17}, cpu()), gy = Tensor::empty({5, 17}, gpu());
     ck->forward(x, w, b, y);
     gk->forward(x.to(gpu()), w.to(gpu()), b.to(gpu()), gy);
-    expect_near(gy, y, kTol, "forward");
+    expect_near(gy, y, kLayerTol, "forward");
     Tensor dx = Tensor::empty({5, 33}, cpu()), gdx = Tensor::empty({5, 33}, gpu());
     ck->backward_data(dy, w, dx);
     gk->backward_data(dy.to(gpu()), w.to(gpu()), gdx);
-    expect_near(gdx, dx, kTol, "backward_data");
+    expect_near(gdx, dx, kLayerTol, "backward_data");
     Tensor dw = random_tensor({17, 33}, cpu(), 25), db = random_tensor({17}, cpu(), 26);
     Tensor gdw = dw.to(gpu()), gdb = db.to(gpu());
     ck->backward_weights(x, dy, dw, db);
     gk->backward_weights(x.to(gpu()), dy.to(gpu()), gdw, gdb);
-    expect_near(gdw, dw, kTol, "backward_weights (accumulated)");
-    expect_near(gdb, db, kTol, "bias gradient (accumulated)");
+    expect_near(gdw, dw, kLayerTol, "backward_weights (accumulated)");
+    expect_near(gdb, db, kLayerTol, "bias gradient (accumulated)");
 }
 
 // The very mask the CPU draws, in both layouts, and for a micro-batch offset (`first`).
@@ -343,11 +343,11 @@ TEST(CudaLayers, SoftmaxCrossEntropy) {
         EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::max(1.0, want.loss));
         EXPECT_EQ(got.correct, want.correct);
         EXPECT_EQ(got.count, want.count);
-        expect_near(gp, p, kTol, "probabilities");
+        expect_near(gp, p, kLayerTol, "probabilities");
         Tensor dx = Tensor::empty({6, 10}, cpu()), gdx = Tensor::empty({6, 10}, gpu());
         ck->backward(p, labels, smoothing, 0.5f, dx);
         gk->backward(gp, labels.to(gpu()), smoothing, 0.5f, gdx);
-        expect_near(gdx, dx, kTol, "diff_logits");
+        expect_near(gdx, dx, kLayerTol, "diff_logits");
     }
     labels.data<int>()[4] = 10;
     Tensor gp = Tensor::empty({6, 10}, gpu());
@@ -373,7 +373,7 @@ TEST(CudaLayers, ElementLosses) {
         Tensor dy = Tensor::empty({5, 12}, cpu()), gdy = Tensor::empty({5, 12}, gpu());
         ck->backward(y, t, 0.2f, dy);
         gk->backward(y.to(gpu()), t.to(gpu()), 0.2f, gdy);
-        expect_near(gdy, dy, kTol, "element loss gradient");
+        expect_near(gdy, dy, kLayerTol, "element loss gradient");
     }
 }
 

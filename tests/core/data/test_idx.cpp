@@ -9,7 +9,7 @@ namespace tandem::test {
 namespace {
 
 // An idx file: two zero bytes, type, rank, big-endian dims, then `data`.
-std::string idx_bytes(unsigned char type, const std::vector<std::uint32_t>& dims,
+std::string idx_file_bytes(unsigned char type, const std::vector<std::uint32_t>& dims,
                       const std::string& data) {
     std::string out = {'\0', '\0', char(type), char(dims.size())};
     for (auto d : dims)
@@ -44,7 +44,7 @@ void expect_idx_error(const std::string& path, const std::string& what) {
 TEST(Idx, ReadsPlainAndGzippedFiles) {
     TempDir dir;
     const std::string data = pixels(3 * 4 * 5);
-    const std::string bytes = idx_bytes(0x08, {3, 4, 5}, data);
+    const std::string bytes = idx_file_bytes(0x08, {3, 4, 5}, data);
     write_bytes(dir.file("plain-idx3-ubyte"), bytes);
     write_gz(dir.file("packed-idx3-ubyte.gz"), bytes);
     write_gz(dir.file("packed-without-suffix"), bytes);  // found by gzip's magic
@@ -57,14 +57,14 @@ TEST(Idx, ReadsPlainAndGzippedFiles) {
 
 TEST(Idx, DefectiveFilesAreDataErrorsNamingTheFile) {
     TempDir dir;
-    const std::string good = idx_bytes(0x08, {10, 3}, pixels(30));
+    const std::string good = idx_file_bytes(0x08, {10, 3}, pixels(30));
     auto write = [&](const std::string& name, const std::string& bytes) {
         write_bytes(dir.file(name), bytes);
         return dir.file(name);
     };
     expect_idx_error(dir.file("missing.gz"), "No such file");
     expect_idx_error(write("magic", "\x12\x34\x08\x01rest"), "bad magic 0x12340801");
-    expect_idx_error(write("float", idx_bytes(0x0D, {2}, std::string(8, '\0'))),
+    expect_idx_error(write("float", idx_file_bytes(0x0D, {2}, std::string(8, '\0'))),
                      "float elements (type 0x0d)");
     expect_idx_error(write("short", "\0\0"), "too short");
     expect_idx_error(write("dims", good.substr(0, 6)), "promises 2 dimensions, found only 0");
@@ -75,7 +75,7 @@ TEST(Idx, DefectiveFilesAreDataErrorsNamingTheFile) {
     expect_idx_error(dir.file("cut.gz"), "expected 30 bytes of data, found 25");
 
     // A gzip stream cut short (the compressed file truncated, not the data inside it).
-    write_gz(dir.file("whole.gz"), idx_bytes(0x08, {4000}, pixels(4000)));
+    write_gz(dir.file("whole.gz"), idx_file_bytes(0x08, {4000}, pixels(4000)));
     const std::string packed = read_bytes(dir.file("whole.gz"));
     write_bytes(dir.file("stream_cut.gz"), packed.substr(0, packed.size() / 2));
     expect_idx_error(dir.file("stream_cut.gz"), "expected 4000 bytes of data, found");

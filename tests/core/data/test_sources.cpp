@@ -11,7 +11,7 @@
 namespace tandem::test {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
+std::string source_message_of(const std::function<void()>& f) {
     try {
         f();
     } catch (const std::exception& e) {
@@ -46,13 +46,13 @@ TEST(Sources, FolderClassesAreSortedSubFolders) {
 
 TEST(Sources, FolderErrors) {
     TempDir dir;
-    EXPECT_NE(message_of([&] { folder_source(dir.file("nope")); }).find("no such directory"),
+    EXPECT_NE(source_message_of([&] { folder_source(dir.file("nope")); }).find("no such directory"),
               std::string::npos);
     EXPECT_NE(
-        message_of([&] { folder_source(dir.path().string()); }).find("has no class sub-folders"),
+        source_message_of([&] { folder_source(dir.path().string()); }).find("has no class sub-folders"),
         std::string::npos);
     std::filesystem::create_directories(dir.file("cat"));
-    EXPECT_NE(message_of([&] { folder_source(dir.path().string()); }).find("holds no images"),
+    EXPECT_NE(source_message_of([&] { folder_source(dir.path().string()); }).find("holds no images"),
               std::string::npos);
 }
 
@@ -67,34 +67,34 @@ TEST(Sources, ListFileLikeCaffe) {
     EXPECT_EQ(s->key(0), dir.file("img/a b.png"));
     EXPECT_EQ(s->label(0), 3);
     EXPECT_EQ(list_source(dir.file("list.txt"), "", 10)->classes(), 10);
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   list_source(dir.file("list.txt"), "", 2);
               }).find("has label 3, out of range for 2 classes"),
               std::string::npos);
     test::write_bytes(dir.file("bad.txt"), "img/c.png 1\nimg/c.png x\n");
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   list_source(dir.file("bad.txt"));
               }).find("bad.txt:2: label 'x' is not a non-negative integer"),
               std::string::npos);
     test::write_bytes(dir.file("nolabel.txt"), "img/c.png\n");
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   list_source(dir.file("nolabel.txt"));
               }).find("nolabel.txt:1: expected 'path label'"),
               std::string::npos);
     test::write_bytes(dir.file("missing.txt"), "img/c.png 0\nimg/gone.png 1\n");
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   list_source(dir.file("missing.txt"));
               }).find("missing.txt:2: no such image file"),
               std::string::npos);
     test::write_bytes(dir.file("negative.txt"), "img/c.png -1\n");
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   list_source(dir.file("negative.txt"));
               }).find("is not a non-negative integer"),
               std::string::npos);
     test::write_bytes(dir.file("empty.txt"), "\n");
-    EXPECT_NE(message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"),
+    EXPECT_NE(source_message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"),
               std::string::npos);
-    EXPECT_NE(message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"),
+    EXPECT_NE(source_message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"),
               std::string::npos);
 }
 
@@ -112,14 +112,14 @@ TEST(Sources, LmdbReadsRecordsAndLabels) {
     EXPECT_EQ(r.bytes.size(), 16u);
     EXPECT_EQ(static_cast<unsigned char>(r.bytes[5]),
               pattern_image(2, 4, 4, 1).at<unsigned char>(1, 1));
-    EXPECT_NE(message_of([&] {
+    EXPECT_NE(source_message_of([&] {
                   LmdbSource(dir.file("db"), 2);
               }).find("record '00000002' has label 2, out of range for 2 classes"),
               std::string::npos);
-    EXPECT_NE(message_of([&] { LmdbSource(dir.file("nope")); }).find("no LMDB database at"),
+    EXPECT_NE(source_message_of([&] { LmdbSource(dir.file("nope")); }).find("no LMDB database at"),
               std::string::npos);
     write_records(dir.file("empty"), {});
-    EXPECT_NE(message_of([&] { LmdbSource(dir.file("empty")); }).find("is empty"),
+    EXPECT_NE(source_message_of([&] { LmdbSource(dir.file("empty")); }).find("is empty"),
               std::string::npos);
 }
 
@@ -135,13 +135,13 @@ TEST(Sources, TruncatedLmdbFileIsRefusedNotMapped) {
         std::filesystem::copy_file(dir.file("whole.mdb"), data,
                                    std::filesystem::copy_options::overwrite_existing);
         std::filesystem::resize_file(data, static_cast<std::uintmax_t>(double(full) * keep));
-        const std::string message = message_of([&] { LmdbSource source(dir.file("db")); });
+        const std::string message = source_message_of([&] { LmdbSource source(dir.file("db")); });
         EXPECT_NE(message.find("is damaged: " + data), std::string::npos) << keep << ": " << message;
         EXPECT_NE(message.find("cut short"), std::string::npos) << message;
     }
     // Shorter than the two meta pages: LMDB itself refuses it.
     std::filesystem::resize_file(data, 100);
-    EXPECT_NE(message_of([&] { LmdbSource source(dir.file("db")); }).find(dir.file("db")),
+    EXPECT_NE(source_message_of([&] { LmdbSource source(dir.file("db")); }).find(dir.file("db")),
               std::string::npos);
 }
 
@@ -159,11 +159,11 @@ TEST(Sources, DamagedRecordHasNoLabel) {
     EXPECT_EQ(s.damaged(), 2);
     EXPECT_EQ(s.label(0), 0);
     EXPECT_EQ(s.label(3), 1);
-    const std::string bad_magic = message_of([&] { s.label(1); });
+    const std::string bad_magic = source_message_of([&] { s.label(1); });
     EXPECT_NE(bad_magic.find("record '00000001' is not a Tandem record"), std::string::npos)
         << bad_magic;
     EXPECT_THROW(s.label(2), CorruptSampleError);
-    EXPECT_NE(message_of([&] { s.label(2); }).find("'00000002'"), std::string::npos);
+    EXPECT_NE(source_message_of([&] { s.label(2); }).find("'00000002'"), std::string::npos);
 }
 
 TEST(Sources, IdxAsRawRecords) {

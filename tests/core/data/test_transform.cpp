@@ -166,7 +166,11 @@ TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
     s.key = "huge";
     s.encoding = Encoding::jpeg;
     // SOI, a start-of-frame claiming 65535 x 65535, EOI.
-    s.bytes = std::string("\xFF\xD8\xFF\xC0\x00\x11\x08\xFF\xFF\xFF\xFF\x03", 12) + std::string(16, '\0') + "\xFF\xD9";
+    // Appended piece by piece: GCC 12 at -O1 (the TSan build) warns falsely of a bounds overrun
+    // in the chain of operator+ on temporaries.
+    s.bytes.assign("\xFF\xD8\xFF\xC0\x00\x11\x08\xFF\xFF\xFF\xFF\x03", 12);
+    s.bytes.append(16, '\0');
+    s.bytes.append("\xFF\xD9");
     try {
         decode_image(s, 0);
         FAIL() << "expected a CorruptSampleError";

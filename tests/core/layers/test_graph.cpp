@@ -257,7 +257,7 @@ TEST(Graph, BuildSortsNodesAndNamesACycle) {
     }
 }
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& words) {
+void expect_graph_error(const std::function<void()>& f, const std::vector<std::string>& words) {
     try {
         f();
         FAIL() << "expected an error with " << words.front();
@@ -271,25 +271,25 @@ TEST(Graph, MistakesAreNamed) {
     auto g = std::make_shared<Graph>();
     g->set_name("g");
     g->add_input("x");
-    expect_error([&] { g->add(linear(2, 2), {"nope"}); }, {"'nope'", "not an input or a node", "'x'"});
-    expect_error([&] { g->add(linear(2, 2), {}); }, {"has no inputs"});
-    expect_error([&] { g->add(std::make_shared<Concat>(1), {"x"}); }, {"at least 2 inputs", "'concat1' (Concat)"});
-    expect_error([&] { g->add(std::make_shared<Mul>(), {"x", "x", "x"}); }, {"2 inputs, got 3"});
-    expect_error([&] { g->add(linear(2, 2), {"x", "x"}); }, {"takes one input", "nn.Concat"});
-    expect_error([&] { g->add_input("x"); }, {"'x' is taken"});
-    expect_error([&] { g->output_shape({1, 2}); }, {"no outputs"});
+    expect_graph_error([&] { g->add(linear(2, 2), {"nope"}); }, {"'nope'", "not an input or a node", "'x'"});
+    expect_graph_error([&] { g->add(linear(2, 2), {}); }, {"has no inputs"});
+    expect_graph_error([&] { g->add(std::make_shared<Concat>(1), {"x"}); }, {"at least 2 inputs", "'concat1' (Concat)"});
+    expect_graph_error([&] { g->add(std::make_shared<Mul>(), {"x", "x", "x"}); }, {"2 inputs, got 3"});
+    expect_graph_error([&] { g->add(linear(2, 2), {"x", "x"}); }, {"takes one input", "nn.Concat"});
+    expect_graph_error([&] { g->add_input("x"); }, {"'x' is taken"});
+    expect_graph_error([&] { g->output_shape({1, 2}); }, {"no outputs"});
     const auto a = g->add(linear(2, 2, "a"), {"x"});
     const auto b = g->add(linear(2, 3, "b"), {"x"});
     g->set_outputs({a});
-    expect_error([&] { g->output_shape({1, 2}); }, {"'b' (Linear)", "leads to no output"});
+    expect_graph_error([&] { g->output_shape({1, 2}); }, {"'b' (Linear)", "leads to no output"});
     g->set_outputs({g->add(std::make_shared<Add>(), {a, b})});
-    expect_error([&] { g->output_shape({1, 2}); }, {"input 2 is 1x3", "node 'add1' (Add) of 'g' (Graph)"});
-    expect_error([&] { g->set_outputs({"a", "a"}); }, {"twice"});
-    expect_error([&] { Concat(0); }, {"dimension 1 is the batch"});
-    expect_error([&] { Narrow(1, 3, 2).output_shape({1, 4}); }, {"indices 4..5", "size 4"});
-    expect_error([&] { Reshape({3, -1}).output_shape({1, 4}); }, {"4 elements", "3x?"});
-    expect_error([&] { std::make_shared<Add>()->output_shape({1, 2}); }, {"joins several inputs", "nn.Graph"});
-    expect_error([&] { g->add(g, {"x"}); }, {"contains this graph"});
+    expect_graph_error([&] { g->output_shape({1, 2}); }, {"input 2 is 1x3", "node 'add1' (Add) of 'g' (Graph)"});
+    expect_graph_error([&] { g->set_outputs({"a", "a"}); }, {"twice"});
+    expect_graph_error([&] { Concat(0); }, {"dimension 1 is the batch"});
+    expect_graph_error([&] { Narrow(1, 3, 2).output_shape({1, 4}); }, {"indices 4..5", "size 4"});
+    expect_graph_error([&] { Reshape({3, -1}).output_shape({1, 4}); }, {"4 elements", "3x?"});
+    expect_graph_error([&] { std::make_shared<Add>()->output_shape({1, 2}); }, {"joins several inputs", "nn.Graph"});
+    expect_graph_error([&] { g->add(g, {"x"}); }, {"contains this graph"});
 }
 
 TEST(Graph, ErrorsInsideANodeNameTheNodeAndTheGraph) {
@@ -298,7 +298,7 @@ TEST(Graph, ErrorsInsideANodeNameTheNodeAndTheGraph) {
     g->add_input("x");
     g->set_outputs({g->add(linear(2, 2, "fc"), {"x"})});
     Pass pass{test_device(), Mode::train, 0, fresh_tape(), 0};
-    expect_error([&] { g->forward(random_tensor({2, 3}, test_device(), 1), pass); },
+    expect_graph_error([&] { g->forward(random_tensor({2, 3}, test_device(), 1), pass); },
                  {"'fc' (Linear)", "of 'g' (Graph)"});
 }
 

@@ -16,7 +16,7 @@ LinearOptions linear_options(std::int64_t in, std::int64_t out, bool bias = true
     return o;
 }
 
-void randomise(Linear& fc, std::uint64_t seed) {
+void randomise_linear(Linear& fc, std::uint64_t seed) {
     fc.initialize(seed);
     for (auto* p : fc.parameters())
         if (p->name == "bias")
@@ -26,7 +26,7 @@ void randomise(Linear& fc, std::uint64_t seed) {
 TEST(Linear, Gradient) {
     Linear fc(linear_options(7, 5));
     fc.set_name("fc1");
-    randomise(fc, 2);
+    randomise_linear(fc, 2);
     check_gradients(fc, random_tensor({3, 7}, test_device(), 4), test_device());
 }
 
@@ -39,13 +39,13 @@ TEST(Linear, GradientNoBias) {
 
 // Same weights and the same non-zero starting gradients on both kernels, so the ADD contract
 // is compared too.
-void compare_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, bool bias) {
+void compare_linear_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, bool bias) {
     SCOPED_TRACE("n " + std::to_string(n) + ", " + std::to_string(in) + "->" + std::to_string(out) +
                  (bias ? "" : ", no bias"));
     Linear fast(linear_options(in, out, bias)), ref(linear_options(in, out, bias));
     ref.set_kernel_impl("reference");
     for (Linear* fc : {&fast, &ref}) {
-        randomise(*fc, 5);
+        randomise_linear(*fc, 5);
         for (auto* p : fc->parameters())
             p->grad.copy_from(random_tensor(p->grad.shape(), host_device(), 6));
     }
@@ -63,13 +63,13 @@ void compare_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, b
 }
 
 TEST(Linear, DnnlMatchesReference) {
-    compare_with_reference(1, 10, 3, true);
-    compare_with_reference(5, 37, 13, true);
-    compare_with_reference(8, 300, 100, false);
-    compare_with_reference(16, 64, 10, true);
+    compare_linear_with_reference(1, 10, 3, true);
+    compare_linear_with_reference(5, 37, 13, true);
+    compare_linear_with_reference(8, 300, 100, false);
+    compare_linear_with_reference(16, 64, 10, true);
 }
 
-std::string shape_error(Linear& fc, const Shape& input) {
+std::string linear_shape_error(Linear& fc, const Shape& input) {
     try {
         fc.output_shape(input);
     } catch (const ShapeError& e) {
@@ -82,14 +82,14 @@ std::string shape_error(Linear& fc, const Shape& input) {
 TEST(Linear, ShapeErrorsNameLayerAndShapes) {
     Linear fc(linear_options(3136, 256));
     fc.set_name("fc1");
-    const std::string image = shape_error(fc, {8, 64, 7, 7});
+    const std::string image = linear_shape_error(fc, {8, 64, 7, 7});
     EXPECT_NE(image.find("fc1"), std::string::npos) << image;
     EXPECT_NE(image.find("8x64x7x7"), std::string::npos) << image;
     EXPECT_NE(image.find("Flatten"), std::string::npos) << image;
-    EXPECT_EQ(shape_error(fc, {8, 100}),
+    EXPECT_EQ(linear_shape_error(fc, {8, 100}),
               "Linear 'fc1': input has 100 features, weight expects 3136 (input 8x100, weight "
               "256x3136)");
-    const std::string rank = shape_error(fc, {8, 2, 3136});
+    const std::string rank = linear_shape_error(fc, {8, 2, 3136});
     EXPECT_NE(rank.find("8x2x3136"), std::string::npos) << rank;
     EXPECT_EQ(fc.output_shape({8, 3136}), (Shape{8, 256}));
 

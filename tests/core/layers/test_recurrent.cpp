@@ -9,12 +9,12 @@
 namespace tandem::test {
 namespace {
 
-struct Case {
+struct RecurrentCase {
     const char* fixture;
     RecurrentOptions options;
 };
 
-const Case kCases[] = {
+const RecurrentCase kCases[] = {
     {"recurrent_lstm_2layer_sequence", recurrent_options(RnnCellKind::lstm, 5, 4, 2, true, false)},
     {"recurrent_lstm_last", recurrent_options(RnnCellKind::lstm, 3, 6, 1, true, true)},
     {"recurrent_gru_2layer_sequence", recurrent_options(RnnCellKind::gru, 5, 4, 2, true, false)},
@@ -22,7 +22,7 @@ const Case kCases[] = {
 };
 
 TEST(Recurrent, ForwardAndBackwardMatchPyTorch) {
-    for (const Case& c : kCases) {
+    for (const RecurrentCase& c : kCases) {
         SCOPED_TRACE(c.fixture);
         const TorchFixture f(c.fixture);
         Recurrent rnn(c.options);

@@ -7,7 +7,7 @@ namespace tandem::test {
 namespace {
 
 // Inputs away from the kink at 0: |x| in [0.1, 1].
-Tensor away_from_zero(const Shape& shape, Layout layout) {
+Tensor relu_away_from_zero(const Shape& shape, Layout layout) {
     Tensor x = random_tensor(shape, test_device(), 5, 0.1f, 1.f);
     auto v = x.to_vector();
     for (std::size_t i = 0; i < v.size(); i += 2) v[i] = -v[i];
@@ -17,7 +17,7 @@ Tensor away_from_zero(const Shape& shape, Layout layout) {
 TEST(ReLU, GradientContiguous) {
     ReLU relu;
     relu.set_name("relu1");
-    check_gradients(relu, away_from_zero({2, 3, 4, 5}, Layout::contiguous), test_device());
+    check_gradients(relu, relu_away_from_zero({2, 3, 4, 5}, Layout::contiguous), test_device());
 }
 
 TEST(ReLU, GradientChannelsLast) {
@@ -25,7 +25,7 @@ TEST(ReLU, GradientChannelsLast) {
     relu.set_name("relu1");
     GradCheckOptions o;
     o.layout = Layout::channels_last;
-    check_gradients(relu, away_from_zero({2, 3, 4, 5}, Layout::channels_last), test_device(), o);
+    check_gradients(relu, relu_away_from_zero({2, 3, 4, 5}, Layout::channels_last), test_device(), o);
 }
 
 TEST(ReLU, DnnlMatchesReference) {

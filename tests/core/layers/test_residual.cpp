@@ -74,7 +74,7 @@ std::shared_ptr<Sequential> seq(std::vector<LayerPtr> layers) {
 }
 
 // Inputs with |x| in [0.2, 1], alternating signs.
-Tensor away_from_zero(const Shape& shape, Layout layout, std::uint64_t seed) {
+Tensor residual_away_from_zero(const Shape& shape, Layout layout, std::uint64_t seed) {
     auto v = random_tensor(shape, test_device(), seed, 0.2f, 1.f).to_vector();
     for (std::size_t i = 0; i < v.size(); i += 2) v[i] = -v[i];
     return Tensor::from_vector(shape, test_device(), v, layout);
@@ -96,7 +96,7 @@ TEST(Residual, GradientIdentityShortcut) {
         auto block = make_block(false);
         GradCheckOptions o;
         o.layout = layout;
-        check_gradients(*block, away_from_zero({2, 3, 2, 3}, layout, 1), test_device(), o);
+        check_gradients(*block, residual_away_from_zero({2, 3, 2, 3}, layout, 1), test_device(), o);
     }
 }
 
@@ -105,13 +105,13 @@ TEST(Residual, GradientProjectionShortcut) {
         auto block = make_block(true);
         GradCheckOptions o;
         o.layout = layout;
-        check_gradients(*block, away_from_zero({2, 3, 2, 3}, layout, 2), test_device(), o);
+        check_gradients(*block, residual_away_from_zero({2, 3, 2, 3}, layout, 2), test_device(), o);
     }
 }
 
 TEST(Residual, ForwardIsBodyPlusShortcut) {
     auto block = make_block(true);
-    Tensor x = away_from_zero({2, 3, 2, 2}, Layout::contiguous, 3);
+    Tensor x = residual_away_from_zero({2, 3, 2, 2}, Layout::contiguous, 3);
     Tape tape;
     Pass pass{test_device(), Mode::eval, 0, tape, 0};
     const auto y = block->forward(x, pass).to_vector();

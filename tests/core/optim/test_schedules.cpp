@@ -10,7 +10,7 @@
 namespace tandem::test {
 namespace {
 
-constexpr float kTol = 1e-7f;
+constexpr float kLrTol = 1e-7f;
 
 TEST(Schedules, Constant) {
     ConstantSchedule s(0.1f);
@@ -23,11 +23,11 @@ TEST(Schedules, Constant) {
 
 TEST(Schedules, Step) {
     StepSchedule s(0.1f, 30, 0.1f);
-    EXPECT_NEAR(s.lr(0), 0.1f, kTol);
-    EXPECT_NEAR(s.lr(29), 0.1f, kTol);
-    EXPECT_NEAR(s.lr(30), 0.01f, kTol);
-    EXPECT_NEAR(s.lr(59), 0.01f, kTol);
-    EXPECT_NEAR(s.lr(60), 0.001f, kTol);
+    EXPECT_NEAR(s.lr(0), 0.1f, kLrTol);
+    EXPECT_NEAR(s.lr(29), 0.1f, kLrTol);
+    EXPECT_NEAR(s.lr(30), 0.01f, kLrTol);
+    EXPECT_NEAR(s.lr(59), 0.01f, kLrTol);
+    EXPECT_NEAR(s.lr(60), 0.001f, kLrTol);
     EXPECT_THROW(StepSchedule(0.1f, 0, 0.1f), ConfigError);
     EXPECT_THROW(StepSchedule(0.1f, 10, 0.f), ConfigError);
 }
@@ -47,12 +47,12 @@ TEST(Schedules, MultiStep) {
 
 TEST(Schedules, Cosine) {
     CosineSchedule s(0.1f, 100, 0.001f);
-    EXPECT_NEAR(s.lr(0), 0.1f, kTol);
-    EXPECT_NEAR(s.lr(50), 0.0505f, kTol);  // halfway: (lr + min) / 2
+    EXPECT_NEAR(s.lr(0), 0.1f, kLrTol);
+    EXPECT_NEAR(s.lr(50), 0.0505f, kLrTol);  // halfway: (lr + min) / 2
     // a quarter: min + (lr - min) * (1 + cos(pi/4)) / 2
-    EXPECT_NEAR(s.lr(25), 0.001 + 0.099 * (1 + std::sqrt(0.5)) / 2, kTol);
-    EXPECT_NEAR(s.lr(100), 0.001f, kTol);
-    EXPECT_NEAR(s.lr(150), 0.001f, kTol);
+    EXPECT_NEAR(s.lr(25), 0.001 + 0.099 * (1 + std::sqrt(0.5)) / 2, kLrTol);
+    EXPECT_NEAR(s.lr(100), 0.001f, kLrTol);
+    EXPECT_NEAR(s.lr(150), 0.001f, kLrTol);
     for (int i = 1; i <= 100; ++i) EXPECT_LE(s.lr(i), s.lr(i - 1)) << "step " << i;
     EXPECT_THROW(CosineSchedule(0.1f, 0), ConfigError);
     EXPECT_THROW(CosineSchedule(0.1f, -5), ConfigError);
@@ -61,10 +61,10 @@ TEST(Schedules, Cosine) {
 TEST(Schedules, WarmupThenCosine) {
     auto cosine = std::make_shared<CosineSchedule>(0.1f, 100);
     WarmupSchedule s(cosine, 10, 0.1f);
-    EXPECT_NEAR(s.lr(0), 0.01f, kTol);   // start_factor * after.lr(0)
-    EXPECT_NEAR(s.lr(5), 0.055f, kTol);  // halfway: (0.1 + 1) / 2 * 0.1
-    EXPECT_NEAR(s.lr(9), 0.091f, kTol);
-    EXPECT_NEAR(s.lr(10), 0.1f, kTol);  // after.lr(0)
+    EXPECT_NEAR(s.lr(0), 0.01f, kLrTol);   // start_factor * after.lr(0)
+    EXPECT_NEAR(s.lr(5), 0.055f, kLrTol);  // halfway: (0.1 + 1) / 2 * 0.1
+    EXPECT_NEAR(s.lr(9), 0.091f, kLrTol);
+    EXPECT_NEAR(s.lr(10), 0.1f, kLrTol);  // after.lr(0)
     for (int i = 10; i < 130; i += 7) EXPECT_EQ(s.lr(i), cosine->lr(i - 10)) << "step " << i;
     EXPECT_EQ(s.describe(),
               "warmup(steps=10, start_factor=0.1, then cosine(lr=0.1, total_steps=100, min_lr=0))");
@@ -80,13 +80,13 @@ TEST(Schedules, HybridCosineLinear) {
     HybridCosineLinearSchedule s(lr, 1000, 0.4f, min_lr);
     CosineSchedule cosine(lr, 1000, min_lr);
     // Cosine part: the cosine over all 1000 steps, up to the switch at step 400.
-    for (int i : {0, 1, 100, 250, 399, 400}) EXPECT_NEAR(s.lr(i), cosine.lr(i), kTol) << i;
+    for (int i : {0, 1, 100, 250, 399, 400}) EXPECT_NEAR(s.lr(i), cosine.lr(i), kLrTol) << i;
     // Linear part: from cosine(400) at 400 to min_lr at 1000.
     const double at_switch = min_lr + (lr - min_lr) * 0.5 * (1 + std::cos(0.4 * std::numbers::pi));
-    EXPECT_NEAR(s.lr(700), (at_switch + min_lr) / 2, kTol);
-    EXPECT_NEAR(s.lr(550), at_switch + (min_lr - at_switch) * 0.25, kTol);
-    EXPECT_NEAR(s.lr(1000), min_lr, kTol);
-    EXPECT_NEAR(s.lr(5000), min_lr, kTol);
+    EXPECT_NEAR(s.lr(700), (at_switch + min_lr) / 2, kLrTol);
+    EXPECT_NEAR(s.lr(550), at_switch + (min_lr - at_switch) * 0.25, kLrTol);
+    EXPECT_NEAR(s.lr(1000), min_lr, kLrTol);
+    EXPECT_NEAR(s.lr(5000), min_lr, kLrTol);
     // Linear means equal differences after the switch.
     EXPECT_NEAR(s.lr(600) - s.lr(601), s.lr(900) - s.lr(901), 1e-7);
     // Continuity at the switch: no jump bigger than a step's worth of slope.

@@ -3,7 +3,7 @@
 // its shard of every batch, and every `every` steps the algorithm written out plainly on their
 // weights and optimizer state (read and written through checkpoints). The engine with k groups
 // on k CPU devices must hold the same weights in every group, and the same global model, block
-// momentum or centre. Also: exact resume between two averages, and bad options by name.
+// momentum or centre. Also: exact resume between two averages, and bad averaging_options by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +27,7 @@ namespace {
 
 using Values = std::map<std::string, std::vector<float>>;
 
-std::shared_ptr<Sequential> net() {
+std::shared_ptr<Sequential> averaging_net() {
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     c.bias = false;
@@ -40,13 +40,13 @@ std::shared_ptr<Sequential> net() {
         std::make_shared<Linear>(LinearOptions{12, 3, true, "kaiming"})});
 }
 
-std::shared_ptr<Device> cpu(int index) {
+std::shared_ptr<Device> cpu_device(int index) {
     return std::make_shared<CpuDevice>(index, CpuDeviceOptions{std::size_t(1) << 30, 1});
 }
 
 constexpr int kShard = 6;  // samples per group and step
 
-struct Case {
+struct AveragingCase {
     AveragingAlgorithm algorithm = AveragingAlgorithm::plain;
     bool adam = false;
     double block_momentum = 0, block_lr = 1, elastic_alpha = 0;
@@ -62,9 +62,9 @@ struct Case {
     }
 };
 
-EngineOptions options(const Case& c, int groups, int every, std::vector<std::shared_ptr<Device>> devices) {
+EngineOptions averaging_options(const AveragingCase& c, int groups, int every, std::vector<std::shared_ptr<Device>> devices) {
     EngineOptions o;
-    o.net = net();
+    o.net = averaging_net();
     o.devices = std::move(devices);
     if (c.adam) {
         o.optimizer.kind = OptimizerKind::adam;
@@ -114,7 +114,7 @@ void restore(Engine& engine, const Snapshot& s, const std::string& path) {
 
 // The algorithm written out plainly over the replicas' checkpoints ("model.*", "optim.*").
 // `global`, `move` and `center` are kept by the caller across averages (keyed "model.<name>").
-void average_by_definition(const Case& c, std::vector<Snapshot>& replicas, const std::set<std::string>& trained,
+void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replicas, const std::set<std::string>& trained,
                            Values& global, Values& move, Values& center) {
     const auto k = static_cast<double>(replicas.size());
     auto mean = [&](const std::string& name) {
@@ -165,7 +165,7 @@ void average_by_definition(const Case& c, std::vector<Snapshot>& replicas, const
     }
 }
 
-void expect_close(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+void expect_values_close(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
     ASSERT_EQ(want.size(), got.size()) << what;
     double diff = 0, norm = 0;
     for (std::size_t j = 0; j < want.size(); ++j) {
@@ -175,18 +175,18 @@ void expect_close(const std::vector<float>& want, const std::vector<float>& got,
     EXPECT_LE(diff, 2e-5 * std::max(norm, 1e-2)) << what << " differs by " << diff << " (max |value| " << norm << ")";
 }
 
-void follows_definition(const Case& c, int groups) {
+void follows_definition(const AveragingCase& c, int groups) {
     const int every = 2, steps = 7;  // averages after steps 2, 4, 6; step 7 ends between two
     TempDir dir;
     const std::string path = (dir.path() / "ck.safetensors").string();
     std::vector<std::shared_ptr<Device>> devices;
-    for (int g = 0; g < groups; ++g) devices.push_back(cpu(g));
-    Engine engine(options(c, groups, every, devices));
+    for (int g = 0; g < groups; ++g) devices.push_back(cpu_device(g));
+    Engine engine(averaging_options(c, groups, every, devices));
 
     // The replicas one after another, on one device.
-    auto one = cpu(groups);
+    auto one = cpu_device(groups);
     std::vector<std::unique_ptr<Engine>> alone;
-    for (int g = 0; g < groups; ++g) alone.push_back(std::make_unique<Engine>(options(c, 1, every, {one})));
+    for (int g = 0; g < groups; ++g) alone.push_back(std::make_unique<Engine>(averaging_options(c, 1, every, {one})));
     std::set<std::string> trained;
     for (auto& np : named_parameters(alone[0]->net())) trained.insert(np.name);
     Values global, move, center;
@@ -219,35 +219,35 @@ void follows_definition(const Case& c, int groups) {
             const std::string what = c.name() + ", " + std::to_string(groups) + " groups: group " +
                                      std::to_string(g + 1) + "'s " + name;
             ASSERT_TRUE(got.values.count(prefix + name)) << what << " is not in the engine's checkpoint";
-            expect_close(v, got.values.at(prefix + name), what);
+            expect_values_close(v, got.values.at(prefix + name), what);
         }
     }
     for (const auto& name : trained) {
         const std::string what = c.name() + ", " + std::to_string(groups) + " groups: ";
         if (c.algorithm == AveragingAlgorithm::bmuf) {
-            expect_close(global.at("model." + name), got.values.at("average.global." + name), what + "global " + name);
-            expect_close(move.at("model." + name), got.values.at("average.block_momentum." + name),
+            expect_values_close(global.at("model." + name), got.values.at("average.global." + name), what + "global " + name);
+            expect_values_close(move.at("model." + name), got.values.at("average.block_momentum." + name),
                          what + "block momentum " + name);
         }
         if (c.algorithm == AveragingAlgorithm::easgd)
-            expect_close(center.at("model." + name), got.values.at("average.center." + name), what + "centre " + name);
+            expect_values_close(center.at("model." + name), got.values.at("average.center." + name), what + "centre " + name);
     }
 }
 
-const std::vector<Case>& cases() {
-    static const std::vector<Case> all = [] {
-        std::vector<Case> v;
+const std::vector<AveragingCase>& cases() {
+    static const std::vector<AveragingCase> all = [] {
+        std::vector<AveragingCase> v;
         v.push_back({AveragingAlgorithm::plain});
-        Case bmuf{AveragingAlgorithm::bmuf};
+        AveragingCase bmuf{AveragingAlgorithm::bmuf};
         v.push_back(bmuf);
         bmuf.nesterov = false, bmuf.block_momentum = 0.5, bmuf.block_lr = 0.8;
         v.push_back(bmuf);
-        Case easgd{AveragingAlgorithm::easgd};
+        AveragingCase easgd{AveragingAlgorithm::easgd};
         v.push_back(easgd);
         easgd.elastic_alpha = 0.2;
         v.push_back(easgd);
         v.push_back({AveragingAlgorithm::momentum});
-        Case adam{AveragingAlgorithm::momentum};
+        AveragingCase adam{AveragingAlgorithm::momentum};
         adam.adam = true;
         v.push_back(adam);
         return v;
@@ -256,11 +256,11 @@ const std::vector<Case>& cases() {
 }
 
 TEST(Averaging, TwoGroupsFollowTheDefinitions) {
-    for (const Case& c : cases()) follows_definition(c, 2);
+    for (const AveragingCase& c : cases()) follows_definition(c, 2);
 }
 
 TEST(Averaging, FourGroupsFollowTheDefinitions) {
-    for (const Case& c : cases()) follows_definition(c, 4);
+    for (const AveragingCase& c : cases()) follows_definition(c, 4);
 }
 
 // A checkpoint taken between two averages resumes exactly: every group's weights and state,
@@ -269,21 +269,21 @@ TEST(Averaging, ResumeBetweenAveragesContinuesBitForBit) {
     TempDir dir;
     const std::string path = (dir.path() / "mid.safetensors").string(), out = (dir.path() / "out.safetensors").string();
     const int every = 2, groups = 2;
-    for (const Case& c : cases()) {
+    for (const AveragingCase& c : cases()) {
         auto run = [&](int from, int to, Engine& e) {
             for (int s = from; s < to; ++s) {
                 const Batch b = make_batch(s, kShard * groups);
                 e.step(b.images, b.labels);
             }
         };
-        Engine straight(options(c, groups, every, {cpu(0), cpu(1)}));
+        Engine straight(averaging_options(c, groups, every, {cpu_device(0), cpu_device(1)}));
         run(0, 7, straight);
         {
-            Engine first(options(c, groups, every, {cpu(2), cpu(3)}));
+            Engine first(averaging_options(c, groups, every, {cpu_device(2), cpu_device(3)}));
             run(0, 3, first);  // averaged after step 2; step 3 is its own
             first.save(path);
         }
-        Engine resumed(options(c, groups, every, {cpu(4), cpu(5)}));
+        Engine resumed(averaging_options(c, groups, every, {cpu_device(4), cpu_device(5)}));
         resumed.load(path);
         run(3, 7, resumed);
         const Snapshot a = snapshot(straight, out), b = snapshot(resumed, out);
@@ -304,14 +304,14 @@ TEST(Averaging, ResumeBetweenAveragesContinuesBitForBit) {
 TEST(Averaging, ACheckpointWithoutReplicasLoadsIntoEveryGroup) {
     TempDir dir;
     const std::string path = (dir.path() / "sgd.safetensors").string(), out = (dir.path() / "out.safetensors").string();
-    Case plain;
-    Engine sgd(options(plain, 1, 2, {cpu(0)}));
+    AveragingCase plain;
+    Engine sgd(averaging_options(plain, 1, 2, {cpu_device(0)}));
     const Batch b = make_batch(0, kShard * 2);
     sgd.step(b.images, b.labels);
     sgd.save(path);
-    Case bmuf{AveragingAlgorithm::bmuf};
+    AveragingCase bmuf{AveragingAlgorithm::bmuf};
     // Every 3 steps: neither step here (the first, and the file's step 1 + 1) averages.
-    Engine engine(options(bmuf, 2, 3, {cpu(1), cpu(2)}));
+    Engine engine(averaging_options(bmuf, 2, 3, {cpu_device(1), cpu_device(2)}));
     engine.step(b.images, b.labels);  // starts the global model from the first weights
     engine.load(path);
     const Snapshot s = snapshot(engine, out);
@@ -324,7 +324,7 @@ TEST(Averaging, ACheckpointWithoutReplicasLoadsIntoEveryGroup) {
 
 TEST(Averaging, BadOptionsAreRefusedByName) {
     auto refuses = [](const std::function<void(ParallelOptions&)>& set, const std::string& says) {
-        EngineOptions o = options(Case{}, 2, 2, {cpu(0), cpu(1)});
+        EngineOptions o = averaging_options(AveragingCase{}, 2, 2, {cpu_device(0), cpu_device(1)});
         try {
             set(o.parallel);
             Engine e(o);

@@ -1,5 +1,5 @@
 // Layer-division model parallelism (issue 18, item 4): a graph net's branches placed on
-// different devices (parallel.placement) train as one device does, alone, with data-parallel
+// different devices (parallel.placement) train_placed as one device does, alone, with data-parallel
 // groups and with micro-batches under both schedules; a checkpoint saved under the placement
 // loads on one device; the stage graph a placement makes; bad placements refused by name.
 #include <gtest/gtest.h>
@@ -22,13 +22,13 @@
 namespace tandem::test {
 namespace {
 
-LayerPtr linear(std::int64_t in, std::int64_t out, const std::string& name) {
+LayerPtr dense(std::int64_t in, std::int64_t out, const std::string& name) {
     auto l = std::make_shared<Linear>(LinearOptions{in, out, true, "kaiming"});
     l->set_name(name);
     return l;
 }
 
-LayerPtr named(LayerPtr layer, const std::string& name) {
+LayerPtr with_name(LayerPtr layer, const std::string& name) {
     layer->set_name(name);
     return layer;
 }
@@ -38,16 +38,16 @@ std::shared_ptr<Sequential> branch_net() {
     auto g = std::make_shared<Graph>();
     g->set_name("g");
     g->add_input("x");
-    g->add(linear(16, 12, "a1"), {"x"});
-    g->add(named(std::make_shared<ReLU>(), "arelu"), {"a1"});
-    g->add(linear(12, 8, "a2"), {"arelu"});
-    g->add(linear(16, 8, "b1"), {"x"});
-    g->add(named(std::make_shared<Activation>(ActivationAlgorithm::tanh), "btanh"), {"b1"});
-    g->add(named(std::make_shared<Concat>(1), "cat"), {"a2", "btanh"});
+    g->add(dense(16, 12, "a1"), {"x"});
+    g->add(with_name(std::make_shared<ReLU>(), "arelu"), {"a1"});
+    g->add(dense(12, 8, "a2"), {"arelu"});
+    g->add(dense(16, 8, "b1"), {"x"});
+    g->add(with_name(std::make_shared<Activation>(ActivationAlgorithm::tanh), "btanh"), {"b1"});
+    g->add(with_name(std::make_shared<Concat>(1), "cat"), {"a2", "btanh"});
     g->set_outputs({"cat"});
     return std::make_shared<Sequential>(
-        std::vector<LayerPtr>{named(std::make_shared<Flatten>(), "flatten"), linear(64, 16, "embed"), g,
-                              linear(16, 3, "head")});
+        std::vector<LayerPtr>{with_name(std::make_shared<Flatten>(), "flatten"), dense(64, 16, "embed"), g,
+                              dense(16, 3, "head")});
 }
 
 using Placement = std::vector<std::vector<std::string>>;
@@ -55,18 +55,18 @@ using Placement = std::vector<std::vector<std::string>>;
 const Placement kFour{{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2"}, {"g.b1", "g.btanh"}, {"g.cat", "head"}};
 const Placement kThree{{"flatten", "embed", "g.b1", "g.btanh"}, {"g.a1", "g.arelu", "g.a2"}, {"g.cat", "head"}};
 
-std::vector<std::shared_ptr<Device>> cpus(int n) {
+std::vector<std::shared_ptr<Device>> placement_devices(int n) {
     std::vector<std::shared_ptr<Device>> d;
     for (int i = 0; i < n; ++i) d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
     return d;
 }
 
-EngineOptions options(const Placement& placement, int groups = 1, int micro_batches = 1, bool adam = false,
+EngineOptions placement_options(const Placement& placement, int groups = 1, int micro_batches = 1, bool adam = false,
                       PipelineSchedule schedule = PipelineSchedule::gpipe) {
     EngineOptions o;
     o.net = branch_net();
     const int stages = placement.empty() ? 1 : static_cast<int>(placement.size());
-    o.devices = cpus(groups * stages);
+    o.devices = placement_devices(groups * stages);
     if (adam) {
         o.optimizer.kind = OptimizerKind::adam;
         o.optimizer.adam.lr = 0.01f;
@@ -82,22 +82,22 @@ EngineOptions options(const Placement& placement, int groups = 1, int micro_batc
 
 using Weights = std::map<std::string, std::vector<float>>;
 
-Weights weights(Engine& e) {
+Weights placement_weights(Engine& e) {
     Weights w;
     for (auto& p : named_parameters(e.net())) w[p.name] = p.parameter->value.to_vector();
     return w;
 }
 
-Weights train(EngineOptions o, int steps) {
+Weights train_placed(EngineOptions o, int steps) {
     Engine engine(std::move(o));
     for (int s = 0; s < steps; ++s) {
         const Batch b = make_batch(s, 16);
         engine.step(b.images, b.labels);
     }
-    return weights(engine);
+    return placement_weights(engine);
 }
 
-void expect_close(const Weights& want, const Weights& got, const std::string& what) {
+void expect_weights_match(const Weights& want, const Weights& got, const std::string& what) {
     ASSERT_EQ(want.size(), got.size()) << what;
     for (const auto& [name, a] : want) {
         const auto& b = got.at(name);
@@ -113,7 +113,7 @@ TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
     auto net = branch_net();
     const UnitPlacement placed = place_units(*net, {{"flatten", "embed"}, {"g"}, {"head"}});
     const StageGraph chain = chain_stage_graph({0, 2, 3, 4});
-    ASSERT_EQ(placed.units.size(), 4u);  // the graph stays one unit: no node of it is named
+    ASSERT_EQ(placed.units.size(), 4u);  // the graph stays one unit: no node of it is with_name
     ASSERT_EQ(placed.graph.edges.size(), chain.edges.size());
     for (std::size_t e = 0; e < chain.edges.size(); ++e) {
         EXPECT_EQ(placed.graph.edges[e].from, chain.edges[e].from) << "edge " << e;
@@ -151,7 +151,7 @@ TEST(UnitPlacement, BranchesGetAnEdgePerReadingStage) {
               three.edge_values[static_cast<std::size_t>(three.graph.stage(0).outputs[1])]);
 }
 
-void expect_refused(const Placement& placement, const std::string& says) {
+void expect_placement_refused(const Placement& placement, const std::string& says) {
     auto net = branch_net();
     try {
         place_units(*net, placement);
@@ -162,21 +162,21 @@ void expect_refused(const Placement& placement, const std::string& says) {
 }
 
 TEST(UnitPlacement, BadPlacementsNameTheUnitOrStage) {
-    expect_refused({{"flatten", "embed"}, {"g.a1", "g.zz"}, {"g"}, {"head"}}, "stage 2 names 'g.zz', which is no layer");
-    expect_refused({{"flatten", "embed", "g.a1"}, {"g"}, {"head"}}, "'g.a1' is in stage 1 and in stage 2");
-    expect_refused({{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2", "g.b1", "g.btanh", "g.cat"}},
+    expect_placement_refused({{"flatten", "embed"}, {"g.a1", "g.zz"}, {"g"}, {"head"}}, "stage 2 names 'g.zz', which is no layer");
+    expect_placement_refused({{"flatten", "embed", "g.a1"}, {"g"}, {"head"}}, "'g.a1' is in stage 1 and in stage 2");
+    expect_placement_refused({{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2", "g.b1", "g.btanh", "g.cat"}},
                    "'head' is in no stage");
-    expect_refused({{"flatten", "embed"}, {}, {"g", "head"}}, "stage 2 names no layer");
+    expect_placement_refused({{"flatten", "embed"}, {}, {"g", "head"}}, "stage 2 names no layer");
     // Stage 1 reads a2 from stage 2, which reads a1 from stage 1.
-    expect_refused({{"flatten", "embed", "g.a1", "g.b1", "g.btanh", "g.cat", "head"}, {"g.arelu", "g.a2"}},
+    expect_placement_refused({{"flatten", "embed", "g.a1", "g.b1", "g.btanh", "g.cat", "head"}, {"g.arelu", "g.a2"}},
                    "stages 1, 2 feed each other in a cycle");
 }
 
 TEST(BranchPlacement, RefusedWithASplitOrAnotherStageCount) {
-    EngineOptions o = options(kFour);
+    EngineOptions o = placement_options(kFour);
     o.parallel.cuts = {2, 3, 4};
     EXPECT_THROW(Engine{o}, ConfigError);
-    EngineOptions wrong = options(kFour);
+    EngineOptions wrong = placement_options(kFour);
     wrong.parallel.stages = 3;
     wrong.devices.resize(3);
     try {
@@ -191,54 +191,54 @@ TEST(BranchPlacement, RefusedWithASplitOrAnotherStageCount) {
 TEST(BranchPlacement, TrainsAsOneDevice) {
     for (bool adam : {false, true}) {
         const std::string optimizer = adam ? "Adam" : "SGD";
-        const Weights one = train(options({}, 1, 1, adam), 3);
-        expect_close(one, train(options(kFour, 1, 1, adam), 3), optimizer + ", branches on 4 stages");
-        expect_close(one, train(options(kThree, 1, 1, adam), 3), optimizer + ", 3 stages");
-        expect_close(one, train(options(kFour, 2, 1, adam), 3), optimizer + ", 2 groups x 4 stages");
+        const Weights one = train_placed(placement_options({}, 1, 1, adam), 3);
+        expect_weights_match(one, train_placed(placement_options(kFour, 1, 1, adam), 3), optimizer + ", branches on 4 stages");
+        expect_weights_match(one, train_placed(placement_options(kThree, 1, 1, adam), 3), optimizer + ", 3 stages");
+        expect_weights_match(one, train_placed(placement_options(kFour, 2, 1, adam), 3), optimizer + ", 2 groups x 4 stages");
         for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
-            expect_close(one, train(options(kFour, 1, 2, adam, schedule), 3),
+            expect_weights_match(one, train_placed(placement_options(kFour, 1, 2, adam, schedule), 3),
                          optimizer + ", 2 micro-batches, " + std::string(pipeline_schedule_name(schedule)));
     }
 }
 
 TEST(BranchPlacement, RecomputeAndSyncBatchNormRunThroughTheUnits) {
-    const Weights one = train(options({}), 2);
-    EngineOptions recompute = options(kThree, 1, 2);
+    const Weights one = train_placed(placement_options({}), 2);
+    EngineOptions recompute = placement_options(kThree, 1, 2);
     recompute.parallel.recompute = {true};
-    expect_close(one, train(recompute, 2), "recompute");
-    EngineOptions together = options(kThree, 2, 2);
+    expect_weights_match(one, train_placed(recompute, 2), "recompute");
+    EngineOptions together = placement_options(kThree, 2, 2);
     together.parallel.batch_norm = BatchNormMode::sync;
-    expect_close(one, train(together, 2), "micro-batches together (sync batch norm)");
+    expect_weights_match(one, train_placed(together, 2), "micro-batches together (sync batch norm)");
 }
 
 TEST(BranchPlacement, CheckpointsDoNotDependOnThePlacement) {
     TempDir dir;
     const std::string branched = (dir.path() / "branched.safetensors").string(),
                       single = (dir.path() / "one.safetensors").string();
-    Engine placed(options(kFour, 2, 2));
+    Engine placed(placement_options(kFour, 2, 2));
     for (int s = 0; s < 2; ++s) {
         const Batch b = make_batch(s, 16);
         placed.step(b.images, b.labels);
     }
     placed.save(branched);
-    Engine one(options({}));
+    Engine one(placement_options({}));
     one.load(branched);
-    EXPECT_EQ(weights(one), weights(placed));
+    EXPECT_EQ(placement_weights(one), placement_weights(placed));
     EXPECT_EQ(one.steps(), 2);
 
     // And back: one device's checkpoint under the placement, then a step on each alike.
     one.save(single);
-    Engine again(options(kThree));
+    Engine again(placement_options(kThree));
     again.load(single);
-    EXPECT_EQ(weights(again), weights(one));
+    EXPECT_EQ(placement_weights(again), placement_weights(one));
     const Batch b = make_batch(2, 16);
     one.step(b.images, b.labels);
     again.step(b.images, b.labels);
-    expect_close(weights(one), weights(again), "a step after loading");
+    expect_weights_match(placement_weights(one), placement_weights(again), "a step after loading");
 }
 
 TEST(BranchPlacement, StagesNameTheirLayers) {
-    Engine engine(options(kFour));
+    Engine engine(placement_options(kFour));
     EXPECT_EQ(engine.stage_layer_names(1), (std::vector<std::string>{"g.a1", "g.arelu", "g.a2"}));
     EXPECT_EQ(engine.stage_layer_names(3), (std::vector<std::string>{"g.cat", "head"}));
     EXPECT_EQ(&engine.stage_device(0, 2), engine.options().devices[2].get());

@@ -49,7 +49,7 @@ struct Job {
     std::vector<std::unique_ptr<HierarchicalCommunicator>> comms;
 };
 
-void expect_no_errors(const std::vector<std::string>& errors) {
+void expect_no_error_texts(const std::vector<std::string>& errors) {
     for (std::size_t r = 0; r < errors.size(); ++r)
         EXPECT_EQ(errors[r], "") << "rank " << r;
 }
@@ -62,7 +62,7 @@ TEST(CommunicatorHierarchical, TreeIsThePairwiseSumOverEveryGroup) {
         const std::size_t count = 1000;
         auto x = make_inputs(job.ranks(), count, 7);
         const auto inputs = x;
-        expect_no_errors(job.run([&](Communicator& c, int r) {
+        expect_no_error_texts(job.run([&](Communicator& c, int r) {
             c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, ReduceAlgorithm::tree);
         }));
         for (std::size_t i = 0; i < count; ++i) {
@@ -79,7 +79,7 @@ TEST(CommunicatorHierarchical, RingSumsOnEveryRank) {
     const std::size_t count = 333;
     auto x = make_inputs(job.ranks(), count, 3);
     const auto inputs = x;
-    expect_no_errors(job.run([&](Communicator& c, int r) {
+    expect_no_error_texts(job.run([&](Communicator& c, int r) {
         c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, ReduceAlgorithm::ring);
     }));
     for (std::size_t i = 0; i < count; ++i) {
@@ -98,23 +98,23 @@ TEST(CommunicatorHierarchical, BroadcastAndReduceFromAnyRoot) {
         std::vector<std::vector<float>> x(4, std::vector<float>(5));
         for (int r = 0; r < 4; ++r)
             for (auto& e : x[static_cast<std::size_t>(r)]) e = static_cast<float>(10 * r + 1);
-        expect_no_errors(job.run([&](Communicator& c, int r) {
+        expect_no_error_texts(job.run([&](Communicator& c, int r) {
             c.broadcast(r, x[static_cast<std::size_t>(r)].data(), 5, root);
         }));
         for (const auto& v : x) EXPECT_EQ(v[4], static_cast<float>(10 * root + 1)) << "root " << root;
-        expect_no_errors(job.run([&](Communicator& c, int r) {
+        expect_no_error_texts(job.run([&](Communicator& c, int r) {
             for (auto& e : x[static_cast<std::size_t>(r)]) e = static_cast<float>(r + 1);
             c.reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 5, root);
         }));
         EXPECT_EQ(x[static_cast<std::size_t>(root)][0], 10.0f) << "root " << root;
-        expect_no_errors(job.run([&](Communicator& c, int r) { c.barrier(r); }));
+        expect_no_error_texts(job.run([&](Communicator& c, int r) { c.barrier(r); }));
     }
 }
 
 TEST(CommunicatorHierarchical, BytesSentCountTheCrossLegOnLocalRankZero) {
     Job job(2, 2);
     std::vector<std::vector<float>> x(4, std::vector<float>(100, 1.0f));
-    expect_no_errors(job.run([&](Communicator& c, int r) {
+    expect_no_error_texts(job.run([&](Communicator& c, int r) {
         c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 100, ReduceAlgorithm::tree);
     }));
     // Local: rank 1 sends its 100 floats to rank 0, rank 0 broadcasts 100 to rank 1. Cross
@@ -141,7 +141,7 @@ TEST(CommunicatorHierarchical, AbortReachesTheOtherProcessesWaiters) {
         EXPECT_NE(errors[static_cast<std::size_t>(r)].find("rank 3 failed on purpose"), std::string::npos)
             << "rank " << r << ": " << errors[static_cast<std::size_t>(r)];
     for (auto& c : job.comms) c->reset();
-    expect_no_errors(job.run([&](Communicator& c, int r) {
+    expect_no_error_texts(job.run([&](Communicator& c, int r) {
         c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 4, ReduceAlgorithm::ring);
     }));
 }

@@ -21,7 +21,7 @@
 namespace tandem::test {
 namespace {
 
-void expect_config_error(const std::function<void()>& run, const std::string& words) {
+void expect_comm_config_error(const std::function<void()>& run, const std::string& words) {
     try {
         run();
         FAIL() << "expected a ConfigError saying '" << words << "'";
@@ -45,8 +45,8 @@ TEST(DeviceCommunicator, CpuReplicasShareMemory) {
 TEST(DeviceCommunicator, KindsDoNotMix) {
     CpuDevice cpu(0, CpuDeviceOptions{0, 1});
     StandInGpu gpu(0);
-    expect_config_error([&] { make_device_communicator({&cpu, &gpu}); }, "devices of one kind");
-    expect_config_error([&] { make_device_communicator({}); }, "at least one rank");
+    expect_comm_config_error([&] { make_device_communicator({&cpu, &gpu}); }, "devices of one kind");
+    expect_comm_config_error([&] { make_device_communicator({}); }, "at least one rank");
 }
 
 // NCCL takes one rank per GPU: replicas on devices made on one GPU sum through the host.

@@ -24,7 +24,7 @@
 namespace tandem::test {
 namespace {
 
-Conv2dOptions conv(std::int64_t in, std::int64_t out) {
+Conv2dOptions conv_options(std::int64_t in, std::int64_t out) {
     Conv2dOptions c;
     c.in_channels = in, c.out_channels = out, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     return c;
@@ -36,17 +36,17 @@ std::shared_ptr<Sequential> plain_net() {
     Pool2dOptions p;
     p.kernel_h = p.kernel_w = 2;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
-        std::make_shared<Conv2d>(conv(4, 6)), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
+        std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
+        std::make_shared<Conv2d>(conv_options(4, 6)), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
         std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 16, true, "kaiming"}),
         std::make_shared<ReLU>(), std::make_shared<Dropout>(0.25f),
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
 using test::make_batch;
-Batch make_batch(int step) { return make_batch(step, 16); }
+Batch pipeline_batch(int step) { return make_batch(step, 16); }
 
-std::vector<std::shared_ptr<Device>> cpus(int n, std::size_t memory = std::size_t(1) << 30) {
+std::vector<std::shared_ptr<Device>> pipeline_devices(int n, std::size_t memory = std::size_t(1) << 30) {
     std::vector<std::shared_ptr<Device>> d;
     for (int i = 0; i < n; ++i) d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{memory, 1}));
     return d;
@@ -56,7 +56,7 @@ EngineOptions layout_options(int groups, int stages, int micro_batches,
                              PipelineSchedule schedule = PipelineSchedule::gpipe) {
     EngineOptions o;
     o.net = plain_net();
-    o.devices = cpus(groups * stages);
+    o.devices = pipeline_devices(groups * stages);
     o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
     o.layout = Layout::channels_last;
@@ -65,13 +65,13 @@ EngineOptions layout_options(int groups, int stages, int micro_batches,
     return o;
 }
 
-std::map<std::string, std::vector<float>> weights(Engine& e) {
+std::map<std::string, std::vector<float>> pipeline_weights(Engine& e) {
     std::map<std::string, std::vector<float>> w;
     for (auto& p : named_parameters(e.net())) w[p.name] = p.parameter->value.to_vector();
     return w;
 }
 
-void expect_close(const std::map<std::string, std::vector<float>>& want,
+void expect_weights_close(const std::map<std::string, std::vector<float>>& want,
                   const std::map<std::string, std::vector<float>>& got, double rel, const std::string& what) {
     ASSERT_EQ(want.size(), got.size());
     for (const auto& [name, a] : want) {
@@ -82,25 +82,25 @@ void expect_close(const std::map<std::string, std::vector<float>>& want,
             diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
             norm = std::max(norm, std::abs(double(a[i])));
         }
-        // A floor on the scale: a conv bias right before batch norm has a zero gradient in exact
+        // A floor on the scale: a conv_options bias right before batch norm has a zero gradient in exact
         // arithmetic, and what it holds is rounding noise near 1e-8.
         EXPECT_LE(diff, rel * std::max(norm, 1e-3)) << what << ": " << name << " differs by " << diff << " (max |w| " << norm << ")";
     }
 }
 
-std::map<std::string, std::vector<float>> train(EngineOptions options, int steps, double* loss = nullptr) {
+std::map<std::string, std::vector<float>> train_pipeline(EngineOptions options, int steps, double* loss = nullptr) {
     Engine engine(std::move(options));
     for (int s = 0; s < steps; ++s) {
-        const Batch b = make_batch(s);
+        const Batch b = pipeline_batch(s);
         const StepResult r = engine.step(b.images, b.labels);
         if (loss) *loss = r.loss;
     }
-    return weights(engine);
+    return pipeline_weights(engine);
 }
 
 TEST(Pipeline, EveryLayoutTrainsLikeOneDevice) {
     double one_loss = 0;
-    const auto one = train(layout_options(1, 1, 1), 5, &one_loss);
+    const auto one = train_pipeline(layout_options(1, 1, 1), 5, &one_loss);
     struct Case {
         int g, s, m;
         PipelineSchedule schedule;
@@ -111,7 +111,7 @@ TEST(Pipeline, EveryLayoutTrainsLikeOneDevice) {
         const std::string what = std::to_string(c.g) + "x" + std::to_string(c.s) + "x" + std::to_string(c.m) +
                                  " " + std::string(pipeline_schedule_name(c.schedule));
         double loss = 0;
-        expect_close(one, train(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
+        expect_weights_close(one, train_pipeline(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
         EXPECT_NEAR(loss, one_loss, 1e-4 * std::abs(one_loss)) << what;
     }
 }
@@ -120,8 +120,8 @@ std::shared_ptr<Sequential> batch_norm_net() {
     Pool2dOptions p;
     p.kernel_h = p.kernel_w = 2;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
-        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv(4, 6)),
+        std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv_options(4, 6)),
         std::make_shared<BatchNorm2d>(BatchNorm2dOptions{6}), std::make_shared<ReLU>(),
         std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 3, true, "kaiming"})});
 }
@@ -133,7 +133,7 @@ std::map<std::string, std::vector<float>> running_statistics(Engine& e) {
 }
 
 std::map<std::string, std::vector<float>> weights_and_statistics(Engine& e) {
-    auto w = weights(e);
+    auto w = pipeline_weights(e);
     w.merge(running_statistics(e));
     return w;
 }
@@ -146,10 +146,10 @@ TEST(Pipeline, DeferredBatchNormFoldsTheWholeBatch) {
     auto run = [](int g, int s, int m, BatchNormMode mode) {
         EngineOptions o = layout_options(g, s, m);
         o.net = batch_norm_net();
-        o.optimizer.sgd.lr = 0;  // weights stay put: only the statistics are compared
+        o.optimizer.sgd.lr = 0;  // pipeline_weights stay put: only the statistics are compared
         o.parallel.batch_norm = mode;
         Engine engine(o);
-        const Batch b = make_batch(0);
+        const Batch b = pipeline_batch(0);
         engine.step(b.images, b.labels);
         return running_statistics(engine);
     };
@@ -162,8 +162,8 @@ TEST(Pipeline, DeferredBatchNormFoldsTheWholeBatch) {
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}, std::tuple{2, 1, 2}}) {
         const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
         const auto deferred = run(g, s, m, BatchNormMode::deferred);
-        expect_close(first_layer(one), first_layer(deferred), 1e-5, "deferred " + what + " against one device");
-        expect_close(same_micro, deferred, 1e-5, "deferred " + what + " against 1x1x4");
+        expect_weights_close(first_layer(one), first_layer(deferred), 1e-5, "deferred " + what + " against one device");
+        expect_weights_close(same_micro, deferred, 1e-5, "deferred " + what + " against 1x1x4");
         // Per micro-batch, the running statistics move M times: they differ.
         EXPECT_NE(one.at("bn1.running_mean"), run(g, s, m, BatchNormMode::micro).at("bn1.running_mean")) << what;
     }
@@ -178,22 +178,22 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
         o.net = batch_norm_net();
         o.parallel.batch_norm = mode;
         Engine engine(o);
-        for (int step = 0; step < 5; ++step) engine.step(make_batch(step).images, make_batch(step).labels);
+        for (int step = 0; step < 5; ++step) engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
         return weights_and_statistics(engine);
     };
     const auto one = run(1, 1, 1, BatchNormMode::micro);
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 4}, std::tuple{1, 4, 8}}) {
         const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
-        expect_close(one, run(g, s, m, BatchNormMode::sync), 1e-4, "sync " + what);
+        expect_weights_close(one, run(g, s, m, BatchNormMode::sync), 1e-4, "sync " + what);
     }
     // Batch norm nested in a residual block's body.
     auto residual_net = [] {
         auto body = std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv(4, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
-            std::make_shared<ReLU>(), std::make_shared<Conv2d>(conv(4, 4)),
+            std::make_shared<Conv2d>(conv_options(4, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+            std::make_shared<ReLU>(), std::make_shared<Conv2d>(conv_options(4, 4)),
             std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4})});
         return std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
+            std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
             std::make_shared<ReLU>(), std::make_shared<Residual>(body, nullptr), std::make_shared<ReLU>(),
             std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4 * 8 * 8, 3, true, "kaiming"})});
     };
@@ -202,10 +202,10 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
         o.net = residual_net();
         o.parallel.batch_norm = mode;
         Engine engine(o);
-        for (int step = 0; step < 3; ++step) engine.step(make_batch(step).images, make_batch(step).labels);
+        for (int step = 0; step < 3; ++step) engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
         return weights_and_statistics(engine);
     };
-    expect_close(residual_run(1, 1, 1, BatchNormMode::micro), residual_run(2, 2, 2, BatchNormMode::sync), 1e-4,
+    expect_weights_close(residual_run(1, 1, 1, BatchNormMode::micro), residual_run(2, 2, 2, BatchNormMode::sync), 1e-4,
                  "sync residual 2x2x2");
 
     EngineOptions bad = layout_options(1, 2, 2, PipelineSchedule::one_f_one_b);
@@ -213,7 +213,7 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
     EXPECT_THROW(Engine{bad}, ConfigError);
 }
 
-// Recomputation gives the same weights and holds less memory at its peak.
+// Recomputation gives the same pipeline_weights and holds less memory at its peak.
 TEST(Pipeline, RecomputationSameWeightsLessMemory) {
     auto run = [](bool recompute, std::size_t* peak) {
         EngineOptions o = layout_options(1, 2, 4);
@@ -237,7 +237,7 @@ TEST(Pipeline, DeterministicModeIsBitIdenticalAcrossLayouts) {
     auto run = [](int g, int s, int m) {
         EngineOptions o = layout_options(g, s, m, PipelineSchedule::one_f_one_b);
         o.parallel.deterministic = true;
-        return train(o, 3);
+        return train_pipeline(o, 3);
     };
     const auto reference = run(1, 1, 8);  // 16 samples: micro-batches of 2
     for (auto [g, s, m] : {std::tuple{2, 1, 4}, std::tuple{1, 2, 8}, std::tuple{2, 2, 4}, std::tuple{4, 1, 2}}) {
@@ -248,13 +248,13 @@ TEST(Pipeline, DeterministicModeIsBitIdenticalAcrossLayouts) {
 }
 
 // Model averaging against its definition: each replica trains alone on its shard (its own
-// mean gradient and momentum), and every k steps all replicas take the mean of their weights.
+// mean gradient and momentum), and every k steps all replicas take the mean of their pipeline_weights.
 TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
     auto no_dropout = [] {
         Pool2dOptions p;
         p.kernel_h = p.kernel_w = 2;
         return std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
+            std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
             std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 3, true, "kaiming"})});
     };
     const int groups = 2, every = 2, steps = 5;
@@ -270,7 +270,7 @@ TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
         alone.push_back(std::make_unique<Engine>(a));
     }
     for (int step = 0; step < steps; ++step) {
-        const Batch b = make_batch(step);
+        const Batch b = pipeline_batch(step);
         averaged.step(b.images, b.labels);
         for (int g = 0; g < groups; ++g)
             alone[static_cast<std::size_t>(g)]->step(b.images.narrow_batch(8 * g, 8), b.labels.narrow_batch(8 * g, 8));
@@ -284,7 +284,7 @@ TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
         }
     }
     // Step 5 is past the last average: the replicas differ; group 0's is the engine's net.
-    expect_close(weights(*alone[0]), weights(averaged), 1e-5, "model averaging");
+    expect_weights_close(pipeline_weights(*alone[0]), pipeline_weights(averaged), 1e-5, "model averaging");
     EngineOptions bad = layout_options(2, 1, 1);
     bad.parallel.average_every = -1;
     EXPECT_THROW(Engine{bad}, ConfigError);
@@ -313,8 +313,8 @@ TEST(Pipeline, AutomaticSplitTrainsLikeOneDevice) {
     ASSERT_TRUE(engine.prepared());
     EXPECT_LT(engine.stage_begin(1), engine.stage_begin(2));
     EXPECT_NE(engine.partition_text().find("stage"), std::string::npos) << engine.partition_text();
-    for (int s = 0; s < 5; ++s) engine.step(make_batch(s).images, make_batch(s).labels);
-    expect_close(train(layout_options(1, 1, 1), 5), weights(engine), 1e-4, "auto 1x3x2");
+    for (int s = 0; s < 5; ++s) engine.step(pipeline_batch(s).images, pipeline_batch(s).labels);
+    expect_weights_close(train_pipeline(layout_options(1, 1, 1), 5), pipeline_weights(engine), 1e-4, "auto 1x3x2");
 }
 
 TEST(Pipeline, BadLayoutsAreRefused) {
@@ -338,8 +338,8 @@ TEST(Pipeline, BadLayoutsAreRefused) {
 // reaches the caller, no weight changes, and the next step runs.
 TEST(Pipeline, AnErrorOnOneWorkerStopsTheStep) {
     Engine engine(layout_options(2, 2, 2, PipelineSchedule::one_f_one_b));
-    const auto before = weights(engine);
-    Batch b = make_batch(0);
+    const auto before = pipeline_weights(engine);
+    Batch b = pipeline_batch(0);
     b.labels.data<int>()[13] = 7;
     try {
         engine.step(b.images, b.labels);
@@ -347,9 +347,9 @@ TEST(Pipeline, AnErrorOnOneWorkerStopsTheStep) {
     } catch (const DataError& e) {
         EXPECT_NE(std::string(e.what()).find("7"), std::string::npos) << e.what();
     }
-    expect_close(before, weights(engine), 0, "after a failed step");
-    for (const auto& [name, w] : before) EXPECT_EQ(w, weights(engine).at(name)) << name;
-    const Batch good = make_batch(1);
+    expect_weights_close(before, pipeline_weights(engine), 0, "after a failed step");
+    for (const auto& [name, w] : before) EXPECT_EQ(w, pipeline_weights(engine).at(name)) << name;
+    const Batch good = pipeline_batch(1);
     EXPECT_NO_THROW(engine.step(good.images, good.labels));
 }
 
@@ -369,7 +369,7 @@ TEST(Pipeline, OutOfMemoryOnOneStageNamesTheDevice) {
     EXPECT_NO_THROW(engine.step(small.images, small.labels));
 }
 
-// A net too big for one device's cap (weights, gradients and momentum: 4.2 MB against 3 MB)
+// A net too big for one device's cap (pipeline_weights, gradients and momentum: 4.2 MB against 3 MB)
 // fails there with an error naming the device, and trains split over two such devices.
 TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
     auto big_net = [] {
@@ -382,9 +382,9 @@ TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
     const std::size_t cap = 3'000'000;
     EngineOptions one = layout_options(1, 1, 1);
     one.net = big_net();
-    one.devices = cpus(1, cap);
+    one.devices = pipeline_devices(1, cap);
     Engine alone(one);
-    const Batch b = make_batch(0);
+    const Batch b = pipeline_batch(0);
     try {
         alone.step(b.images, b.labels);
         FAIL() << "expected DeviceMemoryError";
@@ -393,12 +393,12 @@ TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
     }
     EngineOptions two = layout_options(1, 2, 2);
     two.net = big_net();
-    two.devices = cpus(2, cap);
+    two.devices = pipeline_devices(2, cap);
     two.parallel.cuts = {5};
     Engine split(two);
     double first = 0, last = 0;
     for (int s = 0; s < 10; ++s) {
-        const double loss = split.step(make_batch(s).images, make_batch(s).labels).loss;
+        const double loss = split.step(pipeline_batch(s).images, pipeline_batch(s).labels).loss;
         (s == 0 ? first : last) = loss;
     }
     EXPECT_LT(last, first);
@@ -421,17 +421,17 @@ TEST(Pipeline, CheckpointsResumeUnderAnotherLayout) {
     TempDir dir;
     const std::string path = (dir.path() / "ck.safetensors").string();
     Engine straight(layout_options(2, 2, 2));
-    for (int s = 0; s < 3; ++s) straight.step(make_batch(s).images, make_batch(s).labels);
+    for (int s = 0; s < 3; ++s) straight.step(pipeline_batch(s).images, pipeline_batch(s).labels);
     straight.save(path);
-    for (int s = 3; s < 6; ++s) straight.step(make_batch(s).images, make_batch(s).labels);
+    for (int s = 3; s < 6; ++s) straight.step(pipeline_batch(s).images, pipeline_batch(s).labels);
     for (auto [g, st] : {std::pair{1, 1}, std::pair{1, 4}, std::pair{2, 1}}) {
         EngineOptions o = layout_options(g, st, 2);
         o.seed = 999;  // everything comes from the file
         Engine resumed(o);
         resumed.load(path);
         EXPECT_EQ(resumed.steps(), 3);
-        for (int s = 3; s < 6; ++s) resumed.step(make_batch(s).images, make_batch(s).labels);
-        expect_close(weights(straight), weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
+        for (int s = 3; s < 6; ++s) resumed.step(pipeline_batch(s).images, pipeline_batch(s).labels);
+        expect_weights_close(pipeline_weights(straight), pipeline_weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
     }
 }
 
@@ -444,10 +444,10 @@ TEST(Pipeline, AdamWithClippingTrainsLikeOneDevice) {
         o.optimizer.clip_norm = 0.5f;
         return o;
     };
-    const auto one = train(with_adam(layout_options(1, 1, 1)), 5);
+    const auto one = train_pipeline(with_adam(layout_options(1, 1, 1)), 5);
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 2}}) {
         const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
-        expect_close(one, train(with_adam(layout_options(g, s, m)), 5), 1e-4, what);
+        expect_weights_close(one, train_pipeline(with_adam(layout_options(g, s, m)), 5), 1e-4, what);
     }
 }
 
@@ -461,11 +461,11 @@ TEST(Pipeline, ClippingScalesTheStepByTheGlobalNorm) {
         return o;
     };
     Engine unclipped(plain_sgd(0)), clipped(plain_sgd(0.05f));
-    const auto w0 = weights(unclipped);
-    const Batch b = make_batch(0);
+    const auto w0 = pipeline_weights(unclipped);
+    const Batch b = pipeline_batch(0);
     EXPECT_EQ(unclipped.step(b.images, b.labels).grad_norm, 0);  // not asked for: not computed
     const double norm = clipped.step(b.images, b.labels).grad_norm;
-    const auto u = weights(unclipped), c = weights(clipped);
+    const auto u = pipeline_weights(unclipped), c = pipeline_weights(clipped);
     double squares = 0;
     for (const auto& [name, before] : w0)
         for (std::size_t i = 0; i < before.size(); ++i) {
@@ -496,26 +496,26 @@ TEST(Pipeline, AutoencoderWithMseTrainsLikeOneDevice) {
     auto train_autoencoder = [](EngineOptions o, double* first, double* last) {
         Engine engine(std::move(o));
         for (int step = 0; step < 5; ++step) {
-            const Batch b = make_batch(step);
+            const Batch b = pipeline_batch(step);
             const StepResult r = engine.step(b.images, b.images.reshape({b.images.shape()[0], 64}));
             EXPECT_EQ(r.accuracy, 0);
             if (step == 0) *first = r.loss;
             *last = r.loss;
         }
-        return weights(engine);
+        return pipeline_weights(engine);
     };
     double first = 0, last = 0;
     const auto one = train_autoencoder(autoencoder(1, 1, 1), &first, &last);
     EXPECT_LT(last, first);
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}}) {
         double f = 0, l = 0;
-        expect_close(one, train_autoencoder(autoencoder(g, s, m), &f, &l), 1e-4,
+        expect_weights_close(one, train_autoencoder(autoencoder(g, s, m), &f, &l), 1e-4,
                      std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m));
         EXPECT_NEAR(l, last, 1e-5 * last);
     }
     // Class labels are not an MSE's targets: said before the step, in the loss's terms.
     Engine engine(autoencoder(1, 1, 1));
-    const Batch b = make_batch(0);
+    const Batch b = pipeline_batch(0);
     EXPECT_THROW(engine.step(b.images, b.labels), ShapeError);
 }
 

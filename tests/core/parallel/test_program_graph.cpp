@@ -42,7 +42,7 @@ ProgramSpec graph_spec(StageGraph graph, int groups, int micro, PipelineSchedule
 }
 
 // "send activation 0 e1 @1": the op, its micro-batch, the edge and the device at its other end.
-std::vector<std::string> lines(const DeviceProgram& program) {
+std::vector<std::string> edge_lines(const DeviceProgram& program) {
     std::vector<std::string> out;
     for (const Op& op : program.ops) {
         std::string line(op_name(op.kind));
@@ -59,22 +59,22 @@ using Lines = std::vector<std::string>;
 TEST(ProgramGraph, DiamondGpipeSendsToBothBranchesAndSumsTheirGradients) {
     const auto programs = build_programs(graph_spec(diamond(), 1, 2, PipelineSchedule::gpipe));
     ASSERT_EQ(programs.size(), 4u);
-    EXPECT_EQ(lines(programs[0]),
+    EXPECT_EQ(edge_lines(programs[0]),
               (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2", "input 1 e0",
                      "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2", "receive gradient 1 e1 @1",
                      "receive gradient 1 e2 @2", "backward 1", "receive gradient 0 e1 @1",
                      "receive gradient 0 e2 @2", "backward 0", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[1]),
+    EXPECT_EQ(edge_lines(programs[1]),
               (Lines{"receive activation 0 e1 @0", "forward 0", "send activation 0 e3 @3",
                      "receive activation 1 e1 @0", "forward 1", "send activation 1 e3 @3",
                      "receive gradient 1 e3 @3", "backward 1", "send gradient 1 e1 @0", "receive gradient 0 e3 @3",
                      "backward 0", "send gradient 0 e1 @0", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[2]),
+    EXPECT_EQ(edge_lines(programs[2]),
               (Lines{"receive activation 0 e2 @0", "forward 0", "send activation 0 e4 @3",
                      "receive activation 1 e2 @0", "forward 1", "send activation 1 e4 @3",
                      "receive gradient 1 e4 @3", "backward 1", "send gradient 1 e2 @0", "receive gradient 0 e4 @3",
                      "backward 0", "send gradient 0 e2 @0", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[3]),
+    EXPECT_EQ(edge_lines(programs[3]),
               (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
                      "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
                      "loss gradient 1 e5", "backward 1", "send gradient 1 e3 @1", "send gradient 1 e4 @2",
@@ -91,17 +91,17 @@ TEST(ProgramGraph, DiamondGpipeSendsToBothBranchesAndSumsTheirGradients) {
 TEST(ProgramGraph, DiamondOneFOneBWarmsUpByDepth) {
     // Depths: stage 0 two, the branches one, stage 3 none: warm-ups of 2, 2, 2 and 1 forwards.
     const auto programs = build_programs(graph_spec(diamond(), 1, 2, PipelineSchedule::one_f_one_b));
-    EXPECT_EQ(lines(programs[0]),
+    EXPECT_EQ(edge_lines(programs[0]),
               (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2", "input 1 e0",
                      "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2", "receive gradient 0 e1 @1",
                      "receive gradient 0 e2 @2", "backward 0", "receive gradient 1 e1 @1",
                      "receive gradient 1 e2 @2", "backward 1", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[2]),
+    EXPECT_EQ(edge_lines(programs[2]),
               (Lines{"receive activation 0 e2 @0", "forward 0", "send activation 0 e4 @3",
                      "receive activation 1 e2 @0", "forward 1", "send activation 1 e4 @3",
                      "receive gradient 0 e4 @3", "backward 0", "send gradient 0 e2 @0", "receive gradient 1 e4 @3",
                      "backward 1", "send gradient 1 e2 @0", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[3]),
+    EXPECT_EQ(edge_lines(programs[3]),
               (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
                      "loss gradient 0 e5", "backward 0", "send gradient 0 e3 @1", "send gradient 0 e4 @2",
                      "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
@@ -155,9 +155,9 @@ TEST(ProgramGraph, AChainsEdgesSitAtItsBounds) {
     s.bounds = {0, 2, 3};
     s.boundary_bytes = {7, 8, 9};
     const auto programs = build_programs(s);
-    EXPECT_EQ(lines(programs[0]), (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1",
+    EXPECT_EQ(edge_lines(programs[0]), (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1",
                                          "receive gradient 0 e1 @1", "backward 0", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[1]), (Lines{"receive activation 0 e1 @0", "forward 0", "loss 0 e2", "loss gradient 0 e2",
+    EXPECT_EQ(edge_lines(programs[1]), (Lines{"receive activation 0 e1 @0", "forward 0", "loss 0 e2", "loss gradient 0 e2",
                                          "backward 0", "send gradient 0 e1 @0", "barrier", "optimizer"}));
     const StageGraph g = chain_stage_graph(s.bounds, s.boundary_bytes);
     ASSERT_EQ(g.edges.size(), 3u);
@@ -238,7 +238,7 @@ TEST(ProgramGraph, TheCheckerCatchesADeadlock) {
 }
 
 // build_programs on `graph` throws ConfigError whose message holds `says`.
-void expect_refused(const StageGraph& graph, const std::string& says, int stages = -1) {
+void expect_graph_refused(const StageGraph& graph, const std::string& says, int stages = -1) {
     ProgramSpec s = graph_spec(graph, 1, 2, PipelineSchedule::gpipe);
     if (stages >= 0) s.parallel.stages = stages;
     try {
@@ -250,31 +250,31 @@ void expect_refused(const StageGraph& graph, const std::string& says, int stages
 }
 
 TEST(ProgramGraph, GraphsThatCannotRunAreRefusedNamingTheStage) {
-    expect_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {1, 2}, {2, 1}, {2, kLoss}}),
+    expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {1, 2}, {2, 1}, {2, kLoss}}),
                    "stages 1 -> 2 -> 1 form a cycle");
-    expect_refused(graph_of(4, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {3, kLoss}}),
+    expect_graph_refused(graph_of(4, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {3, kLoss}}),
                    "stage 2 has no path to the loss");
-    expect_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, kLoss}, {2, kLoss}}),
+    expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, kLoss}, {2, kLoss}}),
                    "stages 1, 2 all compute the loss");
-    expect_refused(graph_of(2, {{kBatchInput, 0}, {0, 1}}), "no stage computes the loss");
-    expect_refused(graph_of(3, {{kBatchInput, 0}, {0, 2}, {1, 2}, {2, kLoss}}), "stage 1 has no input");
-    expect_refused(graph_of(2, {{kBatchInput, 0}, {0, 0}, {0, 1}, {1, kLoss}}), "from stage 0 to itself");
-    expect_refused(graph_of(2, {{kBatchInput, kLoss}, {kBatchInput, 0}, {0, 1}, {1, kLoss}}),
+    expect_graph_refused(graph_of(2, {{kBatchInput, 0}, {0, 1}}), "no stage computes the loss");
+    expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 2}, {1, 2}, {2, kLoss}}), "stage 1 has no input");
+    expect_graph_refused(graph_of(2, {{kBatchInput, 0}, {0, 0}, {0, 1}, {1, kLoss}}), "from stage 0 to itself");
+    expect_graph_refused(graph_of(2, {{kBatchInput, kLoss}, {kBatchInput, 0}, {0, 1}, {1, kLoss}}),
                    "straight to the loss");
-    expect_refused(diamond(), "3 stages, but the stage graph has 4", 3);
+    expect_graph_refused(diamond(), "3 stages, but the stage graph has 4", 3);
 
     StageGraph overlapping = diamond();
     overlapping.stages[2].layer_begin = 1;
-    expect_refused(overlapping, "stages 1 and 2 both run layer 1");
+    expect_graph_refused(overlapping, "stages 1 and 2 both run layer 1");
     StageGraph empty_stage = diamond();
     empty_stage.stages[1].layer_end = 1;
-    expect_refused(empty_stage, "stage 1 has no layers");
+    expect_graph_refused(empty_stage, "stage 1 has no layers");
     StageGraph mislisted = diamond();
     mislisted.stages[1].inputs = {2};
-    expect_refused(mislisted, "stage 1 lists edge 2 among its inputs, but it goes from stage 0 to stage 2");
+    expect_graph_refused(mislisted, "stage 1 lists edge 2 among its inputs, but it goes from stage 0 to stage 2");
     StageGraph unlisted = diamond();
     unlisted.stages[3].inputs = {3};
-    expect_refused(unlisted, "edge 4 goes to stage 3, which does not list it among its inputs");
+    expect_graph_refused(unlisted, "edge 4 goes to stage 3, which does not list it among its inputs");
 
     ProgramSpec both = graph_spec(diamond(), 1, 1, PipelineSchedule::gpipe);
     both.bounds = {0, 1, 2, 3, 4};

@@ -27,7 +27,7 @@ Conv2dOptions conv64() {
     return d;
 }
 
-std::shared_ptr<Sequential> net() {
+std::shared_ptr<Sequential> cost_net() {
     Conv2dOptions c;
     c.in_channels = 3, c.out_channels = 64, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     Conv2dOptions d = c;
@@ -44,7 +44,7 @@ TopologyDevice v100() {
 }
 
 TEST(CostModel, ShapesGiveFlopsAndBytesPerSample) {
-    auto n = net();
+    auto n = cost_net();
     const NetShapes s = net_shapes(*n, Shape({3, 32, 32}));
     ASSERT_EQ(s.layers.size(), 6u);
     // conv2: 64 x 64 x 3 x 3 multiply-adds per output pixel, 32 x 32 pixels, two FLOPs each.
@@ -56,7 +56,7 @@ TEST(CostModel, ShapesGiveFlopsAndBytesPerSample) {
 }
 
 TEST(CostModel, AnalyticTimesFollowTheRoofline) {
-    auto n = net();
+    auto n = cost_net();
     const AnalyticCostModel model(net_shapes(*n, Shape({3, 32, 32})), true);
     const DeviceModel& m = device_model("V100");
     const double flops_per_ms = m.fp32_tflops * m.compute_fraction * 1e9;
@@ -66,7 +66,7 @@ TEST(CostModel, AnalyticTimesFollowTheRoofline) {
     const double conv2 = 2.0 * 64 * 64 * 9 * 32 * 32 * 32 / flops_per_ms + m.launch_us / 1e3;
     EXPECT_NEAR(one[2].forward_ms, conv2, 1e-9);
     EXPECT_NEAR(one[2].backward_ms, 2 * (conv2 - m.launch_us / 1e3) + 2 * m.launch_us / 1e3, 1e-9);
-    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a net
+    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a cost_net
     // whose first layer is conv2's twin, compute-bound).
     auto tail = std::make_shared<Sequential>(std::vector<LayerPtr>{std::make_shared<Conv2d>(conv64()), std::make_shared<ReLU>()});
     const auto first = AnalyticCostModel(net_shapes(*tail, Shape({64, 32, 32})), true).layer_costs(v100(), 32);
@@ -123,7 +123,7 @@ TEST(CostModel, MachineFiguresAreMeasured) {
 TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
     std::atomic<int> calls{0};
     const MeasuredCostModel model(
-        net_shapes(*net(), Shape({3, 32, 32})), true,
+        net_shapes(*cost_net(), Shape({3, 32, 32})), true,
         [&](int, std::int64_t batch, std::function<void()> after_step) {
             const int call = calls++;
             NetProfile p;
@@ -144,7 +144,7 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
 TEST(CostModel, PrefetchedProfilesTakeTurnsAndKeepEachFiguresFastestRound) {
     std::vector<std::int64_t> order;
     const MeasuredCostModel model(
-        net_shapes(*net(), Shape({3, 32, 32})), true,
+        net_shapes(*cost_net(), Shape({3, 32, 32})), true,
         [&](int, std::int64_t batch, std::function<void()>) {
             const int round = static_cast<int>(std::count(order.begin(), order.end(), batch));
             order.push_back(batch);

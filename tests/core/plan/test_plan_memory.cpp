@@ -19,7 +19,7 @@
 namespace tandem::test {
 namespace {
 
-std::shared_ptr<Sequential> net() {
+std::shared_ptr<Sequential> memory_net() {
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 16, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     Conv2dOptions d = c;
@@ -33,7 +33,7 @@ std::shared_ptr<Sequential> net() {
 
 TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
     const Shape sample({1, 8, 8});
-    auto model = net();
+    auto model = memory_net();
     const MeasuredCostModel costs(
         net_shapes(*model, sample), true,
         [&](int threads, std::int64_t batch, std::function<void()>) {
@@ -60,7 +60,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
         const Simulation sim = simulate(plan, cpu_topology(k.stages, k.stages), costs);
 
         EngineOptions o;
-        o.net = net();
+        o.net = memory_net();
         for (int i = 0; i < k.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, 1}));
         o.optimizer.sgd = SgdOptions{0.01f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;

@@ -14,12 +14,13 @@
 #include "parallel/engine.h"
 #include "plan/cost_model.h"
 #include "plan/simulator.h"
+#include "support/cpu_topology.h"
 #include "support/toy_batch.h"
 
 namespace tandem::test {
 namespace {
 
-std::shared_ptr<Sequential> small_net() {
+std::shared_ptr<Sequential> shape_net() {
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
@@ -54,15 +55,6 @@ public:
 private:
     NetShapes shapes_;
 };
-
-Topology cpu_topology(int n) {
-    TopologySpec spec;
-    spec.name = "cpus";
-    spec.nodes.push_back({"host", "", "", "", 0, 1, 2});
-    for (int i = 0; i < n; ++i)
-        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", std::size_t(1) << 30, 1, 0});
-    return Topology(spec);
-}
 
 std::int64_t int_arg(const TraceEvent& e, const std::string& key) {
     for (const auto& a : e.args)
@@ -113,7 +105,7 @@ std::vector<std::string> program_spans(const DeviceProgram& program) {
     return out;
 }
 
-struct Case {
+struct EngineCase {
     int groups, stages, micro;
     PipelineSchedule schedule;
     bool recompute, overlap;
@@ -121,7 +113,7 @@ struct Case {
 };
 
 TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
-    const std::vector<Case> layouts{
+    const std::vector<EngineCase> layouts{
         {1, 1, 2, PipelineSchedule::gpipe, false, true, 25 << 20},
         {1, 2, 3, PipelineSchedule::one_f_one_b, false, true, 25 << 20},
         {1, 3, 4, PipelineSchedule::one_f_one_b, true, true, 25 << 20},
@@ -130,7 +122,7 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         {2, 2, 2, PipelineSchedule::gpipe, false, false, 2000},  // all-reduces after backward, by the workers
     };
     const Shape sample{1, 8, 8};
-    for (const Case& l : layouts) {
+    for (const EngineCase& l : layouts) {
         const std::string what = std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" +
                                  std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
                                  (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
@@ -139,7 +131,7 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
                                               : l.stages == 2 ? std::vector<std::size_t>{3}
                                                               : std::vector<std::size_t>{2, 4};
         EngineOptions o;
-        o.net = small_net();
+        o.net = shape_net();
         for (int i = 0; i < l.groups * l.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
         o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;
@@ -158,8 +150,8 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         plan.groups = l.groups, plan.stages = l.stages, plan.micro_batches = l.micro;
         plan.schedule = l.schedule, plan.recompute = l.recompute, plan.cuts = cuts, plan.batch = batch;
         plan.overlap_backward = l.overlap, plan.bucket_bytes = l.bucket_bytes;
-        const Topology topology = cpu_topology(l.groups * l.stages);
-        const Simulation sim = simulate(plan, topology, ShapeCosts(net_shapes(*small_net(), sample)), true);
+        const Topology topology = cpu_topology(l.groups * l.stages, 2);  // this machine's two cores
+        const Simulation sim = simulate(plan, topology, ShapeCosts(net_shapes(*shape_net(), sample)), true);
 
         ProgramSpec spec;
         spec.parallel = plan.parallel_options();

@@ -1,4 +1,4 @@
-// The simulator times stage-graph programs (issue 17, item 3): a diamond's two branches run at
+// The simulator times stage-graph programs (issue 17, item 3): a diamond_graph's two branches run at
 // once, so it takes the time of one branch, where the same four stages as a chain take both.
 #include <gtest/gtest.h>
 
@@ -39,7 +39,7 @@ private:
 };
 
 // input -> 0; 0 -> 1 and 0 -> 2 (the branches); 1 -> 3 and 2 -> 3; 3 -> loss. Stage s runs layer s.
-StageGraph diamond() {
+StageGraph diamond_graph() {
     StageGraph g;
     for (std::size_t s = 0; s < 4; ++s) g.stages.push_back({s, s + 1, {}, {}});
     const std::vector<std::pair<int, int>> edges{{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}};
@@ -52,7 +52,7 @@ StageGraph diamond() {
     return g;
 }
 
-Plan plan(int stages, int micro, PipelineSchedule schedule) {
+Plan chain_plan(int stages, int micro, PipelineSchedule schedule) {
     Plan p;
     p.stages = stages, p.micro_batches = micro, p.batch = micro, p.schedule = schedule;
     for (int s = 1; s < stages; ++s) p.cuts.push_back(static_cast<std::size_t>(s));
@@ -60,7 +60,7 @@ Plan plan(int stages, int micro, PipelineSchedule schedule) {
 }
 
 // [start, end) in ms of the span `name` of micro-batch `micro` on `track`.
-std::pair<double, double> span_of(const Simulation& s, const std::string& track, const std::string& name, int micro) {
+std::pair<double, double> span_in(const Simulation& s, const std::string& track, const std::string& name, int micro) {
     for (const auto& e : s.events) {
         if (e.track != track || e.name != name) continue;
         for (const auto& a : e.args)
@@ -75,13 +75,13 @@ TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
         for (int micro : {1, 4}) {
             const std::string what = std::string(pipeline_schedule_name(schedule)) + " M=" + std::to_string(micro);
-            Plan graph_plan = plan(4, micro, schedule);
+            Plan graph_plan = chain_plan(4, micro, schedule);
             graph_plan.cuts.clear();
-            graph_plan.graph = diamond();
+            graph_plan.graph = diamond_graph();
             const Simulation branched = simulate(graph_plan, cpu_topology(4, 4), EqualLayers(4), true);
-            // The same four stages one after another, and the diamond less one branch.
-            const Simulation chain = simulate(plan(4, micro, schedule), cpu_topology(4, 4), EqualLayers(4));
-            const Simulation one_branch = simulate(plan(3, micro, schedule), cpu_topology(3, 3), EqualLayers(3));
+            // The same four stages one after another, and the diamond_graph less one branch.
+            const Simulation chain = simulate(chain_plan(4, micro, schedule), cpu_topology(4, 4), EqualLayers(4));
+            const Simulation one_branch = simulate(chain_plan(3, micro, schedule), cpu_topology(3, 3), EqualLayers(3));
 
             EXPECT_NEAR(branched.step_ms, one_branch.step_ms, 1e-6 * one_branch.step_ms) << what;
             // The chain runs the second branch's work after the first: one micro-batch through
@@ -90,16 +90,16 @@ TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
             EXPECT_GT(chain.step_ms, branched.step_ms + 0.99 * branch_ms) << what;
             EXPECT_NEAR(branched.devices[1].busy_ms, branched.devices[2].busy_ms, 1e-9) << what;
             // The branches' forwards of micro-batch 0 run at the same time.
-            const auto left = span_of(branched, branched.devices[1].name, "forward", 0);
-            const auto right = span_of(branched, branched.devices[2].name, "forward", 0);
+            const auto left = span_in(branched, branched.devices[1].name, "forward", 0);
+            const auto right = span_in(branched, branched.devices[2].name, "forward", 0);
             EXPECT_NEAR(left.first, right.first, 1e-9) << what;
             EXPECT_LT(right.first, left.second) << what;
         }
 }
 
 TEST(SimulatorGraph, AGraphPlanWithCutsIsRefused) {
-    Plan p = plan(4, 1, PipelineSchedule::gpipe);
-    p.graph = diamond();
+    Plan p = chain_plan(4, 1, PipelineSchedule::gpipe);
+    p.graph = diamond_graph();
     EXPECT_THROW(simulate(p, cpu_topology(4, 4), EqualLayers(4)), ConfigError);
 }
 
@@ -124,12 +124,12 @@ TEST(SimulatorGraph, APlacementsBranchesOverlap) {
     Sequential net(std::vector<LayerPtr>{linear("embed"), g, head});
     const UnitPlacement placed = place_units(net, {{"embed"}, {"g.a1", "g.a2"}, {"g.b1"}, {"g.concat1", "head"}});
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
-        Plan p = plan(4, 2, schedule);
+        Plan p = chain_plan(4, 2, schedule);
         p.cuts.clear();
         p.graph = placed.graph;
         const Simulation s = simulate(p, cpu_topology(4, 4), EqualLayers(static_cast<int>(placed.units.size())), true);
-        const auto deep = span_of(s, s.devices[1].name, "forward", 0);
-        const auto shallow = span_of(s, s.devices[2].name, "forward", 0);
+        const auto deep = span_in(s, s.devices[1].name, "forward", 0);
+        const auto shallow = span_in(s, s.devices[2].name, "forward", 0);
         EXPECT_LT(shallow.first, deep.second) << pipeline_schedule_name(schedule);
         EXPECT_LT(deep.first, shallow.second) << pipeline_schedule_name(schedule);
     }

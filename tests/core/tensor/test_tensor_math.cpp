@@ -33,7 +33,7 @@ std::vector<int> ints(const Tensor& t) {
 
 // The message of the error `f` throws (empty when it throws none, which fails the test).
 template <class E = Error, class Fn>
-std::string error_of(Fn f) {
+std::string math_error_of(Fn f) {
     try {
         f();
     } catch (const E& e) {
@@ -161,47 +161,47 @@ TEST(TensorMath, EdgeCasesByHand) {
 TEST(TensorMath, ErrorsNameFunctionArgumentAndShapes) {
     const Tensor a = Tensor::zeros({2, 3}, test_device());
     const Tensor b = Tensor::zeros({4, 3}, test_device());
-    EXPECT_EQ(error_of<ShapeError>([&] { binary(BinaryOp::add, a, b); }),
+    EXPECT_EQ(math_error_of<ShapeError>([&] { binary(BinaryOp::add, a, b); }),
               "add: shapes 2x3 and 4x3 do not broadcast (dimension 2 from the end: 2 vs 4; each "
               "pair must be equal or one of them 1)");
-    const std::string inner = error_of<ShapeError>([&] { matmul(a, a); });
+    const std::string inner = math_error_of<ShapeError>([&] { matmul(a, a); });
     EXPECT_NE(inner.find("matmul: the inner dimensions differ: 2x3 and 2x3 (3 vs 2)"),
               std::string::npos) << inner;
-    EXPECT_NE(error_of<ShapeError>([&] { matmul(a, Tensor::zeros({3}, test_device())); })
+    EXPECT_NE(math_error_of<ShapeError>([&] { matmul(a, Tensor::zeros({3}, test_device())); })
                   .find("matmul: takes (n x k) @ (k x m)"),
               std::string::npos);
-    EXPECT_NE(error_of<ShapeError>([&] {
+    EXPECT_NE(math_error_of<ShapeError>([&] {
                   matmul(Tensor::zeros({2, 2, 3}, test_device()),
                          Tensor::zeros({3, 3, 1}, test_device()));
               }).find("batch dimensions differ: 2x2x3 and 3x3x1"),
               std::string::npos);
-    EXPECT_EQ(error_of<ShapeError>([&] { sum(a, 2); }),
+    EXPECT_EQ(math_error_of<ShapeError>([&] { sum(a, 2); }),
               "sum: dim 2 is out of range for Tensor(2x3, f32, cpu:0) (rank 2, dimensions from 0)");
-    EXPECT_NE(error_of<ShapeError>([&] { narrow(a, 1, 2, 2); }).find("do not fit dimension 1"),
+    EXPECT_NE(math_error_of<ShapeError>([&] { narrow(a, 1, 2, 2); }).find("do not fit dimension 1"),
               std::string::npos);
     const std::vector<Tensor> mismatched{a, b.reshape({3, 4})};
-    EXPECT_EQ(error_of<ShapeError>([&] { cat(mismatched, 0); }),
+    EXPECT_EQ(math_error_of<ShapeError>([&] { cat(mismatched, 0); }),
               "cat: shapes 2x3 and 3x4 differ outside the dimension they are joined along");
-    EXPECT_NE(error_of<ShapeError>([&] { max(Tensor::zeros({2, 0}, test_device()), 1); })
+    EXPECT_NE(math_error_of<ShapeError>([&] { max(Tensor::zeros({2, 0}, test_device()), 1); })
                   .find("is empty"),
               std::string::npos);
 
     const Tensor labels = Tensor::zeros({2, 3}, test_device(), DType::i32);
-    EXPECT_EQ(error_of([&] { binary(BinaryOp::mul, a, labels); }),
+    EXPECT_EQ(math_error_of([&] { binary(BinaryOp::mul, a, labels); }),
               "mul: argument 'right operand' must be an f32 tensor, got Tensor(2x3, i32, cpu:0)");
-    EXPECT_NE(error_of([&] { unary(UnaryOp::exp, labels); }).find("exp: argument 'x' must be an f32"),
+    EXPECT_NE(math_error_of([&] { unary(UnaryOp::exp, labels); }).find("exp: argument 'x' must be an f32"),
               std::string::npos);
 
     StandInGpu gpu(0);
     const Tensor far = Tensor::zeros({2, 3}, gpu);
-    const std::string where = error_of([&] { sum_all(far); });
+    const std::string where = math_error_of([&] { sum_all(far); });
     EXPECT_NE(where.find("sum: argument 'x' is Tensor(2x3, f32, cuda:0), in memory the host "
                          "cannot read"),
               std::string::npos) << where;
-    EXPECT_NE(error_of([&] { matmul(far, a); }).find("matmul: argument 'a'"), std::string::npos);
+    EXPECT_NE(math_error_of([&] { matmul(far, a); }).find("matmul: argument 'a'"), std::string::npos);
 
     const Tensor elsewhere = Tensor::zeros({2, 3}, host_device());
-    EXPECT_NE(error_of([&] { binary(BinaryOp::add, a, elsewhere); })
+    EXPECT_NE(math_error_of([&] { binary(BinaryOp::add, a, elsewhere); })
                   .find("add: the operands are on different devices"),
               std::string::npos);
 }
