@@ -1,5 +1,6 @@
 #include "layers/graph_part.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "device/device.h"
@@ -20,12 +21,32 @@ void add_in_layout(Tensor& slot, const Tensor& t, const Tensor& like, Device& de
     slot = std::move(sum);
 }
 
+GraphPart::GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outputs)
+    : nodes_(std::move(nodes)), spent_after_(nodes_.size()) {
+    // A value made here is spent after its last reader, or after the node making it when
+    // nothing here reads it; the outputs never are.
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const std::size_t v = nodes_[i].output;
+        if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) continue;
+        std::size_t last = i;
+        for (std::size_t j = i + 1; j < nodes_.size(); ++j)
+            if (std::find(nodes_[j].inputs.begin(), nodes_[j].inputs.end(), v) != nodes_[j].inputs.end()) last = j;
+        spent_after_[last].push_back(v);
+    }
+}
+
+bool GraphPart::reads(std::size_t v) const {
+    return std::any_of(nodes_.begin(), nodes_.end(), [v](const PartNode& node) {
+        return std::find(node.inputs.begin(), node.inputs.end(), v) != node.inputs.end();
+    });
+}
+
 std::string GraphPart::context(std::size_t i, const Pass& pass, const char* direction) const {
     return "in " + nodes_[i].where + " on " + pass.device.name() + ", micro-batch " +
            std::to_string(pass.micro_batch) + ", " + direction;
 }
 
-void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end) {
+void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end, Keep keep) {
     for (std::size_t i = begin; i < end; ++i) {
         const PartNode& node = nodes_[i];
         try {
@@ -36,6 +57,8 @@ void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t beg
             e.add_context(context(i, pass, "forward"));
             throw;
         }
+        if (keep == Keep::outputs)
+            for (std::size_t v : spent_after_[i]) values[v] = Tensor();
     }
 }
 

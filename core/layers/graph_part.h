@@ -8,7 +8,10 @@
 // as Graph's whole backward does, adds up the gradients of a value read by several nodes. The
 // values and their gradients live in the caller's vectors (one per micro-batch), so several
 // micro-batches can be in flight through the same part. What a layer keeps for its backward
-// goes on the pass's tape, as always.
+// goes on the pass's tape, as always. A forward that keeps nothing for backward (evaluation,
+// or training that recomputes later) lets go of each value the part makes as soon as no later
+// node reads it, unless the caller reads it (an output): such a forward holds what a chain's
+// would, not every activation.
 #pragma once
 
 #include <cstddef>
@@ -38,13 +41,19 @@ void add_in_layout(Tensor& slot, const Tensor& t, const Tensor& like, Device& de
 
 class GraphPart {
 public:
-    explicit GraphPart(std::vector<PartNode> nodes) : nodes_(std::move(nodes)) {}
+    // `outputs`: the values made here that the caller reads (sends, or the loss reads).
+    GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outputs);
 
     std::size_t size() const { return nodes_.size(); }
     const PartNode& node(std::size_t i) const { return nodes_.at(i); }
+    // Whether a node of the part reads value v (its backward then needs it).
+    bool reads(std::size_t v) const;
 
-    // Nodes [begin, end): values[node.output] from values[node.inputs].
-    void forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end);
+    enum class Keep { for_backward, outputs };
+    // Nodes [begin, end): values[node.output] from values[node.inputs]. Keep::outputs lets go of
+    // the values no later node reads and the caller does not.
+    void forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end,
+                 Keep keep = Keep::for_backward);
     // Every micro-batch at once (synchronised batch norm: Layer::forward_many), values[m] each.
     void forward_many(std::vector<std::vector<Tensor>>& values, const std::vector<Pass*>& passes);
     // Nodes [low, high) in reverse: from grads[node.output] (summed over its readers; a node
@@ -61,6 +70,8 @@ private:
                              const std::vector<Tensor>& dxs, Device& device) const;
 
     std::vector<PartNode> nodes_;
+    // Per node, the values made here that nothing reads after it (Keep::outputs).
+    std::vector<std::vector<std::size_t>> spent_after_;
 };
 
 }  // namespace tandem

@@ -138,7 +138,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         TANDEM_CHECK_AS(ConfigError, p.placement.size() == static_cast<std::size_t>(p.stages))
             << "Engine: parallel.placement lists " << p.placement.size() << " stages, parallel.stages is "
             << p.stages;
-        units_ = std::make_shared<const UnitPlacement>(place_units(*options_.net, p.placement));
     }
     options_.net->initialize(options_.seed);
     if (p.mpi) join_processes();
@@ -160,20 +159,17 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         for (int s = 0; s < p.stages; ++s) communicators_.push_back(make_stage_communicator(s));
     }
     // The automatic split needs the input's shape: it waits for prepare().
-    if (units_) {
-        place({});
+    if (!p.placement.empty()) {
+        place(place_units(*options_.net, p.placement));
     } else if (!p.auto_split || p.stages == 1) {
-        place(stage_bounds(options_.net->size(), p.stages, p.cuts));
+        place(chain_units(*options_.net, stage_bounds(options_.net->size(), p.stages, p.cuts)));
     }
 }
 
-void Engine::place(std::vector<std::size_t> bounds) {
+void Engine::place(UnitPlacement units) {
     const ParallelOptions& p = options_.parallel;
-    bounds_ = std::move(bounds);
-    layer_parameter_bytes_.clear();
-    if (units_) layer_parameter_bytes_ = units_->parameter_bytes(*options_.net);
-    for (std::size_t i = 0; i < options_.net->size() && !units_; ++i)
-        layer_parameter_bytes_.push_back(parameter_tensor_bytes(options_.net->at(i)));
+    units_ = std::make_shared<const UnitPlacement>(std::move(units));
+    unit_parameter_bytes_ = units_->parameter_bytes(*options_.net);
     const ProgramSpec spec = program_spec(Mode::train, p.groups, p.micro_batches);
     for (int g = 0; g < p.groups; ++g)
         for (int s = 0; s < p.stages; ++s) {
@@ -183,7 +179,6 @@ void Engine::place(std::vector<std::size_t> bounds) {
             parts.rank = global_group(g), parts.replicas = total_groups();
             parts.device = &stage_device(g, s);
             parts.net = replica.net, parts.loss = replica.loss, parts.optimizer = replica.optimizer.get();
-            parts.begin = stage_begin(s), parts.end = stage_end(s);
             parts.units = units_;
             parts.communicator = communicators_.empty() ? nullptr : communicators_[static_cast<std::size_t>(s)].get();
             parts.parallel = &options_.parallel;
@@ -228,7 +223,7 @@ void Engine::place_for(const Shape& sample, std::int64_t batch) {
         mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
         cuts.assign(shared.begin(), shared.end());
     }
-    place(stage_bounds(options_.net->size(), options_.parallel.stages, cuts));
+    place(chain_units(*options_.net, stage_bounds(options_.net->size(), options_.parallel.stages, cuts)));
 }
 
 std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch) {
@@ -253,24 +248,15 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
 
 Engine::~Engine() = default;
 
-std::size_t Engine::stage_begin(int stage) const {
-    return units_ ? units_->graph.stage(stage).layer_begin : bounds_[static_cast<std::size_t>(stage)];
-}
+std::size_t Engine::stage_begin(int stage) const { return placed().graph.stage(stage).layer_begin; }
 
-std::size_t Engine::stage_end(int stage) const {
-    return units_ ? units_->graph.stage(stage).layer_end : bounds_[static_cast<std::size_t>(stage) + 1];
-}
+std::size_t Engine::stage_end(int stage) const { return placed().graph.stage(stage).layer_end; }
 
-std::vector<std::string> Engine::stage_layer_names(int stage) const {
-    if (units_) return units_->stage_unit_names(stage);
-    std::vector<std::string> names;
-    for (std::size_t i = stage_begin(stage); i < stage_end(stage); ++i) names.push_back(options_.net->at(i).name());
-    return names;
-}
+std::vector<std::string> Engine::stage_layer_names(int stage) const { return placed().stage_unit_names(stage); }
 
-int Engine::edge_count() const {
-    // A chain's edges (chain_stage_graph): one at each bound.
-    return static_cast<int>(units_ ? units_->graph.edges.size() : bounds_.size());
+const UnitPlacement& Engine::placed() const {
+    TANDEM_CHECK(units_ != nullptr) << "the engine has not placed its stages yet (prepare() does)";
+    return *units_;
 }
 
 Device& Engine::stage_device(int group, int stage) const {
@@ -355,12 +341,8 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     spec.parallel = options_.parallel;
     spec.parallel.groups = groups;
     spec.parallel.micro_batches = micro_batches;
-    if (units_) {
-        spec.graph = units_->graph;
-    } else {
-        spec.bounds = bounds_;
-    }
-    spec.parameter_bytes = layer_parameter_bytes_;
+    spec.graph = placed().graph;
+    spec.parameter_bytes = unit_parameter_bytes_;
     spec.replicas = mode == Mode::train ? total_groups() : 1;
     spec.step = step_;
     spec.clip_gradients = options_.optimizer.clip_norm > 0;

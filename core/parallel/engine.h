@@ -2,11 +2,11 @@
 //
 // G worker groups x S stages on G*S devices (device g*S + s runs stage s of group g). Each
 // group holds a replica of the net and takes its shard of every global batch; inside a group
-// the net is cut into S contiguous stages (or, with parallel.placement, into the stages it
-// lists, whose branches run at the same time: unit_placement.h), and the group's shard flows through them as M
-// micro-batches under a pipeline schedule (GPipe or 1F1B). Each stage's worker runs its stage
-// program (program.h: the list the simulator times too) op by op, handing activations forward
-// and gradients back through transfers; as soon as
+// the net is cut into S stages (unit_placement.h: a chain's contiguous ranges of top-level
+// layers, or parallel.placement's lists, whose branches run at the same time), and the
+// group's shard flows through them as M micro-batches under a pipeline schedule (GPipe or
+// 1F1B). Each stage's worker runs its stage program (program.h: the list the simulator times
+// too) op by op, handing activations forward and gradients back through transfers; as soon as
 // a stage's gradients are final it all-reduces them, bucket by bucket, with the other groups'
 // copies of the stage (while its own last backward and earlier stages' backward go on), then
 // takes its optimizer step.
@@ -132,8 +132,8 @@ public:
     Sequential& net() { return *options_.net; }
     Device& device() { return *options_.devices.front(); }
     const EngineOptions& options() const { return options_; }
-    // Stage s of every group runs layers [stage_begin(s), stage_end(s)): top-level layers of a
-    // chain, or units of parallel.placement (parallel/unit_placement.h).
+    // Stage s of every group runs units [stage_begin(s), stage_end(s)) of the placement
+    // (parallel/unit_placement.h): top-level layers of a chain, or parallel.placement's.
     std::size_t stage_begin(int stage) const;
     std::size_t stage_end(int stage) const;
     // The names of the layers stage s runs, in order ("fc1", or "g.lstm" for a graph's node).
@@ -178,18 +178,19 @@ private:
     // prepare() without its checks: what step() and evaluate_batch() call on first use (their
     // batches' shapes are checked by the layers as they run).
     void place_for(const Shape& sample, std::int64_t batch);
-    void place(std::vector<std::size_t> bounds);
+    void place(UnitPlacement units);
     std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
 
+    // The placement; Error until placed.
+    const UnitPlacement& placed() const;
     // The board's edges: the stage graph's.
-    int edge_count() const;
+    int edge_count() const { return static_cast<int>(placed().graph.edges.size()); }
 
-    std::vector<std::size_t> bounds_;  // a chain's S + 1 entries: 0, cuts..., layer count; empty until placed
-    // parallel.placement's units and stage graph (null for a chain): made at construction.
+    // The stages' units and stage graph: parallel.placement's, or a chain of top-level layers
+    // (parallel.cuts, the automatic split). Null until placed.
     std::shared_ptr<const UnitPlacement> units_;
-    // Per top-level layer, the bytes of each parameter tensor: what the stage programs' buckets
-    // are made of.
-    std::vector<std::vector<std::size_t>> layer_parameter_bytes_;
+    // Per unit, the bytes of each parameter tensor: what the stage programs' buckets are made of.
+    std::vector<std::vector<std::size_t>> unit_parameter_bytes_;
     std::string partition_text_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1

@@ -47,15 +47,13 @@ std::vector<std::pair<std::string, Tensor>> gradients_last_first(const std::vect
 
 Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     Sequential& net = *parts_.net;
-    for (std::size_t i = parts_.begin; i < parts_.end; ++i) {
-        if (!parts_.units) {
-            layers_.emplace_back(net.at(i).name(), &net.at(i));
-        } else {
-            const NetUnit& unit = parts_.units->units[i];
-            layers_.emplace_back(unit.name, &unit_layer(net, unit));
-        }
+    const StageNode& node = parts_.units->graph.stage(parts_.stage);
+    begin_ = node.layer_begin, end_ = node.layer_end;
+    for (std::size_t i = begin_; i < end_; ++i) {
+        const NetUnit& unit = parts_.units->units[i];
+        layers_.emplace_back(unit.name, &unit_layer(net, unit));
     }
-    if (parts_.units) part_ = std::make_unique<GraphPart>(parts_.units->stage_part(net, parts_.stage));
+    part_ = std::make_unique<GraphPart>(parts_.units->stage_part(net, parts_.stage));
     for (auto& [name, layer] : layers_) {
         layer->to(*parts_.device);
         for (auto& np : named_parameters(*layer)) parameters_.push_back({name + "." + np.name, np.parameter});
@@ -82,31 +80,23 @@ Stage::~Stage() = default;
 
 // What the stage keeps between the ops of one run, per micro-batch.
 struct Stage::Run {
-    Run(StepPlan& plan, std::size_t micro_batches)
-        : plan(plan), tapes(micro_batches), inputs(micro_batches), outputs(micro_batches), labels(micro_batches),
-          gradients(micro_batches), sends_left(micro_batches, 0) {}
-    // What moves along `edge` for micro-batch mi: the stage's output or its gradient (a chain's
-    // stage has one of each), or the edge's value or its gradient.
-    Tensor& output(const Stage& stage, std::size_t mi, int edge) {
-        return stage.part_ ? values[mi][stage.edge_value(edge)] : outputs[mi];
-    }
-    Tensor& gradient(const Stage& stage, std::size_t mi, int edge) {
-        return stage.part_ ? value_gradients[mi][stage.edge_value(edge)] : gradients[mi];
-    }
+    Run(StepPlan& plan, std::size_t micro_batches, std::size_t value_count)
+        : plan(plan), tapes(micro_batches), labels(micro_batches),
+          values(micro_batches, std::vector<Tensor>(value_count)), gradients(values),
+          sends_left(micro_batches, std::vector<int>(value_count, 0)) {}
     StepPlan& plan;
     std::vector<Tape> tapes;
     std::vector<Pass> passes;         // one per micro-batch, on the tapes
     std::vector<Pass*> every_pass;
-    std::vector<Tensor> inputs;       // the stage's input, until forward (or a recompute) is done with it
-    std::vector<Tensor> outputs;      // the stage's output, until the loss or the send takes it
     std::vector<Tensor> labels;       // the loss stage: each micro-batch's labels, for the loss's gradient
-    std::vector<Tensor> gradients;    // flowing down through backward, until sent
-    // A placement of units, per micro-batch: every value (unit_placement.h's numbering) the
-    // stage holds, and their gradients, summed over the readers, until sent or used.
-    std::vector<std::vector<Tensor>> values, value_gradients;
-    // Per micro-batch, the activation sends still to come: the last one lets go of the output
-    // (unless the loss still reads it), earlier ones post it and keep it for the next reader.
-    std::vector<int> sends_left;
+    // Per micro-batch, every value (unit_placement.h's numbering) the stage holds: its inputs
+    // until their gradients are sent, what its units make until backward is done with it (or,
+    // keeping nothing for backward, until sent); and their gradients, summed over the readers,
+    // until sent or used.
+    std::vector<std::vector<Tensor>> values, gradients;
+    // Per micro-batch and value, the activation sends still to come: the last one lets go of
+    // the value unless the stage's units or the loss still read it.
+    std::vector<std::vector<int>> sends_left;
     bool computes_loss = false;
     std::vector<std::vector<Tensor>> stashed;  // deterministic mode: each micro-batch's gradients
     BatchStatistics* statistics = nullptr;     // deferred batch norm
@@ -132,7 +122,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     // Model averaging's global model or centre: the weights every replica trains from.
     if (train && average_ && !average_->started()) average_->start();
 
-    Run run(plan, static_cast<std::size_t>(micro_batches));
+    Run run(plan, static_cast<std::size_t>(micro_batches), parts_.units->values);
     if (train && !plan.statistics.empty())
         run.statistics = &plan.statistics[static_cast<std::size_t>(group * p.stages + stage)];
     // Synchronised batch norm: every batch-norm layer sums its statistics over the replicas.
@@ -151,13 +141,9 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     bool sends_gradient = false;
     for (const Op& op : program.ops) {
         if (op.kind == OpKind::send_activation && op.micro_batch >= 0)
-            ++run.sends_left[static_cast<std::size_t>(op.micro_batch)];
+            ++run.sends_left[static_cast<std::size_t>(op.micro_batch)][edge_value(op.edge)];
         run.computes_loss = run.computes_loss || op.kind == OpKind::loss;
         sends_gradient = sends_gradient || op.kind == OpKind::send_gradient;
-    }
-    if (part_) {
-        run.values.assign(run.tapes.size(), std::vector<Tensor>(parts_.units->values));
-        run.value_gradients = run.values;
     }
     run.passes.reserve(run.tapes.size());
     for (int m = 0; m < micro_batches; ++m) {
@@ -186,82 +172,69 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             span(traced).arg("bytes", t.nbytes());
             return transfer(t, dev);
         };
-        // A chain's stage, a range of a Sequential, takes one input tensor; a placement's, one
-        // per edge (its value).
-        auto take_input = [&](Tensor x) {
-            if (part_) {
-                run.values[mi][edge_value(op.edge)] = std::move(x);
-                return;
-            }
-            TANDEM_CHECK_AS(ConfigError, !run.inputs[mi].defined())
-                << "stage " << stage << " has a second input (edge " << op.edge << ") for micro-batch "
-                << op.micro_batch << "; its layers, a range of a Sequential, take one";
-            run.inputs[mi] = std::move(x);
-        };
+        // The value the op's edge carries, for this micro-batch, and its gradient.
+        auto value = [&]() -> Tensor& { return run.values[mi][edge_value(op.edge)]; };
+        auto gradient = [&]() -> Tensor& { return run.gradients[mi][edge_value(op.edge)]; };
         // Gradients of an output from several readers (and the loss) add up, in program order:
-        // the same sum on every run.
-        auto add_gradient = [&](Tensor dy) {
-            Tensor& sum = run.gradient(*this, mi, op.edge);
-            if (part_) {
-                add_in_layout(sum, dy, run.values[mi][edge_value(op.edge)], dev);
-            } else if (!sum.defined()) {
-                sum = std::move(dy);
-            } else {
-                tensor_ops(dev).accumulate(sum, dy);
-            }
+        // the same sum on every run; in the value's layout (a sent value let go of: the
+        // gradient's own, which its reader's backward gave in the layout it was sent in).
+        auto add_gradient = [&](const Tensor& dy) {
+            add_in_layout(gradient(), dy, value().defined() ? value() : dy, dev);
         };
-        // Evaluation: a placement's stage lets go of a micro-batch's values once sent.
+        // Evaluation: the stage lets go of a micro-batch's values once they are sent.
         auto done_with_values = [&] {
-            if (part_ && !train) run.values[mi].assign(run.values[mi].size(), Tensor());
+            if (!train) run.values[mi].assign(run.values[mi].size(), Tensor());
         };
         switch (op.kind) {
         case OpKind::load_input: {
             span(traced);
             Tensor x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
-            take_input(x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x);
+            value() = x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x;
             break;
         }
-        case OpKind::receive_activation: take_input(receive(EdgeDirection::forward)); break;
+        case OpKind::receive_activation: value() = receive(EdgeDirection::forward); break;
         case OpKind::forward:
         case OpKind::recompute:
             span(traced);
-            part_ ? forward_units(run, op) : forward(run, op);
+            forward(run, op);
             break;
         case OpKind::loss:
             span(traced);
             // Labels go straight to the stage computing the loss.
             run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
             try {
-                plan.sums[static_cast<std::size_t>(k)] =
-                    parts_.loss->forward(run.output(*this, mi, op.edge), run.labels[mi], run.passes[mi]);
+                plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(value(), run.labels[mi], run.passes[mi]);
             } catch (Error& e) {
                 // The kernel counts within the micro-batch: say where that is in the batch.
                 e.add_context("in the loss of samples " + std::to_string(plan.start(k) + 1) + ".." +
                               std::to_string(plan.start(k + 1)) + " of the batch");
                 throw;
             }
-            if (!train) run.outputs[mi] = Tensor(), run.labels[mi] = Tensor(), done_with_values();
+            if (!train) run.labels[mi] = Tensor(), done_with_values();
             break;
-        case OpKind::send_activation:
-            if (--run.sends_left[mi] == 0 && !run.computes_loss && !part_) {
-                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, std::move(run.outputs[mi]));
-            } else {
-                // A placement's values stay for backward (its layers read them).
-                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch, run.output(*this, mi, op.edge));
-                if (run.sends_left[mi] == 0 && !run.computes_loss) done_with_values();
-            }
+        case OpKind::send_activation: {
+            const std::size_t v = edge_value(op.edge);
+            // The last send lets go of a value nothing here reads any more (its backward reads
+            // its inputs, the loss the net's output).
+            const bool last = --run.sends_left[mi][v] == 0;
+            const bool read_here = part_->reads(v) || (run.computes_loss && v == parts_.units->loss_value);
+            plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch,
+                           last && !read_here ? std::move(value()) : value());
+            if (last && !run.computes_loss &&
+                std::all_of(run.sends_left[mi].begin(), run.sends_left[mi].end(), [](int n) { return n == 0; }))
+                done_with_values();
             break;
+        }
         case OpKind::loss_gradient:
             span(traced);
-            add_gradient(parts_.loss->backward(run.output(*this, mi, op.edge), run.labels[mi], loss_scale(plan),
-                                               run.passes[mi]));
-            run.outputs[mi] = Tensor(), run.labels[mi] = Tensor();
+            add_gradient(parts_.loss->backward(value(), run.labels[mi], loss_scale(plan), run.passes[mi]));
+            run.labels[mi] = Tensor();
             break;
         case OpKind::receive_gradient: add_gradient(receive(EdgeDirection::backward)); break;
         case OpKind::backward:
-            if (op.layer_end == parts_.end) span(run.backward_span);
-            part_ ? backward_units(run, op) : backward(run, op);
-            if (op.layer_begin == parts_.begin) run.backward_span.reset();
+            if (op.layer_end == end_) span(run.backward_span);
+            backward(run, op);
+            if (op.layer_begin == begin_) run.backward_span.reset();
             break;
         case OpKind::stash_gradients:
             span(traced);
@@ -272,16 +245,13 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             }
             break;
         case OpKind::send_gradient: {
-            Tensor dx = std::move(run.gradient(*this, mi, op.edge));
-            if (part_) {
-                // Sent once per edge; no reader's gradient reached this input: zero.
-                Tensor& x = run.values[mi][edge_value(op.edge)];
-                if (!dx.defined()) {
-                    dx = Tensor::empty(x.shape(), dev, DType::f32, x.layout());
-                    tensor_ops(dev).fill(dx, 0.f);
-                }
-                run.gradient(*this, mi, op.edge) = Tensor(), x = Tensor();
+            // Sent once per edge; when no reader's gradient reached this input, zero.
+            Tensor dx = std::move(gradient());
+            if (!dx.defined()) {
+                dx = Tensor::empty(value().shape(), dev, DType::f32, value().layout());
+                tensor_ops(dev).fill(dx, 0.f);
             }
+            gradient() = Tensor(), value() = Tensor();
             plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch, std::move(dx));
             break;
         }
@@ -316,91 +286,57 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
 }
 
 void Stage::forward(Run& run, const Op& op) {
-    const std::size_t mi = static_cast<std::size_t>(std::max(op.micro_batch, 0));
-    Sequential& net = *parts_.net;
-    if (op.micro_batch == kEveryMicroBatch) {
-        run.outputs = net.forward_many_range(run.inputs, run.every_pass, op.layer_begin, op.layer_end);
-        run.inputs.assign(run.inputs.size(), Tensor());
-        return;
-    }
-    Pass& pass = run.passes[mi];
-    if (op.kind == OpKind::recompute) {
-        // The forward again, keeping what backward needs; not counted again in running statistics.
-        pass.recomputing = true;
-        net.forward_range(run.inputs[mi], pass, op.layer_begin, op.layer_end);
-        pass.recomputing = false;
-        run.inputs[mi] = Tensor();
-        return;
-    }
-    if (op.keeps_activations) {
-        run.outputs[mi] = net.forward_range(run.inputs[mi], pass, op.layer_begin, op.layer_end);
-        run.inputs[mi] = Tensor();
-        return;
-    }
-    // Without keeping what backward needs (the input stays for the recompute op).
-    Tape scratch;
-    Pass keep_nothing{pass.device, Mode::train, pass.micro_batch, scratch, pass.rng_key};
-    keep_nothing.first_sample = pass.first_sample;
-    keep_nothing.batch_statistics = pass.batch_statistics;
-    run.outputs[mi] = net.forward_range(run.inputs[mi], keep_nothing, op.layer_begin, op.layer_end);
-}
-
-void Stage::backward(Run& run, const Op& op) {
-    Sequential& net = *parts_.net;
-    if (op.micro_batch == kEveryMicroBatch) {
-        run.gradients = net.backward_many_range(run.gradients, run.every_pass, parts_.begin, parts_.end);
-        return;
-    }
-    const auto mi = static_cast<std::size_t>(op.micro_batch);
-    run.gradients[mi] =
-        net.backward_part(run.gradients[mi], run.passes[mi], parts_.begin, parts_.end, op.layer_begin, op.layer_end);
-    // What forward kept for this micro-batch is spent: free it now, so a stage holds only the
-    // micro-batches in flight (1F1B's bound), not every one until the step ends.
-    if (op.layer_begin == parts_.begin) run.tapes[mi].clear();
-}
-
-void Stage::forward_units(Run& run, const Op& op) {
-    const std::size_t low = op.layer_begin - parts_.begin, high = op.layer_end - parts_.begin;
+    const std::size_t low = op.layer_begin - begin_, high = op.layer_end - begin_;
     if (op.micro_batch == kEveryMicroBatch) {
         part_->forward_many(run.values, run.every_pass);
         return;
     }
     const auto mi = static_cast<std::size_t>(op.micro_batch);
     Pass& pass = run.passes[mi];
+    if (pass.mode != Mode::train) {
+        part_->forward(run.values[mi], pass, low, high, GraphPart::Keep::outputs);
+        return;
+    }
     if (op.kind == OpKind::recompute) {
         // The forward again, keeping what backward needs; not counted again in running statistics.
         pass.recomputing = true;
         part_->forward(run.values[mi], pass, low, high);
         pass.recomputing = false;
+        // What it sent went with the first forward: only the loss may read it again.
+        for (int edge : parts_.units->graph.stage(parts_.stage).outputs)
+            if (const std::size_t v = edge_value(edge); !part_->reads(v) && v != parts_.units->loss_value)
+                run.values[mi][v] = Tensor();
         return;
     }
     if (op.keeps_activations) {
         part_->forward(run.values[mi], pass, low, high);
         return;
     }
-    // Without keeping what backward needs (the inputs stay among the values for the recompute).
+    // Without keeping what backward needs: the inputs stay among the values for the recompute,
+    // what the units make goes once read (but for what the stage sends).
     Tape scratch;
     Pass keep_nothing{pass.device, Mode::train, pass.micro_batch, scratch, pass.rng_key};
     keep_nothing.first_sample = pass.first_sample;
     keep_nothing.batch_statistics = pass.batch_statistics;
-    part_->forward(run.values[mi], keep_nothing, low, high);
+    part_->forward(run.values[mi], keep_nothing, low, high, GraphPart::Keep::outputs);
 }
 
-void Stage::backward_units(Run& run, const Op& op) {
+void Stage::backward(Run& run, const Op& op) {
     // The values the stage's units made are spent once its backward is done; the inputs
     // stay until their gradients are sent.
     auto let_go_of_made = [this](std::vector<Tensor>& values) {
-        for (std::size_t i = parts_.begin; i < parts_.end; ++i) values[parts_.units->units[i].value] = Tensor();
+        for (std::size_t i = begin_; i < end_; ++i) values[parts_.units->units[i].value] = Tensor();
     };
     if (op.micro_batch == kEveryMicroBatch) {
-        part_->backward_many(run.values, run.value_gradients, run.every_pass);
+        part_->backward_many(run.values, run.gradients, run.every_pass);
         for (auto& values : run.values) let_go_of_made(values);
         return;
     }
     const auto mi = static_cast<std::size_t>(op.micro_batch);
-    part_->backward(run.values[mi], run.value_gradients[mi], run.passes[mi], op.layer_begin - parts_.begin,
-                    op.layer_end - parts_.begin);
-    if (op.layer_begin == parts_.begin) {
+    part_->backward(run.values[mi], run.gradients[mi], run.passes[mi], op.layer_begin - begin_, op.layer_end - begin_);
+    // What forward kept for this micro-batch is spent: free it now, so a stage holds only the
+    // micro-batches in flight (1F1B's bound), not every one until the step ends.
+    if (op.layer_begin == begin_) {
         run.tapes[mi].clear();
         let_go_of_made(run.values[mi]);
     }

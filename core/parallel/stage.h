@@ -1,18 +1,18 @@
 // Stage: one stage of one group of an engine's placement, and what its worker does in a step.
 //
 // It owns the stage's share of the training: its device, its layers (a node of the stage
-// graph, stage_graph.h: a range of its group's replica of the net), their parameters named as
-// in the whole net ("fc1.weight"), the gradient buckets and reduce lane it all-reduces through
-// when there are several groups, and model averaging's state (averaging.h: the global model,
-// block momentum or centre). It executes a stage program's ops (program.h) on them: before the
+// graph, stage_graph.h: a range of its placement's units in its group's replica of the net),
+// their parameters named as in the whole net ("fc1.weight"), the gradient buckets and reduce
+// lane it all-reduces through when there are several groups, and model averaging's state
+// (averaging.h: the global model, block momentum or centre). It executes a stage program's ops (program.h) on them: before the
 // step's barrier in run(), after it in update().
 //
 // It speaks edges, not neighbours: each send and receive goes through the StepBoard under the
 // op's edge; an output read by several stages is posted on each of their edges, and the
-// gradients they send back are summed (with the loss's) in program order. A stage of a chain
-// runs a range of the Sequential's layers on one input; a stage of a placement of units
-// (unit_placement.h: graph nodes on different devices) runs its units as a GraphPart, with a
-// value on each input and output edge, so it takes several inputs and makes several outputs.
+// gradients they send back are summed (with the loss's) in program order. A stage runs its
+// units of the placement (unit_placement.h: a chain's top-level layers, or graph nodes on
+// different devices) as a GraphPart, with a value on each input and output edge, so it may
+// take several inputs and make several outputs.
 //
 // The engine keeps what spans stages: placement, steps, checkpoints, the replicas' optimizer
 // and loss, the communicators, and error handling (a failure on one stage stops them all).
@@ -47,13 +47,10 @@ struct StageParts {
     int rank = 0;
     int replicas = 1;
     Device* device = nullptr;
-    std::shared_ptr<Sequential> net;     // the group's replica; the stage runs [begin, end)
-    std::shared_ptr<Loss> loss;          // the group's: its last stage computes it
+    std::shared_ptr<Sequential> net;     // the group's replica, whose units the stage runs
+    std::shared_ptr<Loss> loss;          // the group's: the stage making the net's output computes it
     Optimizer* optimizer = nullptr;      // the group's, over this stage's parameters
-    std::size_t begin = 0, end = 0;
-    // A placement of units: the stage runs units [begin, end) of it. Null: layers [begin, end)
-    // of `net`, a stage of a chain.
-    std::shared_ptr<const UnitPlacement> units;
+    std::shared_ptr<const UnitPlacement> units;  // the placement: the stage runs its node's units
     Communicator* communicator = nullptr;  // among the replicas of the stage; null with one
     const ParallelOptions* parallel = nullptr;
     float clip_norm = 0;  // > 0: gradients clipped to this global norm before the update
@@ -99,16 +96,14 @@ private:
     float loss_scale(const StepPlan& plan) const;
     void clip_gradients(const StepPlan& plan);
 
-    // The unit's value carried by edge `edge` (a placement of units).
+    // The value carried by edge `edge`.
     std::size_t edge_value(int edge) const { return parts_.units->edge_values[static_cast<std::size_t>(edge)]; }
-    void forward_units(Run& run, const Op& op);
-    void backward_units(Run& run, const Op& op);
 
     StageParts parts_;
-    // The stage's layers (the chain's top-level layers, or the units'), each with the name its
-    // parameters' names start with.
+    std::size_t begin_ = 0, end_ = 0;  // its units in the placement
+    // The stage's units' layers, each with the name its parameters' names start with.
     std::vector<std::pair<std::string, Layer*>> layers_;
-    std::unique_ptr<GraphPart> part_;  // a placement of units: its units to run
+    std::unique_ptr<GraphPart> part_;  // its units to run
     std::vector<NamedParameter> parameters_;
     std::unique_ptr<GradientBuckets> buckets_;         // several replicas
     std::unique_ptr<ReduceLane> lane_;                 // when buckets go during backward

@@ -141,29 +141,14 @@ std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vecto
     return order;
 }
 
-}  // namespace
-
-Layer& unit_layer(Sequential& net, const NetUnit& unit) {
-    Layer& layer = net.at(unit.layer);
-    if (unit.node < 0) return layer;
-    Graph* graph = as_graph(layer);
-    TANDEM_CHECK(graph != nullptr) << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
-    return graph->node(static_cast<std::size_t>(unit.node));
-}
-
-UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages) {
-    TANDEM_CHECK_AS(ConfigError, !stages.empty()) << "parallel.placement lists no stage";
-    std::vector<NetUnit> flat;
-    const std::size_t output = flatten(net, graphs_to_open(net, stages), flat);
-    TANDEM_CHECK_AS(ConfigError, output != kBatchValue)
-        << "parallel.placement: the net returns its input unchanged; there is nothing to place";
-    const std::vector<int> stage_of = unit_stages(net, flat, stages);
-    const int count = static_cast<int>(stages.size());
-
+// The placement of units `flat` (in the net's order, making `output`) whose unit u goes on
+// stage stage_of[u]: the stages in a topological order, each stage's units contiguous.
+UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output, const std::vector<int>& stage_of,
+                       int count) {
     UnitPlacement placed;
     placed.values = flat.size() + 1;
     placed.loss_value = output;
-    placed.graph.stages.resize(stages.size());
+    placed.graph.stages.resize(static_cast<std::size_t>(count));
     std::vector<int> producer(placed.values, kBatchInput);  // each value's stage
     for (std::size_t u = 0; u < flat.size(); ++u) producer[flat[u].value] = stage_of[u];
     for (int s : stage_order(flat, stage_of, count)) {
@@ -193,6 +178,36 @@ UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::st
     return placed;
 }
 
+}  // namespace
+
+Layer& unit_layer(Sequential& net, const NetUnit& unit) {
+    Layer& layer = net.at(unit.layer);
+    if (unit.node < 0) return layer;
+    Graph* graph = as_graph(layer);
+    TANDEM_CHECK(graph != nullptr) << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
+    return graph->node(static_cast<std::size_t>(unit.node));
+}
+
+UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages) {
+    TANDEM_CHECK_AS(ConfigError, !stages.empty()) << "parallel.placement lists no stage";
+    std::vector<NetUnit> flat;
+    const std::size_t output = flatten(net, graphs_to_open(net, stages), flat);
+    TANDEM_CHECK_AS(ConfigError, output != kBatchValue)
+        << "parallel.placement: the net returns its input unchanged; there is nothing to place";
+    return assemble(flat, output, unit_stages(net, flat, stages), static_cast<int>(stages.size()));
+}
+
+UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds) {
+    TANDEM_CHECK(bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == net.size())
+        << "chain bounds must run from 0 to the net's " << net.size() << " layers";
+    std::vector<NetUnit> flat;
+    const std::size_t output = flatten(net, {}, flat);
+    std::vector<int> stage_of;
+    for (std::size_t s = 0; s + 1 < bounds.size(); ++s)
+        stage_of.insert(stage_of.end(), bounds[s + 1] - bounds[s], static_cast<int>(s));
+    return assemble(flat, output, stage_of, static_cast<int>(bounds.size() - 1));
+}
+
 std::vector<std::vector<std::size_t>> UnitPlacement::parameter_bytes(Sequential& net) const {
     std::vector<std::vector<std::size_t>> bytes;
     for (const NetUnit& unit : units) bytes.push_back(parameter_tensor_bytes(unit_layer(net, unit)));
@@ -210,11 +225,13 @@ GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
         part.inputs = unit.inputs;
         part.output = unit.value;
         part.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(), [](std::size_t v) { return v != kBatchValue; });
-        part.where = unit.node < 0 ? "layer " + part.layer->label()
+        part.where = unit.node < 0 ? "layer " + std::to_string(unit.layer + 1) + " " + part.layer->label()
                                    : "node " + part.layer->label() + " of " + net.at(unit.layer).label();
         nodes.push_back(std::move(part));
     }
-    return GraphPart(std::move(nodes));
+    std::vector<std::size_t> outputs;  // what the stage sends or the loss reads
+    for (int id : node.outputs) outputs.push_back(edge_values[static_cast<std::size_t>(id)]);
+    return GraphPart(std::move(nodes), std::move(outputs));
 }
 
 std::vector<std::string> UnitPlacement::stage_unit_names(int stage) const {

@@ -17,8 +17,8 @@
 // the order its units run in, so it goes on device g * S + s as every stage does.
 //
 // Parameters keep the whole net's names ("g.lstm.weight"), so a checkpoint does not depend on
-// the placement. A placement of top-level layers in the net's order is a chain: its graph is
-// chain_stage_graph's, edge for edge.
+// the placement. Every engine runs a placement of units: a chain (parallel.cuts, the automatic
+// split) is one of top-level layers in the net's order (chain_units).
 #pragma once
 
 #include <cstddef>
@@ -65,5 +65,9 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit);
 // or in none, a graph to open that does not take one input and make one output, stages that
 // feed each other in a cycle.
 UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages);
+
+// A chain: stage s runs top-level layers [bounds[s], bounds[s + 1]) (bounds from 0 to the net's
+// size, increasing). Its graph is chain_stage_graph(bounds)'s, edge for edge.
+UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds);
 
 }  // namespace tandem

@@ -109,21 +109,35 @@ void expect_weights_match(const Weights& want, const Weights& got, const std::st
     }
 }
 
-TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
-    auto net = branch_net();
-    const UnitPlacement placed = place_units(*net, {{"flatten", "embed"}, {"g"}, {"head"}});
-    const StageGraph chain = chain_stage_graph({0, 2, 3, 4});
-    ASSERT_EQ(placed.units.size(), 4u);  // the graph stays one unit: no node of it is with_name
+// The chain that the bounds cut, edge for edge.
+void expect_chain(const UnitPlacement& placed, const std::vector<std::size_t>& bounds) {
+    const StageGraph chain = chain_stage_graph(bounds);
     ASSERT_EQ(placed.graph.edges.size(), chain.edges.size());
     for (std::size_t e = 0; e < chain.edges.size(); ++e) {
         EXPECT_EQ(placed.graph.edges[e].from, chain.edges[e].from) << "edge " << e;
         EXPECT_EQ(placed.graph.edges[e].to, chain.edges[e].to) << "edge " << e;
     }
-    for (int s = 0; s < 3; ++s) {
+    ASSERT_EQ(placed.graph.stages.size(), chain.stages.size());
+    for (int s = 0; s < static_cast<int>(chain.stages.size()); ++s) {
         EXPECT_EQ(placed.graph.stage(s).layer_begin, chain.stage(s).layer_begin);
         EXPECT_EQ(placed.graph.stage(s).layer_end, chain.stage(s).layer_end);
         EXPECT_EQ(placed.graph.stage(s).inputs, chain.stage(s).inputs);
         EXPECT_EQ(placed.graph.stage(s).outputs, chain.stage(s).outputs);
+    }
+}
+
+TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
+    auto net = branch_net();
+    const UnitPlacement placed = place_units(*net, {{"flatten", "embed"}, {"g"}, {"head"}});
+    ASSERT_EQ(placed.units.size(), 4u);  // the graph stays one unit: no node of it is named
+    expect_chain(placed, {0, 2, 3, 4});
+    // What the engine places for parallel.cuts and the automatic split.
+    for (const std::vector<std::size_t>& bounds :
+         std::vector<std::vector<std::size_t>>{{0, 4}, {0, 1, 4}, {0, 2, 3, 4}, {0, 1, 2, 3, 4}}) {
+        const UnitPlacement chain = chain_units(*net, bounds);
+        ASSERT_EQ(chain.units.size(), 4u);
+        for (std::size_t u = 0; u < 4; ++u) EXPECT_EQ(chain.units[u].layer, u);
+        expect_chain(chain, bounds);
     }
 }
 
