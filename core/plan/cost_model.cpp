@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "layers/merge.h"
 
 namespace tandem {
 namespace {
@@ -38,29 +39,51 @@ double NetShapes::forward_flops() const {
 }
 
 NetShapes net_shapes(Sequential& net, const Shape& sample) {
+    TANDEM_CHECK_AS(ConfigError, net.size() > 0) << "the net has no layers to plan";
+    return net_shapes(net, sample, chain_units(net, {0, net.size()}));
+}
+
+NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& placed) {
     NetShapes shapes;
     shapes.sample = sample;
-    Shape in = with_batch(sample, 1);
-    const auto outs = net.output_shapes(in);
-    for (std::size_t i = 0; i < net.size(); ++i) {
-        Layer& layer = net.at(i);
-        const MemoryEstimate m = layer.memory_estimate(in);
+    // Each value's shape for one sample; the placement's order is a topological one.
+    std::vector<Shape> value_shapes(placed.values);
+    value_shapes[kBatchValue] = with_batch(sample, 1);
+    for (const NetUnit& unit : placed.units) {
+        Layer& layer = unit_layer(net, unit);
+        std::vector<Shape> in;
+        for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
+        const auto* merge = dynamic_cast<const Merge*>(&layer);
+        const MemoryEstimate m = merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
         LayerShape l;
-        l.name = layer.name();
+        l.name = unit.name;
         l.kind = std::string(layer.kind());
-        l.forward_flops = layer.forward_flops(in);
+        l.forward_flops = merge ? merge->merged_flops(in) : layer.forward_flops(in.front());
         l.parameter_bytes = m.parameter_bytes;
         l.parameter_tensor_bytes = parameter_tensor_bytes(layer);
-        l.input_bytes = numel_bytes(in);
+        for (const Shape& shape : in) l.input_bytes += numel_bytes(shape);
         l.output_bytes = m.output_bytes;
         l.saved_bytes = m.saved_bytes;
         l.kernels = leaf_count(layer);
         shapes.layers.push_back(std::move(l));
-        in = outs[i];
+        value_shapes[unit.value] = merge ? merge->merged_shape(in) : layer.output_shape(in.front());
     }
-    TANDEM_CHECK_AS(ConfigError, !outs.empty()) << "the net has no layers to plan";
-    shapes.classes = outs.back().numel();
+    shapes.classes = value_shapes[placed.loss_value].numel();
     return shapes;
+}
+
+StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes, std::int64_t batch) {
+    TANDEM_CHECK(shapes.layers.size() == placed.units.size())
+        << shapes.layers.size() << " layer shapes for a placement of " << placed.units.size() << " units";
+    StageGraph graph = placed.graph;
+    for (StageEdge& edge : graph.edges) {
+        const std::size_t v = placed.edge_values[static_cast<std::size_t>(edge.id)];
+        std::size_t sample_bytes = numel_bytes(with_batch(shapes.sample, 1));
+        for (std::size_t u = 0; u < placed.units.size(); ++u)
+            if (placed.units[u].value == v) sample_bytes = shapes.layers[u].output_bytes;
+        edge.bytes = sample_bytes * static_cast<std::size_t>(batch);
+    }
+    return graph;
 }
 
 double CostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {

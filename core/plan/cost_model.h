@@ -17,18 +17,20 @@
 #include <vector>
 
 #include "parallel/communicator.h"
+#include "parallel/unit_placement.h"
 #include "plan/stage_cost.h"
 #include "plan/topology.h"
 
 namespace tandem {
 
-// One top-level layer, per sample (activations and FLOPs grow with the batch; weights do not).
+// One top-level layer (or a unit of a placement: a graph's node), per sample (activations and
+// FLOPs grow with the batch; weights do not).
 struct LayerShape {
     std::string name, kind;
     double forward_flops = 0;         // one sample's forward
     std::size_t parameter_bytes = 0;
     std::vector<std::size_t> parameter_tensor_bytes;  // each parameter tensor (parameter_tensor_bytes())
-    std::size_t input_bytes = 0;      // one sample's input
+    std::size_t input_bytes = 0;      // one sample's input (a join's: all of them)
     std::size_t output_bytes = 0;     // one sample's output
     std::size_t saved_bytes = 0;      // what it keeps for backward besides its input
     int kernels = 1;                  // leaf layers in it: kernels launched a pass
@@ -42,7 +44,14 @@ struct NetShapes {
     double forward_flops() const;     // one sample
 };
 
+// Per top-level layer.
 NetShapes net_shapes(Sequential& net, const Shape& sample);
+// Per unit of a placement (parallel/unit_placement.h), in its order: what the stages' layer
+// ranges index. For a chain (chain_units) the same as net_shapes.
+NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& placed);
+// The placement's stage graph with each edge's bytes for micro-batches of `batch` samples:
+// the images, or the value a stage sends (its unit's output), as the simulator moves them.
+StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes, std::int64_t batch);
 
 class CostModel {
 public:

@@ -8,52 +8,17 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
-#include "layers/activation.h"
-#include "layers/concat.h"
-#include "layers/flatten.h"
-#include "layers/graph.h"
-#include "layers/linear.h"
-#include "layers/relu.h"
 #include "parallel/engine.h"
 #include "parallel/unit_placement.h"
+#include "support/branch_net.h"
 #include "support/temp_dir.h"
 #include "support/toy_batch.h"
 
 namespace tandem::test {
 namespace {
 
-LayerPtr dense(std::int64_t in, std::int64_t out, const std::string& name) {
-    auto l = std::make_shared<Linear>(LinearOptions{in, out, true, "kaiming"});
-    l->set_name(name);
-    return l;
-}
-
-LayerPtr with_name(LayerPtr layer, const std::string& name) {
-    layer->set_name(name);
-    return layer;
-}
-
-// flatten -> embed -> g {a1 -> arelu -> a2 ; b1 -> btanh ; cat(a2, btanh)} -> head.
-std::shared_ptr<Sequential> branch_net() {
-    auto g = std::make_shared<Graph>();
-    g->set_name("g");
-    g->add_input("x");
-    g->add(dense(16, 12, "a1"), {"x"});
-    g->add(with_name(std::make_shared<ReLU>(), "arelu"), {"a1"});
-    g->add(dense(12, 8, "a2"), {"arelu"});
-    g->add(dense(16, 8, "b1"), {"x"});
-    g->add(with_name(std::make_shared<Activation>(ActivationAlgorithm::tanh), "btanh"), {"b1"});
-    g->add(with_name(std::make_shared<Concat>(1), "cat"), {"a2", "btanh"});
-    g->set_outputs({"cat"});
-    return std::make_shared<Sequential>(
-        std::vector<LayerPtr>{with_name(std::make_shared<Flatten>(), "flatten"), dense(64, 16, "embed"), g,
-                              dense(16, 3, "head")});
-}
-
-using Placement = std::vector<std::vector<std::string>>;
-// The branches on devices of their own: 4 stages, and 3 (branch b with the stem).
-const Placement kFour{{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2"}, {"g.b1", "g.btanh"}, {"g.cat", "head"}};
-const Placement kThree{{"flatten", "embed", "g.b1", "g.btanh"}, {"g.a1", "g.arelu", "g.a2"}, {"g.cat", "head"}};
+const Placement& kFour = kFourStages;
+const Placement& kThree = kThreeStages;
 
 std::vector<std::shared_ptr<Device>> placement_devices(int n) {
     std::vector<std::shared_ptr<Device>> d;

@@ -14,6 +14,7 @@
 #include "parallel/engine.h"
 #include "plan/cost_model.h"
 #include "plan/simulator.h"
+#include "support/branch_net.h"
 #include "support/cpu_topology.h"
 #include "support/toy_batch.h"
 
@@ -87,6 +88,23 @@ std::vector<std::int64_t> lane_buckets(const std::vector<TraceEvent>& events, co
     std::vector<std::int64_t> out;
     for (const auto& e : events)
         if (e.track == track + " all-reduce" && e.name == "all-reduce") out.push_back(int_arg(e, "bytes"));
+    return out;
+}
+
+// The bytes of each receive span on `track`, in order: what crossed each edge.
+std::vector<std::int64_t> received_bytes(const std::vector<TraceEvent>& events, const std::string& track) {
+    std::vector<std::int64_t> out;
+    for (const auto& e : events)
+        if (e.track == track && (e.name == op_name(OpKind::receive_activation) || e.name == op_name(OpKind::receive_gradient)))
+            out.push_back(int_arg(e, "bytes"));
+    return out;
+}
+
+std::vector<std::int64_t> program_received_bytes(const DeviceProgram& program) {
+    std::vector<std::int64_t> out;
+    for (const Op& op : program.ops)
+        if (op.kind == OpKind::receive_activation || op.kind == OpKind::receive_gradient)
+            out.push_back(static_cast<std::int64_t>(op.bytes));
     return out;
 }
 
@@ -175,6 +193,80 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
                 if (l.groups > 1 && l.overlap) {
                     EXPECT_FALSE(lane_buckets(sim.events, sim_track).empty()) << what;
                 }
+            }
+    }
+}
+
+// A graph net's branches on devices of their own (parallel.placement): the simulator plays the
+// engine's programs over the placement's stage graph, op for op, and its edges carry the bytes
+// the engine's transfers move.
+TEST(SimulatorAndEngine, RunTheSameOpsForAPlacement) {
+    struct PlacementCase {
+        const Placement* placement;
+        int groups, micro;
+        PipelineSchedule schedule;
+        bool recompute, overlap;
+    };
+    const std::vector<PlacementCase> layouts{
+        {&kFourStages, 1, 2, PipelineSchedule::gpipe, false, true},
+        {&kFourStages, 1, 3, PipelineSchedule::one_f_one_b, true, true},
+        {&kThreeStages, 2, 2, PipelineSchedule::one_f_one_b, false, true},
+        {&kThreeStages, 2, 1, PipelineSchedule::gpipe, false, false},
+    };
+    const Shape sample{1, 8, 8};
+    for (const PlacementCase& l : layouts) {
+        const int stages = static_cast<int>(l.placement->size());
+        const std::string what = std::to_string(l.groups) + "x" + std::to_string(stages) + "x" +
+                                 std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
+                                 (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
+        const std::int64_t batch = 4 * l.groups * l.micro;
+        EngineOptions o;
+        o.net = branch_net();
+        for (int i = 0; i < l.groups * stages; ++i)
+            o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
+        o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
+        o.parallel.groups = l.groups, o.parallel.stages = stages, o.parallel.micro_batches = l.micro;
+        o.parallel.pipeline = l.schedule;
+        o.parallel.placement = *l.placement;
+        if (l.recompute) o.parallel.recompute = {true};
+        o.parallel.overlap_backward = l.overlap;
+        o.parallel.bucket_bytes = 300;
+        o.trace = std::make_shared<Trace>();
+        Engine engine(o);
+        const Batch b = make_batch(0, batch);
+        engine.step(b.images, b.labels);
+
+        auto net = branch_net();
+        const UnitPlacement placed = place_units(*net, *l.placement);
+        const NetShapes shapes = net_shapes(*net, sample, placed);
+        Plan plan;
+        plan.groups = l.groups, plan.stages = stages, plan.micro_batches = l.micro;
+        plan.schedule = l.schedule, plan.recompute = l.recompute, plan.batch = batch;
+        plan.overlap_backward = l.overlap, plan.bucket_bytes = 300;
+        plan.graph = placement_graph(placed, shapes, plan.micro_batch());
+        const Topology topology = cpu_topology(l.groups * stages, 2);
+        const Simulation sim = simulate(plan, topology, ShapeCosts(shapes), true);
+
+        ProgramSpec spec;
+        spec.parallel = plan.parallel_options();
+        spec.graph = plan.graph;
+        spec.parameter_bytes = placed.parameter_bytes(*net);
+        spec.replicas = l.groups;
+        const auto programs = build_programs(spec);
+
+        const auto engine_events = o.trace->events();
+        for (int g = 0; g < l.groups; ++g)
+            for (int s = 0; s < stages; ++s) {
+                const auto d = static_cast<std::size_t>(g * stages + s);
+                const std::string engine_track = engine.stage_device(g, s).name(), sim_track = sim.devices[d].name;
+                const auto want = program_spans(programs[d]);
+                EXPECT_EQ(op_spans(engine_events, engine_track), want) << what << ", engine, device " << d;
+                EXPECT_EQ(op_spans(sim.events, sim_track), want) << what << ", simulator, device " << d;
+                EXPECT_EQ(lane_buckets(engine_events, engine_track), lane_buckets(sim.events, sim_track))
+                    << what << ", buckets on the lane of device " << d;
+                const auto received = received_bytes(engine_events, engine_track);
+                EXPECT_EQ(received, program_received_bytes(programs[d])) << what << ", the bytes device " << d << " received";
+                EXPECT_FALSE(received.empty()) << what << ": every stage receives (activations or gradients)";
             }
     }
 }
