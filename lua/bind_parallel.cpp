@@ -84,31 +84,7 @@ OptionValue read_value(lua_State* L, int index, const char* key, const ParallelO
         lua_pop(L, 1);
         return value;
     }
-    case OptionKind::placement: {
-        lua_getfield(L, index, key);
-        const int list = lua_gettop(L);
-        const std::string form = " must be a list of stages, each a list of layer names such as {{'fc1', 'g.a'}, {'g.b'}}";
-        if (!lua_istable(L, list)) throw ConfigError("T.Engine: " + what + form + ", got " + number_or_type(L, list));
-        StageNames stages;
-        for (int s = 1; s <= static_cast<int>(lua_objlen(L, list)); ++s) {
-            lua_rawgeti(L, list, s);
-            if (!lua_istable(L, -1))
-                throw ConfigError("T.Engine: " + what + form + "; stage " + std::to_string(s) + " is " +
-                                  number_or_type(L, -1));
-            auto& names = stages.emplace_back();
-            for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
-                lua_rawgeti(L, -1, i);
-                if (lua_type(L, -1) != LUA_TSTRING)
-                    throw ConfigError("T.Engine: " + what + " stage " + std::to_string(s) + " entry " +
-                                      std::to_string(i) + " is " + number_or_type(L, -1) + "; give layer names");
-                names.emplace_back(lua_tostring(L, -1));
-                lua_pop(L, 1);
-            }
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-        return stages;
-    }
+    case OptionKind::placement: return read_placement(L, index, key, "T.Engine: " + what);
     case OptionKind::cuts: {
         lua_getfield(L, index, key);
         const int split = lua_gettop(L);
@@ -203,6 +179,31 @@ const luaL_Reg kParallelFunctions[] = {
 };
 
 }  // namespace
+
+StageNames read_placement(lua_State* L, int index, const char* key, const std::string& what) {
+    lua_getfield(L, index, key);
+    const int list = lua_gettop(L);
+    const std::string form = " must be a list of stages, each a list of layer names such as {{'fc1', 'g.a'}, {'g.b'}}";
+    if (!lua_istable(L, list)) throw ConfigError(what + form + ", got " + number_or_type(L, list));
+    StageNames stages;
+    for (int s = 1; s <= static_cast<int>(lua_objlen(L, list)); ++s) {
+        lua_rawgeti(L, list, s);
+        if (!lua_istable(L, -1))
+            throw ConfigError(what + form + "; stage " + std::to_string(s) + " is " + number_or_type(L, -1));
+        auto& names = stages.emplace_back();
+        for (int i = 1; i <= static_cast<int>(lua_objlen(L, -1)); ++i) {
+            lua_rawgeti(L, -1, i);
+            if (lua_type(L, -1) != LUA_TSTRING)
+                throw ConfigError(what + " stage " + std::to_string(s) + " entry " + std::to_string(i) + " is " +
+                                  number_or_type(L, -1) + "; give layer names");
+            names.emplace_back(lua_tostring(L, -1));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return stages;
+}
 
 ParallelOptions check_parallel(lua_State* L, int index, const Sequential& net) {
     const auto& schema = parallel_option_schema();

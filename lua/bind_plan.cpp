@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "bind_parallel.h"
 #include "binding.h"
 #include "check.h"
 #include "device/cpu/cpu_device.h"
@@ -147,10 +148,17 @@ TopologySpec read_topology(lua_State* L, int index) {
     return spec;
 }
 
-using CostsPtr = std::shared_ptr<const CostModel>;
+// A cost model, and the placement of the net it weighs by unit (null: by top-level layer), with
+// the units' shapes (for the bytes its edges carry).
+struct PlanCosts {
+    std::shared_ptr<const CostModel> model;
+    std::shared_ptr<const UnitPlacement> placed;
+    NetShapes shapes;
+};
+using CostsPtr = std::shared_ptr<const PlanCosts>;
 
-// A new cost model from the arguments at `args`: net, sample, cost, momentum, and for measured
-// costs layout, seed, warmup, iterations and rounds (MeasuredCostModel::prefetch).
+// A new cost model from the arguments at `args`: net, sample, placement, cost, momentum, and
+// for measured costs layout, seed, warmup, iterations and rounds (MeasuredCostModel::prefetch).
 CostsPtr new_cost_model(lua_State* L, int args) {
     lua_getfield(L, args, "net");
     auto net = check_sequential_ptr(L, lua_gettop(L));
@@ -158,9 +166,18 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     lua_getfield(L, args, "sample");
     const Shape sample = check_shape(L, lua_gettop(L));
     lua_pop(L, 1);
+    auto costs = std::make_shared<PlanCosts>();
+    if (get(L, args, "placement") != LUA_TNIL)
+        costs->placed = std::make_shared<const UnitPlacement>(
+            place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
+    lua_pop(L, 1);
+    costs->shapes = costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
     const bool momentum = option_bool(L, args, "momentum", true);
     const std::string kind = option_string(L, args, "cost", "analytic");
-    if (kind == "analytic") return std::make_shared<AnalyticCostModel>(net_shapes(*net, sample), momentum);
+    if (kind == "analytic") {
+        costs->model = std::make_shared<AnalyticCostModel>(costs->shapes, momentum);
+        return costs;
+    }
     if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     ProfileOptions po;
     // Anything else was taken as channels_last.
@@ -171,7 +188,8 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     const int rounds = static_cast<int>(option_int(L, args, "rounds", 3));
     // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
     po.quantile = 0.25;
-    return measured_cost_model(net, sample, momentum, po, rounds);
+    costs->model = measured_cost_model(net, sample, momentum, po, rounds, costs->placed);
+    return costs;
 }
 
 // The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other
@@ -339,14 +357,15 @@ std::vector<Topology> topologies(lua_State* L, int args) {
 const std::initializer_list<const char*> kPlanKeys = {
     "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
     "iterations", "rounds", "devices", "micro_batches", "algorithm", "bucket_bytes", "overlap", "top", "trace", "plan",
-    "plans", "costs"};
+    "plans", "costs", "placement"};
 
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
 // -> a cost model to pass to several searches and simulations (costs =), so that they weigh
 // plans with the same profiles and measured figures, each taken once.
 int plan_costs(lua_State* L) {
     check_options(L, 1, "T.plan.costs",
-                  {"net", "sample", "cost", "momentum", "layout", "seed", "warmup", "iterations", "rounds"});
+                  {"net", "sample", "placement", "cost", "momentum", "layout", "seed", "warmup", "iterations",
+                   "rounds"});
     push_box(L, kPlanCostsType, new_cost_model(L, 1));
     return 1;
 }
@@ -355,14 +374,14 @@ int plan_costs(lua_State* L) {
 int plan_costs_calibration(lua_State* L) {
     const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
     lua_newtable(L);
-    set_calibration(L, *costs);
+    set_calibration(L, *costs->model);
     lua_getfield(L, -1, "calibration");
     return 1;
 }
 
 int plan_costs_tostring(lua_State* L) {
     const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
-    lua_pushfstring(L, "PlanCosts(%s)", cost_kind(*costs));
+    lua_pushfstring(L, "PlanCosts(%s)", cost_kind(*costs->model));
     return 1;
 }
 
@@ -383,7 +402,10 @@ int plan_topology(lua_State* L) {
 int plan_search(lua_State* L) {
     check_options(L, 1, "T.plan.search", kPlanKeys);
     const auto tops = topologies(L, 1);
-    const auto costs = cost_model(L, 1);
+    const auto plan_costs = cost_model(L, 1);
+    TANDEM_CHECK_AS(ConfigError, !plan_costs->placed)
+        << "T.plan.search cuts the net as a chain; to weigh a placement, simulate it (T.plan.simulate)";
+    const CostModel* costs = plan_costs->model.get();
     const PlannerOptions o = planner_options(L, 1);
     PlanSearch search;
     for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
@@ -409,8 +431,9 @@ int plan_search(lua_State* L) {
 }
 
 // One plan table (at absolute index `pt`) of core.plan_simulate, read and checked.
-Plan read_plan(lua_State* L, int pt, const Topology& topology, const CostModel& costs,
+Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& plan_costs,
                const std::vector<std::string>& names) {
+    const CostModel& costs = *plan_costs.model;
     check_options(L, pt, "T.plan.simulate's plan",
                   {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute", "split", "devices",
                    "placement"});
@@ -433,7 +456,14 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const CostModel& 
         });
     }
     lua_pop(L, 1);
-    if (specs.empty() && plan.stages > 1) {
+    if (plan_costs.placed) {
+        // The costs' placement says what each stage runs (T.plan.simulate's placement).
+        const int stages = static_cast<int>(plan_costs.placed->graph.stages.size());
+        TANDEM_CHECK_AS(ConfigError, specs.empty() && plan.stages == stages)
+            << "T.plan.simulate: the placement has " << stages << " stages; give the plan stages = " << stages
+            << " and no split";
+        plan.graph = placement_graph(*plan_costs.placed, plan_costs.shapes, plan.micro_batch());
+    } else if (specs.empty() && plan.stages > 1) {
         // No split given: the partitioner's, as `tandem plan` would choose it.
         PartitionOptions po;
         po.stages = plan.stages, po.schedule = plan.schedule, po.micro_batches = plan.micro_batches;
@@ -482,16 +512,17 @@ int plan_simulate(lua_State* L) {
     lua_pop(L, 1);
     if (get(L, 1, "plan") == LUA_TTABLE) add_size(lua_gettop(L));
     lua_pop(L, 1);
-    if (topology.device(0).cpu) costs->prefetch(topology.device(0), sizes);
+    const CostModel& model = *costs->model;
+    if (topology.device(0).cpu) model.prefetch(topology.device(0), sizes);
     std::vector<std::string> names;
-    for (const auto& c : costs->layer_costs(topology.device(0), 1)) names.push_back(c.name);
+    for (const auto& c : model.layer_costs(topology.device(0), 1)) names.push_back(c.name);
     const std::string trace = option_string(L, 1, "trace", "");
     auto run = [&](int pt) {
         const Plan plan = read_plan(L, pt, topology, *costs, names);
-        const Simulation s = simulate(plan, topology, *costs, !trace.empty());
+        const Simulation s = simulate(plan, topology, model, !trace.empty());
         if (!trace.empty()) write_simulated_trace(s, trace);
         push_simulated(L, s, plan, names);
-        set_calibration(L, *costs);
+        set_calibration(L, model);
     };
     if (get(L, 1, "plans") == LUA_TTABLE) {
         const int list = lua_gettop(L);

@@ -214,24 +214,29 @@ std::vector<std::vector<std::size_t>> UnitPlacement::parameter_bytes(Sequential&
     return bytes;
 }
 
+GraphPart UnitPlacement::part(Sequential& net, std::size_t begin, std::size_t end,
+                               std::vector<std::size_t> outputs) const {
+    std::vector<PartNode> nodes;
+    for (std::size_t i = begin; i < end; ++i) {
+        const NetUnit& unit = units[i];
+        PartNode node;
+        node.layer = &unit_layer(net, unit);
+        node.merge = dynamic_cast<Merge*>(node.layer);
+        node.inputs = unit.inputs;
+        node.output = unit.value;
+        node.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(), [](std::size_t v) { return v != kBatchValue; });
+        node.where = unit.node < 0 ? "layer " + std::to_string(unit.layer + 1) + " " + node.layer->label()
+                                   : "node " + node.layer->label() + " of " + net.at(unit.layer).label();
+        nodes.push_back(std::move(node));
+    }
+    return GraphPart(std::move(nodes), std::move(outputs));
+}
+
 GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
     const StageNode& node = graph.stage(stage);
-    std::vector<PartNode> nodes;
-    for (std::size_t i = node.layer_begin; i < node.layer_end; ++i) {
-        const NetUnit& unit = units[i];
-        PartNode part;
-        part.layer = &unit_layer(net, unit);
-        part.merge = dynamic_cast<Merge*>(part.layer);
-        part.inputs = unit.inputs;
-        part.output = unit.value;
-        part.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(), [](std::size_t v) { return v != kBatchValue; });
-        part.where = unit.node < 0 ? "layer " + std::to_string(unit.layer + 1) + " " + part.layer->label()
-                                   : "node " + part.layer->label() + " of " + net.at(unit.layer).label();
-        nodes.push_back(std::move(part));
-    }
-    std::vector<std::size_t> outputs;  // what the stage sends or the loss reads
+    std::vector<std::size_t> outputs;
     for (int id : node.outputs) outputs.push_back(edge_values[static_cast<std::size_t>(id)]);
-    return GraphPart(std::move(nodes), std::move(outputs));
+    return part(net, node.layer_begin, node.layer_end, std::move(outputs));
 }
 
 std::vector<std::string> UnitPlacement::stage_unit_names(int stage) const {

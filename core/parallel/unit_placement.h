@@ -51,7 +51,10 @@ struct UnitPlacement {
 
     // Per unit, the bytes of each of its parameter tensors (the programs' buckets).
     std::vector<std::vector<std::size_t>> parameter_bytes(Sequential& net) const;
-    // Stage s's units in `net` (the placed net or a replica of it), as a part to run.
+    // Units [begin, end) in `net` (the placed net or a replica of it), as a part to run whose
+    // caller reads `outputs` (GraphPart's constructor).
+    GraphPart part(Sequential& net, std::size_t begin, std::size_t end, std::vector<std::size_t> outputs) const;
+    // Stage s's units, as a part whose outputs are what the stage sends or the loss reads.
     GraphPart stage_part(Sequential& net, int stage) const;
     // Stage s's unit names, in the order they run.
     std::vector<std::string> stage_unit_names(int stage) const;

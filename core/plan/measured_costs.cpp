@@ -206,9 +206,12 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
 }
 
 std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
-                                                       bool momentum, const ProfileOptions& options, int rounds) {
-    NetShapes shapes = net_shapes(*net, sample);
-    auto profiler = [net, sample, options](int threads, std::int64_t batch, std::function<void()> after_step) {
+                                                       bool momentum, const ProfileOptions& options, int rounds,
+                                                       std::shared_ptr<const UnitPlacement> placed) {
+    TANDEM_CHECK_AS(ConfigError, net->size() > 0) << "the net has no layers to plan";
+    if (!placed) placed = std::make_shared<const UnitPlacement>(chain_units(*net, {0, net->size()}));
+    NetShapes shapes = net_shapes(*net, sample, *placed);
+    auto profiler = [net, sample, options, placed](int threads, std::int64_t batch, std::function<void()> after_step) {
         // A copy of the net on a device of its own: the caller's net and devices stay as they are.
         auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
         ProfileOptions o = options;
@@ -217,7 +220,7 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequentia
         {
             auto copy = std::static_pointer_cast<Sequential>(net->clone());
             CrossEntropy loss;
-            p = profile_net(*copy, loss, *device, sample, batch, o);
+            p = profile_net(*copy, *placed, loss, *device, sample, batch, o);
         }
         return p;
     };

@@ -107,7 +107,10 @@ private:
 // the net, on a CPU device of its own with the thread count asked for (the caller's net and
 // devices stay as they are), with `options` (layout, seed, warm-up, iterations, quantile);
 // `rounds` as MeasuredCostModel's. Measures this machine's figures now (a few milliseconds).
+// With `placed` (a placement of `net`), per unit of it in its order; otherwise per top-level
+// layer.
 std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
-                                                       bool momentum, const ProfileOptions& options, int rounds);
+                                                       bool momentum, const ProfileOptions& options, int rounds,
+                                                       std::shared_ptr<const UnitPlacement> placed = nullptr);
 
 }  // namespace tandem

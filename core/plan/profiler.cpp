@@ -4,7 +4,9 @@
 #include <chrono>
 
 #include "base/rng.h"
+#include "base/error.h"
 #include "device/device.h"
+#include "layers/merge.h"
 #include "optim/sgd.h"
 
 namespace tandem {
@@ -42,16 +44,24 @@ double quantile(std::vector<double> v, double q) {
 
 NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& o) {
+    TANDEM_CHECK_AS(ConfigError, net.size() > 0) << "the net has no layers to profile";
+    return profile_net(net, chain_units(net, {0, net.size()}), loss, device, input, batch, o);
+}
+
+NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device, const Shape& input,
+                       std::int64_t batch, const ProfileOptions& o) {
     std::vector<std::int64_t> dims{batch};
     dims.insert(dims.end(), input.dims().begin(), input.dims().end());
     const Shape x_shape(dims);
-    const auto out_shapes = net.output_shapes(x_shape);
-    const std::int64_t classes = o.classes > 0 ? o.classes : out_shapes.back()[1];
+    const Shape out_shape = net.output_shape(x_shape);
+    const std::int64_t classes = o.classes > 0 ? o.classes : out_shape[1];
+    GraphPart part = placed.part(net, 0, placed.units.size(), {placed.loss_value});
+    std::vector<Shape> value_shapes(placed.values);  // from the first forward
 
     NetProfile profile;
     profile.batch = batch;
     profile.input = x_shape;
-    const std::size_t n = net.size();
+    const std::size_t n = placed.units.size();
     std::vector<std::vector<double>> fwd(n), bwd(n);
     std::vector<std::size_t> transient(n, 0);
     std::size_t step_peak = 0;  // the peak over whole steps, from the per-layer peaks
@@ -76,7 +86,7 @@ NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape&
         for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = rng_normal(o.seed, i);
         const Layout layout = x_shape.rank() == 4 ? o.layout : Layout::contiguous;
         const Tensor x = Tensor::from_vector(x_shape, device, xv, layout);
-        const Tensor labels = loss.example_targets(net.output_shape(x_shape), classes, o.seed + 1, device);
+        const Tensor labels = loss.example_targets(out_shape, classes, o.seed + 1, device);
         Sgd sgd(SgdOptions{0.01f, 0.9f, 0.f, 0.f, false});
         const auto params = named_parameters(net);
 
@@ -94,18 +104,21 @@ NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape&
             Pass pass{device, Mode::train, 0, tape, rng_key(o.seed, static_cast<std::uint64_t>(it))};
             Optimizer::zero_grad(params);
             const auto step_start = settled_now(device);
-            std::vector<Tensor> acts{x};
+            std::vector<Tensor> values(placed.values), grads(placed.values);
+            values[kBatchValue] = x;
             for (std::size_t i = 0; i < n; ++i) {
                 const auto t0 = layer_clock();
-                scratch(i, [&] { acts.push_back(net.forward_range(acts.back(), pass, i, i + 1)); });
+                scratch(i, [&] { part.forward(values, pass, i, i + 1); });
                 if (timed) fwd[i].push_back(ms_since(device, t0));
             }
-            loss.forward(acts.back(), labels, pass);
-            Tensor g = loss.backward(acts.back(), labels, 1.0f / static_cast<float>(batch), pass);
+            for (std::size_t v = 0; v < values.size(); ++v) value_shapes[v] = values[v].shape();
+            const Tensor& output = values[placed.loss_value];
+            loss.forward(output, labels, pass);
+            grads[placed.loss_value] = loss.backward(output, labels, 1.0f / static_cast<float>(batch), pass);
             for (std::size_t i = n; i-- > 0;) {
                 const auto t0 = layer_clock();
-                pass.need_dx = i > 0;  // as the engine runs it: no gradient for the images
-                scratch(i, [&] { g = net.backward_range(g, pass, i, i + 1); });
+                // As the engine runs it: no gradient for the images (the part's nodes know).
+                scratch(i, [&] { part.backward(values, grads, pass, i, i + 1); });
                 if (timed) bwd[i].push_back(ms_since(device, t0));
             }
             const auto u0 = layer_clock();
@@ -117,24 +130,26 @@ NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape&
     });
     profile.peak_bytes = step_peak;
 
-    Shape shape = x_shape;
     for (std::size_t i = 0; i < n; ++i) {
-        Layer& layer = net.at(i);
+        const NetUnit& unit = placed.units[i];
+        Layer& layer = unit_layer(net, unit);
+        std::vector<Shape> in;
+        for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
+        const auto* merge = dynamic_cast<const Merge*>(&layer);
         LayerProfile lp;
-        lp.name = layer.name();
+        lp.name = unit.name;
         lp.kind = std::string(layer.kind());
         lp.options = layer.options_text();
-        lp.output = out_shapes[i];
+        lp.output = value_shapes[unit.value];
         lp.parameters = parameter_count(layer);
         lp.forward_ms = quantile(fwd[i], o.quantile);
         lp.backward_ms = quantile(bwd[i], o.quantile);
-        lp.flops = layer.forward_flops(shape);
-        lp.memory = layer.memory_estimate(shape);
+        lp.flops = merge ? merge->merged_flops(in) : layer.forward_flops(in.front());
+        lp.memory = merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
         lp.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         lp.transient_bytes = transient[i];
         profile.train_flops += 3 * lp.flops;
         profile.layers.push_back(lp);
-        shape = out_shapes[i];
     }
     profile.step_ms = quantile(step_times, o.quantile);
     profile.update_ms = quantile(update_times, o.quantile);

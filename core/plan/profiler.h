@@ -1,6 +1,7 @@
-// Profiler: measured forward and backward time of each top-level layer of a net on a device,
-// and of the whole training step. `tandem bench` prints it; the partitioner and the planner
-// weigh layers with it.
+// Profiler: measured forward and backward time of each top-level layer of a net on a device
+// (or of each unit of a placement: a graph's nodes, parallel/unit_placement.h), and of the
+// whole training step. `tandem bench` prints it; the partitioner and the planner weigh layers
+// with it.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "layers/loss.h"
 #include "layers/sequential.h"
+#include "parallel/unit_placement.h"
 
 namespace tandem {
 
@@ -28,7 +30,7 @@ struct LayerProfile {
 };
 
 struct NetProfile {
-    std::vector<LayerProfile> layers;
+    std::vector<LayerProfile> layers;  // per top-level layer, or per unit in the placement's order
     std::int64_t batch = 0;
     Shape input;               // the batch's input shape (batch x C x H x W): the first layer's input
     double step_ms = 0;        // whole step: forward, loss, backward, SGD update
@@ -55,6 +57,9 @@ struct ProfileOptions {
 // `input` is one sample's shape (C x H x W); the batch is `batch` samples of random data.
 // Runs on the device's worker thread.
 NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
+                       std::int64_t batch, const ProfileOptions& options = {});
+// Per unit of `placed` (a placement of `net`), in its order.
+NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& options = {});
 
 }  // namespace tandem

@@ -1,6 +1,6 @@
 -- parallel.placement (issue 18, item 4): a graph's branches on devices of their own train as one
 -- device does, alone, with groups and with micro-batches; checkpoints load across placements;
--- mistakes name the layer or the stage.
+-- mistakes name the layer or the stage; the planner simulates a placement.
 local t = require 'tandem.test'
 local T = require 'tandem'
 local nn = T.nn
@@ -62,3 +62,27 @@ t.test('mistakes name the layer or the stage', function()
   t.raises(function() engine({stages = 3, placement = placement, split = {'mixed', 'relu1'}}, 3) end, 'give it or a split, not both')
 end)
 
+t.test('the planner weighs a placement by its units', function()
+  -- Measured here on CPU devices; by the hardware table's roofline on a DGX-1's GPUs.
+  local topologies = {measured = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'}),
+                      analytic = T.plan.topology('dgx1')}
+  for _, cost in ipairs{'analytic', 'measured'} do
+    local topology = topologies[cost]
+    local costs = T.plan.costs{net = net(), sample = {1, 8, 8}, placement = placement, cost = cost, iterations = 2,
+                               warmup = 1}
+    local one = T.plan.simulate{costs = costs, batch = 16, topology = topology, plan = {stages = 3}}
+    local piped = T.plan.simulate{costs = costs, batch = 16, topology = topology,
+                                  plan = {stages = 3, micro_batches = 4, pipeline = '1f1b'}}
+    t.eq(#one.devices, 3, cost)
+    t.ok(one.step_ms > 0 and piped.step_ms > 0, cost)
+    for _, d in ipairs(one.devices) do t.ok(d.busy_ms > 0, cost .. ': every stage computes') end
+    t.raises(function() T.plan.simulate{costs = costs, batch = 16, topology = topology, plan = {stages = 2}} end,
+             'the placement has 3 stages; give the plan stages = 3 and no split')
+    t.raises(function() T.plan.search{costs = costs, batch = 16, topology = topology} end,
+             'to weigh a placement, simulate it')
+  end
+  t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = {{'mixed'}, {'zz'}}} end,
+           "stage 2 names 'zz'")
+  t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = 'mixed'} end,
+           'T.plan: placement must be a list of stages')
+end)
