@@ -2,6 +2,7 @@
 // hierarchical communicator, this process's share of the global batch, rank 0's weights for
 // everyone, and evaluation shared out over the processes.
 #include <cstring>
+#include <sstream>
 
 #include "base/error.h"
 #include "device/device.h"
@@ -41,10 +42,16 @@ void Engine::join_processes() {
     std::vector<double> low = mine, high = mine;
     mpi::all_reduce(low.data(), low.size(), "min");
     mpi::all_reduce(high.data(), high.size(), "max");
-    for (std::size_t i = 0; i < mine.size(); ++i)
-        TANDEM_CHECK_AS(ConfigError, low[i] == high[i])
-            << "Engine: the MPI ranks disagree on parallel." << shaping[i]->name << " (from " << low[i]
-            << " to " << high[i] << "); every rank must run the same layout";
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+        if (low[i] == high[i]) continue;
+        // A list's number is a hash: this rank's value says more.
+        const OptionValue value = shaping[i]->get(p);
+        std::ostringstream which;
+        if (option_is_list(value)) which << "this rank's: " << option_text(*shaping[i], value);
+        else which << "from " << low[i] << " to " << high[i];
+        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on parallel." << shaping[i]->name << " ("
+                                  << which.str() << "); every rank must run the same layout";
+    }
     // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
     // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.
     std::vector<double> host(static_cast<std::size_t>(p.stages));

@@ -67,7 +67,7 @@ std::vector<ParallelOption> make_schema() {
                  }});
     s.push_back({"split", OptionKind::cuts,
                  "where stages end: layer names or 1-based indices, 'auto' (profiled), or none (even layer counts)",
-                 "split", {}, 0, false, true,
+                 "split", {}, 0, true, true,
                  [](const ParallelOptions& p) -> OptionValue {
                      if (p.auto_split) return std::string("auto");
                      return p.cuts;
@@ -85,7 +85,7 @@ std::vector<ParallelOption> make_schema() {
     s.push_back({"placement", OptionKind::placement,
                  "which layers each stage runs, as lists of names ('graph.node' for a graph's): branches on "
                  "different devices at once",
-                 "", {}, 0, false, false, [](const ParallelOptions& p) -> OptionValue { return p.placement; },
+                 "", {}, 0, true, false, [](const ParallelOptions& p) -> OptionValue { return p.placement; },
                  [](ParallelOptions& p, const OptionValue& v) {
                      const auto& stages = value_as<StageNames>(v, "placement", "a list of stages, each a list of layer names");
                      // The stages are the placement's (stages is set first): 1, the default, or as many.
@@ -96,7 +96,7 @@ std::vector<ParallelOption> make_schema() {
                      p.placement = stages;
                  }});
     s.push_back({"recompute", OptionKind::stage_flags,
-                 "activation recomputation: true for every stage, or a flag per stage", "recompute", {}, 0, false, true,
+                 "activation recomputation: true for every stage, or a flag per stage", "recompute", {}, 0, true, true,
                  [](const ParallelOptions& p) -> OptionValue { return p.recompute; },
                  [](ParallelOptions& p, const OptionValue& v) {
                      if (const auto* one = std::get_if<bool>(&v)) {
@@ -235,10 +235,19 @@ double option_as_number(const ParallelOption& option, const OptionValue& value) 
     if (const auto* x = std::get_if<double>(&value)) return *x;
     if (const auto* text = std::get_if<std::string>(&value)) {
         const auto it = std::find(option.choices.begin(), option.choices.end(), *text);
-        TANDEM_CHECK(it != option.choices.end()) << "parallel." << option.name << ": '" << *text << "' is no choice";
-        return static_cast<double>(it - option.choices.begin());
+        if (it != option.choices.end()) return static_cast<double>(it - option.choices.begin());
     }
-    TANDEM_THROW(Error) << "parallel." << option.name << " has no single number to compare across MPI ranks";
+    // A list (or a text outside the choices, as split's 'auto'): a 52-bit FNV-1a hash of its
+    // text, exact in a double, so that two ranks compare equal only on the same value (but
+    // for a collision, about one in 4.5e15).
+    std::uint64_t hash = 14695981039346656037ull;
+    for (unsigned char c : option_text(option, value)) hash = (hash ^ c) * 1099511628211ull;
+    return static_cast<double>(hash >> 12);
+}
+
+bool option_is_list(const OptionValue& value) {
+    return std::holds_alternative<std::vector<std::size_t>>(value) || std::holds_alternative<std::vector<bool>>(value) ||
+           std::holds_alternative<StageNames>(value);
 }
 
 }  // namespace tandem

@@ -62,7 +62,10 @@ struct RenamedOption {
 const std::vector<RenamedOption>& renamed_parallel_options();
 // The default's value, as text for messages and the API reference ("1", "gpipe", "true").
 std::string option_text(const ParallelOption& option, const OptionValue& value);
-// A number for comparing an option across MPI ranks (choices by their index).
+// A number for comparing an option across MPI ranks: the value (choices by their index), or
+// for a list (split's cuts, recompute's flags, a placement) a hash of it.
 double option_as_number(const ParallelOption& option, const OptionValue& value);
+// Whether the value is a list (its number is a hash, not to be shown).
+bool option_is_list(const OptionValue& value);
 
 }  // namespace tandem

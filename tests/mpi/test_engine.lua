@@ -190,4 +190,7 @@ end)
 
 t.test('ranks that disagree on the layout get a clear error, not a hang', function()
   t.raises(function() engine({groups = rank + 1}, rank + 1) end, 'ranks disagree on parallel.groups')
+  -- Lists too (compared by a hash), said with this rank's value.
+  t.raises(function() engine({recompute = {rank == 0}}, 1) end,
+           'ranks disagree on parallel.recompute (this rank\'s: ' .. (rank == 0 and '{1}' or '{0}') .. ')')
 end)
