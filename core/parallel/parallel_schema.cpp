@@ -85,7 +85,7 @@ std::vector<ParallelOption> make_schema() {
     s.push_back({"placement", OptionKind::placement,
                  "which layers each stage runs, as lists of names ('graph.node' for a graph's): branches on "
                  "different devices at once",
-                 "", {}, 0, true, false, [](const ParallelOptions& p) -> OptionValue { return p.placement; },
+                 "placement", {}, 0, true, false, [](const ParallelOptions& p) -> OptionValue { return p.placement; },
                  [](ParallelOptions& p, const OptionValue& v) {
                      const auto& stages = value_as<StageNames>(v, "placement", "a list of stages, each a list of layer names");
                      // The stages are the placement's (stages is set first): 1, the default, or as many.

@@ -13,7 +13,8 @@
 -- --tf32 (GPUs: TF32 tensor cores, T.devices' option), a flag for each option of T.Engine's
 -- parallel table that recipes set (core.parallel_options(), the schema of
 -- core/parallel/parallel_schema.h: --groups, --stages, --micro_batches, --pipeline, --split,
--- --recompute, --batch_norm, --bucket_mb, --overlap, --deterministic, --average_every; see
+-- --placement (stages separated by '/', a stage's layers by ','), --recompute, --batch_norm,
+-- --bucket_mb, --overlap, --deterministic, --average_every; see
 -- docs/lua-api.md), --trace, and --plan: 'auto' asks the planner for the fastest layout on this
 -- machine's CPU devices (it profiles the net, simulates every layout and prints the ranking); a
 -- file written by `tandem plan --write` applies that plan; '' (the default) keeps the options
@@ -41,12 +42,40 @@ local defaults = {
   schedule = {'', 'the old name of --pipeline, for one release'},
 }
 
+-- A placement as its recipe flag writes it: the stages separated by '/', each stage's layer
+-- names by ',' ('embed,g.a1/g.b1/g.cat,head').
+local function placement_text(stages)
+  local texts = {}
+  for _, names in ipairs(stages) do texts[#texts + 1] = table.concat(names, ',') end
+  return table.concat(texts, '/')
+end
+
+-- --placement's text as T.Engine's parallel.placement (nil for ''); a usage error for a stage
+-- or a name left empty.
+local function read_placement(text)
+  if text == '' then return nil end
+  local stages = {}
+  for stage in (text .. '/'):gmatch('([^/]*)/') do
+    local names = {}
+    for name in (stage .. ','):gmatch('([^,]*),') do
+      if name == '' then
+        usage_error(("--placement=%s: stage %d has an empty name (stages are separated by '/', a stage's "
+                     .. "layers by ',': 'embed,g.a1/g.b1/g.cat,head')"):format(text, #stages + 1))
+      end
+      names[#names + 1] = name
+    end
+    stages[#stages + 1] = names
+  end
+  return stages
+end
+
 -- A parallel option's default as its recipe flag takes it: sizes in MB, a split as text (layer
 -- names or indices, comma-separated, or 'auto'; '' for even layer counts), one recompute flag
--- for every stage.
+-- for every stage, a placement as text ('' for none).
 local function flag_value(option, value)
   if option.kind == 'bytes' then return value / 1048576 end
   if option.kind == 'cuts' then return type(value) == 'table' and table.concat(value, ',') or value end
+  if option.kind == 'placement' then return placement_text(value) end
   if option.kind == 'stage_flags' then return type(value) == 'table' and #value > 0 and value[1] or value == true end
   return value
 end
@@ -56,7 +85,7 @@ local function flag_kind(option)
   if option.kind == 'count' then return option.minimum >= 1 and 'positive_int' or 'nonneg_int' end
   if option.kind == 'bytes' then return 'positive_number' end
   if option.kind == 'real' then return 'nonneg_number' end
-  if option.kind == 'cuts' or option.kind == 'choice' then return 'string' end
+  if option.kind == 'cuts' or option.kind == 'choice' or option.kind == 'placement' then return 'string' end
   return 'boolean'
 end
 
@@ -76,6 +105,7 @@ local function engine_parallel(opt)
       local value = opt[option.flag]
       if option.kind == 'bytes' then value = math.floor(value * 1048576) end
       if option.kind == 'cuts' and value == '' then value = nil end
+      if option.kind == 'placement' then value = read_placement(value) end
       parallel[option.name] = value
     end
   end
@@ -206,6 +236,14 @@ function M.layout(opt, net, sample_shape)
     check_plan_devices(opt, plan, opt.plan)
     apply_plan(opt, plan)
     print(('plan %s: %s, %.2f ms a step predicted'):format(opt.plan, opt.plan_label, opt.predicted_step_ms or 0))
+  end
+  -- A placement's stages are its lists: --stages may say so, or stay 1.
+  local placement = read_placement(opt.placement)
+  if placement and opt.stages ~= #placement then
+    if opt.stages ~= 1 then
+      usage_error(('--placement lists %d stages, --stages is %d'):format(#placement, opt.stages))
+    end
+    opt.stages = #placement
   end
   local n = opt.devices > 0 and opt.devices or opt.groups * opt.stages
   if n ~= opt.groups * opt.stages then

@@ -86,3 +86,18 @@ t.test('the planner weighs a placement by its units', function()
   t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = 'mixed'} end,
            'T.plan: placement must be a list of stages')
 end)
+
+t.test('a recipe takes a placement as --placement', function()
+  local opt = T.options({placement = 'mixed.b1,mixed.b3/mixed.b2/mixed.join,relu1,pool1,flatten1,fc1', threads = 1},
+                        T.parallel.defaults{})
+  local devices, parallel = T.parallel.layout(opt, net(), {1, 8, 8})
+  t.eq(#devices, 3)
+  t.eq(parallel.placement, placement)
+  local e = T.Engine{net = net(), devices = devices, optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4,
+                     parallel = parallel}
+  t.near(train(e), train(engine({placement = placement}, 3)), 0, 'the same as the option')
+  t.raises(function() T.parallel.layout(T.options({placement = 'a,,b/c'}, T.parallel.defaults{})) end,
+           "--placement=a,,b/c: stage 1 has an empty name")
+  t.raises(function() T.parallel.layout(T.options({placement = 'a/b', stages = 3}, T.parallel.defaults{})) end,
+           '--placement lists 2 stages, --stages is 3')
+end)
