@@ -2,7 +2,7 @@
 //
 //   T.Engine{net =, loss =, devices =, optim =, schedule =, seed =, layout =}   (engine.lua
 //   checks the options and calls core.engine_new with plain values)
-//   engine:step(images, targets) -> {loss =, accuracy =, samples =, lr = [, grad_norm =]}
+//   engine:step(images, targets) -> {loss =, accuracy =, samples =, lr = [, grad_norm =] [, added_loss =]}
 //   engine:evaluate_batch(images, targets) -> {loss =, correct =, count =}   (sums)
 //   (accuracy and correct only where the loss has an accuracy: not MSE's)
 //   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
@@ -196,7 +196,7 @@ int engine_new(lua_State* L) {
     return 1;
 }
 
-// engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm]}
+// engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm] [, added_loss]}
 int engine_step(lua_State* L) {
     auto engine = check_engine(L, 1);
     const Tensor &images = check_tensor(L, 2), &labels = check_tensor(L, 3);
@@ -211,6 +211,10 @@ int engine_step(lua_State* L) {
     }
     lua_pushnumber(L, r.loss);
     lua_setfield(L, -2, "loss");
+    if (r.added_loss != 0) {  // the net's nn.AddLoss terms, part of `loss`
+        lua_pushnumber(L, r.added_loss);
+        lua_setfield(L, -2, "added_loss");
+    }
     if (engine->options().loss->has_accuracy()) {  // MSE has none
         lua_pushnumber(L, r.accuracy);
         lua_setfield(L, -2, "accuracy");

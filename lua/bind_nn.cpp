@@ -3,6 +3,7 @@
 // checks here only guard against a direct call with wrong values.
 #include "binding.h"
 #include "layers/activation.h"
+#include "layers/add_loss.h"
 #include "layers/additive_attention.h"
 #include "layers/batch_norm2d.h"
 #include "layers/concat.h"
@@ -193,6 +194,13 @@ int nn_concat(lua_State* L) {
     return 1;
 }
 
+// core.nn_add_loss(loss, weight, [name]).
+int nn_add_loss(lua_State* L) {
+    push_named_layer(L, std::make_shared<AddLoss>(check_loss(L, 1)->clone(), static_cast<float>(luaL_checknumber(L, 2))),
+                     3);
+    return 1;
+}
+
 // core.nn_add([name]) and core.nn_mul([name]).
 int nn_add(lua_State* L) {
     push_named_layer(L, std::make_shared<Add>(), 1);
@@ -319,6 +327,7 @@ const luaL_Reg kNnFunctions[] = {
     {"nn_layer_norm", wrap<nn_layer_norm>},
     {"nn_concat", wrap<nn_concat>},
     {"nn_add", wrap<nn_add>},
+    {"nn_add_loss", wrap<nn_add_loss>},
     {"nn_mul", wrap<nn_mul>},
     {"nn_narrow", wrap<nn_narrow>},
     {"nn_reshape", wrap<nn_reshape>},

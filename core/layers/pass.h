@@ -83,6 +83,13 @@ struct Pass {
     // place (nothing to do with one group); batch norm then normalises every micro-batch with
     // the whole global batch's statistics.
     std::function<void(std::vector<double>&)> sum_over_replicas = nullptr;
+    // What the engine scales a micro-batch's loss gradient by (1 / the global batch: the batch's
+    // mean); AddLoss (add_loss.h) scales its term's alike. 0 outside the engine: 1 / the
+    // micro-batch's samples.
+    float loss_scale = 0;
+    // Where AddLoss adds its terms (weight x the loss summed over the samples) for this
+    // micro-batch; null: nowhere.
+    double* added_loss = nullptr;
 };
 
 // Sets pass.need_dx for one call and restores it after.

@@ -65,6 +65,8 @@ struct EngineOptions {
 struct StepResult {
     double loss = 0;      // mean over the batch
     double accuracy = 0;  // fraction of the batch classified right (0 when the loss has none)
+    // The mean of the net's AddLoss terms (layers/add_loss.h), included in `loss`; 0 without.
+    double added_loss = 0;
     std::int64_t samples = 0;
     float lr = 0;         // the learning rate this step used
     // With gradient clipping: the global norm of the gradients before clipping (group 0's;

@@ -47,6 +47,15 @@ struct StepPlan {
     StepBoard board;
     std::vector<std::int64_t> starts;
     std::vector<LossSums> sums;  // per micro-batch, from the stages computing the loss
+    // The AddLoss terms (layers/add_loss.h), per group, stage and micro-batch ((g * S + s) * M
+    // + m), each slot written by its stage alone; sized by whoever runs the plan.
+    std::vector<double> added_loss;
+    // Their sum, in one fixed order.
+    double added_loss_total() const {
+        double total = 0;
+        for (double v : added_loss) total += v;
+        return total;
+    }
     // Per group and stage (g * S + s), for deferred batch norm.
     std::vector<BatchStatistics> statistics;
     // Per group and stage (g * S + s), for gradient clipping: the sum of squares of the

@@ -318,6 +318,17 @@ function nn.Add(opts)
   return make(2, core.nn_add, opts.name)
 end
 
+-- nn.AddLoss(loss [, {weight = 1, name =}]): a graph node of three inputs (x, output, target)
+-- that passes x on and adds weight x loss(output, target) to the objective (layers/add_loss.h).
+function nn.AddLoss(loss, opts)
+  local fn = 'nn.AddLoss'
+  opts = o.check(fn, opts, {weight = o.finite_number, name = o.name})
+  if getmetatable(loss) ~= getmetatable(nn.MSE()) then  -- every loss shares the Loss type
+    error(('%s: argument #1 must be a loss (nn.MSE(), nn.BCEWithLogits()), got %s'):format(fn, o.describe(loss)), 2)
+  end
+  return make(2, core.nn_add_loss, loss, opts.weight or 1, opts.name)
+end
+
 function nn.Mul(opts)
   opts = o.check('nn.Mul', opts, {name = o.name})
   return make(2, core.nn_mul, opts.name)
