@@ -59,7 +59,7 @@ if(TANDEM_CUDA_ENABLED)
   target_link_libraries(tandem_cuda_kernels PUBLIC CUDA::cudart)
 
   file(GLOB TANDEM_CUDA_SOURCES CONFIGURE_DEPENDS core/device/cuda/*.cpp)
-  target_sources(tandem_core PRIVATE ${TANDEM_CUDA_SOURCES})
+  target_sources(tandem_core PRIVATE ${TANDEM_CUDA_SOURCES} core/parallel/comm_nccl.cpp)
   target_include_directories(tandem_core SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS}
                              ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
   target_link_libraries(tandem_core PUBLIC tandem_cuda_kernels CUDA::cudart CUDA::cublas

@@ -12,7 +12,7 @@
 #include "parallel/mpi_world.h"
 #include "parallel/parallel_schema.h"
 #if TANDEM_CUDA
-#include "device/cuda/comm_nccl.h"
+#include "parallel/comm_nccl.h"
 #endif
 
 namespace tandem {
