@@ -56,3 +56,27 @@ function(tandem_core_library name folder)
   endif()
   set_property(GLOBAL APPEND PROPERTY TANDEM_CORE_LIBRARIES ${target})
 endfunction()
+
+# tandem_layering_probes(<library> <own header> <header above> ...): the test
+# layering.wrong_include. For each triple it preprocesses, with the library's own include
+# path and definitions, a file that includes <own header> (which must work: the probe itself
+# is sound) and one that includes <header above>, a header of a library above it (which must
+# fail for want of the file). Were the include paths shared again, the second would work and
+# the test fail.
+function(tandem_layering_probes)
+  set(script "")
+  set(names "")
+  while(ARGN)
+    list(POP_FRONT ARGN library own above)
+    set(target tandem_${library})
+    string(APPEND script "set(own_${library} \"${own}\")\nset(above_${library} \"${above}\")\n"
+           "set(includes_${library} \"$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>\")\n"
+           "set(definitions_${library} \"$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>\")\n")
+    list(APPEND names ${library})
+  endwhile()
+  string(APPEND script "set(libraries \"${names}\")\n")
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/layering/probes.cmake CONTENT "${script}")
+  add_test(NAME layering.wrong_include
+           COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DPROBES=${CMAKE_BINARY_DIR}/layering/probes.cmake
+                   -DWORK=${CMAKE_BINARY_DIR}/layering -P ${CMAKE_SOURCE_DIR}/cmake/layering_probe.cmake)
+endfunction()
