@@ -3,7 +3,7 @@
 //   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--bucket_kb=512] [--json]
 //
 // One reference net (a 4-conv + 2-fc CNN on 3x32x32, 13 top-level layers), trained on random
-// data by core/parallel/engine with a Trace; every number below comes from the spans of the
+// data by core/engine/engine with a Trace; every number below comes from the spans of the
 // timed steps (the warm-up steps are cleared from the trace):
 //
 //  a. Pipeline bubble, 1 group x 2 stages x M micro-batches, M in {2, 4, 8}, GPipe and 1F1B,
@@ -38,13 +38,13 @@
 
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "io/trace.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 
 namespace {
 

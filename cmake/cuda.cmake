@@ -1,8 +1,9 @@
 # The CUDA backend (issue 7). TANDEM_CUDA=AUTO builds it when nvcc, cuDNN and NCCL are found,
-# ON makes their absence an error, OFF skips it. Sets TANDEM_CUDA_ENABLED and, when on, adds
-# core/device/cuda to tandem_core: its .cpp files into the core itself (they use Tensor and
-# Device, and the kernel registry calls them, so a separate library would be a cycle), its .cu
-# files into tandem_cuda_kernels, which takes raw pointers only and sees no C++20 header.
+# ON makes their absence an error, OFF skips it. Sets TANDEM_CUDA_ENABLED and, when on, makes
+# core/device/cuda's .cpp files the library tandem_cuda (above tandem_cpu: a GPU's pinned host
+# memory is a CPU device; cmake/layers.cmake) and its .cu files tandem_cuda_kernels, which
+# takes raw pointers only and sees no C++20 header. TANDEM_CUDA=1/0 is defined for every
+# library (on tandem_base), so headers read the same in all of them.
 set(TANDEM_CUDA_ENABLED OFF)
 string(TOUPPER "${TANDEM_CUDA}" _tandem_cuda_mode)
 set(_tandem_cuda_missing "")
@@ -58,13 +59,11 @@ if(TANDEM_CUDA_ENABLED)
   endif()
   target_link_libraries(tandem_cuda_kernels PUBLIC CUDA::cudart)
 
-  file(GLOB TANDEM_CUDA_SOURCES CONFIGURE_DEPENDS core/device/cuda/*.cpp)
-  target_sources(tandem_core PRIVATE ${TANDEM_CUDA_SOURCES})
-  target_include_directories(tandem_core SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS}
+  tandem_core_library(cuda device/cuda LINKS tandem_cpu tandem_cuda_kernels CUDA::cudart CUDA::cublas
+                      ${CUDNN_LIBRARY} ${NCCL_LIBRARY})
+  target_include_directories(tandem_cuda SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS}
                              ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
-  target_link_libraries(tandem_core PUBLIC tandem_cuda_kernels CUDA::cudart CUDA::cublas
-                        ${CUDNN_LIBRARY} ${NCCL_LIBRARY})
-  target_compile_definitions(tandem_core PUBLIC TANDEM_CUDA=1)
+  target_compile_definitions(tandem_base PUBLIC TANDEM_CUDA=1)
 else()
-  target_compile_definitions(tandem_core PUBLIC TANDEM_CUDA=0)
+  target_compile_definitions(tandem_base PUBLIC TANDEM_CUDA=0)
 endif()

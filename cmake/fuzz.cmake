@@ -12,7 +12,7 @@ set(TANDEM_FUZZ_SANITIZERS address,undefined)
 # The parsers, instrumented for coverage; -fno-sanitize-recover: any UB finding stops the run.
 add_library(tandem_fuzz_parsers STATIC
   core/base/error.cpp core/base/format.cpp core/tensor/shape.cpp
-  core/io/json.cpp core/io/safetensors_layout.cpp
+  core/base/json.cpp core/io/safetensors_layout.cpp
   core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/png_check.cpp
   core/data/idx.cpp
   core/plan/hardware.cpp core/plan/topology.cpp)

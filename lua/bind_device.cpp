@@ -12,9 +12,9 @@
 #include <sstream>
 #include <vector>
 
+#include "backends/backends.h"
 #include "base/format.h"
 #include "binding.h"
-#include "device/backends.h"
 #include "device/cpu/cpu_device.h"
 #include "device/gpu_share.h"
 #if TANDEM_CUDA

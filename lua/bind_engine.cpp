@@ -15,10 +15,10 @@
 
 #include "bind_parallel.h"
 #include "binding.h"
+#include "engine/engine.h"
+#include "io/trace.h"
 #include "lua_layer.h"
 #include "objects.h"
-#include "io/trace.h"
-#include "parallel/engine.h"
 #include "parallel/schedule.h"
 #include "plan/partitioner.h"
 #include "wrap.h"

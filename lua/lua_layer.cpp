@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "binding.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "objects.h"
 #include "wrap.h"
 

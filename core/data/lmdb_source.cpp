@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <span>
 
+#include "base/atomic_file.h"
 #include "data/lmdb_writer.h"
-#include "io/atomic_file.h"
 
 namespace tandem {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 
 namespace tandem {
 

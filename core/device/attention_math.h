@@ -1,6 +1,6 @@
 // The additive (Bahdanau) attention score and its gradients, one output element at a time: one
 // definition that the CPU kernel (cpu/attention_cpu.cpp) and the CUDA kernels (cuda/attention.cu)
-// both run (AttentionKernel in layers/attention_kernel.h states the contract).
+// both run (AttentionKernel in kernels/attention_kernel.h states the contract).
 //
 // query q: batch x queries x hidden, key k: batch x keys x hidden, v: hidden, scores and their
 // gradient ds: batch x queries x keys, all row-major. With t = tanh(q[b,i,:] + k[b,j,:]):

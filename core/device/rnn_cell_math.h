@@ -1,5 +1,5 @@
 // The LSTM and GRU cells, element by element: one definition that the CPU kernel and the CUDA
-// kernel (kernels.cu) both run (RnnCellKernel in layers/kernels.h states the equations).
+// kernel (kernels.cu) both run (RnnCellKernel in kernels/kernels.h states the equations).
 //
 // Sample b, unit j of `hidden` units: gate k's value for it lies at b * G * hidden + k * hidden
 // + j in gx, gh (G gates) and at b * 4 * hidden + k * hidden + j in saved (4 entries: the LSTM's

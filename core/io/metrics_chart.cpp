@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <set>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/json.h"
 #include "io/png_file.h"
-#include "io/json.h"
 
 namespace tandem {
 namespace {

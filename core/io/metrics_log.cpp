@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 #include "io/metrics_chart.h"
 
 namespace tandem {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 
 namespace tandem {
 

@@ -6,9 +6,9 @@
 #include <limits>
 #include <set>
 
+#include "base/atomic_file.h"
+#include "base/json.h"
 #include "device/device.h"
-#include "io/atomic_file.h"
-#include "io/json.h"
 #include "io/safetensors_layout.h"
 
 namespace tandem {

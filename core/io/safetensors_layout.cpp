@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 
 namespace tandem {
 namespace {

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <utility>
 
-#include "io/atomic_file.h"
-#include "io/json.h"
+#include "base/atomic_file.h"
+#include "base/json.h"
 
 namespace tandem {
 namespace {

@@ -8,7 +8,7 @@
 // given), so no activation keeps memory of its own.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

@@ -7,8 +7,8 @@
 // N x Tq x Tk (row i: how query i spreads over the keys, summing to 1); output N x Tq x dv.
 #pragma once
 
-#include "layers/attention_kernel.h"
-#include "layers/kernel_cache.h"
+#include "kernels/attention_kernel.h"
+#include "kernels/kernel_cache.h"
 #include "layers/merge.h"
 
 namespace tandem {

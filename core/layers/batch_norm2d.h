@@ -7,7 +7,7 @@
 // Evaluation normalises with the running statistics; its backward treats them as constants.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

@@ -19,8 +19,8 @@
 // variance 1 - epsilon (so that sqrt(variance + epsilon) = 1).
 #include <cmath>
 
+#include "kernels/kernels.h"
 #include "layers/batch_norm2d.h"
-#include "layers/kernels.h"
 
 namespace tandem {
 namespace {

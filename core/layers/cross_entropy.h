@@ -5,7 +5,7 @@
 // loss_i = -sum_j target_j * log softmax(logits_i)_j (PyTorch's label_smoothing).
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/loss.h"
 
 namespace tandem {

@@ -8,7 +8,7 @@
 // exactly. The mask (u8, x's shape and layout) is kept in pass.saved for backward.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

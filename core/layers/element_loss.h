@@ -7,7 +7,7 @@
 // Targets in another layout than the output (a 4-D output in channels_last) are reordered first.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/loss.h"
 
 namespace tandem {

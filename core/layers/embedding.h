@@ -5,7 +5,7 @@
 // no gradient with respect to indices: backward returns zeros (when asked for one).
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

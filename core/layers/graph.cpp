@@ -5,8 +5,8 @@
 
 #include "base/rng.h"
 #include "device/device.h"
+#include "kernels/kernel_cache.h"
 #include "layers/graph_part.h"
-#include "layers/kernel_cache.h"
 #include "layers/merge.h"
 #include "layers/sequential.h"
 

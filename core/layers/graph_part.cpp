@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "device/device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/merge.h"
 
 namespace tandem {

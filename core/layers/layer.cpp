@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "device/cpu/cpu_device.h"
-#include "device/registry.h"
+#include "kernels/registry.h"
 
 namespace tandem {
 

@@ -5,7 +5,7 @@
 // input is normalised in the contiguous order and returned in its layout.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

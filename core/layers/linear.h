@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

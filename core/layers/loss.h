@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
 #include "layers/pass.h"
 
 namespace tandem {

@@ -4,7 +4,7 @@
 // workspace (if any) in the pass's tape in training; a backward in evaluation recomputes it.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

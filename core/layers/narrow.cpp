@@ -1,6 +1,6 @@
 #include "layers/narrow.h"
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/slice.h"
 
 namespace tandem {

@@ -6,7 +6,7 @@
 // evaluation runs without one, and a backward in evaluation recomputes it.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

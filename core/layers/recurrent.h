@@ -15,7 +15,7 @@
 // Sequences are kept time-major inside (step t is rows [t N, (t + 1) N)).
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/merge.h"
 
 namespace tandem {

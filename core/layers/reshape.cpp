@@ -1,6 +1,6 @@
 #include "layers/reshape.h"
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem {
 

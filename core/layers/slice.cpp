@@ -1,6 +1,6 @@
 #include "layers/slice.h"
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem {
 namespace {

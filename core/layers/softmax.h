@@ -6,7 +6,7 @@
 // batch. Either layout; backward uses the forward's output, kept in the pass's tape.
 #pragma once
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "layers/layer.h"
 
 namespace tandem {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "device/device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem {
 

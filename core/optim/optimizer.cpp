@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "device/device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "device/device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem {
 Sgd::Sgd(const SgdOptions& o) : Optimizer("SGD", o.momentum != 0 ? std::vector<Slot>{{"momentum"}} : std::vector<Slot>{}), options_(o) {

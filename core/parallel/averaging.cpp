@@ -2,7 +2,7 @@
 
 #include "base/error.h"
 #include "device/device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem {
 namespace {

@@ -7,7 +7,7 @@
 #include "device/device.h"
 #include "parallel/comm_staged.h"
 #if TANDEM_CUDA
-#include "device/cuda/comm_nccl.h"
+#include "parallel/comm_nccl.h"
 #endif
 
 namespace tandem {

@@ -5,7 +5,7 @@
 // Everything that handles the options loops over this table instead of listing them again:
 // the binding's checks (lua/bind_engine.cpp), the recipes' defaults, flags and plan files
 // (lua/tandem/parallel.lua, through core.parallel_options()), the MPI ranks' agreement check
-// (engine_process.cpp) and the API reference (tests/lua/test_docs.lua holds docs/lua-api.md to
+// (engine/engine_process.cpp) and the API reference (tests/lua/test_docs.lua holds docs/lua-api.md to
 // it). A new option is a field of ParallelOptions and an entry here.
 #pragma once
 

@@ -6,8 +6,8 @@
 #include "base/error.h"
 #include "device/device.h"
 #include "io/trace.h"
+#include "kernels/kernel_cache.h"
 #include "layers/batch_norm2d.h"
-#include "layers/kernel_cache.h"
 #include "parallel/comm_inproc.h"
 #include "parallel/transfer.h"
 

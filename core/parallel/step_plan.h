@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "layers/batch_statistics.h"
-#include "layers/kernels.h"
 #include "parallel/program.h"
 #include "parallel/step_board.h"
 

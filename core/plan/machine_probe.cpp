@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "device/cpu/cpu_device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "optim/sgd.h"
 #include "parallel/comm_inproc.h"
 

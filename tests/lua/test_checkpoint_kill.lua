@@ -1,5 +1,5 @@
 -- Kill -9 at any moment of a checkpoint write loses nothing: a training process is killed with
--- SIGKILL at four points of its third save (the failpoints of core/io/atomic_file.cpp: the
+-- SIGKILL at four points of its third save (the failpoints of core/base/atomic_file.cpp: the
 -- temporary just created, half written, written and synced, renamed over the checkpoint), then
 -- resumed from what is on disk. The checkpoint there is always a complete one (the second, or
 -- the third once renamed), the resumed run ends with exactly the weights of a run never

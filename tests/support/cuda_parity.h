@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "device/registry.h"
-#include "layers/kernel_cache.h"
-#include "layers/kernels.h"
+#include "kernels/kernel_cache.h"
+#include "kernels/kernels.h"
+#include "kernels/registry.h"
 #include "layers/merge.h"
 #include "support/cuda_test.h"
 #include "support/grad_check.h"

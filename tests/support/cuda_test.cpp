@@ -3,8 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "backends/backends.h"
 #include "base/error.h"
-#include "device/backends.h"
 #if TANDEM_CUDA
 #include "device/cuda/cuda_backend.h"
 #endif

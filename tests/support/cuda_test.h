@@ -1,6 +1,6 @@
 // The one place that decides whether a CUDA test can run: GPU tests start with
 // TANDEM_REQUIRE_GPUS(n), which skips with the reason ("no CUDA device: ..." from
-// device/backends.h, or how many GPUs there are) when fewer than n GPUs are usable. The test
+// backends/backends.h, or how many GPUs there are) when fewer than n GPUs are usable. The test
 // binary and its list of tests are then the same on every machine.
 #pragma once
 

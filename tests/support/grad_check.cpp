@@ -7,7 +7,7 @@
 
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 
 namespace tandem::test {
 

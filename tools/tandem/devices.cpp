@@ -2,8 +2,8 @@
 // same with or without a GPU: a machine without one says why (cudaGetDeviceCount's error).
 #include <cstdio>
 
+#include "backends/backends.h"
 #include "commands.h"
-#include "device/backends.h"
 #include "tool_args.h"
 
 namespace tandem::tool {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/backends.h"
 #include "commands.h"
-#include "device/backends.h"
 #include "lua_state.h"
 #include "version.h"
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "io/atomic_file.h"
-#include "io/json.h"
+#include "base/atomic_file.h"
+#include "base/json.h"
 
 namespace tandem {
 namespace {

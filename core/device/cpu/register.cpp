@@ -1,7 +1,7 @@
 // The CPU backend's menu: every kernel it offers, fastest first (the first is the default).
 #include "device/cpu/attention_cpu.h"
 #include "device/cpu/kernels_cpu.h"
-#include "device/registry.h"
+#include "kernels/registry.h"
 
 namespace tandem {
 

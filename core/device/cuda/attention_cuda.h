@@ -1,11 +1,11 @@
-// The CUDA backend's attention kernel (layers/attention_kernel.h), declared apart from
+// The CUDA backend's attention kernel (kernels/attention_kernel.h), declared apart from
 // kernels_cuda.h as its kind is declared apart from kernels.h.
 #pragma once
 
 #include <memory>
 
 #include "device/device.h"
-#include "layers/attention_kernel.h"
+#include "kernels/attention_kernel.h"
 
 namespace tandem::cuda {
 

@@ -1,6 +1,6 @@
 // The CUDA backend as the rest of the program sees it: no CUDA header, so the Lua binding and
 // the `tandem` command include it without the toolkit's. Compiled only when TANDEM_CUDA is on;
-// device/backends.h says what exists in either build.
+// backends/backends.h says what exists in either build.
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "device/device.h"
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
 
 namespace tandem::cuda {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "device/cuda/cuda_device.h"
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
 
 namespace tandem::cuda {
 

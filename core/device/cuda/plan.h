@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
 
 namespace tandem::cuda {
 

@@ -1,7 +1,7 @@
 // The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers.
 #include "device/cuda/attention_cuda.h"
 #include "device/cuda/kernels_cuda.h"
-#include "device/registry.h"
+#include "kernels/registry.h"
 
 namespace tandem {
 

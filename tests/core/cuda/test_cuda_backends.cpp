@@ -4,13 +4,13 @@
 
 #include <algorithm>
 
+#include "backends/backends.h"
 #include "base/error.h"
-#include "device/backends.h"
 #include "device/cuda/cuda_backend.h"
-#include "device/registry.h"
-#include "layers/attention_kernel.h"
+#include "kernels/attention_kernel.h"
+#include "kernels/kernels.h"
+#include "kernels/registry.h"
 #include "layers/cross_entropy.h"
-#include "layers/kernels.h"
 #include "support/cuda_test.h"
 
 namespace tandem::test {

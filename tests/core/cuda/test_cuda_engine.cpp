@@ -7,6 +7,7 @@
 
 #include "device/cpu/cpu_device.h"
 #include "device/cuda/cuda_backend.h"
+#include "engine/engine.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -14,7 +15,6 @@
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 #include "support/cuda_parity.h"
 #include "support/toy_batch.h"
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/embedding.h"
@@ -17,7 +18,6 @@
 #include "layers/recurrent.h"
 #include "layers/reshape.h"
 #include "layers/softmax.h"
-#include "parallel/engine.h"
 #include "support/cuda_parity.h"
 #include "support/recurrent_options.h"
 #include "support/toy_batch.h"

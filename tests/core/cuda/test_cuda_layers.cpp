@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "device/cuda/cuda_backend.h"
+#include "kernels/kernel_cache.h"
 #include "layers/cross_entropy.h"
-#include "layers/kernel_cache.h"
 #include "support/cuda_parity.h"
 
 namespace tandem::test {

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "device/cuda/comm_nccl.h"
+#include "parallel/comm_nccl.h"
 #include "support/cuda_parity.h"
 
 namespace tandem::test {

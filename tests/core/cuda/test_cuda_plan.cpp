@@ -11,7 +11,7 @@
 #include "device/cuda/batch_norm_nhwc.cuh"
 #include "device/cuda/lrn_pixel.h"
 #include "device/cuda/plan.h"
-#include "device/registry.h"
+#include "kernels/registry.h"
 #include "support/grad_check.h"
 
 namespace tandem::test {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <functional>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "support/temp_dir.h"
 
 namespace tandem::test {

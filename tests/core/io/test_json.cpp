@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "io/json.h"
+#include "base/json.h"
 
 namespace tandem::test {
 namespace {

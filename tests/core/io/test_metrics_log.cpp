@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 #include "io/metrics_log.h"
 #include "support/temp_dir.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "io/json.h"
+#include "base/json.h"
 #include "io/safetensors.h"
 #include "support/grad_check.h"
 #include "support/temp_dir.h"

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/json.h"
+#include "base/json.h"
 #include "io/trace.h"
 #include "support/temp_dir.h"
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "layers/kernel_cache.h"
+#include "kernels/kernel_cache.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "support/grad_check.h"

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "io/safetensors.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
@@ -17,7 +18,6 @@
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 #include "parallel/parallel_schema.h"
 #include "support/temp_dir.h"
 #include "support/toy_batch.h"

@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
-#include "parallel/engine.h"
+#include "engine/engine.h"
 #include "parallel/unit_placement.h"
 #include "support/branch_net.h"
 #include "support/temp_dir.h"

@@ -12,10 +12,10 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "layers/linear.h"
 #include "parallel/comm_hierarchical.h"
 #include "parallel/comm_mpi.h"
-#include "parallel/engine.h"
 #include "parallel/mpi_world.h"
 #include "support/collectives.h"
 

@@ -11,10 +11,10 @@
 #include "device/allocator.h"
 #include "device/cpu/cpu_device.h"
 #include "device/worker.h"
+#include "engine/engine.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "parallel/communicator.h"
-#include "parallel/engine.h"
 #include "support/stand_in_gpu.h"
 #include "tensor/tensor.h"
 

@@ -4,6 +4,8 @@
 
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
+#include "io/safetensors.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -11,8 +13,6 @@
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
-#include "io/safetensors.h"
-#include "parallel/engine.h"
 #include "support/temp_dir.h"
 #include "support/toy_batch.h"
 

@@ -10,13 +10,13 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "io/trace.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 #include "support/toy_batch.h"
 
 namespace tandem::test {

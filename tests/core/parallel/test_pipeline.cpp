@@ -7,6 +7,8 @@
 
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
+#include "io/trace.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -16,8 +18,6 @@
 #include "layers/pool2d.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
-#include "io/trace.h"
-#include "parallel/engine.h"
 #include "support/temp_dir.h"
 #include "support/toy_batch.h"
 

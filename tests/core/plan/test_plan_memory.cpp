@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "device/cpu/cpu_device.h"
-#include "layers/cross_entropy.h"
+#include "engine/engine.h"
 #include "layers/conv2d.h"
+#include "layers/cross_entropy.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 #include "plan/measured_costs.h"
 #include "plan/simulator.h"
 #include "support/cpu_topology.h"

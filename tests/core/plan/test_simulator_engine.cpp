@@ -6,12 +6,12 @@
 #include <set>
 
 #include "device/cpu/cpu_device.h"
+#include "engine/engine.h"
 #include "io/trace.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
-#include "parallel/engine.h"
 #include "plan/cost_model.h"
 #include "plan/simulator.h"
 #include "support/branch_net.h"

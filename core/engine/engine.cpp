@@ -1,11 +1,11 @@
-#include "parallel/engine.h"
+#include "engine/engine.h"
 
 #include <algorithm>
 #include <future>
 
 #include "base/rng.h"
+#include "engine/engine_internal.h"
 #include "io/safetensors.h"
-#include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
 #include "plan/partitioner.h"
 #include "plan/profiler.h"

@@ -1,4 +1,4 @@
-#include "device/cuda/comm_nccl.h"
+#include "parallel/comm_nccl.h"
 
 #include <nccl.h>
 

@@ -1,6 +1,6 @@
 // KernelRegistry: which implementation of each kernel kind runs on which device kind.
 //
-// Each kernel kind K (see layers/kernels.h) is an abstract class with a `Config` type and a
+// Each kernel kind K (see kernels/kernels.h) is an abstract class with a `Config` type and a
 // `kName`. Backends register factories with explicit calls, one readable list per backend
 // (device/cpu/register.cpp). The first implementation registered for a device kind is its
 // default, so backends list their fast kernels before the `reference` ones. A failed lookup
@@ -25,7 +25,8 @@ public:
     template <class K>
     using Factory = std::function<std::unique_ptr<K>(Device&, const typename K::Config&)>;
 
-    // The registry with every backend compiled into this build registered.
+    // The registry with every backend compiled into this build registered. Defined in
+    // backends/kernel_registry.cpp, above the backends: callable from layers/ and up only.
     static KernelRegistry& instance();
 
     template <class K>
@@ -72,7 +73,8 @@ private:
     std::unordered_map<std::type_index, std::vector<Entry>> entries_;
 };
 
-// Defined by each backend; the registry's constructor calls those compiled in.
+// Defined by each backend; the registry's constructor (backends/kernel_registry.cpp) calls
+// those compiled in.
 void register_cpu_kernels(KernelRegistry& registry);
 #if TANDEM_CUDA
 void register_cuda_kernels(KernelRegistry& registry);  // device/cuda/register.cpp

@@ -1,7 +1,6 @@
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
 
-#include "device/registry.h"
-#include "layers/kernel_cache.h"
+#include "base/error.h"
 
 namespace tandem {
 namespace {
@@ -34,19 +33,6 @@ void check_row_copy(const Tensor& src, const Tensor& dst, const RowCopy& c) {
     TANDEM_CHECK(within(src, c.src_offset, c.src_pitch) && within(dst, c.dst_offset, c.dst_pitch))
         << "copy_rows: " << c.rows << " rows of " << c.width << " outside " << src.description() << " or "
         << dst.description();
-}
-
-TensorOpsKernel& tensor_ops(Device& device) {
-    return device.attachment<TensorOpsKernel>([&device] {
-        return KernelRegistry::instance().make<TensorOpsKernel>(device, TensorOpsConfig{});
-    });
-}
-
-Tensor in_layout(const Tensor& t, Layout layout, Device& device) {
-    if (t.layout() == layout) return t;
-    Tensor out = Tensor::empty(t.shape(), device, t.dtype(), layout);
-    tensor_ops(device).copy(t, out);
-    return out;
 }
 
 }  // namespace tandem

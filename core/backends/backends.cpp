@@ -1,4 +1,4 @@
-#include "device/backends.h"
+#include "backends/backends.h"
 
 #include <thread>
 

@@ -1,4 +1,4 @@
-#include "io/json.h"
+#include "base/json.h"
 
 #include <charconv>
 #include <unordered_set>

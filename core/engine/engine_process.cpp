@@ -6,14 +6,14 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "engine/engine_internal.h"
 #include "layers/layer.h"
 #include "parallel/comm_hierarchical.h"
 #include "parallel/comm_staged.h"
-#include "parallel/engine_internal.h"
 #include "parallel/mpi_world.h"
 #include "parallel/parallel_schema.h"
 #if TANDEM_CUDA
-#include "device/cuda/comm_nccl.h"
+#include "parallel/comm_nccl.h"
 #endif
 
 namespace tandem {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "device/registry.h"
-#include "layers/kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/registry.h"
 
 namespace tandem {
 
@@ -35,7 +35,8 @@ private:
     std::vector<Entry> entries_;
 };
 
-// The device's element-wise operations (one shared kernel per device).
+// The device's element-wise operations (one shared kernel per device). This and in_layout are
+// defined in backends/tensor_ops.cpp (they need the registry's instance): layers/ and up only.
 TensorOpsKernel& tensor_ops(Device& device);
 // `t` in `layout` on `device`: `t` itself when it already is, else a copy (branches of a block
 // or graph may change the layout, e.g. by flattening).

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "parallel/engine.h"
+#include "engine/engine.h"
 #include "parallel/stage.h"
 #include "parallel/step_plan.h"
 

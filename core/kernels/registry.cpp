@@ -1,22 +1,10 @@
-#include "device/registry.h"
+#include "kernels/registry.h"
 
 #include <algorithm>
 
 #include "base/format.h"
 
 namespace tandem {
-
-KernelRegistry& KernelRegistry::instance() {
-    static KernelRegistry registry;
-    return registry;
-}
-
-KernelRegistry::KernelRegistry() {
-    register_cpu_kernels(*this);
-#if TANDEM_CUDA
-    register_cuda_kernels(*this);
-#endif
-}
 
 std::vector<std::string> KernelRegistry::list(std::type_index type) const {
     std::vector<std::string> names;

@@ -3,7 +3,7 @@
 // BMUF, the centre of EASGD), so that a run resumed from a checkpoint taken between two
 // averages goes on exactly as the run that was never stopped.
 #include "base/error.h"
-#include "parallel/engine_internal.h"
+#include "engine/engine_internal.h"
 
 namespace tandem {
 namespace {
