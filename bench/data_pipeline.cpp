@@ -61,7 +61,8 @@ unsigned decode_crop_flip(const RawSample& s, std::size_t i, int crop) {
 
 // The baseline on `threads` threads at once, each over every sample: images/s in all. What
 // the machine itself gives several decoders (shared caches, memory, turbo), with no loader.
-double parallel_baseline(const std::vector<RawSample>& samples, int crop, int threads, std::uint64_t& checksum) {
+double parallel_baseline(const std::vector<RawSample>& samples, int crop, int threads,
+                         std::uint64_t& checksum) {
     std::vector<std::thread> workers;
     std::vector<unsigned> sums(static_cast<std::size_t>(threads), 0);
     const double t0 = now();
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
     std::uint64_t checksum = 0;
     for (int r = 0; r < rounds; ++r) {
         double t0 = now();
-        for (std::size_t i = 0; i < samples.size(); ++i) checksum += decode_crop_flip(samples[i], i, crop);
+        for (std::size_t i = 0; i < samples.size(); ++i)
+            checksum += decode_crop_flip(samples[i], i, crop);
         best_base = std::max(best_base, double(samples.size()) / (now() - t0));
         t0 = now();
         for (std::size_t i = 0; i < samples.size(); ++i)
@@ -133,8 +135,8 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10.0f %8.2f\n", "ImageTransform (+RGB CHW float, normalised)", best_ours,
                 best_ours / best_base);
 
-    std::printf("\n%-10s %12s %12s %10s %16s %14s %12s\n", "loader T", "images/s", "per thread", "ratio/T",
-                "busy decode/s/T", "baseline x T", "vs that");
+    std::printf("\n%-10s %12s %12s %10s %16s %14s %12s\n", "loader T", "images/s", "per thread",
+                "ratio/T", "busy decode/s/T", "baseline x T", "vs that");
     std::size_t start = 0;
     while (start < thread_list.size()) {
         std::size_t comma = thread_list.find(',', start);
@@ -158,8 +160,8 @@ int main(int argc, char** argv) {
             best_parallel = std::max(best_parallel, parallel_baseline(samples, crop, t, checksum));
         }
         const auto s = loader.stats();
-        std::printf("%-10d %12.0f %12.0f %10.2f %16.0f %14.0f %12.2f\n", t, best, best / t, best / t / best_base,
-                    s.decode_rate(), best_parallel, best / best_parallel);
+        std::printf("%-10d %12.0f %12.0f %10.2f %16.0f %14.0f %12.2f\n", t, best, best / t,
+                    best / t / best_base, s.decode_rate(), best_parallel, best / best_parallel);
         // Where the rest of the cores went: the reader's and the assembler's busy time per image.
         std::printf("%-10s read %.1f us/image, assemble %.1f us/image\n", "",
                     1e6 * s.read_seconds / double(std::max<std::int64_t>(1, s.records_read)),

@@ -1,6 +1,7 @@
 // tandem_bench_pipeline: what the parallel engine's timeline says about itself, on CPU devices.
 //
-//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--bucket_kb=512] [--json]
+//   build/tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3]
+//   [--bucket_kb=512] [--json]
 //
 // One reference net (a 4-conv + 2-fc CNN on 3x32x32, 13 top-level layers), trained on random
 // data by core/engine/engine with a Trace; every number below comes from the spans of the
@@ -64,17 +65,26 @@ Args parse_args(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view s = argv[i];
         auto value = [&](std::string_view key) -> const char* {
-            return s.starts_with(key) && s.size() > key.size() && s[key.size()] == '=' ? argv[i] + key.size() + 1
-                                                                                      : nullptr;
+            return s.starts_with(key) && s.size() > key.size() && s[key.size()] == '='
+                       ? argv[i] + key.size() + 1
+                       : nullptr;
         };
-        if (const char* v = value("--batch")) a.batch = std::atoll(v);
-        else if (const char* v = value("--warmup")) a.warmup = std::atoi(v);
-        else if (const char* v = value("--steps")) a.steps = std::atoi(v);
-        else if (const char* v = value("--rounds")) a.rounds = std::max(1, std::atoi(v));
-        else if (const char* v = value("--bucket_kb")) a.bucket_kb = static_cast<std::size_t>(std::max(1, std::atoi(v)));
-        else if (s == "--json") a.json = true;
+        if (const char* v = value("--batch"))
+            a.batch = std::atoll(v);
+        else if (const char* v = value("--warmup"))
+            a.warmup = std::atoi(v);
+        else if (const char* v = value("--steps"))
+            a.steps = std::atoi(v);
+        else if (const char* v = value("--rounds"))
+            a.rounds = std::max(1, std::atoi(v));
+        else if (const char* v = value("--bucket_kb"))
+            a.bucket_kb = static_cast<std::size_t>(std::max(1, std::atoi(v)));
+        else if (s == "--json")
+            a.json = true;
         else {
-            std::fprintf(stderr, "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] [--rounds=3] [--bucket_kb=512] [--json]\n");
+            std::fprintf(stderr,
+                         "usage: tandem_bench_pipeline [--batch=128] [--warmup=2] [--steps=5] "
+                         "[--rounds=3] [--bucket_kb=512] [--json]\n");
             std::exit(2);
         }
     }
@@ -91,12 +101,15 @@ std::shared_ptr<Sequential> reference_net() {
     Pool2dOptions p;
     p.kernel_h = p.kernel_w = 2;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(conv(3, 32)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
-        std::make_shared<Conv2d>(conv(32, 64)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
+        std::make_shared<Conv2d>(conv(3, 32)), std::make_shared<ReLU>(),
+        std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv(32, 64)),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
         std::make_shared<Conv2d>(conv(64, 128)), std::make_shared<ReLU>(),
-        std::make_shared<Conv2d>(conv(128, 128)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
-        std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{128 * 4 * 4, 256, true, "kaiming"}),
-        std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{256, 10, true, "kaiming"})});
+        std::make_shared<Conv2d>(conv(128, 128)), std::make_shared<ReLU>(),
+        std::make_shared<MaxPool2d>(p), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{128 * 4 * 4, 256, true, "kaiming"}),
+        std::make_shared<ReLU>(),
+        std::make_shared<Linear>(LinearOptions{256, 10, true, "kaiming"})});
 }
 
 // ---- intervals: the union of a track's spans, and how much of [a, b) it covers.
@@ -106,8 +119,10 @@ Intervals merged(Intervals v) {
     std::sort(v.begin(), v.end());
     Intervals out;
     for (const auto& [a, b] : v) {
-        if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
-        else out.emplace_back(a, b);
+        if (!out.empty() && a <= out.back().second)
+            out.back().second = std::max(out.back().second, b);
+        else
+            out.emplace_back(a, b);
     }
     return out;
 }
@@ -126,13 +141,15 @@ Intervals spans_of(const std::vector<TraceEvent>& events, const std::string& tra
                    std::initializer_list<std::string_view> categories) {
     Intervals v;
     for (const auto& e : events)
-        if (e.track == track && in(e.category, categories)) v.emplace_back(e.start_us, e.start_us + e.duration_us);
+        if (e.track == track && in(e.category, categories))
+            v.emplace_back(e.start_us, e.start_us + e.duration_us);
     return merged(std::move(v));
 }
 
 std::int64_t int_arg(const TraceEvent& e, std::string_view key) {
     for (const auto& a : e.args)
-        if (a.key == key && std::holds_alternative<std::int64_t>(a.value)) return std::get<std::int64_t>(a.value);
+        if (a.key == key && std::holds_alternative<std::int64_t>(a.value))
+            return std::get<std::int64_t>(a.value);
     return 0;
 }
 
@@ -140,15 +157,16 @@ std::int64_t int_arg(const TraceEvent& e, std::string_view key) {
 struct Config {  // one G x S x M layout
     int groups = 1, stages = 1, micro_batches = 1;
     PipelineSchedule schedule = PipelineSchedule::gpipe;
-    int threads = 1;  // kernel threads per device
+    int threads = 1;      // kernel threads per device
     bool overlap = true;  // gradient buckets reduced during the last backward
 };
 
 struct Run {
     double images_per_s = 0;
-    std::vector<std::vector<std::string>> tracks;   // [group][stage] device names
-    std::vector<std::vector<std::string>> reducers; // [group][stage] where its all-reduce spans are
-    std::vector<std::vector<TraceEvent>> steps;      // each timed step's spans
+    std::vector<std::vector<std::string>> tracks;  // [group][stage] device names
+    // [group][stage] where its all-reduce spans are
+    std::vector<std::vector<std::string>> reducers;
+    std::vector<std::vector<TraceEvent>> steps;  // each timed step's spans
     std::string partition;
 };
 
@@ -160,7 +178,8 @@ Run run(const Config& l, const Args& args) {
         o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, l.threads}));
     o.optimizer.sgd = SgdOptions{0.01f, 0.9f, 0.f, 5e-4f, true};
     o.layout = tandem::Layout::channels_last;
-    o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro_batches;
+    o.parallel.groups = l.groups, o.parallel.stages = l.stages,
+    o.parallel.micro_batches = l.micro_batches;
     o.parallel.pipeline = l.schedule;
     o.parallel.auto_split = l.stages > 1;
     o.parallel.overlap_backward = l.overlap;
@@ -185,7 +204,8 @@ Run run(const Config& l, const Args& args) {
         for (int s = 0; s < l.stages; ++s) {
             const std::string& device = engine.stage_device(g, s).name();
             r.tracks.back().push_back(device);
-            r.reducers.back().push_back(l.overlap && l.groups > 1 ? device + " all-reduce" : device);
+            r.reducers.back().push_back(l.overlap && l.groups > 1 ? device + " all-reduce"
+                                                                  : device);
         }
     }
     for (int i = 0; i < args.warmup; ++i) engine.step(images, labels);
@@ -202,8 +222,9 @@ Run run(const Config& l, const Args& args) {
 }
 
 std::string name(const Config& l) {
-    return std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" + std::to_string(l.micro_batches) +
-           " " + std::string(pipeline_schedule_name(l.schedule)) + (l.groups > 1 && !l.overlap ? " after" : "");
+    return std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" +
+           std::to_string(l.micro_batches) + " " + std::string(pipeline_schedule_name(l.schedule)) +
+           (l.groups > 1 && !l.overlap ? " after" : "");
 }
 
 // ---- a. the bubble: per stage, idle share of the step window, summed over the timed steps.
@@ -225,7 +246,8 @@ Bubble bubble(const Run& r, const Config& l) {
         window += to - from;
         for (int s = 0; s < l.stages; ++s)
             busy[static_cast<std::size_t>(s)] +=
-                covered(spans_of(events, r.tracks[0][static_cast<std::size_t>(s)], {"forward", "backward", "transfer"}),
+                covered(spans_of(events, r.tracks[0][static_cast<std::size_t>(s)],
+                                 {"forward", "backward", "transfer"}),
                         from, to);
     }
     Bubble b;
@@ -252,8 +274,10 @@ Overlap overlap(const Run& r, const Config& l) {
         std::vector<Intervals> backward(static_cast<std::size_t>(l.groups));  // per group
         for (int g = 0; g < l.groups; ++g)
             for (const std::string& worker : r.tracks[static_cast<std::size_t>(g)]) {
-                const Intervals b = spans_of(events, worker, {"backward"}), c = spans_of(events, worker, {"forward", "backward"});
-                backward[static_cast<std::size_t>(g)].insert(backward[static_cast<std::size_t>(g)].end(), b.begin(), b.end());
+                const Intervals b = spans_of(events, worker, {"backward"}),
+                                c = spans_of(events, worker, {"forward", "backward"});
+                backward[static_cast<std::size_t>(g)].insert(
+                    backward[static_cast<std::size_t>(g)].end(), b.begin(), b.end());
                 compute.insert(compute.end(), c.begin(), c.end());
             }
         compute = merged(compute);
@@ -295,18 +319,22 @@ double median_of(const std::vector<T>& rounds, F field) {
 
 int main(int argc, char** argv) {
     const Args args = parse_args(argc, argv);
-    std::string json = "{\"batch\": " + std::to_string(args.batch) + ", \"steps\": " + std::to_string(args.steps);
+    std::string json =
+        "{\"batch\": " + std::to_string(args.batch) + ", \"steps\": " + std::to_string(args.steps);
     auto out = [&](const char* fmt, auto... v) {
         if (!args.json) std::printf(fmt, v...);
     };
     char buf[512];
-    out("reference net: conv(3>32)-pool-conv(32>64)-pool-conv(64>128)-conv(128>128)-pool-fc(2048>256)-fc(256>10),"
-        " 3x32x32, batch %lld, %d warm-up + %d timed steps;\nmedians of %d rounds, the configurations of each part in turns\n\n",
+    out("reference net: "
+        "conv(3>32)-pool-conv(32>64)-pool-conv(64>128)-conv(128>128)-pool-fc(2048>256)-fc(256>10),"
+        " 3x32x32, batch %lld, %d warm-up + %d timed steps;\nmedians of %d rounds, the "
+        "configurations of each part in turns\n\n",
         static_cast<long long>(args.batch), args.warmup, args.steps, args.rounds);
 
-    out("a. pipeline bubble, 1 x 2 x M (split = auto), idle = 1 - busy(forward+backward+transfer) / window\n");
-    out("%-14s %10s %10s %10s %10s %8s %16s %10s\n", "layout", "idle s1", "idle s2", "mean", "theory", "within5",
-        "busy ms s1/s2", "images/s");
+    out("a. pipeline bubble, 1 x 2 x M (split = auto), idle = 1 - busy(forward+backward+transfer) "
+        "/ window\n");
+    out("%-14s %10s %10s %10s %10s %8s %16s %10s\n", "layout", "idle s1", "idle s2", "mean",
+        "theory", "within5", "busy ms s1/s2", "images/s");
     json += ", \"bubble\": [";
     std::vector<Config> pipelines;
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
@@ -327,27 +355,36 @@ int main(int argc, char** argv) {
         const auto& rs = bubbles[i];
         const double idle1 = median_of(rs, [](const BubbleRound& r) { return r.bubble.idle[0]; });
         const double idle2 = median_of(rs, [](const BubbleRound& r) { return r.bubble.idle[1]; });
-        const double mean = median_of(rs, [](const BubbleRound& r) { return (r.bubble.idle[0] + r.bubble.idle[1]) / 2; });
-        const double busy1 = median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[0]; });
-        const double busy2 = median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[1]; });
+        const double mean = median_of(
+            rs, [](const BubbleRound& r) { return (r.bubble.idle[0] + r.bubble.idle[1]) / 2; });
+        const double busy1 =
+            median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[0]; });
+        const double busy2 =
+            median_of(rs, [](const BubbleRound& r) { return r.bubble.busy_ms[1]; });
         const double rate = median_of(rs, [](const BubbleRound& r) { return r.images_per_s; });
         const double theory = rs.front().bubble.theory;
         const bool ok = std::abs(mean - theory) <= 0.05;
-        out("%-14s %9.1f%% %9.1f%% %9.1f%% %9.1f%% %8s %8.1f/%-7.1f %10.1f\n", name(l).c_str(), 100 * idle1,
-            100 * idle2, 100 * mean, 100 * theory, ok ? "yes" : "no", busy1, busy2, rate);
-        std::snprintf(buf, sizeof buf,
-                      "%s{\"layout\": \"%s\", \"idle\": [%.4f, %.4f], \"mean_idle\": %.4f, \"theory\": %.4f, "
-                      "\"within_5\": %s, \"images_per_s\": %.1f}",
-                      i == 0 ? "" : ", ", name(l).c_str(), idle1, idle2, mean, theory, ok ? "true" : "false", rate);
+        out("%-14s %9.1f%% %9.1f%% %9.1f%% %9.1f%% %8s %8.1f/%-7.1f %10.1f\n", name(l).c_str(),
+            100 * idle1, 100 * idle2, 100 * mean, 100 * theory, ok ? "yes" : "no", busy1, busy2,
+            rate);
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"layout\": \"%s\", \"idle\": [%.4f, %.4f], \"mean_idle\": %.4f, \"theory\": %.4f, "
+            "\"within_5\": %s, \"images_per_s\": %.1f}",
+            i == 0 ? "" : ", ", name(l).c_str(), idle1, idle2, mean, theory, ok ? "true" : "false",
+            rate);
         json += buf;
     }
     json += "]";
 
-    out("\nb. all-reduce overlap (ring, %zu KB buckets), after the last backward or during it; per worker and step.\n"
-        "   hidden(bwd): share of all-reduce time while a worker of the same group is in backward; hidden(any):\n"
-        "   while any worker is in forward/backward\n", args.bucket_kb);
-    out("%-20s %12s %12s %12s %12s %10s\n", "layout", "allreduce ms", "MB/step", "hidden(bwd)", "hidden(any)",
-        "images/s");
+    out("\nb. all-reduce overlap (ring, %zu KB buckets), after the last backward or during it; per "
+        "worker and step.\n"
+        "   hidden(bwd): share of all-reduce time while a worker of the same group is in backward; "
+        "hidden(any):\n"
+        "   while any worker is in forward/backward\n",
+        args.bucket_kb);
+    out("%-20s %12s %12s %12s %12s %10s\n", "layout", "allreduce ms", "MB/step", "hidden(bwd)",
+        "hidden(any)", "images/s");
     json += ", \"overlap\": [";
     const std::vector<Config> replicated{Config{2, 1, 1, PipelineSchedule::gpipe, 1, false},
                                          Config{2, 1, 1, PipelineSchedule::gpipe, 1, true},
@@ -363,19 +400,22 @@ int main(int argc, char** argv) {
         using R = std::pair<Overlap, double>;
         const auto& rs = overlaps[i];
         Overlap o;
-        o.allreduce_ms_per_step = median_of(rs, [](const R& r) { return r.first.allreduce_ms_per_step; });
+        o.allreduce_ms_per_step =
+            median_of(rs, [](const R& r) { return r.first.allreduce_ms_per_step; });
         o.bytes_per_step = median_of(rs, [](const R& r) { return r.first.bytes_per_step; });
         o.hidden_backward = median_of(rs, [](const R& r) { return r.first.hidden_backward; });
         o.hidden_compute = median_of(rs, [](const R& r) { return r.first.hidden_compute; });
         const double rate = median_of(rs, [](const R& r) { return r.second; });
         const std::string layout = name(replicated[i]);
-        out("%-20s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", layout.c_str(), o.allreduce_ms_per_step,
-            o.bytes_per_step / 1e6, 100 * o.hidden_backward, 100 * o.hidden_compute, rate);
-        std::snprintf(buf, sizeof buf,
-                      "%s{\"layout\": \"%s\", \"allreduce_ms_per_step\": %.3f, \"bytes_per_step\": %.0f, "
-                      "\"hidden_backward\": %.4f, \"hidden_compute\": %.4f, \"images_per_s\": %.1f}",
-                      i == 0 ? "" : ", ", layout.c_str(), o.allreduce_ms_per_step, o.bytes_per_step,
-                      o.hidden_backward, o.hidden_compute, rate);
+        out("%-20s %12.2f %12.2f %11.1f%% %11.1f%% %10.1f\n", layout.c_str(),
+            o.allreduce_ms_per_step, o.bytes_per_step / 1e6, 100 * o.hidden_backward,
+            100 * o.hidden_compute, rate);
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"layout\": \"%s\", \"allreduce_ms_per_step\": %.3f, \"bytes_per_step\": %.0f, "
+            "\"hidden_backward\": %.4f, \"hidden_compute\": %.4f, \"images_per_s\": %.1f}",
+            i == 0 ? "" : ", ", layout.c_str(), o.allreduce_ms_per_step, o.bytes_per_step,
+            o.hidden_backward, o.hidden_compute, rate);
         json += buf;
     }
     json += "]";
@@ -389,13 +429,15 @@ int main(int argc, char** argv) {
         {"1x2x4 1f1b, 1 thread each", Config{1, 2, 4, PipelineSchedule::one_f_one_b, 1}}};
     std::vector<std::vector<double>> rates(configs.size());
     for (int round = 0; round < args.rounds; ++round)
-        for (std::size_t i = 0; i < configs.size(); ++i) rates[i].push_back(run(configs[i].second, args).images_per_s);
+        for (std::size_t i = 0; i < configs.size(); ++i)
+            rates[i].push_back(run(configs[i].second, args).images_per_s);
     double base = 0;
     for (std::size_t i = 0; i < configs.size(); ++i) {
         const double rate = median(rates[i]);
         if (i == 0) base = rate;
         out("%-26s %10.1f %8.2f\n", configs[i].first.c_str(), rate, rate / base);
-        std::snprintf(buf, sizeof buf, "%s{\"configuration\": \"%s\", \"images_per_s\": %.1f, \"ratio\": %.3f}",
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"configuration\": \"%s\", \"images_per_s\": %.1f, \"ratio\": %.3f}",
                       i == 0 ? "" : ", ", configs[i].first.c_str(), rate, rate / base);
         json += buf;
     }

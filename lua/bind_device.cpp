@@ -79,16 +79,19 @@ std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t f
             lua_pop(L, 1);
             throw ArgError(index, std::string("option '") + key + "': " + e.what());
         }
-    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 && lua_tonumber(L, -1) < 1e18) {
+    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 &&
+               lua_tonumber(L, -1) < 1e18) {
         bytes = static_cast<std::size_t>(lua_tonumber(L, -1));
     }
     if (bytes == 0) {
         // '0B' is no cap at all: say so rather than run without one.
-        const std::string got = lua_type(L, -1) == LUA_TSTRING ? std::string("'") + lua_tostring(L, -1) + "'"
-                                                                : number_or_type(L, -1);
+        const std::string got = lua_type(L, -1) == LUA_TSTRING
+                                    ? std::string("'") + lua_tostring(L, -1) + "'"
+                                    : number_or_type(L, -1);
         lua_pop(L, 1);
         throw ArgError(index, std::string("option '") + key +
-                                  "' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got " +
+                                  "' must be a size such as '512MB' or a byte count, above 0 "
+                                  "(leave it out for none), got " +
                                   got);
     }
     lua_pop(L, 1);
@@ -120,13 +123,15 @@ std::vector<int> cuda_ordinals(int wanted) {
     std::vector<std::vector<std::string>> seen;
     for (const auto& text : mpi::node_all_gather(join(status.cuda_bus_ids, " "))) {
         std::istringstream words(text);
-        seen.emplace_back(std::istream_iterator<std::string>(words), std::istream_iterator<std::string>());
+        seen.emplace_back(std::istream_iterator<std::string>(words),
+                          std::istream_iterator<std::string>());
     }
     cuda_devices_to_make(status, -1);
     return node_gpu_share(seen, mpi::local_rank(), wanted);
 }
 
-// T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =, tf32 =}]): one device per GPU.
+// T.devices('cuda', n | 'all' [, {memory =, workspace =, benchmark =, tf32 =}]): one device per
+// GPU.
 int cuda_devices_new(lua_State* L) {
     int wanted = -1;
     if (lua_type(L, 2) == LUA_TSTRING) {
@@ -168,8 +173,8 @@ int devices_new(lua_State* L) {
     // 0: every core. More kernel threads than any machine has cores is a mistake, not a request.
     const std::int64_t threads = option_int(L, 3, "threads", 0);
     if (threads < 0 || threads > kMaxThreads)
-        throw ArgError(3, "option 'threads' must be 0 (every core) to " + std::to_string(kMaxThreads) + ", got " +
-                              std::to_string(threads));
+        throw ArgError(3, "option 'threads' must be 0 (every core) to " +
+                              std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
     options.threads = static_cast<int>(threads);
 
     std::vector<std::shared_ptr<Device>> devices;

@@ -2,8 +2,8 @@
 //
 //   T.Engine{net =, loss =, devices =, optim =, schedule =, seed =, layout =}   (engine.lua
 //   checks the options and calls core.engine_new with plain values)
-//   engine:step(images, targets) -> {loss =, accuracy =, samples =, lr = [, grad_norm =] [, added_loss =]}
-//   engine:evaluate_batch(images, targets) -> {loss =, correct =, count =}   (sums)
+//   engine:step(images, targets) -> {loss =, accuracy =, samples =, lr = [, grad_norm =] [,
+//   added_loss =]} engine:evaluate_batch(images, targets) -> {loss =, correct =, count =}   (sums)
 //   (accuracy and correct only where the loss has an accuracy: not MSE's)
 //   engine:save(path [, metadata]) ; engine:load(path) -> metadata | nil, message
 //   T.optim.SGD{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
@@ -25,7 +25,6 @@
 
 namespace tandem::lua {
 namespace {
-
 
 using EnginePtr = std::shared_ptr<Engine>;
 using SchedulePtr = std::shared_ptr<Schedule>;
@@ -52,7 +51,8 @@ void push_optimizer(lua_State* L, const OptimizerOptions& o) {
 
 // core.optim_sgd{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
 int optim_sgd(lua_State* L) {
-    check_options(L, 1, "T.optim.SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_norm"});
+    check_options(L, 1, "T.optim.SGD",
+                  {"lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_norm"});
     OptimizerOptions o;
     SgdOptions& s = o.sgd;
     s.lr = option_float(L, "lr", s.lr);
@@ -85,7 +85,8 @@ int optim_adam(lua_State* L) {
 }
 
 int optimizer_tostring(lua_State* L) {
-    lua_pushstring(L, check_box<OptimizerOptions>(L, 1, kOptimizerType, "optimizer").description().c_str());
+    lua_pushstring(
+        L, check_box<OptimizerOptions>(L, 1, kOptimizerType, "optimizer").description().c_str());
     return 1;
 }
 
@@ -103,9 +104,9 @@ int schedule_constant(lua_State* L) {
 }
 
 int schedule_step(lua_State* L) {
-    push_schedule(L, std::make_shared<StepSchedule>(static_cast<float>(check_number(L, 1)),
-                                                    check_int(L, 2),
-                                                    static_cast<float>(check_number(L, 3))));
+    push_schedule(
+        L, std::make_shared<StepSchedule>(static_cast<float>(check_number(L, 1)), check_int(L, 2),
+                                          static_cast<float>(check_number(L, 3))));
     return 1;
 }
 
@@ -117,8 +118,8 @@ int schedule_multistep(lua_State* L) {
         lua_rawgeti(L, 2, i);
         const double step = lua_tonumber(L, -1);
         if (lua_type(L, -1) != LUA_TNUMBER || !std::isfinite(step) || step != std::floor(step))
-            throw ArgError(2, "milestones must be whole step numbers, got " +
-                                  number_or_type(L, -1));
+            throw ArgError(2,
+                           "milestones must be whole step numbers, got " + number_or_type(L, -1));
         milestones.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
         lua_pop(L, 1);
     }
@@ -128,9 +129,9 @@ int schedule_multistep(lua_State* L) {
 }
 
 int schedule_cosine(lua_State* L) {
-    push_schedule(L, std::make_shared<CosineSchedule>(static_cast<float>(check_number(L, 1)),
-                                                      check_int(L, 2),
-                                                      static_cast<float>(opt_number(L, 3, 0))));
+    push_schedule(
+        L, std::make_shared<CosineSchedule>(static_cast<float>(check_number(L, 1)), check_int(L, 2),
+                                            static_cast<float>(opt_number(L, 3, 0))));
     return 1;
 }
 
@@ -142,10 +143,10 @@ int schedule_warmup(lua_State* L) {
 }
 
 int schedule_hybrid(lua_State* L) {
-    push_schedule(L, std::make_shared<HybridCosineLinearSchedule>(
-                         static_cast<float>(check_number(L, 1)), check_int(L, 2),
-                         static_cast<float>(opt_number(L, 3, 0.5)),
-                         static_cast<float>(opt_number(L, 4, 0))));
+    push_schedule(
+        L, std::make_shared<HybridCosineLinearSchedule>(
+               static_cast<float>(check_number(L, 1)), check_int(L, 2),
+               static_cast<float>(opt_number(L, 3, 0.5)), static_cast<float>(opt_number(L, 4, 0))));
     return 1;
 }
 
@@ -265,7 +266,9 @@ int engine_save(lua_State* L) {
     const auto dir = std::filesystem::path(path).parent_path();
     std::error_code error;
     if (!dir.empty()) std::filesystem::create_directories(dir, error);
-    if (error) throw DataError("engine:save: cannot create the folder " + dir.string() + " for " + path + ": " + error.message());
+    if (error)
+        throw DataError("engine:save: cannot create the folder " + dir.string() + " for " + path +
+                        ": " + error.message());
     engine->save(path, meta);
     return 0;
 }
@@ -306,7 +309,8 @@ int engine_lr(lua_State* L) {
 }
 
 // engine:stages() -> {{first =, last =, devices = {'cpu:0', ...}}, ...}: each stage's first and
-// last layer (top-level names, or 'graph.node' under parallel.placement) and the device that runs it in each group.
+// last layer (top-level names, or 'graph.node' under parallel.placement) and the device that runs
+// it in each group.
 int engine_stages(lua_State* L) {
     auto engine = check_engine(L, 1);
     if (!engine->prepared())
@@ -353,7 +357,8 @@ int engine_write_trace(lua_State* L) {
     auto engine = check_engine(L, 1);
     const std::string path = check_string(L, 2);
     if (!engine->options().trace)
-        TANDEM_THROW(ConfigError) << "engine:write_trace: this engine records no trace (make it with trace = true)";
+        TANDEM_THROW(ConfigError)
+            << "engine:write_trace: this engine records no trace (make it with trace = true)";
     engine->options().trace->write(path);
     return 0;
 }
@@ -371,7 +376,8 @@ int engine_device(lua_State* L) {
 }
 
 // "Engine(19 layers on cpu:0, step 3)"; with several devices, all of them and the layout:
-// "Engine(19 layers on 4 devices cpu:0..cpu:3, 2 groups x 2 stages x 4 micro-batches (1f1b), step 0)".
+// "Engine(19 layers on 4 devices cpu:0..cpu:3, 2 groups x 2 stages x 4 micro-batches (1f1b), step
+// 0)".
 int engine_tostring(lua_State* L) {
     auto engine = check_engine(L, 1);
     const auto& o = engine->options();
@@ -379,23 +385,29 @@ int engine_tostring(lua_State* L) {
     if (o.devices.size() > 1) {
         const auto& p = o.parallel;
         where = std::to_string(o.devices.size()) + " devices " + o.devices.front()->name() + ".." +
-                o.devices.back()->name() + ", " + std::to_string(p.groups) + " group" + (p.groups == 1 ? "" : "s") +
-                " x " + std::to_string(p.stages) + " stage" + (p.stages == 1 ? "" : "s") + " x " +
-                std::to_string(p.micro_batches) + " micro-batch" + (p.micro_batches == 1 ? "" : "es") + " (" +
+                o.devices.back()->name() + ", " + std::to_string(p.groups) + " group" +
+                (p.groups == 1 ? "" : "s") + " x " + std::to_string(p.stages) + " stage" +
+                (p.stages == 1 ? "" : "s") + " x " + std::to_string(p.micro_batches) +
+                " micro-batch" + (p.micro_batches == 1 ? "" : "es") + " (" +
                 std::string(pipeline_schedule_name(p.pipeline)) + ")";
     }
-    lua_pushfstring(L, "Engine(%d layers on %s, step %d)", static_cast<int>(engine->net().size()), where.c_str(),
-                    static_cast<int>(engine->steps()));
+    lua_pushfstring(L, "Engine(%d layers on %s, step %d)", static_cast<int>(engine->net().size()),
+                    where.c_str(), static_cast<int>(engine->steps()));
     return 1;
 }
 
 const luaL_Reg kEngineMethods[] = {
-    {"step", wrap<engine_step>},     {"evaluate_batch", wrap<engine_evaluate_batch>},
-    {"save", wrap<engine_save>},     {"load", wrap<engine_load>},
-    {"steps", wrap<engine_steps>},   {"lr", wrap<engine_lr>},
+    {"step", wrap<engine_step>},
+    {"evaluate_batch", wrap<engine_evaluate_batch>},
+    {"save", wrap<engine_save>},
+    {"load", wrap<engine_load>},
+    {"steps", wrap<engine_steps>},
+    {"lr", wrap<engine_lr>},
     {"bytes_sent", wrap<engine_bytes_sent>},
-    {"net", wrap<engine_net>},       {"device", wrap<engine_device>},
-    {"stages", wrap<engine_stages>}, {"write_trace", wrap<engine_write_trace>},
+    {"net", wrap<engine_net>},
+    {"device", wrap<engine_device>},
+    {"stages", wrap<engine_stages>},
+    {"write_trace", wrap<engine_write_trace>},
     {"prepare", wrap<engine_prepare>},
     {"free", wrap<release_box<EnginePtr, kEngineType>>},
     {nullptr, nullptr},
@@ -409,27 +421,25 @@ const luaL_Reg kScheduleMethods[] = {
 };
 
 const luaL_Reg kEngineFunctions[] = {
-    {"engine_new", wrap<engine_new>},
-    {"optim_sgd", wrap<optim_sgd>},
-    {"optim_adam", wrap<optim_adam>},
-    {"schedule_constant", wrap<schedule_constant>},
-    {"schedule_step", wrap<schedule_step>},
-    {"schedule_multistep", wrap<schedule_multistep>},
-    {"schedule_cosine", wrap<schedule_cosine>},
-    {"schedule_warmup", wrap<schedule_warmup>},
-    {"schedule_hybrid", wrap<schedule_hybrid>},
-    {nullptr, nullptr},
+    {"engine_new", wrap<engine_new>},           {"optim_sgd", wrap<optim_sgd>},
+    {"optim_adam", wrap<optim_adam>},           {"schedule_constant", wrap<schedule_constant>},
+    {"schedule_step", wrap<schedule_step>},     {"schedule_multistep", wrap<schedule_multistep>},
+    {"schedule_cosine", wrap<schedule_cosine>}, {"schedule_warmup", wrap<schedule_warmup>},
+    {"schedule_hybrid", wrap<schedule_hybrid>}, {nullptr, nullptr},
 };
 
 }  // namespace
 
 void register_engine(lua_State* L, int module) {
-    define_type(L, module, {kEngineType, wrap<release_box<EnginePtr, kEngineType>>,
-                            kEngineMethods, wrap<engine_tostring>});
-    define_type(L, module, {kOptimizerType, wrap<release_box<OptimizerOptions, kOptimizerType>>,
-                            kOptimizerMethods, wrap<optimizer_tostring>});
-    define_type(L, module, {kScheduleType, wrap<release_box<SchedulePtr, kScheduleType>>,
-                            kScheduleMethods, wrap<schedule_tostring>});
+    define_type(L, module,
+                {kEngineType, wrap<release_box<EnginePtr, kEngineType>>, kEngineMethods,
+                 wrap<engine_tostring>});
+    define_type(L, module,
+                {kOptimizerType, wrap<release_box<OptimizerOptions, kOptimizerType>>,
+                 kOptimizerMethods, wrap<optimizer_tostring>});
+    define_type(L, module,
+                {kScheduleType, wrap<release_box<SchedulePtr, kScheduleType>>, kScheduleMethods,
+                 wrap<schedule_tostring>});
     add_functions(L, module, kEngineFunctions);
 }
 

@@ -5,8 +5,8 @@
 #include "bind_graph.h"
 
 #include "binding.h"
-#include "layers/graph.h"
 #include "layer_train.h"
+#include "layers/graph.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -16,13 +16,15 @@ namespace {
 Graph& check_graph(lua_State* L, int index) {
     Layer& layer = *check_layer(L, index);
     auto* graph = dynamic_cast<Graph*>(&layer);
-    if (graph == nullptr) throw ArgError(index, "Graph expected, got a " + std::string(layer.kind()) + " layer");
+    if (graph == nullptr)
+        throw ArgError(index, "Graph expected, got a " + std::string(layer.kind()) + " layer");
     return *graph;
 }
 
 // A list of strings at `index`.
 std::vector<std::string> check_names(lua_State* L, int index, const char* what) {
-    if (!lua_istable(L, index)) throw ArgError(index, std::string(what) + " must be a list of names");
+    if (!lua_istable(L, index))
+        throw ArgError(index, std::string(what) + " must be a list of names");
     std::vector<std::string> names;
     for_each_item(L, index, [&](int) { names.push_back(check_string(L, -1)); });
     return names;
@@ -94,21 +96,26 @@ int graph_info(lua_State* L) {
 }
 
 const luaL_Reg kGraphFunctions[] = {
-    {"graph_input", wrap<graph_input>}, {"graph_output", wrap<graph_output>},
-    {"graph_build", wrap<graph_build>}, {"graph_info", wrap<graph_info>},
+    {"graph_input", wrap<graph_input>},
+    {"graph_output", wrap<graph_output>},
+    {"graph_build", wrap<graph_build>},
+    {"graph_info", wrap<graph_info>},
     {nullptr, nullptr},
 };
 
 }  // namespace
 
-bool is_graph(lua_State* L, int index) { return dynamic_cast<Graph*>(check_layer(L, index).get()) != nullptr; }
+bool is_graph(lua_State* L, int index) {
+    return dynamic_cast<Graph*>(check_layer(L, index).get()) != nullptr;
+}
 
 int graph_add(lua_State* L) {
     Graph& g = check_graph(L, 1);
     LayerPtr layer = check_layer(L, 2);
     std::vector<std::string> inputs;
     for (int i = 3; i <= lua_gettop(L); ++i) {
-        if (lua_type(L, i) != LUA_TSTRING) throw ArgError(i, "a node's name expected, got " + type_name(L, i));
+        if (lua_type(L, i) != LUA_TSTRING)
+            throw ArgError(i, "a node's name expected, got " + type_name(L, i));
         inputs.push_back(lua_tostring(L, i));
     }
     const std::string name = g.add(std::move(layer), inputs);
@@ -123,8 +130,8 @@ int graph_forward(lua_State* L) {
     for_each_item(L, 2, [&](int i) {
         const Tensor& x = check_tensor(L, -1);
         if (x.dtype() != DType::f32)
-            throw ArgError(2, "input " + std::to_string(i) + " of " + g.label() + " must be an f32 tensor, got " +
-                                  x.description());
+            throw ArgError(2, "input " + std::to_string(i) + " of " + g.label() +
+                                  " must be an f32 tensor, got " + x.description());
         xs.push_back(x);
     });
     TANDEM_CHECK_AS(ShapeError, xs.size() == g.input_names().size())
@@ -132,8 +139,8 @@ int graph_forward(lua_State* L) {
     std::vector<Shape> shapes;
     for (const Tensor& x : xs) {
         TANDEM_CHECK_AS(ConfigError, &x.device() == &xs.front().device())
-            << g.label() << ": the inputs are on " << xs.front().device().name() << " and " << x.device().name()
-            << "; give them on one device";
+            << g.label() << ": the inputs are on " << xs.front().device().name() << " and "
+            << x.device().name() << "; give them on one device";
         shapes.push_back(x.shape());
     }
     Device& device = xs.front().device();
@@ -149,6 +156,8 @@ int graph_forward(lua_State* L) {
     return 1;
 }
 
-void register_graph(lua_State* L, int module) { add_functions(L, module, kGraphFunctions); }
+void register_graph(lua_State* L, int module) {
+    add_functions(L, module, kGraphFunctions);
+}
 
 }  // namespace tandem::lua

@@ -129,6 +129,8 @@ const luaL_Reg kIoFunctions[] = {
 
 }  // namespace
 
-void register_io(lua_State* L, int module) { add_functions(L, module, kIoFunctions); }
+void register_io(lua_State* L, int module) {
+    add_functions(L, module, kIoFunctions);
+}
 
 }  // namespace tandem::lua

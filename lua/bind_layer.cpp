@@ -8,9 +8,9 @@
 
 #include "bind_graph.h"
 #include "binding.h"
+#include "layer_train.h"
 #include "layers/graph.h"
 #include "layers/merge.h"
-#include "layer_train.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -33,7 +33,9 @@ std::shared_ptr<Sequential> check_sequential_ptr(lua_State* L, int index) {
     return std::static_pointer_cast<Sequential>(check_layer(L, index));
 }
 
-void push_layer(lua_State* L, LayerPtr layer) { push_box(L, kLayerType, std::move(layer)); }
+void push_layer(lua_State* L, LayerPtr layer) {
+    push_box(L, kLayerType, std::move(layer));
+}
 
 namespace {
 
@@ -182,7 +184,8 @@ void push_row(lua_State* L, Layer& layer, const std::string& name, const Shape* 
     lua_setfield(L, -2, "depth");
 }
 
-void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix, int& count);
+void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth,
+                   const std::string& prefix, int& count);
 
 bool is_container(Layer& layer) {
     return dynamic_cast<Sequential*>(&layer) != nullptr || dynamic_cast<Graph*>(&layer) != nullptr;
@@ -191,10 +194,11 @@ bool is_container(Layer& layer) {
 // Appends to the list on the top of the stack one row per entry of a Sequential or node of a
 // Graph (with the names feeding it), each followed one level deeper by what it contains;
 // output shapes when `input` is given.
-void add_container_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix,
-                        int& count) {
+void add_container_rows(lua_State* L, Layer& layer, const Shape* input, int depth,
+                        const std::string& prefix, int& count) {
     if (auto* seq = dynamic_cast<Sequential*>(&layer)) {
-        const std::vector<Shape> outputs = input ? seq->output_shapes(*input) : std::vector<Shape>();
+        const std::vector<Shape> outputs =
+            input ? seq->output_shapes(*input) : std::vector<Shape>();
         for (std::size_t i = 0; i < seq->size(); ++i) {
             Layer& child = seq->at(i);
             const Shape* in = input == nullptr ? nullptr : i == 0 ? input : &outputs[i - 1];
@@ -212,16 +216,19 @@ void add_container_rows(lua_State* L, Layer& layer, const Shape* input, int dept
         const Shape* in = input ? &values[graph.node_input_values(i)[0]] : nullptr;
         push_row(L, node, prefix + node.name(), input ? &values[inputs + i] : nullptr, depth);
         std::string feeds;
-        for (const auto& name : graph.node_input_names(i)) feeds += (feeds.empty() ? "" : ", ") + name;
+        for (const auto& name : graph.node_input_names(i))
+            feeds += (feeds.empty() ? "" : ", ") + name;
         set_string(L, "inputs", feeds);
         lua_rawseti(L, -2, ++count);
-        if (dynamic_cast<Merge*>(&node) == nullptr) add_part_rows(L, node, in, depth + 1, prefix + node.name() + ".", count);
+        if (dynamic_cast<Merge*>(&node) == nullptr)
+            add_part_rows(L, node, in, depth + 1, prefix + node.name() + ".", count);
     }
 }
 
 // The rows of what `layer` (whose own row is already there) contains: a container's entries,
 // or a block's parts. A block feeds its own input to each part (Residual's body and shortcut).
-void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth, const std::string& prefix, int& count) {
+void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth,
+                   const std::string& prefix, int& count) {
     if (is_container(layer)) return add_container_rows(L, layer, input, depth, prefix, count);
     for (Layer* part : layer.children()) {
         const std::string name = prefix + part->name();
@@ -229,7 +236,8 @@ void add_part_rows(lua_State* L, Layer& layer, const Shape* input, int depth, co
             add_container_rows(L, *part, input, depth, name + ".", count);
             continue;
         }
-        const std::optional<Shape> out = input ? std::optional<Shape>(part->output_shape(*input)) : std::nullopt;
+        const std::optional<Shape> out =
+            input ? std::optional<Shape>(part->output_shape(*input)) : std::nullopt;
         push_row(L, *part, name, out ? &*out : nullptr, depth);
         lua_rawseti(L, -2, ++count);
         add_part_rows(L, *part, input, depth + 1, name + ".", count);
@@ -249,7 +257,8 @@ int layer_summary_rows(lua_State* L) {
         add_container_rows(L, *layer, in, 0, "", count);
         return 1;
     }
-    const std::optional<Shape> out = in ? std::optional<Shape>(layer->output_shape(*in)) : std::nullopt;
+    const std::optional<Shape> out =
+        in ? std::optional<Shape>(layer->output_shape(*in)) : std::nullopt;
     push_row(L, *layer, layer->name(), out ? &*out : nullptr, 0);
     lua_rawseti(L, -2, ++count);
     add_part_rows(L, *layer, in, 1, layer->name().empty() ? "" : layer->name() + ".", count);

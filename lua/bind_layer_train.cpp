@@ -95,7 +95,8 @@ ForwardOptions check_forward_options(lua_State* L, int index) {
     const std::string mode = option_string(L, index, "mode", "eval");
     if (mode != "train" && mode != "eval")
         throw ArgError(index, "option 'mode' must be 'train' or 'eval', got '" + mode + "'");
-    return {mode == "train" ? Mode::train : Mode::eval, static_cast<std::uint64_t>(option_int(L, index, "seed", 0))};
+    return {mode == "train" ? Mode::train : Mode::eval,
+            static_cast<std::uint64_t>(option_int(L, index, "seed", 0))};
 }
 
 // layer:forward(x [, {mode = 'eval' | 'train', seed = 0}]): y on x's device. The layer's

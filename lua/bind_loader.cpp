@@ -56,26 +56,31 @@ std::string given(lua_State* L, int index) {
 }
 
 // Throws for the option's value, on top of the stack.
-[[noreturn]] void bad_option(lua_State* L, const char* function, const std::string& name, const std::string& expected) {
-    throw ConfigError(std::string(function) + ": option '" + name + "' must be " + expected + ", got " + given(L, -1));
+[[noreturn]] void bad_option(lua_State* L, const char* function, const std::string& name,
+                             const std::string& expected) {
+    throw ConfigError(std::string(function) + ": option '" + name + "' must be " + expected +
+                      ", got " + given(L, -1));
 }
 
 // Option `key` of the table at `table` (`name` in messages): a whole number in [low, high].
-std::int64_t int_option(lua_State* L, int table, const char* function, const char* key, const std::string& name,
-                        std::int64_t fallback, std::int64_t low, std::int64_t high) {
+std::int64_t int_option(lua_State* L, int table, const char* function, const char* key,
+                        const std::string& name, std::int64_t fallback, std::int64_t low,
+                        std::int64_t high) {
     lua_getfield(L, table, key);
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         return fallback;
     }
     const double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= double(low) && v <= double(high)) || v != std::floor(v)) {
+    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= double(low) && v <= double(high)) ||
+        v != std::floor(v)) {
         constexpr std::int64_t kUnbounded = std::int64_t(1) << 53;
         bad_option(L, function, name,
-                   high < kUnbounded ? "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]"
-                   : low == 0        ? std::string("a non-negative integer")
-                   : low == 1        ? std::string("a positive integer")
-                                     : "an integer >= " + std::to_string(low));
+                   high < kUnbounded
+                       ? "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]"
+                   : low == 0 ? std::string("a non-negative integer")
+                   : low == 1 ? std::string("a positive integer")
+                              : "an integer >= " + std::to_string(low));
     }
     lua_pop(L, 1);
     return static_cast<std::int64_t>(v);
@@ -90,8 +95,8 @@ bool bool_option(lua_State* L, int table, const char* function, const char* key,
     return value;
 }
 
-std::string string_option(lua_State* L, int table, const char* function, const char* key, const std::string& fallback,
-                          const char* expected = "a string") {
+std::string string_option(lua_State* L, int table, const char* function, const char* key,
+                          const std::string& fallback, const char* expected = "a string") {
     lua_getfield(L, table, key);
     const int type = lua_type(L, -1);
     if (type != LUA_TNIL && type != LUA_TSTRING) bad_option(L, function, key, expected);
@@ -105,7 +110,8 @@ int data_lmdb(lua_State* L) {
     const std::string path = check_string(L, 1);
     check_options(L, 2, "T.data.lmdb", {"classes"});
     const std::int64_t classes =
-        lua_istable(L, 2) ? int_option(L, 2, "T.data.lmdb", "classes", "classes", 0, 0, kMaxClasses) : 0;
+        lua_istable(L, 2) ? int_option(L, 2, "T.data.lmdb", "classes", "classes", 0, 0, kMaxClasses)
+                          : 0;
     if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, std::make_shared<LmdbSource>(path, classes));
     return 1;
@@ -126,7 +132,8 @@ int data_list(lua_State* L) {
     check_options(L, 2, "T.data.list", {"root", "classes"});
     const bool options = lua_istable(L, 2);
     const std::string root = options ? string_option(L, 2, "T.data.list", "root", "") : "";
-    const std::int64_t classes = options ? int_option(L, 2, "T.data.list", "classes", "classes", 0, 0, kMaxClasses) : 0;
+    const std::int64_t classes =
+        options ? int_option(L, 2, "T.data.list", "classes", "classes", 0, 0, kMaxClasses) : 0;
     if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, list_source(path, root, classes));
     return 1;
@@ -263,7 +270,8 @@ int data_loader(lua_State* L) {
     o.threads = static_cast<int>(int_option(L, 1, kLoader, "threads", "threads", 2, 1, 256));
     lua_getfield(L, 1, "transforms");
     if (!lua_isnil(L, -1) && !lua_istable(L, -1))
-        bad_option(L, kLoader, "transforms", "a table of transforms ({crop = 24, flip = true, ...})");
+        bad_option(L, kLoader, "transforms",
+                   "a table of transforms ({crop = 24, flip = true, ...})");
     try {
         o.transform = check_transforms(L, lua_gettop(L));
     } catch (const ArgError& e) {  // "option 'crop' must be an integer, got 1.5"
@@ -277,15 +285,18 @@ int data_loader(lua_State* L) {
         const int shard = lua_gettop(L);
         if (!lua_istable(L, shard)) bad_option(L, kLoader, "shard", "a table {index =, count =}");
         check_options(L, shard, "T.data.Loader: shard", {"index", "count"});
-        const std::int64_t count = int_option(L, shard, kLoader, "count", "shard.count", 1, 1, 1 << 20);
+        const std::int64_t count =
+            int_option(L, shard, kLoader, "count", "shard.count", 1, 1, 1 << 20);
         // Shards count from 1 here, as Lua does (the core's are 0-based).
-        const std::int64_t index = int_option(L, shard, kLoader, "index", "shard.index", 1, 1, count);
+        const std::int64_t index =
+            int_option(L, shard, kLoader, "index", "shard.index", 1, 1, count);
         o.shard_count = static_cast<int>(count);
         o.shard_index = static_cast<int>(index) - 1;
     }
     lua_pop(L, 1);
     try {
-        o.last = parse_last_batch(string_option(L, 1, kLoader, "last", "drop", "'drop', 'keep' or 'pad'"));
+        o.last = parse_last_batch(
+            string_option(L, 1, kLoader, "last", "drop", "'drop', 'keep' or 'pad'"));
         o.layout = parse_layout(string_option(L, 1, kLoader, "layout", "contiguous"));
     } catch (const ConfigError& e) {
         const std::string what = e.what();
@@ -301,7 +312,8 @@ int data_loader(lua_State* L) {
     }
     lua_pop(L, 1);
     // A seed below 0 was taken as 2^64 - 1 (issue 19).
-    o.seed = static_cast<std::uint64_t>(int_option(L, 1, kLoader, "seed", "seed", 1, 0, std::int64_t(1) << 53));
+    o.seed = static_cast<std::uint64_t>(
+        int_option(L, 1, kLoader, "seed", "seed", 1, 0, std::int64_t(1) << 53));
     o.shuffle = bool_option(L, 1, kLoader, "shuffle", true);
     o.strict = bool_option(L, 1, kLoader, "strict", false);
     o.prefetch = static_cast<int>(int_option(L, 1, kLoader, "prefetch", "prefetch", 2, 1, 1024));
@@ -358,7 +370,8 @@ int loader_size(lua_State* L) {
 
 int loader_batches_per_epoch(lua_State* L) {
     std::optional<std::int64_t> epoch;
-    if (!lua_isnoneornil(L, 2)) epoch = check_int_in(L, 2, -(std::int64_t(1) << 53), std::int64_t(1) << 53, "epoch");
+    if (!lua_isnoneornil(L, 2))
+        epoch = check_int_in(L, 2, -(std::int64_t(1) << 53), std::int64_t(1) << 53, "epoch");
     lua_pushnumber(L, static_cast<lua_Number>(check_loader(L, 1).batches_per_epoch(epoch)));
     return 1;
 }

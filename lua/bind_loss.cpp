@@ -24,13 +24,17 @@ int nn_cross_entropy(lua_State* L) {
 // core.nn_element_loss('mse' | 'bce_with_logits')
 int nn_element_loss(lua_State* L) {
     const std::string kind = check_string(L, 1);
-    if (kind != "mse" && kind != "bce_with_logits") throw ArgError(1, "unknown element loss '" + kind + "'");
-    push_box(L, kLossType, std::shared_ptr<Loss>(std::make_shared<ElementLoss>(
-                               kind == "mse" ? ElementLossKind::mse : ElementLossKind::bce_with_logits)));
+    if (kind != "mse" && kind != "bce_with_logits")
+        throw ArgError(1, "unknown element loss '" + kind + "'");
+    push_box(L, kLossType,
+             std::shared_ptr<Loss>(std::make_shared<ElementLoss>(
+                 kind == "mse" ? ElementLossKind::mse : ElementLossKind::bce_with_logits)));
     return 1;
 }
 
-Pass pass_on(const Tensor& output, Mode mode, Tape& tape) { return Pass{output.device(), mode, 0, tape, 0}; }
+Pass pass_on(const Tensor& output, Mode mode, Tape& tape) {
+    return Pass{output.device(), mode, 0, tape, 0};
+}
 
 // loss:forward(output, targets [, {mode = 'eval' | 'train'}]): {loss, correct, count}, the loss
 // summed over the samples; correct only for losses with an accuracy.
@@ -72,7 +76,9 @@ int loss_backward(lua_State* L) {
 
 int loss_label_smoothing(lua_State* L) {
     const auto* ce = dynamic_cast<const CrossEntropy*>(check_loss(L, 1).get());
-    if (ce == nullptr) throw ArgError(1, "label_smoothing belongs to CrossEntropy, not " + std::string(check_loss(L, 1)->kind()));
+    if (ce == nullptr)
+        throw ArgError(1, "label_smoothing belongs to CrossEntropy, not " +
+                              std::string(check_loss(L, 1)->kind()));
     lua_pushnumber(L, ce->label_smoothing());
     return 1;
 }

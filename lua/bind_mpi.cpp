@@ -3,7 +3,8 @@
 //   T.mpi.built() -> bool         compiled with MPI
 //   T.mpi.rank(), T.mpi.size()    0 and 1 outside an MPI job
 //   T.mpi.local_rank(), T.mpi.local_size()   this rank's place among the ranks on its node
-//                                 (those sharing its memory), and their count: 0 and 1 outside a job
+//                                 (those sharing its memory), and their count: 0 and 1 outside a
+//                                 job
 //   T.mpi.all_reduce({numbers}, 'sum' | 'min' | 'max') -> {numbers}   (every rank calls it)
 //   T.mpi.all_reduce_tensor(tensor)   sums an f32 host tensor over the ranks, in place
 //   T.mpi.barrier()
@@ -95,6 +96,8 @@ const luaL_Reg kMpiFunctions[] = {
 
 }  // namespace
 
-void register_mpi(lua_State* L, int module) { add_functions(L, module, kMpiFunctions, "mpi"); }
+void register_mpi(lua_State* L, int module) {
+    add_functions(L, module, kMpiFunctions, "mpi");
+}
 
 }  // namespace tandem::lua

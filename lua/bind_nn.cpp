@@ -143,12 +143,9 @@ int nn_sequential(lua_State* L) {
 // core.nn_activation(algorithm, negative_slope, [name]): algorithm is one of kActivations.
 int nn_activation(lua_State* L) {
     static const std::pair<std::string_view, ActivationAlgorithm> kActivations[] = {
-        {"relu", ActivationAlgorithm::relu},
-        {"leaky_relu", ActivationAlgorithm::leaky_relu},
-        {"sigmoid", ActivationAlgorithm::sigmoid},
-        {"tanh", ActivationAlgorithm::tanh},
-        {"gelu", ActivationAlgorithm::gelu_erf},
-        {"gelu_tanh", ActivationAlgorithm::gelu_tanh},
+        {"relu", ActivationAlgorithm::relu},       {"leaky_relu", ActivationAlgorithm::leaky_relu},
+        {"sigmoid", ActivationAlgorithm::sigmoid}, {"tanh", ActivationAlgorithm::tanh},
+        {"gelu", ActivationAlgorithm::gelu_erf},   {"gelu_tanh", ActivationAlgorithm::gelu_tanh},
     };
     const std::string wanted = check_string(L, 1);
     const auto slope = static_cast<float>(check_number(L, 2));
@@ -196,7 +193,9 @@ int nn_concat(lua_State* L) {
 
 // core.nn_add_loss(loss, weight, [name]).
 int nn_add_loss(lua_State* L) {
-    push_named_layer(L, std::make_shared<AddLoss>(check_loss(L, 1)->clone(), static_cast<float>(luaL_checknumber(L, 2))),
+    push_named_layer(L,
+                     std::make_shared<AddLoss>(check_loss(L, 1)->clone(),
+                                               static_cast<float>(luaL_checknumber(L, 2))),
                      3);
     return 1;
 }
@@ -214,7 +213,9 @@ int nn_mul(lua_State* L) {
 
 // core.nn_narrow(dim, start, length, [name]), dim and start counted from 0.
 int nn_narrow(lua_State* L) {
-    push_named_layer(L, std::make_shared<Narrow>(static_cast<int>(check_int(L, 1)), check_int(L, 2), check_int(L, 3)),
+    push_named_layer(L,
+                     std::make_shared<Narrow>(static_cast<int>(check_int(L, 1)), check_int(L, 2),
+                                              check_int(L, 3)),
                      4);
     return 1;
 }
@@ -232,7 +233,8 @@ int nn_reshape(lua_State* L) {
 int nn_recurrent(lua_State* L) {
     RecurrentOptions o;
     const std::string cell = check_string(L, 1);
-    if (cell != "lstm" && cell != "gru") throw ArgError(1, "cell must be 'lstm' or 'gru', got '" + cell + "'");
+    if (cell != "lstm" && cell != "gru")
+        throw ArgError(1, "cell must be 'lstm' or 'gru', got '" + cell + "'");
     o.cell = cell == "lstm" ? RnnCellKind::lstm : RnnCellKind::gru;
     o.input_size = check_int(L, 2);
     o.hidden_size = check_int(L, 3);
@@ -240,7 +242,8 @@ int nn_recurrent(lua_State* L) {
     o.bias = check_bool(L, 5);
     o.last_only = check_bool(L, 6);
     check_elements(cell == "lstm" ? "LSTM" : "GRU",
-                   4.0 * static_cast<double>(o.hidden_size) * static_cast<double>(o.input_size + o.hidden_size));
+                   4.0 * static_cast<double>(o.hidden_size) *
+                       static_cast<double>(o.input_size + o.hidden_size));
     push_named_layer(L, std::make_shared<Recurrent>(o), 7);
     return 1;
 }
@@ -255,7 +258,8 @@ int nn_embedding(lua_State* L) {
 
 // core.nn_softmax(dim, log, [name]): dim counted from 0, or from the end when negative.
 int nn_softmax(lua_State* L) {
-    push_named_layer(L, std::make_shared<Softmax>(static_cast<int>(check_int(L, 1)), check_bool(L, 2)), 3);
+    push_named_layer(
+        L, std::make_shared<Softmax>(static_cast<int>(check_int(L, 1)), check_bool(L, 2)), 3);
     return 1;
 }
 
@@ -264,9 +268,11 @@ int nn_layer_norm(lua_State* L) {
     if (!lua_istable(L, 1)) throw ArgError(1, "normalized_shape must be a list of sizes");
     std::vector<std::int64_t> shape;
     for_each_item(L, 1, [&](int) { shape.push_back(check_int(L, -1)); });
-    push_named_layer(L, std::make_shared<LayerNorm>(std::move(shape), static_cast<float>(check_number(L, 2)),
-                                                    check_bool(L, 3)),
-                     4);
+    push_named_layer(
+        L,
+        std::make_shared<LayerNorm>(std::move(shape), static_cast<float>(check_number(L, 2)),
+                                    check_bool(L, 3)),
+        4);
     return 1;
 }
 
@@ -286,8 +292,8 @@ int nn_additive_attention(lua_State* L) {
     o.key_size = check_int(L, 2);
     o.hidden_size = check_int(L, 3);
     o.bias = check_bool(L, 4);
-    check_elements("AdditiveAttention",
-                   static_cast<double>(o.hidden_size) * static_cast<double>(o.query_size + o.key_size + 2));
+    check_elements("AdditiveAttention", static_cast<double>(o.hidden_size) *
+                                            static_cast<double>(o.query_size + o.key_size + 2));
     push_named_layer(L, std::make_shared<AdditiveAttention>(o), 5);
     return 1;
 }
@@ -298,8 +304,10 @@ int nn_attention_weights(lua_State* L) {
     const LayerPtr& layer = check_layer(L, 1);
     const auto* attention = dynamic_cast<const Attention*>(layer.get());
     if (!attention)
-        throw ArgError(1, "an attention layer (ScaledDotProductAttention, AdditiveAttention) expected, got a " +
-                              std::string(layer->kind()) + " layer");
+        throw ArgError(
+            1,
+            "an attention layer (ScaledDotProductAttention, AdditiveAttention) expected, got a " +
+                std::string(layer->kind()) + " layer");
     const Tensor& weights = attention->attention_weights();
     TANDEM_CHECK_AS(ConfigError, weights.defined())
         << layer->label() << " has no attention weights yet: they are those of its last forward";
@@ -339,6 +347,8 @@ const luaL_Reg kNnFunctions[] = {
 
 }  // namespace
 
-void register_nn(lua_State* L, int module) { add_functions(L, module, kNnFunctions); }
+void register_nn(lua_State* L, int module) {
+    add_functions(L, module, kNnFunctions);
+}
 
 }  // namespace tandem::lua

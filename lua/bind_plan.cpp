@@ -37,23 +37,27 @@ int get(lua_State* L, int table, const char* key) {
 std::string string_field(lua_State* L, int table, const char* key, const std::string& where,
                          const std::string& fallback = "") {
     std::string value = fallback;
-    if (get(L, table, key) == LUA_TSTRING) value = lua_tostring(L, -1);
+    if (get(L, table, key) == LUA_TSTRING)
+        value = lua_tostring(L, -1);
     else if (!lua_isnil(L, -1))
-        throw ConfigError(where + "field '" + key + "' must be a string, got " + number_or_type(L, -1));
+        throw ConfigError(where + "field '" + key + "' must be a string, got " +
+                          number_or_type(L, -1));
     lua_pop(L, 1);
     return value;
 }
 
 // An integer field in [low, high]: a fraction, a string or a value out of range is refused,
 // naming the topology, the node and the field (issue 19: 1.5 threads were read as 1).
-int int_field(lua_State* L, int table, const char* key, int fallback, int low, int high, const std::string& where) {
+int int_field(lua_State* L, int table, const char* key, int fallback, int low, int high,
+              const std::string& where) {
     int value = fallback;
     const int type = get(L, table, key);
     if (type != LUA_TNIL) {
         const double v = lua_tonumber(L, -1);
         if (type != LUA_TNUMBER || v != std::floor(v) || v < low || v > high)
-            throw ConfigError(where + "field '" + key + "' must be an integer in [" + std::to_string(low) + ", " +
-                              std::to_string(high) + "], got " + number_or_type(L, -1));
+            throw ConfigError(where + "field '" + key + "' must be an integer in [" +
+                              std::to_string(low) + ", " + std::to_string(high) + "], got " +
+                              number_or_type(L, -1));
         value = static_cast<int>(v);
     }
     lua_pop(L, 1);
@@ -64,16 +68,17 @@ std::size_t bytes_field(lua_State* L, int table, const char* key, const std::str
     std::size_t value = 0;
     const int type = get(L, table, key);
     const double v = lua_tonumber(L, -1);
-    if (type == LUA_TNUMBER && v == std::floor(v) && v >= 1 && v < 9.0e15) value = static_cast<std::size_t>(v);
+    if (type == LUA_TNUMBER && v == std::floor(v) && v >= 1 && v < 9.0e15)
+        value = static_cast<std::size_t>(v);
     else if (type == LUA_TSTRING) {
         try {
             value = parse_bytes(lua_tostring(L, -1));
         } catch (const ConfigError& e) {
             throw ConfigError(where + "field '" + key + "': " + e.what());
         }
-    }
-    else if (type != LUA_TNIL)
-        throw ConfigError(where + "field '" + key + "' must be a byte count above 0 or a size ('16GB'), got " +
+    } else if (type != LUA_TNIL)
+        throw ConfigError(where + "field '" + key +
+                          "' must be a byte count above 0 or a size ('16GB'), got " +
                           number_or_type(L, -1));
     lua_pop(L, 1);
     return value;
@@ -81,12 +86,14 @@ std::size_t bytes_field(lua_State* L, int table, const char* key, const std::str
 
 // Refuses a field of the table at `table` that is not in `known` (a typo such as `thread`
 // would otherwise leave the default in place without a word).
-void known_fields(lua_State* L, int table, std::initializer_list<const char*> known, const std::string& where) {
+void known_fields(lua_State* L, int table, std::initializer_list<const char*> known,
+                  const std::string& where) {
     lua_pushnil(L);
     while (lua_next(L, table) != 0) {
         lua_pop(L, 1);
         if (lua_type(L, -1) == LUA_TNUMBER) continue;  // a peer link's two device names
-        const std::string key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : type_name(L, -1);
+        const std::string key =
+            lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : type_name(L, -1);
         bool found = false;
         std::string list;
         for (const char* k : known) {
@@ -101,7 +108,8 @@ void known_fields(lua_State* L, int table, std::initializer_list<const char*> kn
 }
 
 TopologySpec read_topology(lua_State* L, int index) {
-    if (!lua_istable(L, index)) throw ArgError(index, "a topology table expected, got " + type_name(L, index));
+    if (!lua_istable(L, index))
+        throw ArgError(index, "a topology table expected, got " + type_name(L, index));
     TopologySpec spec;
     spec.name = string_field(L, index, "name", "topology: ", "topology");
     const std::string where = "topology '" + spec.name + "': ";
@@ -116,7 +124,8 @@ TopologySpec read_topology(lua_State* L, int index) {
         const std::string at = where + "node " + std::to_string(i) + ": ";
         n.name = string_field(L, node, "name", at);
         const std::string in = n.name.empty() ? at : where + "node '" + n.name + "': ";
-        known_fields(L, node, {"name", "parent", "link", "device", "memory", "threads", "cores"}, in);
+        known_fields(L, node, {"name", "parent", "link", "device", "memory", "threads", "cores"},
+                     in);
         n.parent = string_field(L, node, "parent", in);
         n.link = string_field(L, node, "link", in);
         n.device = string_field(L, node, "device", in);
@@ -130,8 +139,10 @@ TopologySpec read_topology(lua_State* L, int index) {
         for_each_item(L, lua_gettop(L), [&](int i) {
             const int peer = lua_gettop(L);
             PeerLinkSpec p;
-            if (!lua_istable(L, peer)) lua_pushnil(L), lua_pushnil(L);
-            else lua_rawgeti(L, peer, 1), lua_rawgeti(L, peer, 2);
+            if (!lua_istable(L, peer))
+                lua_pushnil(L), lua_pushnil(L);
+            else
+                lua_rawgeti(L, peer, 1), lua_rawgeti(L, peer, 2);
             if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
                 throw ConfigError(where + "peer link " + std::to_string(i) +
                                   " must name two devices: {'gpu0', 'gpu1', link = 'nvlink2'}");
@@ -171,14 +182,16 @@ CostsPtr new_cost_model(lua_State* L, int args) {
         costs->placed = std::make_shared<const UnitPlacement>(
             place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
     lua_pop(L, 1);
-    costs->shapes = costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
+    costs->shapes =
+        costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
     const bool momentum = option_bool(L, args, "momentum", true);
     const std::string kind = option_string(L, args, "cost", "analytic");
     if (kind == "analytic") {
         costs->model = std::make_shared<AnalyticCostModel>(costs->shapes, momentum);
         return costs;
     }
-    if (kind != "measured") throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
+    if (kind != "measured")
+        throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     ProfileOptions po;
     // Anything else was taken as channels_last.
     po.layout = parse_layout(option_string(L, args, "layout", "channels_last"));
@@ -292,7 +305,8 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
     set_number(L, "stages", p.stages);
     set_number(L, "micro_batches", p.micro_batches);
     set_string(L, "pipeline", std::string(pipeline_schedule_name(p.schedule)));
-    set_string(L, "schedule", std::string(pipeline_schedule_name(p.schedule)));  // the old name, one release
+    set_string(L, "schedule",
+               std::string(pipeline_schedule_name(p.schedule)));  // the old name, one release
     lua_pushboolean(L, p.recompute);
     lua_setfield(L, -2, "recompute");
     set_string(L, "placement", p.placement);
@@ -324,7 +338,8 @@ PlannerOptions planner_options(lua_State* L, int args) {
     o.devices = static_cast<int>(option_int(L, args, "devices", 0));
     const std::string algorithm = option_string(L, args, "algorithm", "ring");
     o.algorithm = parse_reduce_algorithm(algorithm);
-    o.bucket_bytes = static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
+    o.bucket_bytes =
+        static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
     o.overlap_backward = option_bool(L, args, "overlap", true);
     if (get(L, args, "micro_batches") == LUA_TTABLE) {
         o.micro_batches.clear();
@@ -345,27 +360,30 @@ PlannerOptions planner_options(lua_State* L, int args) {
 std::vector<Topology> topologies(lua_State* L, int args) {
     std::vector<Topology> out;
     if (get(L, args, "topologies") == LUA_TTABLE) {
-        for_each_item(L, lua_gettop(L), [&](int) { out.emplace_back(read_topology(L, lua_gettop(L))); });
+        for_each_item(L, lua_gettop(L),
+                      [&](int) { out.emplace_back(read_topology(L, lua_gettop(L))); });
     }
     lua_pop(L, 1);
     if (get(L, args, "topology") == LUA_TTABLE) out.emplace_back(read_topology(L, lua_gettop(L)));
     lua_pop(L, 1);
-    if (out.empty()) throw ConfigError("planning needs a topology (topology = {...} or topologies = {...})");
+    if (out.empty())
+        throw ConfigError("planning needs a topology (topology = {...} or topologies = {...})");
     return out;
 }
 
 const std::initializer_list<const char*> kPlanKeys = {
-    "net", "sample", "batch", "topology", "topologies", "cost", "momentum", "layout", "seed", "warmup",
-    "iterations", "rounds", "devices", "micro_batches", "algorithm", "bucket_bytes", "overlap", "top", "trace", "plan",
-    "plans", "costs", "placement"};
+    "net",      "sample",        "batch",     "topology",     "topologies", "cost",
+    "momentum", "layout",        "seed",      "warmup",       "iterations", "rounds",
+    "devices",  "micro_batches", "algorithm", "bucket_bytes", "overlap",    "top",
+    "trace",    "plan",          "plans",     "costs",        "placement"};
 
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
 // -> a cost model to pass to several searches and simulations (costs =), so that they weigh
 // plans with the same profiles and measured figures, each taken once.
 int plan_costs(lua_State* L) {
     check_options(L, 1, "T.plan.costs",
-                  {"net", "sample", "placement", "cost", "momentum", "layout", "seed", "warmup", "iterations",
-                   "rounds"});
+                  {"net", "sample", "placement", "cost", "momentum", "layout", "seed", "warmup",
+                   "iterations", "rounds"});
     push_box(L, kPlanCostsType, new_cost_model(L, 1));
     return 1;
 }
@@ -404,7 +422,8 @@ int plan_search(lua_State* L) {
     const auto tops = topologies(L, 1);
     const auto plan_costs = cost_model(L, 1);
     TANDEM_CHECK_AS(ConfigError, !plan_costs->placed)
-        << "T.plan.search cuts the net as a chain; to weigh a placement, simulate it (T.plan.simulate)";
+        << "T.plan.search cuts the net as a chain; to weigh a placement, simulate it "
+           "(T.plan.simulate)";
     const CostModel* costs = plan_costs->model.get();
     const PlannerOptions o = planner_options(L, 1);
     PlanSearch search;
@@ -413,7 +432,8 @@ int plan_search(lua_State* L) {
     if (!trace.empty() && !search.plans.empty()) {
         const RankedPlan& best = search.plans.front();
         for (const auto& t : tops)
-            if (t.name() == best.topology) write_simulated_trace(simulate(best.plan, t, *costs, true), trace);
+            if (t.name() == best.topology)
+                write_simulated_trace(simulate(best.plan, t, *costs, true), trace);
     }
     lua_createtable(L, 0, 5);
     lua_createtable(L, static_cast<int>(search.plans.size()), 0);
@@ -422,7 +442,8 @@ int plan_search(lua_State* L) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "plans");
-    set_string(L, "table", format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
+    set_string(L, "table",
+               format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
     set_number(L, "considered", search.considered);
     set_number(L, "over_memory", search.over_memory);
     set_string(L, "cost", cost_kind(*costs));
@@ -435,24 +456,28 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
                const std::vector<std::string>& names) {
     const CostModel& costs = *plan_costs.model;
     check_options(L, pt, "T.plan.simulate's plan",
-                  {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute", "split", "devices",
-                   "placement"});
+                  {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute",
+                   "split", "devices", "placement"});
     Plan plan;
     plan.groups = static_cast<int>(option_int(L, pt, "groups", 1));
     plan.stages = static_cast<int>(option_int(L, pt, "stages", 1));
     plan.micro_batches = static_cast<int>(option_int(L, pt, "micro_batches", 1));
     // `schedule`: the pipeline's old name, still read for one release.
-    plan.schedule = parse_pipeline_schedule(option_string(L, pt, "pipeline", option_string(L, pt, "schedule", "gpipe")));
+    plan.schedule = parse_pipeline_schedule(
+        option_string(L, pt, "pipeline", option_string(L, pt, "schedule", "gpipe")));
     plan.recompute = option_bool(L, pt, "recompute", false);
     plan.batch = option_int(L, 1, "batch", 0);
     plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));
-    plan.bucket_bytes = static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
+    plan.bucket_bytes =
+        static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
     plan.overlap_backward = option_bool(L, 1, "overlap", true);
     std::vector<CutSpec> specs;
     if (get(L, pt, "split") == LUA_TTABLE) {
         for_each_item(L, lua_gettop(L), [&](int) {
-            if (lua_type(L, -1) == LUA_TNUMBER) specs.emplace_back(static_cast<std::int64_t>(lua_tointeger(L, -1)));
-            else specs.emplace_back(std::string(lua_tostring(L, -1)));
+            if (lua_type(L, -1) == LUA_TNUMBER)
+                specs.emplace_back(static_cast<std::int64_t>(lua_tointeger(L, -1)));
+            else
+                specs.emplace_back(std::string(lua_tostring(L, -1)));
         });
     }
     lua_pop(L, 1);
@@ -460,8 +485,8 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         // The costs' placement says what each stage runs (T.plan.simulate's placement).
         const int stages = static_cast<int>(plan_costs.placed->graph.stages.size());
         TANDEM_CHECK_AS(ConfigError, specs.empty() && plan.stages == stages)
-            << "T.plan.simulate: the placement has " << stages << " stages; give the plan stages = " << stages
-            << " and no split";
+            << "T.plan.simulate: the placement has " << stages
+            << " stages; give the plan stages = " << stages << " and no split";
         plan.graph = placement_graph(*plan_costs.placed, plan_costs.shapes, plan.micro_batch());
     } else if (specs.empty() && plan.stages > 1) {
         // No split given: the partitioner's, as `tandem plan` would choose it.
@@ -469,18 +494,21 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         po.stages = plan.stages, po.schedule = plan.schedule, po.micro_batches = plan.micro_batches;
         po.recompute = {plan.recompute};
         po.caps = {topology.device(0).memory_bytes};
-        plan.cuts = best_partition(costs.layer_costs(topology.device(0), plan.micro_batch()), po).cuts;
+        plan.cuts =
+            best_partition(costs.layer_costs(topology.device(0), plan.micro_batch()), po).cuts;
     } else {
         plan.cuts = parse_cuts(specs, names, plan.stages);
     }
     if (get(L, pt, "devices") == LUA_TTABLE)
-        for_each_item(L, lua_gettop(L), [&](int) { plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1))); });
+        for_each_item(L, lua_gettop(L),
+                      [&](int) { plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1))); });
     lua_pop(L, 1);
     return plan;
 }
 
 // Pushes {step_ms, ..., devices, split} for one simulated plan.
-void push_simulated(lua_State* L, const Simulation& s, const Plan& plan, const std::vector<std::string>& names) {
+void push_simulated(lua_State* L, const Simulation& s, const Plan& plan,
+                    const std::vector<std::string>& names) {
     lua_createtable(L, 0, 10);
     push_simulation(L, s);
     lua_createtable(L, static_cast<int>(plan.cuts.size()), 0);
@@ -493,8 +521,8 @@ void push_simulated(lua_State* L, const Simulation& s, const Plan& plan, const s
 
 // core.plan_simulate{..., plan = {groups =, stages =, micro_batches =, schedule =, recompute =,
 // split = {names or 1-based indices}, devices = {topology device indices, 0-based}}}
-// -> {step_ms, images_per_s, bubble, exposed_comm_ms, compute_ms, update_ms, peak_bytes, devices, split}
-// With plans = {{...}, {...}} instead: a list of those, every plan weighed with the same
+// -> {step_ms, images_per_s, bubble, exposed_comm_ms, compute_ms, update_ms, peak_bytes, devices,
+// split} With plans = {{...}, {...}} instead: a list of those, every plan weighed with the same
 // profiles (one cost model), so that they compare on equal terms.
 int plan_simulate(lua_State* L) {
     check_options(L, 1, "T.plan.simulate", kPlanKeys);
@@ -505,10 +533,13 @@ int plan_simulate(lua_State* L) {
     std::vector<std::int64_t> sizes{1};
     const std::int64_t batch = option_int(L, 1, "batch", 0);
     auto add_size = [&](int pt) {
-        const std::int64_t per_group = batch / std::max<std::int64_t>(1, option_int(L, pt, "groups", 1));
-        sizes.push_back(std::max<std::int64_t>(1, per_group / std::max<std::int64_t>(1, option_int(L, pt, "micro_batches", 1))));
+        const std::int64_t per_group =
+            batch / std::max<std::int64_t>(1, option_int(L, pt, "groups", 1));
+        sizes.push_back(std::max<std::int64_t>(
+            1, per_group / std::max<std::int64_t>(1, option_int(L, pt, "micro_batches", 1))));
     };
-    if (get(L, 1, "plans") == LUA_TTABLE) for_each_item(L, lua_gettop(L), [&](int) { add_size(lua_gettop(L)); });
+    if (get(L, 1, "plans") == LUA_TTABLE)
+        for_each_item(L, lua_gettop(L), [&](int) { add_size(lua_gettop(L)); });
     lua_pop(L, 1);
     if (get(L, 1, "plan") == LUA_TTABLE) add_size(lua_gettop(L));
     lua_pop(L, 1);
@@ -536,7 +567,8 @@ int plan_simulate(lua_State* L) {
     }
     lua_pop(L, 1);
     if (get(L, 1, "plan") != LUA_TTABLE)
-        throw ConfigError("T.plan.simulate needs plan = {groups =, stages =, ...} or plans = {{...}, ...}");
+        throw ConfigError(
+            "T.plan.simulate needs plan = {groups =, stages =, ...} or plans = {{...}, ...}");
     run(lua_gettop(L));
     return 1;
 }
@@ -560,7 +592,8 @@ const luaL_Reg kPlanFunctions[] = {
 
 void register_plan(lua_State* L, int module) {
     define_type(L, module,
-                {kPlanCostsType, wrap<release_box<CostsPtr, kPlanCostsType>>, kCostsMethods, wrap<plan_costs_tostring>});
+                {kPlanCostsType, wrap<release_box<CostsPtr, kPlanCostsType>>, kCostsMethods,
+                 wrap<plan_costs_tostring>});
     add_functions(L, module, kPlanFunctions);
 }
 

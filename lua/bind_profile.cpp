@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "binding.h"
-#include "lua_layer.h"
 #include "device/cpu/cpu_peak.h"
 #include "io/metrics_log.h"
+#include "lua_layer.h"
 #include "objects.h"
 #include "plan/profiler.h"
 #include "wrap.h"
@@ -106,14 +106,16 @@ int metrics_log_new(lua_State* L) {
     const std::string path = check_string(L, 1);
     check_options(L, 2, "T.MetricsLog", {"append", "chart"});
     push_box(L, kMetricsLogType,
-             std::make_shared<MetricsLog>(path, option_bool(L, 2, "append", true), option_bool(L, 2, "chart", true)));
+             std::make_shared<MetricsLog>(path, option_bool(L, 2, "append", true),
+                                          option_bool(L, 2, "chart", true)));
     return 1;
 }
 
 // log:write{key = number | string | boolean, ...}: one line, keys sorted.
 int metrics_log_write(lua_State* L) {
     auto log = check_box<LogPtr>(L, 1, kMetricsLogType, "metrics log");
-    if (!lua_istable(L, 2)) throw ArgError(2, "a table of metrics expected, got " + type_name(L, 2));
+    if (!lua_istable(L, 2))
+        throw ArgError(2, "a table of metrics expected, got " + type_name(L, 2));
     std::map<std::string, MetricValue> fields;
     lua_pushnil(L);
     while (lua_next(L, 2) != 0) {
@@ -128,7 +130,9 @@ int metrics_log_write(lua_State* L) {
                     fields[key] = v;
                 break;
             }
-            case LUA_TBOOLEAN: fields[key] = std::string(lua_toboolean(L, -1) ? "true" : "false"); break;
+            case LUA_TBOOLEAN:
+                fields[key] = std::string(lua_toboolean(L, -1) ? "true" : "false");
+                break;
             case LUA_TSTRING: fields[key] = std::string(lua_tostring(L, -1)); break;
             default: throw ArgError(2, "metric '" + key + "' must be a number, string or boolean");
         }
@@ -161,8 +165,9 @@ const luaL_Reg kProfileFunctions[] = {
 }  // namespace
 
 void register_profile(lua_State* L, int module) {
-    define_type(L, module, {kMetricsLogType, wrap<release_box<LogPtr, kMetricsLogType>>,
-                            kLogMethods, wrap<metrics_log_tostring>});
+    define_type(L, module,
+                {kMetricsLogType, wrap<release_box<LogPtr, kMetricsLogType>>, kLogMethods,
+                 wrap<metrics_log_tostring>});
     add_functions(L, module, kProfileFunctions);
 }
 

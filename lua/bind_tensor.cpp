@@ -18,7 +18,9 @@ Tensor& check_tensor(lua_State* L, int index) {
     return check_box<Tensor>(L, index, kTensorType, "tensor");
 }
 
-void push_tensor(lua_State* L, Tensor tensor) { push_box(L, kTensorType, std::move(tensor)); }
+void push_tensor(lua_State* L, Tensor tensor) {
+    push_box(L, kTensorType, std::move(tensor));
+}
 
 namespace {
 
@@ -336,9 +338,9 @@ const luaL_Reg kTensorFunctions[] = {
 }  // namespace
 
 void register_tensor(lua_State* L, int module) {
-    define_type(
-        L, module,
-        {kTensorType, wrap<release_box<Tensor, kTensorType>>, kTensorMethods, wrap<tensor_tostring>});
+    define_type(L, module,
+                {kTensorType, wrap<release_box<Tensor, kTensorType>>, kTensorMethods,
+                 wrap<tensor_tostring>});
     add_functions(L, module, kTensorFunctions);
 }
 

@@ -152,8 +152,7 @@ int tensor_narrow(lua_State* L) {
 
 // T.cat({tensors}, dim): the tensors joined along `dim`.
 int tensor_cat(lua_State* L) {
-    if (!lua_istable(L, 1))
-        throw ArgError(1, "list of tensors expected, got " + type_name(L, 1));
+    if (!lua_istable(L, 1)) throw ArgError(1, "list of tensors expected, got " + type_name(L, 1));
     std::vector<Tensor> xs;
     for_each_item(L, 1, [&](int i) {
         if (!is_type(L, -1, kTensorType))
@@ -167,12 +166,9 @@ int tensor_cat(lua_State* L) {
 }
 
 const luaL_Reg kMetamethods[] = {
-    {"__add", wrap<tensor_arith<BinaryOp::add>>},
-    {"__sub", wrap<tensor_arith<BinaryOp::sub>>},
-    {"__mul", wrap<tensor_arith<BinaryOp::mul>>},
-    {"__div", wrap<tensor_arith<BinaryOp::div>>},
-    {"__unm", wrap<tensor_unary<UnaryOp::neg>>},
-    {nullptr, nullptr},
+    {"__add", wrap<tensor_arith<BinaryOp::add>>}, {"__sub", wrap<tensor_arith<BinaryOp::sub>>},
+    {"__mul", wrap<tensor_arith<BinaryOp::mul>>}, {"__div", wrap<tensor_arith<BinaryOp::div>>},
+    {"__unm", wrap<tensor_unary<UnaryOp::neg>>},  {nullptr, nullptr},
 };
 
 const luaL_Reg kTensorMathMethods[] = {

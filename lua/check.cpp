@@ -79,7 +79,9 @@ std::string type_name(lua_State* L, int index) {
     return luaL_typename(L, index);
 }
 
-std::string number_or_type(lua_State* L, int index) { return got(L, index); }
+std::string number_or_type(lua_State* L, int index) {
+    return got(L, index);
+}
 
 bool is_type(lua_State* L, int index, const char* type) {
     return luaL_testudata(L, index, type) != nullptr;
@@ -132,8 +134,8 @@ std::int64_t check_int_in(lua_State* L, int index, std::int64_t low, std::int64_
     // A fraction or a string is named with the argument too: "device count must be an
     // integer in [1, 256], got 1.5", not a bare "integer expected" (issue 19).
     if (lua_type(L, index) != LUA_TNUMBER || !is_integral(lua_tonumber(L, index)))
-        throw ArgError(index, std::string(what) + " must be an integer in [" + std::to_string(low) + ", " +
-                                  std::to_string(high) + "], got " + got(L, index));
+        throw ArgError(index, std::string(what) + " must be an integer in [" + std::to_string(low) +
+                                  ", " + std::to_string(high) + "], got " + got(L, index));
     const std::int64_t value = check_int(L, index);
     if (value < low || value > high)
         throw ArgError(index, std::string(what) + " must be in [" + std::to_string(low) + ", " +
@@ -191,7 +193,8 @@ void check_options(lua_State* L, int index, const char* function,
     check_options(L, index, function, std::vector<std::string>(known.begin(), known.end()));
 }
 
-void check_options(lua_State* L, int index, const char* function, const std::vector<std::string>& names) {
+void check_options(lua_State* L, int index, const char* function,
+                   const std::vector<std::string>& names) {
     if (lua_isnoneornil(L, index)) return;
     if (!lua_istable(L, index))
         throw ArgError(index, "options table expected, got " + type_name(L, index));
@@ -206,8 +209,9 @@ void check_options(lua_State* L, int index, const char* function, const std::vec
         if (!found) {
             if (!is_string) key = "[" + key + "]";
             lua_pop(L, 1);
-            TANDEM_THROW(ConfigError) << function << ": unknown option '" << key << "' ("
-                                      << (names.empty() ? "it takes no options" : "known: " + join(names, ", ")) << ")";
+            TANDEM_THROW(ConfigError)
+                << function << ": unknown option '" << key << "' ("
+                << (names.empty() ? "it takes no options" : "known: " + join(names, ", ")) << ")";
         }
     }
 }

@@ -111,7 +111,8 @@ void push_shape(lua_State* L, const Shape& shape);
 // in `known`: "<function>: unknown option 'padd' (known: bias, groups, pad)".
 void check_options(lua_State* L, int index, const char* function,
                    std::initializer_list<const char*> known);
-void check_options(lua_State* L, int index, const char* function, const std::vector<std::string>& known);
+void check_options(lua_State* L, int index, const char* function,
+                   const std::vector<std::string>& known);
 // One option's value (after check_options); `fallback` when the key is absent.
 double option_number(lua_State* L, int index, const char* key, double fallback);
 std::int64_t option_int(lua_State* L, int index, const char* key, std::int64_t fallback);

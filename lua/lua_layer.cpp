@@ -29,7 +29,8 @@ int script_lock_tostring(lua_State* L) {
 
 // Pops and returns the error message a failed lua_pcall left on `T`.
 std::string pop_message(lua_State* T) {
-    std::string message = lua_isstring(T, -1) ? lua_tostring(T, -1) : "(an error object that is not a string)";
+    std::string message =
+        lua_isstring(T, -1) ? lua_tostring(T, -1) : "(an error object that is not a string)";
     lua_pop(T, 1);
     return message;
 }
@@ -38,7 +39,8 @@ std::string pop_message(lua_State* T) {
 // `push_args(T)` pushes its arguments and returns how many; `read(T)` takes the results (from
 // stack index 1) before they are dropped. A failing function is an E naming the layer.
 template <class E = Error, class PushArgs, class Read>
-void call(const LuaScript& script, const std::string& label, const char* which, PushArgs push_args, Read read) {
+void call(const LuaScript& script, const std::string& label, const char* which, PushArgs push_args,
+          Read read) {
     script.lock->run(label, [&] {
         lua_State* T = script.thread;
         lua_settop(T, 0);
@@ -71,7 +73,8 @@ void push_parameters(lua_State* T, const std::vector<Parameter*>& parameters) {
 // Result `index` as an f32 tensor, or an Error naming what it is.
 Tensor result_tensor(lua_State* T, int index, const std::string& label, const char* what) {
     if (!is_type(T, index, kTensorType) || check_tensor(T, index).dtype() != DType::f32)
-        TANDEM_THROW(ShapeError) << label << ": " << what << " must be an f32 tensor, got " << type_name(T, index);
+        TANDEM_THROW(ShapeError) << label << ": " << what << " must be an f32 tensor, got "
+                                 << type_name(T, index);
     return check_tensor(T, index);
 }
 
@@ -85,9 +88,12 @@ Tensor placed(const Tensor& t, const Tensor& given, Device& device, Layout layou
 
 }  // namespace
 
-ScriptLock& script_lock(lua_State* L) { return *lock_of(L); }
+ScriptLock& script_lock(lua_State* L) {
+    return *lock_of(L);
+}
 
-LuaLayer::LuaLayer(std::shared_ptr<const LuaScript> script, std::vector<std::pair<std::string, Tensor>> parameters)
+LuaLayer::LuaLayer(std::shared_ptr<const LuaScript> script,
+                   std::vector<std::pair<std::string, Tensor>> parameters)
     : script_(std::move(script)) {
     for (auto& [name, value] : parameters) {
         auto p = std::make_unique<Parameter>();
@@ -124,14 +130,17 @@ Shape LuaLayer::output_shape(const Shape& input) const {
         try {
             out = check_shape(S, 1);
         } catch (const ArgError&) {
-            TANDEM_THROW(ShapeError) << label() << ": its output_shape function must return a shape (a list of sizes) for input "
-                                     << input.to_string();
+            TANDEM_THROW(ShapeError)
+                << label()
+                << ": its output_shape function must return a shape (a list of sizes) for input "
+                << input.to_string();
         }
     };
-    if (script_->has_output_shape) call<ShapeError>(*script_, label(), "output_shape", push_shape_arg, read_shape);
+    if (script_->has_output_shape)
+        call<ShapeError>(*script_, label(), "output_shape", push_shape_arg, read_shape);
     TANDEM_CHECK_AS(ShapeError, out.rank() > 0 && out[0] == input[0])
-        << label() << ": its output_shape function gave " << out.to_string() << " for input " << input.to_string()
-        << ": the batch (first) size must stay " << input[0];
+        << label() << ": its output_shape function gave " << out.to_string() << " for input "
+        << input.to_string() << ": the batch (first) size must stay " << input[0];
     std::lock_guard<std::mutex> guard(shapes_mutex_);
     shapes_.emplace(input, out);
     return out;
@@ -139,8 +148,10 @@ Shape LuaLayer::output_shape(const Shape& input) const {
 
 void LuaLayer::check_cpu(const Pass& pass) const {
     if (!pass.device.host_accessible())
-        TANDEM_THROW(Error) << label() << " is written in Lua, whose tensor math runs on CPU devices; it cannot run on "
-                            << pass.device.name();
+        TANDEM_THROW(Error)
+            << label()
+            << " is written in Lua, whose tensor math runs on CPU devices; it cannot run on "
+            << pass.device.name();
 }
 
 Tensor LuaLayer::forward(const Tensor& x, Pass& pass) {
@@ -156,11 +167,14 @@ Tensor LuaLayer::forward(const Tensor& x, Pass& pass) {
     call(*script_, label(), "forward", push_args, [&](lua_State* T) {
         y = result_tensor(T, 1, label(), "forward's result");
         if (y.shape() != want)
-            TANDEM_THROW(ShapeError) << label() << ": forward returned " << y.shape().to_string() << ", its output_shape is "
-                                     << want.to_string() << " for input " << x.shape().to_string();
+            TANDEM_THROW(ShapeError) << label() << ": forward returned " << y.shape().to_string()
+                                     << ", its output_shape is " << want.to_string()
+                                     << " for input " << x.shape().to_string();
         if (lua_gettop(T) >= 2 && !lua_isnil(T, 2)) {
             if (!lua_istable(T, 2))
-                TANDEM_THROW(Error) << label() << ": forward's second result (what backward needs) must be a list of tensors, got "
+                TANDEM_THROW(Error) << label()
+                                    << ": forward's second result (what backward needs) must be a "
+                                       "list of tensors, got "
                                     << type_name(T, 2);
             const int n = static_cast<int>(lua_objlen(T, 2));
             for (int i = 1; i <= n; ++i) {
@@ -195,32 +209,41 @@ Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     };
     Tensor dx;
     std::vector<std::pair<Parameter*, Tensor>> grads;
-    call(*script_, label(), "backward", push_args, [&](lua_State* T) {
-        dx = result_tensor(T, 1, label(), "backward's first result (dx)");
-        if (dx.shape() != x.shape())
-            TANDEM_THROW(ShapeError) << label() << ": backward returned dx of shape " << dx.shape().to_string()
-                                     << ", the input's is " << x.shape().to_string();
-        if (lua_gettop(T) < 2 || lua_isnil(T, 2)) return;
-        if (!lua_istable(T, 2))
-            TANDEM_THROW(Error) << label() << ": backward's second result must be a table of parameter gradients, got "
-                                << type_name(T, 2);
-        lua_pushnil(T);
-        while (lua_next(T, 2) != 0) {
-            const std::string name = lua_type(T, -2) == LUA_TSTRING ? lua_tostring(T, -2) : type_name(T, -2);
-            auto it = std::find_if(parameters.begin(), parameters.end(), [&](Parameter* p) { return p->name == name; });
-            if (it == parameters.end())
-                TANDEM_THROW(Error) << label() << ": backward gave a gradient for '" << name
-                                    << "', which is not one of its parameters";
-            const Tensor g = result_tensor(T, -1, label(), ("the gradient of '" + name + "'").c_str());
-            if (g.shape() != (*it)->value.shape())
-                TANDEM_THROW(ShapeError) << label() << ": the gradient of '" << name << "' is " << g.shape().to_string()
-                                         << ", the parameter is " << (*it)->value.shape().to_string();
-            grads.emplace_back(*it, g);
-            lua_pop(T, 1);
-        }
-    });
+    call(*script_, label(), "backward", push_args,
+         [&](lua_State* T) {
+             dx = result_tensor(T, 1, label(), "backward's first result (dx)");
+             if (dx.shape() != x.shape())
+                 TANDEM_THROW(ShapeError)
+                     << label() << ": backward returned dx of shape " << dx.shape().to_string()
+                     << ", the input's is " << x.shape().to_string();
+             if (lua_gettop(T) < 2 || lua_isnil(T, 2)) return;
+             if (!lua_istable(T, 2))
+                 TANDEM_THROW(Error)
+                     << label()
+                     << ": backward's second result must be a table of parameter gradients, got "
+                     << type_name(T, 2);
+             lua_pushnil(T);
+             while (lua_next(T, 2) != 0) {
+                 const std::string name =
+                     lua_type(T, -2) == LUA_TSTRING ? lua_tostring(T, -2) : type_name(T, -2);
+                 auto it = std::find_if(parameters.begin(), parameters.end(),
+                                        [&](Parameter* p) { return p->name == name; });
+                 if (it == parameters.end())
+                     TANDEM_THROW(Error) << label() << ": backward gave a gradient for '" << name
+                                         << "', which is not one of its parameters";
+                 const Tensor g =
+                     result_tensor(T, -1, label(), ("the gradient of '" + name + "'").c_str());
+                 if (g.shape() != (*it)->value.shape())
+                     TANDEM_THROW(ShapeError) << label() << ": the gradient of '" << name << "' is "
+                                              << g.shape().to_string() << ", the parameter is "
+                                              << (*it)->value.shape().to_string();
+                 grads.emplace_back(*it, g);
+                 lua_pop(T, 1);
+             }
+         });
     TensorOpsKernel& ops = tensor_ops(pass.device);
-    for (auto& [p, g] : grads) ops.accumulate(p->grad, placed(g, p->grad, pass.device, p->grad.layout()));
+    for (auto& [p, g] : grads)
+        ops.accumulate(p->grad, placed(g, p->grad, pass.device, p->grad.layout()));
     return placed(dx, dy, pass.device, x.layout());
 }
 
@@ -238,27 +261,34 @@ int lua_layer_new(lua_State* L) {
         const bool optional = std::string(key) == "output_shape";
         if (optional) script->has_output_shape = !lua_isnil(L, -1);
         if (!lua_isfunction(L, -1) && !(optional && lua_isnil(L, -1)))
-            throw ArgError(1, std::string("nn.Lua: '") + key + "' must be a function, got " + type_name(L, -1));
+            throw ArgError(1, std::string("nn.Lua: '") + key + "' must be a function, got " +
+                                  type_name(L, -1));
         lua_setfield(L, -2, key);
     }
     std::vector<std::pair<std::string, Tensor>> parameters;
     lua_getfield(L, 1, "parameters");
     if (!lua_isnil(L, -1)) {
-        if (!lua_istable(L, -1)) throw ArgError(1, "nn.Lua: 'parameters' must be a table of name = tensor, got " + type_name(L, -1));
+        if (!lua_istable(L, -1))
+            throw ArgError(1, "nn.Lua: 'parameters' must be a table of name = tensor, got " +
+                                  type_name(L, -1));
         const int table = lua_gettop(L);
         lua_pushnil(L);
         while (lua_next(L, table) != 0) {
             if (lua_type(L, -2) != LUA_TSTRING)
-                throw ArgError(1, "nn.Lua: parameters are named: 'parameters' must be a table of name = tensor");
+                throw ArgError(
+                    1,
+                    "nn.Lua: parameters are named: 'parameters' must be a table of name = tensor");
             const std::string name = lua_tostring(L, -2);
             if (!is_type(L, -1, kTensorType) || check_tensor(L, -1).dtype() != DType::f32)
-                throw ArgError(1, "nn.Lua: parameter '" + name + "' must be an f32 tensor, got " + type_name(L, -1));
+                throw ArgError(1, "nn.Lua: parameter '" + name + "' must be an f32 tensor, got " +
+                                      type_name(L, -1));
             parameters.emplace_back(name, check_tensor(L, -1));
             lua_pop(L, 1);
         }
     }
     lua_pop(L, 1);
-    std::sort(parameters.begin(), parameters.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(parameters.begin(), parameters.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     // Registry references live as long as the Lua state: a layer may outlive every Lua value
     // that names it (inside an engine) and is destroyed on any thread.
     script->functions = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -280,7 +310,9 @@ const luaL_Reg kFunctions[] = {
 }  // namespace
 
 void register_lua_layer(lua_State* L, int module) {
-    define_type(L, module, {kScriptLockType, wrap<release_box<LockPtr, kScriptLockType>>, kNoMethods, wrap<script_lock_tostring>});
+    define_type(L, module,
+                {kScriptLockType, wrap<release_box<LockPtr, kScriptLockType>>, kNoMethods,
+                 wrap<script_lock_tostring>});
     push_box(L, kScriptLockType, std::make_shared<ScriptLock>());
     lua_setfield(L, LUA_REGISTRYINDEX, kScriptLockKey);
     add_functions(L, module, kFunctions);

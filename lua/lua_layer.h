@@ -33,7 +33,8 @@ struct LuaScript {
 class LuaLayer final : public Layer {
 public:
     // `parameters`: name and initial value of each (copied to the host).
-    LuaLayer(std::shared_ptr<const LuaScript> script, std::vector<std::pair<std::string, Tensor>> parameters);
+    LuaLayer(std::shared_ptr<const LuaScript> script,
+             std::vector<std::pair<std::string, Tensor>> parameters);
 
     std::string_view kind() const override { return "Lua"; }
     std::string options_text() const override { return {}; }

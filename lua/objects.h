@@ -10,8 +10,8 @@
 #include "data/dataset.h"
 #include "device/device.h"
 #include "layers/cross_entropy.h"
-#include "layers/loss.h"
 #include "layers/layer.h"
+#include "layers/loss.h"
 #include "layers/sequential.h"
 #include "tensor/tensor.h"
 

@@ -18,7 +18,9 @@
 namespace tandem {
 namespace {
 
-std::string reason(int err) { return std::strerror(err); }
+std::string reason(int err) {
+    return std::strerror(err);
+}
 
 // The directory part of `path` ("." for a bare name), for the temporary and the fsync.
 std::string directory_of(const std::string& path) {
@@ -79,7 +81,8 @@ int open_temporary(const std::string& path, std::string& temp_path) {
 void remove_stale_temporaries(const std::string& path) {
     const std::string dir = directory_of(path);
     const auto slash = path.find_last_of('/');
-    const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+    const std::string prefix =
+        (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
     DIR* listing = ::opendir(dir.c_str());
     if (listing == nullptr) return;  // the write itself will say what is wrong with the folder
     while (const dirent* entry = ::readdir(listing)) {

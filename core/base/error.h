@@ -84,9 +84,7 @@ struct Thrower {
 // TANDEM_CHECK(cond) << "message";   throws tandem::Error when cond is false.
 // TANDEM_CHECK_AS(ShapeError, cond) << "...";   throws the given subclass.
 // glog's form: a conditional expression, so it nests safely inside an unbraced if/else.
-#define TANDEM_CHECK_AS(E, cond)                                        \
-    (cond) ? (void)0                                                    \
-           : ::tandem::detail::Thrower() &                              \
-                 ::tandem::detail::ErrorBuilder<::tandem::E>()
+#define TANDEM_CHECK_AS(E, cond) \
+    (cond) ? (void)0 : ::tandem::detail::Thrower() & ::tandem::detail::ErrorBuilder<::tandem::E>()
 #define TANDEM_CHECK(cond) TANDEM_CHECK_AS(Error, cond)
 #define TANDEM_THROW(E) TANDEM_CHECK_AS(E, false)

@@ -42,11 +42,16 @@ std::size_t parse_bytes(std::string_view text) {
                                   << "' (expected e.g. 512MB, 2GiB or 1048576)";
     }
     double scale = 0;
-    if (unit.empty() || unit == "B") scale = 1;
-    else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
-    else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
-    else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
-    else if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+    if (unit.empty() || unit == "B")
+        scale = 1;
+    else if (unit == "K" || unit == "KB" || unit == "KIB")
+        scale = 1024.0;
+    else if (unit == "M" || unit == "MB" || unit == "MIB")
+        scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "GB" || unit == "GIB")
+        scale = 1024.0 * 1024 * 1024;
+    else if (unit == "T" || unit == "TB" || unit == "TIB")
+        scale = 1024.0 * 1024 * 1024 * 1024;
     TANDEM_CHECK_AS(ConfigError, scale > 0 && value >= 0)
         << "cannot read a size from '" << text << "' (units: B, KB, MB, GB, TB)";
     return static_cast<std::size_t>(value * scale);

@@ -297,7 +297,9 @@ std::string_view JsonValue::kind_name() const {
     return "?";
 }
 
-JsonValue parse_json(std::string_view text) { return Parser(text).parse_document(); }
+JsonValue parse_json(std::string_view text) {
+    return Parser(text).parse_document();
+}
 
 void append_json_string(std::string& out, std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";

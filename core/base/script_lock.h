@@ -46,8 +46,10 @@ public:
     auto run(const std::string& who, F&& fn) -> decltype(fn()) {
         if (holder_.load() == std::this_thread::get_id()) return fn();
         if (!lent_.load())
-            TANDEM_THROW(Error) << who << " runs Lua code, which a worker thread can run only during an "
-                                   "engine's construction, steps and evaluation (T.Engine), not here";
+            TANDEM_THROW(Error)
+                << who
+                << " runs Lua code, which a worker thread can run only during an "
+                   "engine's construction, steps and evaluation (T.Engine), not here";
         std::lock_guard<std::mutex> guard(mutex_);
         Holding holding(*this);
         return fn();
@@ -59,7 +61,8 @@ public:
 private:
     // Marks the calling thread as the holder for as long as it is alive.
     struct Holding {
-        explicit Holding(ScriptLock& lock) : lock_(lock), before_(lock.holder_.exchange(std::this_thread::get_id())) {}
+        explicit Holding(ScriptLock& lock)
+            : lock_(lock), before_(lock.holder_.exchange(std::this_thread::get_id())) {}
         ~Holding() { lock_.holder_.store(before_); }
         ScriptLock& lock_;
         std::thread::id before_;

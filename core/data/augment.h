@@ -13,9 +13,9 @@
 namespace tandem {
 
 struct AugmentOptions {
-    bool flip = false;         // mirror left-right with probability 1/2
-    std::int64_t crop_pad = 0; // shift by up to this many pixels each way, filling with `fill`
-    float fill = 0.f;          // value of the pixels shifted in (black, after normalisation)
+    bool flip = false;          // mirror left-right with probability 1/2
+    std::int64_t crop_pad = 0;  // shift by up to this many pixels each way, filling with `fill`
+    float fill = 0.f;           // value of the pixels shifted in (black, after normalisation)
 };
 
 // Augments `images` (N x C x H x W, f32, host-readable, contiguous) in place; sample k of the

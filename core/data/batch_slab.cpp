@@ -38,11 +38,8 @@ Tensor batch_memory(std::int64_t batch, const Shape& sample, Device& device, Lay
 
 BatchSlab::BatchSlab(std::int64_t chunk, std::int64_t count, std::int64_t batch,
                      const Shape& sample, Device& device, Layout layout)
-    : chunk_(chunk),
-      sample_(sample),
-      per_sample_(sample.rank() == 3 ? sample.numel() : 0),
-      slots_(std::size_t(count)),
-      remaining_(count) {
+    : chunk_(chunk), sample_(sample), per_sample_(sample.rank() == 3 ? sample.numel() : 0),
+      slots_(std::size_t(count)), remaining_(count) {
     if (per_sample_ > 0) images_ = batch_memory(batch, sample, device, layout);
 }
 
@@ -50,14 +47,10 @@ float* BatchSlab::pixels(std::int64_t i) {
     return static_cast<float*>(images_.raw()) + i * per_sample_;
 }
 
-BatchAssembler::BatchAssembler(const LoaderOptions& options, Device& device,
-                               std::int64_t classes, std::atomic<std::int64_t>& skipped,
-                               CorruptSamples& corrupt, Emit emit)
-    : options_(options),
-      device_(device),
-      classes_(classes),
-      skipped_(skipped),
-      corrupt_(corrupt),
+BatchAssembler::BatchAssembler(const LoaderOptions& options, Device& device, std::int64_t classes,
+                               std::atomic<std::int64_t>& skipped, CorruptSamples& corrupt,
+                               Emit emit)
+    : options_(options), device_(device), classes_(classes), skipped_(skipped), corrupt_(corrupt),
       emit_(std::move(emit)) {}
 
 bool BatchAssembler::check(const SlotRecord& s, const BatchSlab& slab) {

@@ -29,7 +29,8 @@ class CorruptSampleError : public DataError {
 // One sample as its source stores it.
 struct RawSample {
     std::string key;  // LMDB key or file path: what messages name
-    std::string origin;  // the database a record is in, for messages ('' for a file: its key is its path)
+    // the database a record is in, for messages ('' for a file: its key is its path)
+    std::string origin;
     std::int32_t label = 0;
     Encoding encoding = Encoding::raw;  // raw, png, jpeg, or other (a file in any format)
     // The stored shape; 0 when the source does not know it before decoding (image files).

@@ -21,7 +21,8 @@ InMemoryDataset::InMemoryDataset(Tensor images, Tensor labels)
         << "dataset images must be contiguous f32 N x C x H x W, got " << images_.description();
     const bool values = labels_.dtype() == DType::f32;
     TANDEM_CHECK_AS(ShapeError, (labels_.shape().rank() == 1 && labels_.dtype() == DType::i32) ||
-                                    (values && labels_.shape().rank() >= 1 && labels_.layout() == Layout::contiguous))
+                                    (values && labels_.shape().rank() >= 1 &&
+                                     labels_.layout() == Layout::contiguous))
         << "dataset targets must be i32 class labels (N) or contiguous f32 values (N x ...), got "
         << labels_.description();
     TANDEM_CHECK_AS(ShapeError, labels_.shape()[0] == images_.shape()[0])
@@ -95,7 +96,8 @@ std::pair<Tensor, Tensor> InMemoryDataset::gather(std::span<const std::int64_t> 
     }
     if (!direct) {
         images.copy_from(staged);
-        if (batch > 0) device.copy_from_host(labels.raw(), staged_labels.data(), staged_labels.size());
+        if (batch > 0)
+            device.copy_from_host(labels.raw(), staged_labels.data(), staged_labels.size());
     }
     return {std::move(images), std::move(labels)};
 }

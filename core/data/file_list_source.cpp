@@ -32,9 +32,7 @@ private:
 
 FileListSource::FileListSource(std::vector<Entry> entries, std::int64_t classes,
                                std::vector<std::string> class_names, std::string what)
-    : entries_(std::move(entries)),
-      classes_(classes),
-      class_names_(std::move(class_names)),
+    : entries_(std::move(entries)), classes_(classes), class_names_(std::move(class_names)),
       what_(std::move(what)) {
     TANDEM_CHECK_AS(DataError, !entries_.empty()) << what_ << " holds no images";
     for (const Entry& e : entries_)

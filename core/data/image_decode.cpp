@@ -15,8 +15,8 @@ namespace {
 // Names the database too for a record ("db: cannot decode image '00000005' ..."), a file by
 // its path (issue 19).
 [[noreturn]] void corrupt(const RawSample& s, const std::string& why) {
-    throw CorruptSampleError((s.origin.empty() ? "" : s.origin + ": ") + "cannot decode image '" + s.key + "' (" +
-                             std::string(encoding_name(s.encoding)) + ", " +
+    throw CorruptSampleError((s.origin.empty() ? "" : s.origin + ": ") + "cannot decode image '" +
+                             s.key + "' (" + std::string(encoding_name(s.encoding)) + ", " +
                              std::to_string(s.bytes.size()) + " bytes): " + why);
 }
 
@@ -48,11 +48,14 @@ struct Size2 {
 
 std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
     std::uint32_t v = 0;
-    for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+    for (int i = 0; i < bytes; ++i)
+        v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
     return v;
 }
 
-bool has_png_signature(const std::string& b) { return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0; }
+bool has_png_signature(const std::string& b) {
+    return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
 
 // The size a PNG's IHDR or a JPEG's start-of-frame states, read before decoding; none when the
 // bytes are neither or the header is not found.
@@ -60,7 +63,8 @@ bool has_png_signature(const std::string& b) { return b.size() >= 8 && b.compare
 std::optional<Size2> stated_size(const std::string& b) {
     if (b.size() >= 24 && has_png_signature(b) && b.compare(12, 4, "IHDR") == 0)
         return Size2{big_endian(b, 20, 4), big_endian(b, 16, 4)};
-    if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF || static_cast<unsigned char>(b[1]) != 0xD8)
+    if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF ||
+        static_cast<unsigned char>(b[1]) != 0xD8)
         return std::nullopt;
     // JPEG markers: FF xx, then (except the standalone ones) a 2-byte length; start-of-frame
     // markers C0-CF (but C4, C8, CC) carry precision, height and width. Bytes between markers
@@ -75,18 +79,22 @@ std::optional<Size2> stated_size(const std::string& b) {
             ++at;
             continue;
         }
-        if (marker == 0x00) {  // a stuffed FF: no marker, skipped as libjpeg skips it (the fuzzer's third find)
+        if (marker == 0x00) {  // a stuffed FF: no marker, skipped as libjpeg skips it (the fuzzer's
+                               // third find)
             at += 2;
             continue;
         }
-        if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // end, or scan data: no frame seen
+        if (marker == 0xD9 || marker == 0xDA)
+            return std::nullopt;  // end, or scan data: no frame seen
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
             at += 2;
             continue;
         }
         const std::size_t length = big_endian(b, at + 2, 2);
-        const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-        if (frame && at + 9 <= b.size()) return Size2{big_endian(b, at + 5, 2), big_endian(b, at + 7, 2)};
+        const bool frame =
+            marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+        if (frame && at + 9 <= b.size())
+            return Size2{big_endian(b, at + 5, 2), big_endian(b, at + 7, 2)};
         at += 2 + length;
     }
     return std::nullopt;
@@ -116,16 +124,19 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
         corrupt(s, "truncated (no end-of-image marker)");
     if (const auto stated = stated_size(s.bytes)) {
         if (std::uint64_t(stated->height) * stated->width > kMaxPixels)
-            corrupt(s, "its header claims " + std::to_string(stated->height) + "x" + std::to_string(stated->width) +
-                           " pixels, more than the " + std::to_string(kMaxPixels) + " an image may have");
+            corrupt(s, "its header claims " + std::to_string(stated->height) + "x" +
+                           std::to_string(stated->width) + " pixels, more than the " +
+                           std::to_string(kMaxPixels) + " an image may have");
         if (s.height != 0 && (stated->height != s.height || stated->width != s.width))
-            corrupt(s, "its header states " + std::to_string(stated->height) + "x" + std::to_string(stated->width) +
-                           ", the record " + std::to_string(s.height) + "x" + std::to_string(s.width));
+            corrupt(s, "its header states " + std::to_string(stated->height) + "x" +
+                           std::to_string(stated->width) + ", the record " +
+                           std::to_string(s.height) + "x" + std::to_string(s.width));
     }
     // libpng would print its own complaint about a damaged PNG on stderr before failing: the
     // structure is checked here first, so the user reads only this sample's error (issue 19).
     if (s.encoding == Encoding::png || has_png_signature(s.bytes))
-        if (const std::string why = png_problem(s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);
+        if (const std::string why = png_problem(
+                s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);
             !why.empty())
             corrupt(s, why);
     const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE

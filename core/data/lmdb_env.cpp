@@ -13,16 +13,16 @@ namespace {
 std::string plain_words(int rc) {
     std::string plain;
     switch (rc) {
-    case MDB_INVALID: plain = "it is not an LMDB database"; break;
-    case MDB_VERSION_MISMATCH: plain = "it was written by another version of LMDB"; break;
-    case MDB_CORRUPTED:
-    case MDB_PAGE_NOTFOUND: plain = "the database is damaged"; break;
-    case MDB_MAP_FULL: plain = "the database has no room left (its map size)"; break;
-    case ENOSPC: plain = "the disk is full"; break;
-    case EACCES:
-    case EPERM: plain = "permission denied"; break;
-    case ENOENT: plain = "no such file or directory"; break;
-    default: return mdb_strerror(rc);
+        case MDB_INVALID: plain = "it is not an LMDB database"; break;
+        case MDB_VERSION_MISMATCH: plain = "it was written by another version of LMDB"; break;
+        case MDB_CORRUPTED:
+        case MDB_PAGE_NOTFOUND: plain = "the database is damaged"; break;
+        case MDB_MAP_FULL: plain = "the database has no room left (its map size)"; break;
+        case ENOSPC: plain = "the disk is full"; break;
+        case EACCES:
+        case EPERM: plain = "permission denied"; break;
+        case ENOENT: plain = "no such file or directory"; break;
+        default: return mdb_strerror(rc);
     }
     return plain + " (LMDB: " + mdb_strerror(rc) + ")";
 }

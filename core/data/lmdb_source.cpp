@@ -93,10 +93,11 @@ LmdbSource::LmdbSource(const std::string& path, std::int64_t classes)
         }
         if (!name.empty()) class_names_.push_back(std::move(name));
         TANDEM_CHECK_AS(DataError, largest < static_cast<std::int32_t>(class_names_.size()))
-            << names_path << " names " << class_names_.size() << " classes, but a record of " << path
-            << " has label " << largest;
+            << names_path << " names " << class_names_.size() << " classes, but a record of "
+            << path << " has label " << largest;
     }
-    classes_ = classes > 0 ? classes : std::max<std::int64_t>(largest + 1, std::int64_t(class_names_.size()));
+    classes_ = classes > 0 ? classes
+                           : std::max<std::int64_t>(largest + 1, std::int64_t(class_names_.size()));
     for (std::size_t i = 0; i < labels_.size(); ++i)
         TANDEM_CHECK_AS(DataError, labels_[i] < classes_)
             << path << ": record '" << keys_[i] << "' has label " << labels_[i]

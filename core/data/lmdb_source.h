@@ -43,7 +43,7 @@ private:
 
     std::shared_ptr<LmdbEnv> env_;
     std::vector<std::string> keys_;
-    std::vector<std::int32_t> labels_;  // kDamaged for a damaged record
+    std::vector<std::int32_t> labels_;           // kDamaged for a damaged record
     std::map<std::size_t, std::string> damage_;  // index -> what is wrong, for the damaged ones
     std::int64_t classes_ = 0;
     std::vector<std::string> class_names_;

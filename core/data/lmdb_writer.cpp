@@ -50,8 +50,8 @@ void LmdbWriter::finish() {
     std::error_code error;
     if (overwrite_) fs::remove_all(path_, error);
     fs::rename(partial_, path_, error);
-    TANDEM_CHECK_AS(DataError, !error)
-        << "could not move the finished database " << partial_ << " to " << path_ << ": " << error.message();
+    TANDEM_CHECK_AS(DataError, !error) << "could not move the finished database " << partial_
+                                       << " to " << path_ << ": " << error.message();
 }
 
 void LmdbWriter::commit_pending() {
@@ -79,8 +79,7 @@ bool LmdbWriter::try_commit() {
         mdb_txn_abort(txn);
         if (rc == MDB_MAP_FULL) return false;
         // The failing key is the first one not in the database.
-        TANDEM_CHECK_AS(ConfigError, rc != MDB_KEYEXIST)
-            << path_ << ": a key is written twice";
+        TANDEM_CHECK_AS(ConfigError, rc != MDB_KEYEXIST) << path_ << ": a key is written twice";
         env_->check(rc, "mdb_put");
     }
     rc = mdb_txn_commit(txn);  // frees the transaction whatever it returns

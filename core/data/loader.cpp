@@ -17,7 +17,9 @@ double now_seconds() {
     return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-std::int64_t nanos_since(double start) { return std::int64_t((now_seconds() - start) * 1e9); }
+std::int64_t nanos_since(double start) {
+    return std::int64_t((now_seconds() - start) * 1e9);
+}
 
 }  // namespace
 
@@ -37,9 +39,7 @@ LastBatch parse_last_batch(const std::string& name) {
 }
 
 Loader::Loader(DataSourcePtr source, LoaderOptions options)
-    : source_(std::move(source)),
-      options_(std::move(options)),
-      transform_(options_.transform),
+    : source_(std::move(source)), options_(std::move(options)), transform_(options_.transform),
       device_(options_.device ? options_.device.get() : &host_device()) {
     const LoaderOptions& o = options_;
     TANDEM_CHECK_AS(ConfigError, source_ != nullptr) << "a loader needs a data source";
@@ -51,20 +51,22 @@ Loader::Loader(DataSourcePtr source, LoaderOptions options)
         << "loader threads must be in [1, 256], got " << o.threads;
     TANDEM_CHECK_AS(ConfigError,
                     o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count)
-        << "loader shard_index must be in [0, shard_count), got " << o.shard_index << " with shard_count "
-        << o.shard_count;
+        << "loader shard_index must be in [0, shard_count), got " << o.shard_index
+        << " with shard_count " << o.shard_count;
     TANDEM_CHECK_AS(ConfigError, o.prefetch >= 1 && o.prefetch <= 1024)
         << "loader prefetch must be in [1, 1024], got " << o.prefetch;
     TANDEM_CHECK_AS(DataError, source_->size() > 0) << source_->description() << " is empty";
     TANDEM_CHECK_AS(DataError, shard_size() > 0)
-        << "shard " << o.shard_index + 1 << " of " << o.shard_count << " of " << source_->description()
-        << " is empty (fewer samples than shards)";
+        << "shard " << o.shard_index + 1 << " of " << o.shard_count << " of "
+        << source_->description() << " is empty (fewer samples than shards)";
     // The decode threads are the parallelism; OpenCV's own pool would oversubscribe the cores
     // and make `threads` mean less than it says.
     cv::setNumThreads(0);
 }
 
-Loader::~Loader() { close(); }
+Loader::~Loader() {
+    close();
+}
 
 std::int64_t Loader::shard_size() const {
     const std::int64_t n = source_->size(), k = options_.shard_count, i = options_.shard_index;
@@ -84,7 +86,8 @@ std::vector<std::int64_t> Loader::shard_order(std::int64_t epoch) const {
 
 std::int64_t Loader::batches_per_epoch(std::optional<std::int64_t> epoch) const {
     const std::vector<std::int64_t> order = shard_order(epoch.value_or(epoch_ + 1));
-    const std::int64_t n = std::int64_t(order.size()) - corrupt_.count_in(order), b = options_.batch;
+    const std::int64_t n = std::int64_t(order.size()) - corrupt_.count_in(order),
+                       b = options_.batch;
     return options_.last == LastBatch::drop ? n / b : (n + b - 1) / b;
 }
 
@@ -227,8 +230,7 @@ void Loader::read_stage(std::vector<std::int64_t> order) {
     }
 }
 
-Shape Loader::probe_sample_shape(SourceReader& reader,
-                                 const std::vector<std::int64_t>& order) {
+Shape Loader::probe_sample_shape(SourceReader& reader, const std::vector<std::int64_t>& order) {
     // Corrupt samples met here are passed over; the decode threads meet them again and report
     // them in order. If none decodes, every slot will be a corrupt one and no slab needs pixels.
     const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
@@ -252,8 +254,8 @@ Loader::SlabPtr Loader::slab_for(std::int64_t position) {
     SlabPtr& slab = open_slabs_[chunk];
     if (!slab) {
         const std::int64_t count = std::min(b, shard_size() - chunk * b);
-        slab = std::make_shared<BatchSlab>(chunk, count, b, sample_shape_, *device_,
-                                           options_.layout);
+        slab =
+            std::make_shared<BatchSlab>(chunk, count, b, sample_shape_, *device_, options_.layout);
     }
     return slab;
 }
@@ -272,8 +274,8 @@ void Loader::decode_stage() {
             if (slot.corrupt.empty()) {
                 const double start = now_seconds();
                 try {
-                    const PreparedImage image = transform_.prepare(
-                        it.sample, rng_key(epoch_key, std::uint64_t(it.index)));
+                    const PreparedImage image =
+                        transform_.prepare(it.sample, rng_key(epoch_key, std::uint64_t(it.index)));
                     slot.shape = image.shape();
                     // One of another shape is not written: the assembler reports it in order.
                     if (slab->fits(slot)) transform_.write(image, options_.layout, slab->pixels(i));

@@ -13,10 +13,13 @@ namespace {
 std::uint32_t u32(const std::string& b, std::size_t at) {
     return std::uint32_t(static_cast<unsigned char>(b[at])) << 24 |
            std::uint32_t(static_cast<unsigned char>(b[at + 1])) << 16 |
-           std::uint32_t(static_cast<unsigned char>(b[at + 2])) << 8 | static_cast<unsigned char>(b[at + 3]);
+           std::uint32_t(static_cast<unsigned char>(b[at + 2])) << 8 |
+           static_cast<unsigned char>(b[at + 3]);
 }
 
-bool is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+bool is_letter(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
 
 bool one_of(std::string_view type, std::initializer_list<std::string_view> names) {
     for (std::string_view n : names)
@@ -43,13 +46,15 @@ std::string check_header(const std::string& b, std::size_t data, Header& h) {
     if (h.width > 1000000 || h.height > 1000000)
         return "IHDR states " + std::to_string(h.height) + "x" + std::to_string(h.width) +
                ", a side over the 1000000 pixels PNG readers accept";
-    const bool depth_ok = h.colour == 0   ? (h.depth == 1 || h.depth == 2 || h.depth == 4 || h.depth == 8 || h.depth == 16)
-                          : h.colour == 3 ? (h.depth == 1 || h.depth == 2 || h.depth == 4 || h.depth == 8)
-                          : (h.colour == 2 || h.colour == 4 || h.colour == 6) ? (h.depth == 8 || h.depth == 16)
-                                                                                : false;
+    const bool depth_ok =
+        h.colour == 0
+            ? (h.depth == 1 || h.depth == 2 || h.depth == 4 || h.depth == 8 || h.depth == 16)
+        : h.colour == 3 ? (h.depth == 1 || h.depth == 2 || h.depth == 4 || h.depth == 8)
+        : (h.colour == 2 || h.colour == 4 || h.colour == 6) ? (h.depth == 8 || h.depth == 16)
+                                                            : false;
     if (!depth_ok)
-        return "IHDR states bit depth " + std::to_string(h.depth) + " with colour type " + std::to_string(h.colour) +
-               ", which PNG does not allow";
+        return "IHDR states bit depth " + std::to_string(h.depth) + " with colour type " +
+               std::to_string(h.colour) + ", which PNG does not allow";
     if (b[data + 10] != 0 || b[data + 11] != 0 || h.interlace > 1)
         return "IHDR states an unknown compression, filter or interlace method";
     return {};
@@ -57,14 +62,21 @@ std::string check_header(const std::string& b, std::size_t data, Header& h) {
 
 // The rows the zlib stream must hold: one filter byte, then the row's bytes; an interlaced
 // image has them for each of Adam7's seven passes that is not empty.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> row_runs(const Header& h) {  // (rows, bytes per row)
+std::vector<std::pair<std::uint64_t, std::uint64_t>> row_runs(
+    const Header& h) {  // (rows, bytes per row)
     const std::uint64_t bits = std::uint64_t(h.samples()) * static_cast<std::uint64_t>(h.depth);
     auto run = [&](std::uint64_t w, std::uint64_t rows) {
         return std::pair<std::uint64_t, std::uint64_t>{rows, 1 + (w * bits + 7) / 8};
     };
     if (h.interlace == 0) return {run(h.width, h.height)};
-    static constexpr std::array<std::array<std::uint32_t, 4>, 7> kAdam7 = {{  // x0, y0, dx, dy
-        {0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}};
+    static constexpr std::array<std::array<std::uint32_t, 4>, 7> kAdam7 = {{// x0, y0, dx, dy
+                                                                            {0, 0, 8, 8},
+                                                                            {4, 0, 8, 8},
+                                                                            {0, 4, 4, 8},
+                                                                            {2, 0, 4, 4},
+                                                                            {0, 2, 2, 4},
+                                                                            {1, 0, 2, 2},
+                                                                            {0, 1, 1, 2}}};
     std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
     for (const auto& p : kAdam7) {
         const std::uint64_t w = h.width > p[0] ? (h.width - p[0] + p[2] - 1) / p[2] : 0;
@@ -85,7 +97,8 @@ std::string check_pixels(const std::string& idat, const Header& h) {
 
     if (idat.size() > 0xffffffffu) return "its image data is over 4 GB";
     z_stream z{};
-    if (inflateInit(&z) != Z_OK) return "its pixel data could not be inflated (zlib: out of memory)";
+    if (inflateInit(&z) != Z_OK)
+        return "its pixel data could not be inflated (zlib: out of memory)";
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(idat.data()));
     z.avail_in = static_cast<uInt>(idat.size());
     std::array<unsigned char, 16384> out;
@@ -96,10 +109,12 @@ std::string check_pixels(const std::string& idat, const Header& h) {
         z.avail_out = static_cast<uInt>(out.size());
         status = inflate(&z, Z_NO_FLUSH);
         if (status != Z_OK && status != Z_STREAM_END) {
-            problem = status == Z_BUF_ERROR    ? "its pixel data ends early (the zlib stream is cut short)"
-                      : status == Z_NEED_DICT ? "its compressed pixel data asks for a preset dictionary"
-                                              : "its compressed pixel data is damaged (zlib: " +
-                                                    std::string(z.msg != nullptr ? z.msg : "unknown error") + ")";
+            problem = status == Z_BUF_ERROR
+                          ? "its pixel data ends early (the zlib stream is cut short)"
+                      : status == Z_NEED_DICT
+                          ? "its compressed pixel data asks for a preset dictionary"
+                          : "its compressed pixel data is damaged (zlib: " +
+                                std::string(z.msg != nullptr ? z.msg : "unknown error") + ")";
             break;
         }
         const std::size_t produced = out.size() - z.avail_out;
@@ -110,11 +125,12 @@ std::string check_pixels(const std::string& idat, const Header& h) {
         }
         for (std::size_t at = 0; at < produced;) {
             if (in_row == 0 && out[at] > 4) {
-                problem = "row " + std::to_string(row + 1) + " has filter type " + std::to_string(out[at]) +
-                          " (PNG has 0 to 4)";
+                problem = "row " + std::to_string(row + 1) + " has filter type " +
+                          std::to_string(out[at]) + " (PNG has 0 to 4)";
                 break;
             }
-            const std::uint64_t take = std::min<std::uint64_t>(runs[run].second - in_row, produced - at);
+            const std::uint64_t take =
+                std::min<std::uint64_t>(runs[run].second - in_row, produced - at);
             at += static_cast<std::size_t>(take);
             in_row += take;
             if (in_row == runs[run].second) {
@@ -131,9 +147,10 @@ std::string check_pixels(const std::string& idat, const Header& h) {
     inflateEnd(&z);
     if (!problem.empty()) return problem;
     if (seen < expected)
-        return "its pixel data ends early (" + std::to_string(seen) + " of the " + std::to_string(expected) +
-               " bytes its IHDR states)";
-    if (left_over != 0) return "its IDAT chunks hold " + std::to_string(left_over) + " bytes after the pixel data";
+        return "its pixel data ends early (" + std::to_string(seen) + " of the " +
+               std::to_string(expected) + " bytes its IHDR states)";
+    if (left_over != 0)
+        return "its IDAT chunks hold " + std::to_string(left_over) + " bytes after the pixel data";
     return {};
 }
 
@@ -156,14 +173,17 @@ std::string png_problem(const std::string& b, PngCheck check) {
         if (b.size() - at < 12) return "truncated: the chunk" + where + " is cut short";
         const std::uint32_t length = u32(b, at);
         const std::string type = b.substr(at + 4, 4);
-        if (!is_letter(type[0]) || !is_letter(type[1]) || !is_letter(type[2]) || !is_letter(type[3]))
+        if (!is_letter(type[0]) || !is_letter(type[1]) || !is_letter(type[2]) ||
+            !is_letter(type[3]))
             return "the chunk" + where + " has no valid type (4 ASCII letters)";
         const std::string chunk = "chunk '" + type + "'" + where;
         if (length > 0x7fffffffu) return chunk + " states a length over 2^31";
-        if (b.size() - at - 12 < length) return "truncated: " + chunk + " states " + std::to_string(length) +
-                                                " bytes, " + std::to_string(b.size() - at - 12) + " follow";
+        if (b.size() - at - 12 < length)
+            return "truncated: " + chunk + " states " + std::to_string(length) + " bytes, " +
+                   std::to_string(b.size() - at - 12) + " follow";
         const std::size_t data = at + 8;
-        const auto crc = crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(b.data() + at + 4), length + 4);
+        const auto crc = crc32(crc32(0, nullptr, 0),
+                               reinterpret_cast<const Bytef*>(b.data() + at + 4), length + 4);
         if (crc != u32(b, data + length)) return chunk + " fails its CRC check";
         at = data + length + 4;
 
@@ -176,15 +196,20 @@ std::string png_problem(const std::string& b, PngCheck check) {
         if (type == "IHDR") return "it has a second IHDR chunk" + where;
         if (type == "IEND") break;
         if (type == "IDAT") {
-            if (idat_done) return chunk + " follows other chunks after the image data (IDAT chunks must be consecutive)";
-            if (h.colour == 3 && palette == 0) return "a palette image without a PLTE chunk before its image data";
+            if (idat_done)
+                return chunk +
+                       " follows other chunks after the image data (IDAT chunks must be "
+                       "consecutive)";
+            if (h.colour == 3 && palette == 0)
+                return "a palette image without a PLTE chunk before its image data";
             seen_idat = true;
             if (check == PngCheck::pixels) idat.append(b, data, length);
             continue;
         }
         if (seen_idat) idat_done = true;
         if (type == "PLTE") {
-            if (palette != 0 || seen_idat) return chunk + " is a second palette or comes after the image data";
+            if (palette != 0 || seen_idat)
+                return chunk + " is a second palette or comes after the image data";
             if (h.colour == 0 || h.colour == 4) return chunk + " is a palette in a grey image";
             if (length == 0 || length % 3 != 0 || length / 3 > 256 ||
                 (h.colour == 3 && length / 3 > (1u << h.depth)))
@@ -192,42 +217,51 @@ std::string png_problem(const std::string& b, PngCheck check) {
             palette = length / 3;
             continue;
         }
-        if (type[0] >= 'A' && type[0] <= 'Z') return chunk + " is a critical chunk PNG readers do not know";
+        if (type[0] >= 'A' && type[0] <= 'Z')
+            return chunk + " is a critical chunk PNG readers do not know";
         // libpng's limit on any chunk but IDAT (PNG_USER_CHUNK_MALLOC_MAX).
-        if (length > 8000000) return chunk + " has " + std::to_string(length) + " bytes, over the 8000000 PNG readers accept";
+        if (length > 8000000)
+            return chunk + " has " + std::to_string(length) +
+                   " bytes, over the 8000000 PNG readers accept";
         // Ancillary chunks libpng checks and complains about (as warnings, on stderr).
-        if (seen_idat && one_of(type, {"tRNS", "gAMA", "cHRM", "sRGB", "iCCP", "sBIT", "bKGD", "hIST", "pHYs",
-                                           "sPLT", "oFFs", "pCAL", "sCAL"}))
+        if (seen_idat && one_of(type, {"tRNS", "gAMA", "cHRM", "sRGB", "iCCP", "sBIT", "bKGD",
+                                       "hIST", "pHYs", "sPLT", "oFFs", "pCAL", "sCAL"}))
             return chunk + " must come before the image data";
         const std::pair<std::string_view, std::uint32_t> fixed[] = {
             {"gAMA", 4}, {"cHRM", 32}, {"sRGB", 1}, {"pHYs", 9}, {"tIME", 7}, {"oFFs", 9}};
         for (const auto& [name, size] : fixed)
             if (type == name && length != size)
-                return chunk + " has " + std::to_string(length) + " bytes, not " + std::to_string(size);
+                return chunk + " has " + std::to_string(length) + " bytes, not " +
+                       std::to_string(size);
         if (type == "gAMA") {
             gamma = u32(b, data);
-            if (gamma < 16 || gamma > 625000000) return chunk + " states gamma " + std::to_string(gamma) + "/100000";
+            if (gamma < 16 || gamma > 625000000)
+                return chunk + " states gamma " + std::to_string(gamma) + "/100000";
         }
         if (type == "sRGB") {
             srgb = true;
-            if (static_cast<unsigned char>(b[data]) > 3) return chunk + " states an unknown rendering intent";
+            if (static_cast<unsigned char>(b[data]) > 3)
+                return chunk + " states an unknown rendering intent";
         }
         if (type == "tRNS") {
             const bool ok = h.colour == 0   ? length == 2
                             : h.colour == 2 ? length == 6
                             : h.colour == 3 ? length != 0 && length <= palette
                                             : false;
-            if (!ok) return chunk + " has " + std::to_string(length) + " bytes, not valid for colour type " +
-                            std::to_string(h.colour);
+            if (!ok)
+                return chunk + " has " + std::to_string(length) +
+                       " bytes, not valid for colour type " + std::to_string(h.colour);
             for (std::uint32_t i = 0; h.colour != 3 && i < length; i += 2)  // grey or RGB samples
                 if ((std::uint32_t(static_cast<unsigned char>(b[data + i])) << 8 |
                      static_cast<unsigned char>(b[data + i + 1])) >= (1u << h.depth))
-                    return chunk + " states a transparent colour beyond bit depth " + std::to_string(h.depth);
+                    return chunk + " states a transparent colour beyond bit depth " +
+                           std::to_string(h.depth);
         }
     }
     // sRGB's gamma is 1/2.2 (45455); libpng warns when a gAMA differs from it by over 5%.
     if (srgb && gamma != 0 && (gamma < 43300 || gamma > 47800))
-        return "its gAMA chunk states gamma " + std::to_string(gamma) + "/100000, its sRGB chunk 45455/100000";
+        return "its gAMA chunk states gamma " + std::to_string(gamma) +
+               "/100000, its sRGB chunk 45455/100000";
     if (!seen_idat) return "it has no image data (IDAT chunk)";
     return check == PngCheck::pixels ? check_pixels(idat, h) : std::string();
 }

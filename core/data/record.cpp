@@ -22,14 +22,10 @@ std::uint32_t get_u32(const unsigned char* p) {
 
 std::string_view encoding_name(Encoding encoding) {
     switch (encoding) {
-        case Encoding::raw:
-            return "raw";
-        case Encoding::png:
-            return "png";
-        case Encoding::jpeg:
-            return "jpeg";
-        case Encoding::other:
-            return "other";
+        case Encoding::raw: return "raw";
+        case Encoding::png: return "png";
+        case Encoding::jpeg: return "jpeg";
+        case Encoding::other: return "other";
     }
     return "unknown";
 }

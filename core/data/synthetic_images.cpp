@@ -39,9 +39,7 @@ cv::Mat make_image(int cls, std::uint64_t key, const SyntheticOptions& o) {
     const cv::Point centre(draw_int(key, 6, size, w - size), draw_int(key, 7, size, h - size));
     const cv::Scalar colour = kColours[(cls / 4) % 6];
     switch (cls % 4) {
-        case 0:
-            cv::circle(image, centre, size, colour, cv::FILLED, cv::LINE_AA);
-            break;
+        case 0: cv::circle(image, centre, size, colour, cv::FILLED, cv::LINE_AA); break;
         case 1:
             cv::rectangle(image, centre - cv::Point(size, size), centre + cv::Point(size, size),
                           colour, cv::FILLED);

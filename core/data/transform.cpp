@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <utility>
 #include <opencv2/imgproc.hpp>
+#include <utility>
 
 #include "base/rng.h"
 #include "data/image_decode.h"
@@ -58,7 +58,8 @@ ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
         TANDEM_CHECK_AS(ConfigError, std::isfinite(s) && s > 0)
             << "transform option std must be > 0, got " << s;
     for (float m : t.mean)  // an inf mean made every pixel NaN (issue 19)
-        TANDEM_CHECK_AS(ConfigError, std::isfinite(m)) << "transform option mean must be finite, got " << m;
+        TANDEM_CHECK_AS(ConfigError, std::isfinite(m))
+            << "transform option mean must be finite, got " << m;
 }
 
 Shape ImageTransform::apply(const RawSample& sample, std::uint64_t rng, Layout layout,
@@ -128,8 +129,8 @@ void ImageTransform::write(const PreparedImage& p, Layout layout, float* out) co
                 const int src = c == 3 ? 2 - k : 0;  // BGR in the image, RGB in the tensor
                 const float* t = table[k];
                 const float fill = t[o.fill];
-                float* dst = last ? out + std::size_t(y) * cw * c + k
-                                  : out + (std::size_t(k) * ch + y) * cw;
+                float* dst =
+                    last ? out + std::size_t(y) * cw * c + k : out + (std::size_t(k) * ch + y) * cw;
                 const std::ptrdiff_t step = last ? c : 1;
                 if (row != nullptr && o.pad == 0 && !flip) {
                     const unsigned char* p = row + std::size_t(ox) * c + src;

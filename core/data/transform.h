@@ -39,10 +39,10 @@ struct TransformOptions {
 // write it out. Its shape is known before any pixel is written, so the loader can find a
 // place for it in a batch first and have it written straight there.
 struct PreparedImage {
-    cv::Mat image;        // 8-bit, BGR or grey, after resize
-    int crop_y = 0;       // top-left corner of the crop in the padded image
+    cv::Mat image;   // 8-bit, BGR or grey, after resize
+    int crop_y = 0;  // top-left corner of the crop in the padded image
     int crop_x = 0;
-    int height = 0;       // output size
+    int height = 0;  // output size
     int width = 0;
     bool flip = false;
     float brightness = 1.f, contrast = 1.f, saturation = 1.f;

@@ -58,8 +58,8 @@ TANDEM_HOST_DEVICE inline float activation_forward(ActivationAlgorithm a, float 
 }
 
 // diff_src of one element; `saved` is its dst or src, as activation_backward_uses_dst says.
-TANDEM_HOST_DEVICE inline float activation_backward(ActivationAlgorithm a, float alpha,
-                                                    float saved, float dy) {
+TANDEM_HOST_DEVICE inline float activation_backward(ActivationAlgorithm a, float alpha, float saved,
+                                                    float dy) {
     using namespace activation_constants;
     switch (a) {
         case ActivationAlgorithm::relu: return saved > 0 ? dy : 0.f;

@@ -7,7 +7,8 @@
 
 namespace tandem {
 
-Allocator::Allocator(std::string device_name, std::size_t cap) : device_name_(std::move(device_name)) {
+Allocator::Allocator(std::string device_name, std::size_t cap)
+    : device_name_(std::move(device_name)) {
     stats_.cap = cap;
 }
 
@@ -42,9 +43,9 @@ void* Allocator::allocate(std::size_t bytes) {
             ptr = raw_allocate(size);
         }
         TANDEM_CHECK_AS(DeviceMemoryError, ptr != nullptr)
-            << device_name_ << ": the system refused " << format_bytes(double(bytes))
-            << " (in use " << format_bytes(double(stats_.in_use)) << ", cap "
-            << format_bytes(double(stats_.cap)) << ")";
+            << device_name_ << ": the system refused " << format_bytes(double(bytes)) << " (in use "
+            << format_bytes(double(stats_.in_use)) << ", cap " << format_bytes(double(stats_.cap))
+            << ")";
     }
     stats_.in_use += size;
     stats_.peak = std::max(stats_.peak, stats_.in_use);
@@ -87,10 +88,16 @@ void Allocator::release_cache_locked() {
     stats_.cached = 0;
 }
 
-HostAllocator::~HostAllocator() { release_cache(); }
+HostAllocator::~HostAllocator() {
+    release_cache();
+}
 
-void* HostAllocator::raw_allocate(std::size_t bytes) { return std::aligned_alloc(64, bytes); }
+void* HostAllocator::raw_allocate(std::size_t bytes) {
+    return std::aligned_alloc(64, bytes);
+}
 
-void HostAllocator::raw_free(void* ptr) { std::free(ptr); }
+void HostAllocator::raw_free(void* ptr) {
+    std::free(ptr);
+}
 
 }  // namespace tandem

@@ -15,10 +15,10 @@
 namespace tandem {
 
 struct MemoryStats {
-    std::size_t in_use = 0;   // bytes held by live tensors
-    std::size_t peak = 0;     // highest in_use since the last reset_peak()
-    std::size_t cached = 0;   // bytes freed but kept for reuse
-    std::size_t cap = 0;      // the most in_use may reach
+    std::size_t in_use = 0;  // bytes held by live tensors
+    std::size_t peak = 0;    // highest in_use since the last reset_peak()
+    std::size_t cached = 0;  // bytes freed but kept for reuse
+    std::size_t cap = 0;     // the most in_use may reach
     std::size_t allocations = 0;
 };
 

@@ -24,8 +24,9 @@ struct Sizes {
 };
 
 // Score (b, i, j).
-TANDEM_HOST_DEVICE inline float additive_score(const float* q, const float* k, const float* v, const Sizes& s,
-                                               std::int64_t b, std::int64_t i, std::int64_t j) {
+TANDEM_HOST_DEVICE inline float additive_score(const float* q, const float* k, const float* v,
+                                               const Sizes& s, std::int64_t b, std::int64_t i,
+                                               std::int64_t j) {
     const float* qi = q + (b * s.queries + i) * s.hidden;
     const float* kj = k + (b * s.keys + j) * s.hidden;
     float sum = 0;
@@ -34,8 +35,9 @@ TANDEM_HOST_DEVICE inline float additive_score(const float* q, const float* k, c
 }
 
 // dq[b, i, h].
-TANDEM_HOST_DEVICE inline float additive_query_grad(const float* q, const float* k, const float* v, const float* ds,
-                                                    const Sizes& s, std::int64_t b, std::int64_t i, std::int64_t h) {
+TANDEM_HOST_DEVICE inline float additive_query_grad(const float* q, const float* k, const float* v,
+                                                    const float* ds, const Sizes& s, std::int64_t b,
+                                                    std::int64_t i, std::int64_t h) {
     const float qh = q[(b * s.queries + i) * s.hidden + h];
     const float* row = ds + (b * s.queries + i) * s.keys;
     float sum = 0;
@@ -47,8 +49,9 @@ TANDEM_HOST_DEVICE inline float additive_query_grad(const float* q, const float*
 }
 
 // dk[b, j, h].
-TANDEM_HOST_DEVICE inline float additive_key_grad(const float* q, const float* k, const float* v, const float* ds,
-                                                  const Sizes& s, std::int64_t b, std::int64_t j, std::int64_t h) {
+TANDEM_HOST_DEVICE inline float additive_key_grad(const float* q, const float* k, const float* v,
+                                                  const float* ds, const Sizes& s, std::int64_t b,
+                                                  std::int64_t j, std::int64_t h) {
     const float kh = k[(b * s.keys + j) * s.hidden + h];
     float sum = 0;
     for (std::int64_t i = 0; i < s.queries; ++i) {
@@ -59,19 +62,22 @@ TANDEM_HOST_DEVICE inline float additive_key_grad(const float* q, const float* k
 }
 
 // dv[h]'s whole sum (the caller adds it).
-TANDEM_HOST_DEVICE inline float additive_v_grad(const float* q, const float* k, const float* ds, const Sizes& s,
-                                                std::int64_t h) {
+TANDEM_HOST_DEVICE inline float additive_v_grad(const float* q, const float* k, const float* ds,
+                                                const Sizes& s, std::int64_t h) {
     float sum = 0;
     for (std::int64_t b = 0; b < s.batch; ++b)
         for (std::int64_t i = 0; i < s.queries; ++i) {
             const float qh = q[(b * s.queries + i) * s.hidden + h];
             const float* row = ds + (b * s.queries + i) * s.keys;
-            for (std::int64_t j = 0; j < s.keys; ++j) sum += row[j] * tanhf(qh + k[(b * s.keys + j) * s.hidden + h]);
+            for (std::int64_t j = 0; j < s.keys; ++j)
+                sum += row[j] * tanhf(qh + k[(b * s.keys + j) * s.hidden + h]);
         }
     return sum;
 }
 
 // Whether key j is hidden from query i under a causal mask (PyTorch's is_causal, top-left aligned).
-TANDEM_HOST_DEVICE inline bool causal_hidden(std::int64_t i, std::int64_t j) { return j > i; }
+TANDEM_HOST_DEVICE inline bool causal_hidden(std::int64_t i, std::int64_t j) {
+    return j > i;
+}
 
 }  // namespace tandem::attention_math

@@ -87,9 +87,11 @@ public:
     }
 
 protected:
-    Device(DeviceKind kind, int index, int threads) : kind_(kind), index_(index), threads_(threads) {
+    Device(DeviceKind kind, int index, int threads)
+        : kind_(kind), index_(index), threads_(threads) {
         // A negative index marks the host device that holds parameters before placement.
-        name_ = index < 0 ? "host" : std::string(device_kind_name(kind)) + ":" + std::to_string(index);
+        name_ =
+            index < 0 ? "host" : std::string(device_kind_name(kind)) + ":" + std::to_string(index);
     }
     // A device whose name is not its kind and index (a GPU's pinned host memory).
     Device(DeviceKind kind, int index, int threads, std::string name)

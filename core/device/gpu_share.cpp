@@ -17,18 +17,20 @@ std::vector<int> first_ordinals(int count) {
 }
 
 // Ranks that see exactly the same GPUs: the r-th run of the bus ids in sorted order.
-std::vector<int> shared_run(const std::vector<std::string>& mine, int ranks, int local_rank, int wanted) {
+std::vector<int> shared_run(const std::vector<std::string>& mine, int ranks, int local_rank,
+                            int wanted) {
     const int count = static_cast<int>(mine.size());
     TANDEM_CHECK_AS(ConfigError, count >= ranks)
         << "no CUDA device: " << ranks << " MPI ranks on this node see the same " << count
-        << (count == 1 ? " GPU" : " GPUs") << " (" << join(mine, ", ")
-        << "); start at most " << count << " ranks per node, or give each rank its own GPUs "
+        << (count == 1 ? " GPU" : " GPUs") << " (" << join(mine, ", ") << "); start at most "
+        << count
+        << " ranks per node, or give each rank its own GPUs "
            "(CUDA_VISIBLE_DEVICES)";
     const int each = wanted < 0 ? count / ranks : wanted;
     TANDEM_CHECK_AS(ConfigError, each * ranks <= count)
         << "no CUDA device: " << ranks << " MPI ranks on this node share its " << count
-        << " GPUs, so " << wanted << " each would need " << each * ranks
-        << "; ask for at most " << count / ranks << " per rank, or 'all'";
+        << " GPUs, so " << wanted << " each would need " << each * ranks << "; ask for at most "
+        << count / ranks << " per rank, or 'all'";
     std::vector<std::string> sorted = mine;
     std::sort(sorted.begin(), sorted.end());
     std::vector<int> ordinals;
@@ -63,8 +65,9 @@ std::vector<int> node_gpu_share(const std::vector<std::vector<std::string>>& see
             const int other = first_seer.at(id);
             TANDEM_CHECK_AS(ConfigError, other == r)
                 << "no CUDA device: MPI ranks " << other << " and " << r << " on this node both "
-                << "see GPU " << id << ", but not the same GPUs (" << join(seen[std::size_t(other)], ", ")
-                << " against " << join(seen[std::size_t(r)], ", ") << "); give every rank all "
+                << "see GPU " << id << ", but not the same GPUs ("
+                << join(seen[std::size_t(other)], ", ") << " against "
+                << join(seen[std::size_t(r)], ", ") << "); give every rank all "
                 << "of the node's GPUs or each its own";
         }
     if (wanted < 0) return first_ordinals(count);

@@ -14,11 +14,14 @@
 
 namespace tandem::rnn_cell {
 
-TANDEM_HOST_DEVICE inline float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+TANDEM_HOST_DEVICE inline float sigmoid(float x) {
+    return 1.f / (1.f + expf(-x));
+}
 
 // One unit's step. `b`: sample, `j`: unit.
-TANDEM_HOST_DEVICE inline void lstm_forward(std::int64_t b, std::int64_t j, std::int64_t hidden, const float* gx,
-                                            const float* gh, const float* c_prev, float* h, float* c, float* saved) {
+TANDEM_HOST_DEVICE inline void lstm_forward(std::int64_t b, std::int64_t j, std::int64_t hidden,
+                                            const float* gx, const float* gh, const float* c_prev,
+                                            float* h, float* c, float* saved) {
     const float* x = gx + b * 4 * hidden + j;
     const float* y = gh + b * 4 * hidden + j;
     const float i = sigmoid(x[0] + y[0]);
@@ -36,9 +39,11 @@ TANDEM_HOST_DEVICE inline void lstm_forward(std::int64_t b, std::int64_t j, std:
     s[3 * hidden] = o;
 }
 
-TANDEM_HOST_DEVICE inline void lstm_backward(std::int64_t b, std::int64_t j, std::int64_t hidden, const float* saved,
-                                             const float* c_prev, const float* c, const float* dh, const float* dc,
-                                             float* dgx, float* dgh, float* dh_prev, float* dc_prev) {
+TANDEM_HOST_DEVICE inline void lstm_backward(std::int64_t b, std::int64_t j, std::int64_t hidden,
+                                             const float* saved, const float* c_prev,
+                                             const float* c, const float* dh, const float* dc,
+                                             float* dgx, float* dgh, float* dh_prev,
+                                             float* dc_prev) {
     const float* s = saved + b * 4 * hidden + j;
     const float i = s[0], f = s[hidden], g = s[2 * hidden], o = s[3 * hidden];
     const std::int64_t at = b * hidden + j;
@@ -54,8 +59,9 @@ TANDEM_HOST_DEVICE inline void lstm_backward(std::int64_t b, std::int64_t j, std
     dh_prev[at] = 0.f;
 }
 
-TANDEM_HOST_DEVICE inline void gru_forward(std::int64_t b, std::int64_t j, std::int64_t hidden, const float* gx,
-                                           const float* gh, const float* h_prev, float* h, float* saved) {
+TANDEM_HOST_DEVICE inline void gru_forward(std::int64_t b, std::int64_t j, std::int64_t hidden,
+                                           const float* gx, const float* gh, const float* h_prev,
+                                           float* h, float* saved) {
     const float* x = gx + b * 3 * hidden + j;
     const float* y = gh + b * 3 * hidden + j;
     const float r = sigmoid(x[0] + y[0]);
@@ -71,8 +77,9 @@ TANDEM_HOST_DEVICE inline void gru_forward(std::int64_t b, std::int64_t j, std::
     s[3 * hidden] = gh_n;
 }
 
-TANDEM_HOST_DEVICE inline void gru_backward(std::int64_t b, std::int64_t j, std::int64_t hidden, const float* saved,
-                                            const float* h_prev, const float* dh, float* dgx, float* dgh,
+TANDEM_HOST_DEVICE inline void gru_backward(std::int64_t b, std::int64_t j, std::int64_t hidden,
+                                            const float* saved, const float* h_prev,
+                                            const float* dh, float* dgx, float* dgh,
                                             float* dh_prev) {
     const float* s = saved + b * 4 * hidden + j;
     const float r = s[0], z = s[hidden], n = s[2 * hidden], gh_n = s[3 * hidden];

@@ -5,15 +5,12 @@
 
 #include "base/rng.h"
 #include "engine/engine_internal.h"
-#include "io/safetensors.h"
 #include "parallel/mpi_world.h"
 #include "plan/partitioner.h"
 #include "plan/profiler.h"
 
 namespace tandem {
 namespace {
-
-constexpr const char* kFormat = "tandem-checkpoint-1";
 
 // The loss says what targets it takes (class labels or values shaped as the output).
 void check_batch(const Tensor& images, const Tensor& targets, const Loss& loss) {
@@ -22,15 +19,18 @@ void check_batch(const Tensor& images, const Tensor& targets, const Loss& loss) 
         << "images must be f32 with a batch dimension, got " << images.description();
     loss.check_batch_targets(targets, images.shape()[0]);
     // An empty batch has no mean loss (and would split into empty micro-batches).
-    TANDEM_CHECK_AS(ShapeError, images.shape()[0] > 0) << "the batch is empty: images " << images.description();
+    TANDEM_CHECK_AS(ShapeError, images.shape()[0] > 0)
+        << "the batch is empty: images " << images.description();
 }
 
 // Stage boundaries: 0, the cuts, the layer count. Without cuts, stages of nearly equal layer
 // counts.
-std::vector<std::size_t> stage_bounds(std::size_t layers, int stages, const std::vector<std::size_t>& cuts) {
+std::vector<std::size_t> stage_bounds(std::size_t layers, int stages,
+                                      const std::vector<std::size_t>& cuts) {
     const auto s = static_cast<std::size_t>(stages);
     TANDEM_CHECK_AS(ConfigError, s <= layers)
-        << "Engine: " << stages << " stages need at least as many top-level layers; the net has " << layers;
+        << "Engine: " << stages << " stages need at least as many top-level layers; the net has "
+        << layers;
     std::vector<std::size_t> bounds{0};
     if (cuts.empty()) {
         for (std::size_t i = 1; i < s; ++i) bounds.push_back(layers * i / s);
@@ -55,17 +55,21 @@ void check_averaging(const ParallelOptions& p) {
     const std::string algorithm(averaging_algorithm_name(p.averaging));
     TANDEM_CHECK_AS(ConfigError, p.averaging == AveragingAlgorithm::plain || p.average_every > 0)
         << "Engine: parallel.averaging = '" << algorithm
-        << "' needs parallel.average_every > 0 (the steps between averages); without it the groups train by "
+        << "' needs parallel.average_every > 0 (the steps between averages); without it the groups "
+           "train by "
            "synchronous SGD";
     auto only_with = [&](bool changed, const char* option, AveragingAlgorithm owner) {
         TANDEM_CHECK_AS(ConfigError, !changed || p.averaging == owner)
-            << "Engine: parallel." << option << " is an option of averaging = '" << averaging_algorithm_name(owner)
-            << "', not of averaging = '" << algorithm << "'";
+            << "Engine: parallel." << option << " is an option of averaging = '"
+            << averaging_algorithm_name(owner) << "', not of averaging = '" << algorithm << "'";
     };
-    only_with(p.block_momentum != defaults.block_momentum, "block_momentum", AveragingAlgorithm::bmuf);
+    only_with(p.block_momentum != defaults.block_momentum, "block_momentum",
+              AveragingAlgorithm::bmuf);
     only_with(p.block_lr != defaults.block_lr, "block_lr", AveragingAlgorithm::bmuf);
-    only_with(p.block_nesterov != defaults.block_nesterov, "block_nesterov", AveragingAlgorithm::bmuf);
-    only_with(p.elastic_alpha != defaults.elastic_alpha, "elastic_alpha", AveragingAlgorithm::easgd);
+    only_with(p.block_nesterov != defaults.block_nesterov, "block_nesterov",
+              AveragingAlgorithm::bmuf);
+    only_with(p.elastic_alpha != defaults.elastic_alpha, "elastic_alpha",
+              AveragingAlgorithm::easgd);
 }
 
 // C x H x W of a batch N x C x H x W.
@@ -95,26 +99,30 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     if (!options_.loss) options_.loss = std::make_shared<CrossEntropy>();
     const ParallelOptions& p = options_.parallel;
     TANDEM_CHECK_AS(ConfigError, p.groups >= 1 && p.stages >= 1 && p.micro_batches >= 1)
-        << "Engine: groups, stages and micro-batches must be at least 1; given " << p.groups
-        << ", " << p.stages << ", " << p.micro_batches;
+        << "Engine: groups, stages and micro-batches must be at least 1; given " << p.groups << ", "
+        << p.stages << ", " << p.micro_batches;
     const std::size_t needed = static_cast<std::size_t>(p.groups * p.stages);
     TANDEM_CHECK_AS(ConfigError, options_.devices.size() == needed)
         << "Engine: " << p.groups << " groups x " << p.stages << " stages need " << needed
         << " devices; given " << options_.devices.size();
     for (std::size_t i = 0; i < needed; ++i) {
-        TANDEM_CHECK_AS(ConfigError, options_.devices[i] != nullptr) << "Engine: device " << i + 1 << " is nil";
+        TANDEM_CHECK_AS(ConfigError, options_.devices[i] != nullptr)
+            << "Engine: device " << i + 1 << " is nil";
         for (std::size_t j = 0; j < i; ++j)
             TANDEM_CHECK_AS(ConfigError, options_.devices[i] != options_.devices[j])
                 << "Engine: " << options_.devices[i]->name() << " is given twice; every stage of "
                 << "every group needs a device of its own (one worker thread each)";
     }
-    TANDEM_CHECK_AS(ConfigError, p.recompute.size() <= 1 || p.recompute.size() == std::size_t(p.stages))
+    TANDEM_CHECK_AS(ConfigError,
+                    p.recompute.size() <= 1 || p.recompute.size() == std::size_t(p.stages))
         << "Engine: recompute needs one flag per stage (" << p.stages << ") or one for all; given "
         << p.recompute.size();
     TANDEM_CHECK_AS(ConfigError, p.average_every >= 0)
-        << "Engine: average_every must be 0 (synchronous SGD) or a step count, got " << p.average_every;
+        << "Engine: average_every must be 0 (synchronous SGD) or a step count, got "
+        << p.average_every;
     TANDEM_CHECK_AS(ConfigError, !(p.deterministic && p.average_every > 0))
-        << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with it";
+        << "Engine: deterministic mode covers synchronous SGD; model averaging is not offered with "
+           "it";
     check_averaging(p);
     if (p.deterministic) {
         options_.parallel.algorithm = ReduceAlgorithm::tree;
@@ -125,19 +133,22 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         TANDEM_CHECK_AS(ConfigError, p.pipeline == PipelineSchedule::gpipe)
             << "Engine: batch_norm = 'sync' needs every micro-batch of a stage at once: use the "
                "gpipe schedule (1f1b would wait on backwards that cannot start)";
-        TANDEM_CHECK_AS(ConfigError, p.recompute.empty() || (p.recompute.size() == 1 && !p.recompute[0]))
+        TANDEM_CHECK_AS(ConfigError,
+                        p.recompute.empty() || (p.recompute.size() == 1 && !p.recompute[0]))
             << "Engine: batch_norm = 'sync' does not combine with recomputation";
         TANDEM_CHECK_AS(ConfigError, !p.deterministic && p.average_every == 0)
-            << "Engine: batch_norm = 'sync' is for synchronous SGD, not deterministic mode or model averaging";
+            << "Engine: batch_norm = 'sync' is for synchronous SGD, not deterministic mode or "
+               "model averaging";
     }
     TANDEM_CHECK_AS(ConfigError, !(p.auto_split && !p.cuts.empty()))
         << "Engine: give cuts or ask for the automatic split, not both";
     if (!p.placement.empty()) {
         TANDEM_CHECK_AS(ConfigError, !p.auto_split && p.cuts.empty())
-            << "Engine: parallel.placement says which layers each stage runs; give it or a split, not both";
+            << "Engine: parallel.placement says which layers each stage runs; give it or a split, "
+               "not both";
         TANDEM_CHECK_AS(ConfigError, p.placement.size() == static_cast<std::size_t>(p.stages))
-            << "Engine: parallel.placement lists " << p.placement.size() << " stages, parallel.stages is "
-            << p.stages;
+            << "Engine: parallel.placement lists " << p.placement.size()
+            << " stages, parallel.stages is " << p.stages;
     }
     options_.net->initialize(options_.seed);
     if (p.mpi) join_processes();
@@ -145,12 +156,14 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         const double alpha = ModelAverage::effective_elastic_alpha(p, total_groups());
         TANDEM_CHECK_AS(ConfigError, alpha * total_groups() <= 1 + 1e-9)
             << "Engine: parallel.elastic_alpha = " << alpha << " with " << total_groups()
-            << " replicas moves the centre past the replicas' mean (alpha x replicas = " << alpha * total_groups()
-            << "); give at most " << 1.0 / total_groups() << ", or 0 for 0.9 / replicas";
+            << " replicas moves the centre past the replicas' mean (alpha x replicas = "
+            << alpha * total_groups() << "); give at most " << 1.0 / total_groups()
+            << ", or 0 for 0.9 / replicas";
     }
     for (int g = 0; g < p.groups; ++g) {
         auto replica = std::make_unique<Replica>();
-        replica->net = g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
+        replica->net =
+            g == 0 ? options_.net : std::static_pointer_cast<Sequential>(options_.net->clone());
         replica->loss = g == 0 ? options_.loss : options_.loss->clone();
         replica->optimizer = make_optimizer(options_.optimizer);
         replicas_.push_back(std::move(replica));
@@ -178,9 +191,12 @@ void Engine::place(UnitPlacement units) {
             parts.group = g, parts.stage = s;
             parts.rank = global_group(g), parts.replicas = total_groups();
             parts.device = &stage_device(g, s);
-            parts.net = replica.net, parts.loss = replica.loss, parts.optimizer = replica.optimizer.get();
+            parts.net = replica.net, parts.loss = replica.loss,
+            parts.optimizer = replica.optimizer.get();
             parts.units = units_;
-            parts.communicator = communicators_.empty() ? nullptr : communicators_[static_cast<std::size_t>(s)].get();
+            parts.communicator = communicators_.empty()
+                                     ? nullptr
+                                     : communicators_[static_cast<std::size_t>(s)].get();
             parts.parallel = &options_.parallel;
             parts.clip_norm = options_.optimizer.clip_norm;
             parts.layout = options_.layout;
@@ -189,7 +205,8 @@ void Engine::place(UnitPlacement units) {
             // The programs post the stage's buckets by index: they must group them as it does.
             const GradientBuckets* buckets = stages_.back()->buckets();
             TANDEM_CHECK(!buckets || stage_buckets(spec, s).size() == buckets->size())
-                << "stage " << s << ": the stage program's gradient buckets differ from the engine's";
+                << "stage " << s
+                << ": the stage program's gradient buckets differ from the engine's";
         }
     if (processes_ > 1) broadcast_weights();
     if (!pending_average_.empty()) {
@@ -200,7 +217,8 @@ void Engine::place(UnitPlacement units) {
 }
 
 void Engine::prepare(const Shape& sample, std::int64_t batch) {
-    TANDEM_CHECK_AS(ConfigError, batch >= 1) << "prepare: the batch must be at least 1 sample, got " << batch;
+    TANDEM_CHECK_AS(ConfigError, batch >= 1)
+        << "prepare: the batch must be at least 1 sample, got " << batch;
     // The net must take batches of such samples (a convolution wants C x H x W): a wrong shape
     // is the caller's mistake, said now rather than at the first step.
     std::vector<std::int64_t> dims{batch};
@@ -223,7 +241,8 @@ void Engine::place_for(const Shape& sample, std::int64_t batch) {
         mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
         cuts.assign(shared.begin(), shared.end());
     }
-    place(chain_units(*options_.net, stage_bounds(options_.net->size(), options_.parallel.stages, cuts)));
+    place(chain_units(*options_.net,
+                      stage_bounds(options_.net->size(), options_.parallel.stages, cuts)));
 }
 
 std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch) {
@@ -234,7 +253,8 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
     po.seed = options_.seed;
     // Profiling runs a copy: the net's own weights stay where they are.
     auto copy = std::static_pointer_cast<Sequential>(options_.net->clone());
-    const NetProfile profile = profile_net(*copy, *options_.loss, stage_device(0, 0), sample, micro, po);
+    const NetProfile profile =
+        profile_net(*copy, *options_.loss, stage_device(0, 0), sample, micro, po);
     const std::vector<LayerCost> costs = layer_costs(profile, options_.optimizer.state_buffers());
     PartitionOptions o;
     o.stages = p.stages;
@@ -248,11 +268,17 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
 
 Engine::~Engine() = default;
 
-std::size_t Engine::stage_begin(int stage) const { return placed().graph.stage(stage).layer_begin; }
+std::size_t Engine::stage_begin(int stage) const {
+    return placed().graph.stage(stage).layer_begin;
+}
 
-std::size_t Engine::stage_end(int stage) const { return placed().graph.stage(stage).layer_end; }
+std::size_t Engine::stage_end(int stage) const {
+    return placed().graph.stage(stage).layer_end;
+}
 
-std::vector<std::string> Engine::stage_layer_names(int stage) const { return placed().stage_unit_names(stage); }
+std::vector<std::string> Engine::stage_layer_names(int stage) const {
+    return placed().stage_unit_names(stage);
+}
 
 const UnitPlacement& Engine::placed() const {
     TANDEM_CHECK(units_ != nullptr) << "the engine has not placed its stages yet (prepare() does)";
@@ -285,7 +311,8 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     const auto [offset, global_batch] = share_batch(n);
     plan.sample_offset = offset;
     plan.loss_scale = 1.0f / static_cast<float>(global_batch);
-    if (p.batch_norm == BatchNormMode::deferred) plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
+    if (p.batch_norm == BatchNormMode::deferred)
+        plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
     plan.gradient_squares.assign(static_cast<std::size_t>(p.groups * p.stages), 0.0);
     plan.added_loss.assign(static_cast<std::size_t>(p.groups * p.stages * p.micro_batches), 0.0);
     run(plan);
@@ -299,15 +326,17 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         std::vector<Stage*> copies;  // stage s of every group, for what they merge
         for (int g = 0; g < p.groups; ++g) copies.push_back(&stage(g, s));
         for (int g = 0; g < p.groups; ++g)
-            updates.push_back(stage_device(g, s).worker().submit([&plan, copies, g, index = g * p.stages + s,
-                                                                   lr = result.lr] {
-                copies[static_cast<std::size_t>(g)]->update(plan, plan.program(index), lr, copies);
-            }));
+            updates.push_back(stage_device(g, s).worker().submit(
+                [&plan, copies, g, index = g * p.stages + s, lr = result.lr] {
+                    copies[static_cast<std::size_t>(g)]->update(plan, plan.program(index), lr,
+                                                                copies);
+                }));
     }
     wait_all(updates);
 
     LossSums total;
-    for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;
+    for (const auto& s : plan.sums)
+        total.loss += s.loss, total.correct += s.correct, total.count += s.count;
     result.samples = total.count;
     result.added_loss = plan.added_loss_total() / static_cast<double>(total.count);
     result.loss = (total.loss + plan.added_loss_total()) / static_cast<double>(total.count);
@@ -334,7 +363,8 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     plan.added_loss.assign(static_cast<std::size_t>(groups * p.stages * micro_batches), 0.0);
     run(plan);
     LossSums total;
-    for (const auto& s : plan.sums) total.loss += s.loss, total.correct += s.correct, total.count += s.count;
+    for (const auto& s : plan.sums)
+        total.loss += s.loss, total.correct += s.correct, total.count += s.count;
     total.loss += plan.added_loss_total();
     return total;
 }
@@ -353,12 +383,16 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     return spec;
 }
 
-std::shared_ptr<const std::vector<DeviceProgram>> Engine::programs(Mode mode, int groups, int micro_batches) {
+std::shared_ptr<const std::vector<DeviceProgram>> Engine::programs(Mode mode, int groups,
+                                                                   int micro_batches) {
     // A run's programs depend on the step only through model averaging: a few kinds of run,
     // each built once rather than on every step.
-    const bool averages = mode == Mode::train && averages_after(options_.parallel, total_groups(), step_);
+    const bool averages =
+        mode == Mode::train && averages_after(options_.parallel, total_groups(), step_);
     auto& cached = programs_[{mode == Mode::train, groups, micro_batches, averages}];
-    if (!cached) cached = std::make_shared<const std::vector<DeviceProgram>>(build_programs(program_spec(mode, groups, micro_batches)));
+    if (!cached)
+        cached = std::make_shared<const std::vector<DeviceProgram>>(
+            build_programs(program_spec(mode, groups, micro_batches)));
     return cached;
 }
 
@@ -385,86 +419,6 @@ void Engine::run(StepPlan& plan) {
         for (auto& c : communicators_) c->reset();
         std::rethrow_exception(error);
     }
-}
-
-void Engine::save(const std::string& path, const std::map<std::string, std::string>& metadata) {
-    if (process_ != 0) return;  // under MPI rank 0 writes for every process
-    NamedTensors tensors;
-    for (auto& p : named_parameters(*options_.net)) tensors.emplace_back("model." + p.name, p.parameter->value);
-    for (auto& b : named_buffers(*options_.net)) tensors.emplace_back("model." + b.name, b.parameter->value);
-    // Under synchronous SGD the replicas are identical after every step: group 0's copy speaks
-    // for all (model averaging adds the others', save_averaging).
-    for (auto& [name, t] : replicas_.front()->optimizer->state()) tensors.emplace_back("optim." + name, t);
-    save_averaging(tensors);
-    std::map<std::string, std::string> meta = metadata;
-    meta["format"] = kFormat;
-    meta["step"] = std::to_string(step_);
-    meta["seed"] = std::to_string(options_.seed);
-    save_safetensors(path, tensors, meta);
-}
-
-std::map<std::string, std::string> Engine::load(const std::string& path) {
-    // Read everything first: a bad file must leave the engine as it was.
-    SafetensorsContents file = load_safetensors(path, host_device());
-    auto& meta = file.metadata;
-    TANDEM_CHECK_AS(DataError, meta.count("format") && meta["format"] == kFormat)
-        << path << " is not a Tandem checkpoint (metadata 'format' is not " << kFormat << ")";
-    std::map<std::string, Tensor> by_name;
-    for (auto& [name, t] : file.tensors) by_name[name] = t;
-
-    auto take = [&](const std::string& name, const Tensor& like) -> Tensor {
-        auto it = by_name.find(name);
-        TANDEM_CHECK_AS(DataError, it != by_name.end())
-            << path << " has no tensor '" << name << "' (the net has a layer the checkpoint lacks)";
-        TANDEM_CHECK_AS(DataError, it->second.shape() == like.shape())
-            << path << ": '" << name << "' is " << it->second.shape().to_string()
-            << ", the net expects " << like.shape().to_string();
-        TANDEM_CHECK_AS(DataError, it->second.dtype() == like.dtype())
-            << path << ": '" << name << "' holds " << dtype_name(it->second.dtype()) << " values, the net's are "
-            << dtype_name(like.dtype());
-        return it->second;
-    };
-    std::vector<std::pair<Parameter*, Tensor>> updates;
-    for (auto& p : named_parameters(*options_.net))
-        updates.emplace_back(p.parameter, take("model." + p.name, p.parameter->value));
-    for (auto& b : named_buffers(*options_.net))
-        updates.emplace_back(b.parameter, take("model." + b.name, b.parameter->value));
-    std::vector<std::pair<std::string, Tensor>> optim_state;
-    for (auto& [name, t] : file.tensors)
-        if (name.rfind("optim.", 0) == 0) optim_state.emplace_back(name.substr(6), t);
-    // Step and seed are whole numbers >= 0, written by save(): anything else ("-5", "1.5", "7x")
-    // is a damaged or hand-made file, refused before anything changes (issue 19).
-    auto count = [&](const char* key) -> std::uint64_t {
-        const auto it = meta.find(key);
-        TANDEM_CHECK_AS(DataError, it != meta.end()) << path << ": metadata '" << key << "' is missing";
-        const std::string& text = it->second;
-        const bool digits = !text.empty() && text.size() <= 19 &&
-                            text.find_first_not_of("0123456789") == std::string::npos;
-        TANDEM_CHECK_AS(DataError, digits) << path << ": metadata '" << key
-                                           << "' must be a whole number >= 0, got '" << text << "'";
-        return std::stoull(text);
-    };
-    const auto step = static_cast<std::int64_t>(count("step"));
-    const std::uint64_t seed = meta.count("seed") ? count("seed") : options_.seed;
-    const std::function<void()> apply_averaging = load_averaging(by_name, path);
-    try {
-        for (auto& replica : replicas_) replica->optimizer->load_state(optim_state, named_parameters(*replica->net));
-    } catch (Error& e) {
-        e.add_context("in the optimizer state of " + path);
-        throw;
-    }
-
-    for (auto& [parameter, value] : updates) parameter->value.copy_from(value);
-    // The other replicas take the same values, by position (their names are the same).
-    for (std::size_t g = 1; g < replicas_.size(); ++g) {
-        auto params = named_parameters(*replicas_[g]->net), buffers = named_buffers(*replicas_[g]->net);
-        params.insert(params.end(), buffers.begin(), buffers.end());
-        for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter->value.copy_from(updates[i].second);
-    }
-    apply_averaging();
-    step_ = step;
-    options_.seed = seed;
-    return meta;
 }
 
 }  // namespace tandem

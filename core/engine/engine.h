@@ -35,8 +35,8 @@
 
 #include "layers/cross_entropy.h"
 #include "layers/sequential.h"
-#include "optim/schedules.h"
 #include "optim/optimizer.h"
+#include "optim/schedules.h"
 #include "parallel/parallel_options.h"
 #include "parallel/program.h"
 #include "parallel/unit_placement.h"
@@ -68,7 +68,7 @@ struct StepResult {
     // The mean of the net's AddLoss terms (layers/add_loss.h), included in `loss`; 0 without.
     double added_loss = 0;
     std::int64_t samples = 0;
-    float lr = 0;         // the learning rate this step used
+    float lr = 0;  // the learning rate this step used
     // With gradient clipping: the global norm of the gradients before clipping (group 0's;
     // synchronous SGD gives every group the same). 0 without.
     double grad_norm = 0;
@@ -147,7 +147,8 @@ private:
     // The stage program's inputs for a run of `groups` x `micro_batches` in `mode`.
     ProgramSpec program_spec(Mode mode, int groups, int micro_batches) const;
     // The programs of such a run at the current step, from programs_ once built.
-    std::shared_ptr<const std::vector<DeviceProgram>> programs(Mode mode, int groups, int micro_batches);
+    std::shared_ptr<const std::vector<DeviceProgram>> programs(Mode mode, int groups,
+                                                               int micro_batches);
     // Runs a step (training) or a forward-only pass (evaluation) on every worker at once: each
     // stage executes its program up to the barrier.
     void run(StepPlan& plan);
@@ -173,7 +174,8 @@ private:
     // weights are in. A file without them (synchronous SGD's, another layout's) gives every
     // group group 0's, and the algorithm starts again from the loaded weights.
     void save_averaging(std::vector<std::pair<std::string, Tensor>>& tensors) const;
-    std::function<void()> load_averaging(const std::map<std::string, Tensor>& by_name, const std::string& path);
+    std::function<void()> load_averaging(const std::map<std::string, Tensor>& by_name,
+                                         const std::string& path);
 
     EngineOptions options_;
     NetClaim claim_{options_.net};  // after options_: claims the net it holds
@@ -198,7 +200,8 @@ private:
     std::vector<std::unique_ptr<Communicator>> communicators_;  // one per stage when G > 1
     std::vector<std::unique_ptr<Stage>> stages_;  // index g * S + s; empty until placed
     // Built programs by (training, groups, micro-batches, averages weights this step).
-    std::map<std::tuple<bool, int, int, bool>, std::shared_ptr<const std::vector<DeviceProgram>>> programs_;
+    std::map<std::tuple<bool, int, int, bool>, std::shared_ptr<const std::vector<DeviceProgram>>>
+        programs_;
     std::int64_t step_ = 0;
     int processes_ = 1, process_ = 0;  // the MPI job, with parallel.mpi
     // Model averaging's state loaded before the stages were placed: theirs once they are.

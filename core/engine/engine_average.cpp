@@ -8,7 +8,9 @@
 namespace tandem {
 namespace {
 
-std::string replica_prefix(std::size_t group) { return "replica." + std::to_string(group) + "."; }
+std::string replica_prefix(std::size_t group) {
+    return "replica." + std::to_string(group) + ".";
+}
 
 // Weights then buffers, as named in the checkpoint.
 std::vector<NamedParameter> values_of(Sequential& net) {
@@ -24,8 +26,10 @@ void Engine::save_averaging(std::vector<std::pair<std::string, Tensor>>& tensors
     if (options_.parallel.average_every == 0) return;
     for (std::size_t g = 1; g < replicas_.size(); ++g) {
         const std::string prefix = replica_prefix(g);
-        for (auto& v : values_of(*replicas_[g]->net)) tensors.emplace_back(prefix + "model." + v.name, v.parameter->value);
-        for (auto& [name, t] : replicas_[g]->optimizer->state()) tensors.emplace_back(prefix + "optim." + name, t);
+        for (auto& v : values_of(*replicas_[g]->net))
+            tensors.emplace_back(prefix + "model." + v.name, v.parameter->value);
+        for (auto& [name, t] : replicas_[g]->optimizer->state())
+            tensors.emplace_back(prefix + "optim." + name, t);
     }
     if (stages_.empty()) {
         for (const auto& [name, t] : pending_average_) tensors.emplace_back("average." + name, t);
@@ -37,13 +41,15 @@ void Engine::save_averaging(std::vector<std::pair<std::string, Tensor>>& tensors
             for (auto& [name, t] : average->state()) tensors.emplace_back("average." + name, t);
 }
 
-std::function<void()> Engine::load_averaging(const std::map<std::string, Tensor>& by_name, const std::string& path) {
+std::function<void()> Engine::load_averaging(const std::map<std::string, Tensor>& by_name,
+                                             const std::string& path) {
     const ParallelOptions& p = options_.parallel;
     if (p.average_every == 0) return [] {};
     auto find = [&](const std::string& name, const Tensor& like) -> const Tensor* {
         const auto it = by_name.find(name);
         if (it == by_name.end()) return nullptr;
-        TANDEM_CHECK_AS(DataError, it->second.shape() == like.shape() && it->second.dtype() == like.dtype())
+        TANDEM_CHECK_AS(DataError,
+                        it->second.shape() == like.shape() && it->second.dtype() == like.dtype())
             << path << ": '" << name << "' is " << it->second.description() << ", the net expects "
             << like.description();
         return &it->second;
@@ -69,14 +75,18 @@ std::function<void()> Engine::load_averaging(const std::map<std::string, Tensor>
             const std::string prefix = replica_prefix(g);
             Own mine;
             for (auto& v : values_of(*replicas_[g]->net))
-                mine.values.emplace_back(v.parameter, take(prefix + "model." + v.name, v.parameter->value));
+                mine.values.emplace_back(v.parameter,
+                                         take(prefix + "model." + v.name, v.parameter->value));
             const std::string optim = prefix + "optim.";
             for (const auto& [name, t] : by_name)
-                if (name.rfind(optim, 0) == 0) mine.optim.emplace_back(name.substr(optim.size()), t);
+                if (name.rfind(optim, 0) == 0)
+                    mine.optim.emplace_back(name.substr(optim.size()), t);
             try {  // checked on a scratch optimizer: a bad entry changes nothing
-                make_optimizer(options_.optimizer)->load_state(mine.optim, named_parameters(*replicas_[g]->net));
+                make_optimizer(options_.optimizer)
+                    ->load_state(mine.optim, named_parameters(*replicas_[g]->net));
             } catch (Error& e) {
-                e.add_context("in group " + std::to_string(g + 1) + "'s optimizer state in " + path);
+                e.add_context("in group " + std::to_string(g + 1) + "'s optimizer state in " +
+                              path);
                 throw;
             }
             own.push_back(std::move(mine));
@@ -88,16 +98,20 @@ std::function<void()> Engine::load_averaging(const std::map<std::string, Tensor>
     const auto slots = ModelAverage::state_slots(p.averaging);
     const auto params = named_parameters(*options_.net);
     if (!slots.empty() && !params.empty() &&
-        find("average." + slots.front() + "." + params.front().name, params.front().parameter->value)) {
+        find("average." + slots.front() + "." + params.front().name,
+             params.front().parameter->value)) {
         for (const auto& slot : slots)
             for (const auto& np : params)
-                state[slot + "." + np.name] = take("average." + slot + "." + np.name, np.parameter->value);
+                state[slot + "." + np.name] =
+                    take("average." + slot + "." + np.name, np.parameter->value);
     }
 
     return [this, own = std::move(own), state = std::move(state)] {
         for (std::size_t g = 1; g <= own.size(); ++g) {
-            for (const auto& [parameter, value] : own[g - 1].values) parameter->value.copy_from(value);
-            replicas_[g]->optimizer->load_state(own[g - 1].optim, named_parameters(*replicas_[g]->net));
+            for (const auto& [parameter, value] : own[g - 1].values)
+                parameter->value.copy_from(value);
+            replicas_[g]->optimizer->load_state(own[g - 1].optim,
+                                                named_parameters(*replicas_[g]->net));
         }
         pending_average_.clear();
         if (stages_.empty()) {
@@ -106,8 +120,10 @@ std::function<void()> Engine::load_averaging(const std::map<std::string, Tensor>
         }
         for (const auto& s : stages_)
             if (ModelAverage* average = s->model_average()) {
-                if (state.empty()) average->reset();
-                else average->load_state(state);
+                if (state.empty())
+                    average->reset();
+                else
+                    average->load_state(state);
             }
     };
 }

@@ -38,7 +38,8 @@ void Engine::join_processes() {
     std::vector<const ParallelOption*> shaping;
     std::vector<double> mine;
     for (const auto& option : parallel_option_schema())
-        if (option.ranks_agree) shaping.push_back(&option), mine.push_back(option_as_number(option, option.get(p)));
+        if (option.ranks_agree)
+            shaping.push_back(&option), mine.push_back(option_as_number(option, option.get(p)));
     std::vector<double> low = mine, high = mine;
     mpi::all_reduce(low.data(), low.size(), "min");
     mpi::all_reduce(high.data(), high.size(), "max");
@@ -47,10 +48,13 @@ void Engine::join_processes() {
         // A list's number is a hash: this rank's value says more.
         const OptionValue value = shaping[i]->get(p);
         std::ostringstream which;
-        if (option_is_list(value)) which << "this rank's: " << option_text(*shaping[i], value);
-        else which << "from " << low[i] << " to " << high[i];
-        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on parallel." << shaping[i]->name << " ("
-                                  << which.str() << "); every rank must run the same layout";
+        if (option_is_list(value))
+            which << "this rank's: " << option_text(*shaping[i], value);
+        else
+            which << "from " << low[i] << " to " << high[i];
+        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on parallel."
+                                  << shaping[i]->name << " (" << which.str()
+                                  << "); every rank must run the same layout";
     }
     // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
     // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.
@@ -62,7 +66,8 @@ void Engine::join_processes() {
     for (int s = 0; s < p.stages; ++s)
         TANDEM_CHECK_AS(ConfigError, some[std::size_t(s)] == every[std::size_t(s)])
             << "Engine: stage " << s + 1 << " is on " << stage_device(0, s).name()
-            << " here, and on a device " << (host[std::size_t(s)] ? "the host cannot read" : "in host memory")
+            << " here, and on a device "
+            << (host[std::size_t(s)] ? "the host cannot read" : "in host memory")
             << " in another MPI rank; every rank must put a stage on the same kind of device";
 }
 
@@ -78,11 +83,13 @@ std::unique_ptr<Communicator> Engine::make_stage_communicator(int stage) {
             p.groups, std::shared_ptr<Communicator>(mpi::make_mpi_communicator()), process_);
     };
     if (stage_device(0, stage).host_accessible()) return host();
-    if (p.deterministic) return std::make_unique<StagedCommunicator>(replicas, host(), global_group(0));
+    if (p.deterministic)
+        return std::make_unique<StagedCommunicator>(replicas, host(), global_group(0));
     return make_job_gpu_communicator(replicas);
 }
 
-std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(const std::vector<Device*>& replicas) {
+std::unique_ptr<Communicator> Engine::make_job_gpu_communicator(
+    const std::vector<Device*>& replicas) {
 #if TANDEM_CUDA
     // One NCCL communicator over the stage's GPUs in every process (global rank = process x
     // groups + group), bootstrapped by rank 0's unique id over MPI. Every process makes its
@@ -101,7 +108,8 @@ std::pair<std::int64_t, std::int64_t> Engine::share_batch(std::int64_t n) {
     if (processes_ == 1) return {0, n};
     // One all-gather of (step, n): the step shows every rank is at the same step (a rank
     // that skipped one would pair its collectives with the wrong step's).
-    TANDEM_CHECK_AS(ConfigError, n < (std::int64_t(1) << 31)) << "a batch of " << n << " is too large";
+    TANDEM_CHECK_AS(ConfigError, n < (std::int64_t(1) << 31))
+        << "a batch of " << n << " is too large";
     const std::vector<std::int64_t> all = mpi::all_gather((step_ << 31) | n);
     std::int64_t offset = 0, total = 0;
     for (int r = 0; r < processes_; ++r) {
@@ -145,7 +153,8 @@ void Engine::broadcast_weights() {
 std::size_t Engine::bytes_sent() const {
     std::size_t total = 0;
     for (const auto& comm : communicators_)
-        for (int g = 0; g < options_.parallel.groups; ++g) total += comm->bytes_sent(global_group(g));
+        for (int g = 0; g < options_.parallel.groups; ++g)
+            total += comm->bytes_sent(global_group(g));
     return total;
 }
 
@@ -154,8 +163,9 @@ LossSums Engine::evaluate_share(const Tensor& images, const Tensor& labels) {
     const std::int64_t n = images.shape()[0];
     const std::int64_t begin = n * process_ / processes_, end = n * (process_ + 1) / processes_;
     LossSums sums;
-    if (end > begin) sums = evaluate_local(images.narrow_batch(begin, end - begin),
-                                           labels.narrow_batch(begin, end - begin));
+    if (end > begin)
+        sums = evaluate_local(images.narrow_batch(begin, end - begin),
+                              labels.narrow_batch(begin, end - begin));
     double totals[3] = {sums.loss, double(sums.correct), double(sums.count)};
     mpi::all_reduce(totals, 3, "sum");
     return {totals[0], static_cast<std::int64_t>(totals[1]), static_cast<std::int64_t>(totals[2])};

@@ -48,9 +48,9 @@ struct Panel {
 
 // Distinct colours (BGR), one per curve in order.
 cv::Scalar colour(std::size_t i) {
-    static const cv::Scalar kPalette[] = {{180, 119, 31}, {14, 127, 255}, {44, 160, 44},  {40, 39, 214},
-                                          {189, 103, 148}, {75, 86, 140},  {194, 119, 227}, {127, 127, 127},
-                                          {34, 189, 188},  {207, 190, 23}};
+    static const cv::Scalar kPalette[] = {
+        {180, 119, 31}, {14, 127, 255},  {44, 160, 44},   {40, 39, 214},  {189, 103, 148},
+        {75, 86, 140},  {194, 119, 227}, {127, 127, 127}, {34, 189, 188}, {207, 190, 23}};
     return kPalette[i % (sizeof kPalette / sizeof kPalette[0])];
 }
 
@@ -66,7 +66,8 @@ std::vector<double> ticks(double low, double high) {
             break;
         }
     std::vector<double> out;
-    for (double v = std::ceil(low / step) * step; v <= high + step * 1e-9; v += step) out.push_back(v);
+    for (double v = std::ceil(low / step) * step; v <= high + step * 1e-9; v += step)
+        out.push_back(v);
     return out;
 }
 
@@ -92,14 +93,18 @@ void draw_panel(cv::Mat& image, const Panel& panel, cv::Rect area, const std::st
             y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
         }
     if (x1 <= x0) x0 -= 1, x1 += 1;
-    if (y1 <= y0) y0 -= std::max(1e-9, std::fabs(y0) * 0.05 + 1e-9), y1 += std::max(1e-9, std::fabs(y1) * 0.05 + 1e-9);
+    if (y1 <= y0)
+        y0 -= std::max(1e-9, std::fabs(y0) * 0.05 + 1e-9),
+            y1 += std::max(1e-9, std::fabs(y1) * 0.05 + 1e-9);
     const double pad = (y1 - y0) * 0.05;
     y0 -= pad, y1 += pad;
     const cv::Rect plot(area.x + kLeft, area.y + kTop, area.width - kLeft - kRight,
                         area.height - kTop - kBottom);
     auto to_pixel = [&](cv::Point2d p) {
-        return cv::Point(plot.x + static_cast<int>(std::lround((p.x - x0) / (x1 - x0) * plot.width)),
-                         plot.y + plot.height - static_cast<int>(std::lround((p.y - y0) / (y1 - y0) * plot.height)));
+        return cv::Point(
+            plot.x + static_cast<int>(std::lround((p.x - x0) / (x1 - x0) * plot.width)),
+            plot.y + plot.height -
+                static_cast<int>(std::lround((p.y - y0) / (y1 - y0) * plot.height)));
     };
     for (double v : ticks(y0, y1)) {
         const int y = to_pixel({x0, v}).y;
@@ -139,8 +144,10 @@ void draw_panel(cv::Mat& image, const Panel& panel, cv::Rect area, const std::st
     cv::rectangle(image, legend, grid, 1);
     for (int i = 0; i < rows; ++i) {
         const cv::Point at(legend.x + 6, legend.y + 15 + 16 * i);
-        cv::line(image, {at.x, at.y - 4}, {at.x + 18, at.y - 4}, colour(static_cast<std::size_t>(i)), 2, cv::LINE_AA);
-        put_text(image, panel.series[static_cast<std::size_t>(i)].label.substr(0, 28), {at.x + 24, at.y}, 0.38, ink);
+        cv::line(image, {at.x, at.y - 4}, {at.x + 18, at.y - 4},
+                 colour(static_cast<std::size_t>(i)), 2, cv::LINE_AA);
+        put_text(image, panel.series[static_cast<std::size_t>(i)].label.substr(0, 28),
+                 {at.x + 24, at.y}, 0.38, ink);
     }
 }
 
@@ -163,13 +170,16 @@ MetricsRun read_metrics_log(const std::string& path) {
         try {
             value = parse_json(text);
         } catch (const JsonError& e) {
-            TANDEM_THROW(DataError) << path << ", line " << line << ": not a metrics line (JSON): " << e.what();
+            TANDEM_THROW(DataError)
+                << path << ", line " << line << ": not a metrics line (JSON): " << e.what();
         }
         TANDEM_CHECK_AS(DataError, value.kind == JsonValue::Kind::object)
-            << path << ", line " << line << ": a metrics line is a JSON object, got a " << value.kind_name();
+            << path << ", line " << line << ": a metrics line is a JSON object, got a "
+            << value.kind_name();
         std::map<std::string, double> row;
         for (const auto& member : value.object)
-            if (member.value.kind == JsonValue::Kind::integer || member.value.kind == JsonValue::Kind::number)
+            if (member.value.kind == JsonValue::Kind::integer ||
+                member.value.kind == JsonValue::Kind::number)
                 row[member.key] = member.value.number;
         run.rows.push_back(std::move(row));
     }
@@ -196,8 +206,9 @@ bool draw_metrics_chart(const std::vector<MetricsRun>& runs, const std::string& 
             }
         }
         for (auto& [field, series] : curves) {
-            const bool changes = std::any_of(series.points.begin(), series.points.end(),
-                                             [&](const cv::Point2d& p) { return p.y != series.points[0].y; });
+            const bool changes =
+                std::any_of(series.points.begin(), series.points.end(),
+                            [&](const cv::Point2d& p) { return p.y != series.points[0].y; });
             const std::string panel = panel_of(field);
             if (!changes && panel_rank(panel) == 4) continue;  // a constant of no standard kind
             panels[panel].title = panel;
@@ -207,8 +218,9 @@ bool draw_metrics_chart(const std::vector<MetricsRun>& runs, const std::string& 
     if (panels.empty()) return false;
     std::vector<const Panel*> order;
     for (const auto& [name, panel] : panels) order.push_back(&panel);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Panel* a, const Panel* b) { return panel_rank(a->title) < panel_rank(b->title); });
+    std::stable_sort(order.begin(), order.end(), [](const Panel* a, const Panel* b) {
+        return panel_rank(a->title) < panel_rank(b->title);
+    });
     if (order.size() > kMaxPanels) order.resize(kMaxPanels);
 
     const int columns = std::min<int>(kColumns, static_cast<int>(order.size()));
@@ -216,7 +228,8 @@ bool draw_metrics_chart(const std::vector<MetricsRun>& runs, const std::string& 
     cv::Mat image(rows * kPanelHeight, columns * kPanelWidth, CV_8UC3, cv::Scalar(255, 255, 255));
     for (std::size_t i = 0; i < order.size(); ++i) {
         const int c = static_cast<int>(i) % columns, r = static_cast<int>(i) / columns;
-        draw_panel(image, *order[i], {c * kPanelWidth, r * kPanelHeight, kPanelWidth, kPanelHeight}, x);
+        draw_panel(image, *order[i], {c * kPanelWidth, r * kPanelHeight, kPanelWidth, kPanelHeight},
+                   x);
     }
     write_png(png_path, image);
     return true;
@@ -225,7 +238,8 @@ bool draw_metrics_chart(const std::vector<MetricsRun>& runs, const std::string& 
 std::string chart_path_for(const std::string& log_path) {
     const auto slash = log_path.find_last_of('/');
     const auto dot = log_path.find_last_of('.');
-    const bool has_extension = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    const bool has_extension =
+        dot != std::string::npos && (slash == std::string::npos || dot > slash);
     return (has_extension ? log_path.substr(0, dot) : log_path) + ".png";
 }
 

@@ -12,7 +12,7 @@
 namespace tandem {
 
 struct MetricsRun {
-    std::string name;                               // the legend's label: the log's file name
+    std::string name;                                 // the legend's label: the log's file name
     std::vector<std::map<std::string, double>> rows;  // the numeric fields of each line
 };
 

@@ -32,7 +32,8 @@ void append_value(std::string& out, const MetricValue& value) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, bool append, bool chart) : path_(path), chart_(chart) {
+MetricsLog::MetricsLog(const std::string& path, bool append, bool chart)
+    : path_(path), chart_(chart) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) {
         std::error_code error;

@@ -89,7 +89,8 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const JsonValue& v) {
     TANDEM_CHECK_AS(DataError, v.kind == JsonValue::Kind::object)
-        << path << ": " << kSafetensorsMetadataKey << " is a JSON " << v.kind_name() << ", not an object";
+        << path << ": " << kSafetensorsMetadataKey << " is a JSON " << v.kind_name()
+        << ", not an object";
     std::map<std::string, std::string> out;
     for (const auto& [key, value] : v.object) {
         TANDEM_CHECK_AS(DataError, value.kind == JsonValue::Kind::string)

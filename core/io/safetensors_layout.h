@@ -27,7 +27,7 @@ struct SafetensorsEntry {
 struct SafetensorsLayout {
     std::vector<SafetensorsEntry> entries;  // sorted by name
     std::map<std::string, std::string> metadata;
-    std::size_t data_offset = 0;            // where the data starts in the file
+    std::size_t data_offset = 0;  // where the data starts in the file
 };
 
 // Every defect (too short, a header length past the end, malformed JSON, an unknown dtype,

@@ -44,7 +44,9 @@ double Trace::to_us(Clock::time_point t) const {
     return std::chrono::duration<double, std::micro>(t - start_).count();
 }
 
-double Trace::now_us() const { return to_us(Clock::now()); }
+double Trace::now_us() const {
+    return to_us(Clock::now());
+}
 
 void Trace::add(std::string_view track, std::string_view name, std::string_view category,
                 double start_us, double duration_us, std::vector<TraceArg> args) {

@@ -24,15 +24,16 @@ std::int64_t Pool2dConfig::out_w() const {
 }
 
 void check_row_copy(const Tensor& src, const Tensor& dst, const RowCopy& c) {
-    TANDEM_CHECK(src.dtype() == dst.dtype()) << "copy_rows: " << src.description() << " into " << dst.description();
+    TANDEM_CHECK(src.dtype() == dst.dtype())
+        << "copy_rows: " << src.description() << " into " << dst.description();
     auto within = [&](const Tensor& t, std::int64_t offset, std::int64_t pitch) {
         if (c.rows == 0 || c.width == 0) return true;
         return c.width >= 0 && c.rows > 0 && offset >= 0 && pitch >= 0 &&
                offset + (c.rows - 1) * pitch + c.width <= t.numel();
     };
     TANDEM_CHECK(within(src, c.src_offset, c.src_pitch) && within(dst, c.dst_offset, c.dst_pitch))
-        << "copy_rows: " << c.rows << " rows of " << c.width << " outside " << src.description() << " or "
-        << dst.description();
+        << "copy_rows: " << c.rows << " rows of " << c.width << " outside " << src.description()
+        << " or " << dst.description();
 }
 
 }  // namespace tandem

@@ -23,7 +23,7 @@
 namespace tandem {
 
 struct Conv2dConfig {
-    std::int64_t n, c, h, w;           // input
+    std::int64_t n, c, h, w;  // input
     std::int64_t out_channels;
     std::int64_t kernel_h, kernel_w;
     std::int64_t stride_h, stride_w;
@@ -44,11 +44,10 @@ struct Conv2dKernel {
     // bias is undefined when Config::bias is false.
     virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                          Tensor& dst) = 0;
-    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights,
-                               Tensor& diff_src) = 0;
+    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) = 0;
     // Adds into diff_weights and (when defined) diff_bias.
-    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst,
-                                  Tensor& diff_weights, Tensor& diff_bias) = 0;
+    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                                  Tensor& diff_bias) = 0;
 };
 
 struct BatchNormConfig {
@@ -66,8 +65,8 @@ struct BatchNormKernel {
     virtual ~BatchNormKernel() = default;
     // training: writes the batch mean and variance into mean/variance, then normalises;
     // evaluation: normalises with the given mean/variance.
-    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta,
-                         Tensor& mean, Tensor& variance, Tensor& dst) = 0;
+    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& mean,
+                         Tensor& variance, Tensor& dst) = 0;
     // Adds into diff_gamma and diff_beta. In evaluation mode the statistics are constants.
     virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
                           const Tensor& mean, const Tensor& variance, Tensor& diff_src,
@@ -151,10 +150,9 @@ struct LinearKernel {
     virtual ~LinearKernel() = default;
     virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                          Tensor& dst) = 0;
-    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights,
-                               Tensor& diff_src) = 0;
-    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst,
-                                  Tensor& diff_weights, Tensor& diff_bias) = 0;
+    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) = 0;
+    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                                  Tensor& diff_bias) = 0;
 };
 
 struct DropoutConfig {
@@ -182,8 +180,8 @@ struct SoftmaxCrossEntropyConfig {
 };
 
 struct LossSums {
-    double loss = 0;          // summed over the samples (divide by count for the mean)
-    std::int64_t correct = 0; // samples whose arg-max logit is the label
+    double loss = 0;           // summed over the samples (divide by count for the mean)
+    std::int64_t correct = 0;  // samples whose arg-max logit is the label
     std::int64_t count = 0;
 };
 
@@ -220,7 +218,8 @@ struct ElementLossKernel {
     // Sums of loss_i; correct: BCEWithLogits samples whose every (y > 0) equals (t > 0.5).
     virtual LossSums forward(const Tensor& output, const Tensor& targets) = 0;
     // diff = scale * f'(y, t) / elements: MSE 2 (y - t), BCEWithLogits sigmoid(y) - t.
-    virtual void backward(const Tensor& output, const Tensor& targets, float scale, Tensor& diff) = 0;
+    virtual void backward(const Tensor& output, const Tensor& targets, float scale,
+                          Tensor& diff) = 0;
 };
 
 struct SoftmaxConfig {
@@ -252,10 +251,11 @@ struct LayerNormKernel {
     static constexpr const char* kName = "LayerNorm";
     using Config = LayerNormConfig;
     virtual ~LayerNormKernel() = default;
-    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& dst, Tensor& mean,
-                         Tensor& rstd) = 0;
-    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma, const Tensor& mean,
-                          const Tensor& rstd, Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) = 0;
+    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& dst,
+                         Tensor& mean, Tensor& rstd) = 0;
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& rstd, Tensor& diff_src,
+                          Tensor& diff_gamma, Tensor& diff_beta) = 0;
 };
 
 struct EmbeddingConfig {
@@ -287,22 +287,22 @@ struct RnnCellConfig {
 // (gx = W_ih x + b_ih and gh = W_hh h_prev + b_hh, n x G*hidden, gates in PyTorch's order):
 //   LSTM (G = 4: i, f, g, o): c = f * c_prev + i * g,  h = o * tanh(c)
 //   GRU  (G = 3: r, z, n):    n = tanh(gx_n + r * gh_n),  h = (1 - z) * n + z * h_prev
-// saved (n x kSavedGates * hidden) keeps the activated gates for backward (the GRU: r, z, n and gh_n).
-// Every tensor is contiguous; c_prev and c are undefined for the GRU.
+// saved (n x kSavedGates * hidden) keeps the activated gates for backward (the GRU: r, z, n and
+// gh_n). Every tensor is contiguous; c_prev and c are undefined for the GRU.
 struct RnnCellKernel {
     static constexpr const char* kName = "RnnCell";
     using Config = RnnCellConfig;
     virtual ~RnnCellKernel() = default;
     static std::int64_t gates(RnnCellKind kind) { return kind == RnnCellKind::lstm ? 4 : 3; }
     static constexpr std::int64_t kSavedGates = 4;
-    virtual void forward(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const Tensor& c_prev, Tensor& h,
-                         Tensor& c, Tensor& saved) = 0;
+    virtual void forward(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                         const Tensor& c_prev, Tensor& h, Tensor& c, Tensor& saved) = 0;
     // From dh and dc (the LSTM's; the gradients of this step's h and c): dgx and dgh, the
     // gradients of the two projections' outputs; dh_prev, of h_prev by its direct path (the
     // GRU's z * h_prev; zero for the LSTM); dc_prev (the LSTM's). All overwritten.
-    virtual void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev, const Tensor& c,
-                          const Tensor& dh, const Tensor& dc, Tensor& dgx, Tensor& dgh, Tensor& dh_prev,
-                          Tensor& dc_prev) = 0;
+    virtual void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev,
+                          const Tensor& c, const Tensor& dh, const Tensor& dc, Tensor& dgx,
+                          Tensor& dgh, Tensor& dh_prev, Tensor& dc_prev) = 0;
 };
 
 struct SgdHyper {
@@ -362,8 +362,8 @@ struct TensorOpsKernel {
     // updated in place):  AdamW: w *= 1 - lr * wd, g = grad;  Adam: g = grad + wd * w;
     //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g;
     //   w -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps).
-    virtual void adam_update(Tensor& weights, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                             const AdamHyper& hyper) = 0;
+    virtual void adam_update(Tensor& weights, const Tensor& grad, Tensor& exp_avg,
+                             Tensor& exp_avg_sq, const AdamHyper& hyper) = 0;
     // sum of squares (double accumulation), for gradient norms and tests.
     virtual double sum_squares(const Tensor& src) = 0;
 };

@@ -18,7 +18,8 @@ std::vector<std::string> KernelRegistry::implementation_names() const {
     std::vector<std::string> names;
     for (const auto& [type, entries] : entries_)
         for (const auto& e : entries)
-            if (std::find(names.begin(), names.end(), e.impl) == names.end()) names.push_back(e.impl);
+            if (std::find(names.begin(), names.end(), e.impl) == names.end())
+                names.push_back(e.impl);
     std::sort(names.begin(), names.end());
     return names;
 }

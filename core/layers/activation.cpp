@@ -31,8 +31,7 @@ std::string Activation::options_text() const {
 }
 
 ActivationKernel& Activation::kernel(Device& device, const Shape& shape, Layout layout) {
-    return kernels_.get(device, ActivationConfig{shape, layout, algorithm_, alpha_},
-                        kernel_impl());
+    return kernels_.get(device, ActivationConfig{shape, layout, algorithm_, alpha_}, kernel_impl());
 }
 
 void Activation::on_bind(Device& device, const Shape& input, Layout layout) {

@@ -26,7 +26,9 @@ public:
     // ConfigError for a loss of class labels or a weight that is negative or not finite.
     AddLoss(std::shared_ptr<Loss> loss, float weight);
     std::string_view kind() const override { return "AddLoss"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<AddLoss>(loss_->clone(), weight_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<AddLoss>(loss_->clone(), weight_));
+    }
     std::string options_text() const override;
     std::size_t min_inputs() const override { return 3; }
     std::size_t max_inputs() const override { return 3; }
@@ -35,7 +37,8 @@ public:
 
     Shape merged_shape(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 
 private:
     std::shared_ptr<Loss> loss_;  // its own: what it keeps for backward is keyed by it

@@ -31,7 +31,9 @@ public:
     const AdditiveAttentionOptions& options() const { return options_; }
 
     std::string_view kind() const override { return "AdditiveAttention"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<AdditiveAttention>(options_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<AdditiveAttention>(options_));
+    }
     std::string options_text() const override;
 
     // Throws ShapeError naming the layer and the shapes when they do not fit the layer.
@@ -39,7 +41,8 @@ public:
     MemoryEstimate merged_memory(const std::vector<Shape>& inputs) const override;
     double merged_flops(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 
     std::vector<Parameter*> parameters() override;
     void initialize(std::uint64_t seed) override;

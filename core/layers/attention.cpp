@@ -16,18 +16,19 @@ std::string Attention::check_inputs(const std::vector<Shape>& inputs) const {
     const Shape& q = inputs[0];
     const Shape& k = inputs[1];
     const Shape& v = inputs.back();
-    const std::string text = three ? " (query " + q.to_string() + ", key " + k.to_string() + ", value " +
-                                         v.to_string() + ")"
-                                   : " (query " + q.to_string() + ", key and value " + k.to_string() + ")";
+    const std::string text =
+        three ? " (query " + q.to_string() + ", key " + k.to_string() + ", value " + v.to_string() +
+                    ")"
+              : " (query " + q.to_string() + ", key and value " + k.to_string() + ")";
     const char* names[] = {"query", three ? "key" : "key and value", "value"};
     for (std::size_t i = 0; i < inputs.size(); ++i)
         TANDEM_CHECK_AS(ShapeError, inputs[i].rank() == 3 && inputs[i][1] >= 1 && inputs[i][2] >= 1)
-            << label() << ": the " << names[i] << " must be N x steps x features (batch first), got "
-            << inputs[i].to_string();
+            << label() << ": the " << names[i]
+            << " must be N x steps x features (batch first), got " << inputs[i].to_string();
     TANDEM_CHECK_AS(ShapeError, k[0] == q[0] && v[0] == q[0])
         << label() << ": the inputs have different batch sizes" << text;
-    TANDEM_CHECK_AS(ShapeError, v[1] == k[1])
-        << label() << ": " << k[1] << " keys but " << v[1] << " values; each key needs its value" << text;
+    TANDEM_CHECK_AS(ShapeError, v[1] == k[1]) << label() << ": " << k[1] << " keys but " << v[1]
+                                              << " values; each key needs its value" << text;
     return text;
 }
 
@@ -47,7 +48,8 @@ Tensor Attention::weighted_sum(const Tensor& weights, const Tensor& values, Devi
     return y;
 }
 
-Tensor Attention::scores_gradient(const Tensor& weights, const Tensor& values, const Tensor& dy, Device& device) {
+Tensor Attention::scores_gradient(const Tensor& weights, const Tensor& values, const Tensor& dy,
+                                  Device& device) {
     const std::int64_t n = weights.shape()[0], tq = weights.shape()[1], tk = weights.shape()[2];
     const std::int64_t dv = values.shape()[2];
     Tensor d_weights = Tensor::empty(weights.shape(), device);
@@ -59,8 +61,9 @@ Tensor Attention::scores_gradient(const Tensor& weights, const Tensor& values, c
     return d_scores;
 }
 
-std::vector<Tensor> Attention::with_values_gradient(const std::vector<Tensor>& xs, const Tensor& weights,
-                                                   const Tensor& dy, Tensor dq, Tensor dk, Device& device) {
+std::vector<Tensor> Attention::with_values_gradient(const std::vector<Tensor>& xs,
+                                                    const Tensor& weights, const Tensor& dy,
+                                                    Tensor dq, Tensor dk, Device& device) {
     const std::int64_t n = weights.shape()[0], tq = weights.shape()[1], tk = weights.shape()[2];
     BatchedProduct p{n, tk, dy.shape()[2], tq};
     p.transpose_a = true;

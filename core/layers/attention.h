@@ -32,11 +32,13 @@ protected:
     // y = weights values: N x Tq x dv.
     Tensor weighted_sum(const Tensor& weights, const Tensor& values, Device& device);
     // The scores' gradient from the output's (dy, contiguous): softmax backward of dy values^T.
-    Tensor scores_gradient(const Tensor& weights, const Tensor& values, const Tensor& dy, Device& device);
+    Tensor scores_gradient(const Tensor& weights, const Tensor& values, const Tensor& dy,
+                           Device& device);
     // The inputs' gradients {dq, dk[, dv]} once dq and dk hold the scores' share: the values'
     // (weights^T dy) added into dk when the keys are the values, else a third gradient.
-    std::vector<Tensor> with_values_gradient(const std::vector<Tensor>& xs, const Tensor& weights, const Tensor& dy,
-                                             Tensor dq, Tensor dk, Device& device);
+    std::vector<Tensor> with_values_gradient(const std::vector<Tensor>& xs, const Tensor& weights,
+                                             const Tensor& dy, Tensor dq, Tensor dk,
+                                             Device& device);
 
     // Checks what every attention needs of its inputs (q, k[, v]; v is k when two): two or three,
     // each N x steps x features with one N, a value for each key. Throws ConfigError or

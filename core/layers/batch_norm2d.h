@@ -24,7 +24,9 @@ public:
     explicit BatchNorm2d(const BatchNorm2dOptions& options);
 
     std::string_view kind() const override { return "BatchNorm2d"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<BatchNorm2d>(options_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<BatchNorm2d>(options_));
+    }
     Shape output_shape(const Shape& input) const override;
     MemoryEstimate memory_estimate(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
@@ -41,7 +43,8 @@ public:
     // Otherwise each micro-batch goes through forward() / backward() on its own.
     // (batch_norm2d_sync.cpp: from the layer's kernels, so on any device; only per-channel
     // sums go through the host and the replicas.)
-    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
+                                     const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
                                       const std::vector<Pass*>& passes) override;
 

@@ -26,7 +26,8 @@ namespace tandem {
 namespace {
 
 bool synchronised(const std::vector<Pass*>& passes) {
-    return !passes.empty() && passes.front()->mode == Mode::train && passes.front()->sum_over_replicas;
+    return !passes.empty() && passes.front()->mode == Mode::train &&
+           passes.front()->sum_over_replicas;
 }
 
 std::vector<float> to_floats(const std::vector<double>& values) {
@@ -35,7 +36,8 @@ std::vector<float> to_floats(const std::vector<double>& values) {
 
 }  // namespace
 
-std::vector<Tensor> BatchNorm2d::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+std::vector<Tensor> BatchNorm2d::forward_many(const std::vector<Tensor>& xs,
+                                              const std::vector<Pass*>& passes) {
     if (!synchronised(passes)) return Layer::forward_many(xs, passes);
     Device& device = passes.front()->device;
     const auto channels = static_cast<std::size_t>(options_.channels);
@@ -50,15 +52,18 @@ std::vector<Tensor> BatchNorm2d::forward_many(const std::vector<Tensor>& xs, con
         const Shape s = output_shape(x.shape());
         Tensor mean = Tensor::empty(c_shape, device), var = Tensor::empty(c_shape, device);
         Tensor dropped = Tensor::empty(s, device, DType::f32, x.layout());
-        kernel(device, s, x.layout(), true).forward(x, weight_.value, bias_.value, mean, var, dropped);
+        kernel(device, s, x.layout(), true)
+            .forward(x, weight_.value, bias_.value, mean, var, dropped);
         parts.push_back({double(s[0] * s[2] * s[3]), mean.to_vector(), var.to_vector()});
-        for (std::size_t c = 0; c < channels; ++c) sums[c] += parts.back().count * parts.back().mean[c];
+        for (std::size_t c = 0; c < channels; ++c)
+            sums[c] += parts.back().count * parts.back().mean[c];
         sums[channels] += parts.back().count;
     }
     passes.front()->sum_over_replicas(sums);
     const double count = sums[channels];
     TANDEM_CHECK_AS(ShapeError, count > 1)
-        << label() << ": expected more than 1 value per channel over the global batch, got " << count;
+        << label() << ": expected more than 1 value per channel over the global batch, got "
+        << count;
     std::vector<double> mean(channels), squares(channels, 0.0);
     for (std::size_t c = 0; c < channels; ++c) mean[c] = sums[c] / count;
     for (const Part& p : parts)
@@ -75,15 +80,18 @@ std::vector<Tensor> BatchNorm2d::forward_many(const std::vector<Tensor>& xs, con
     for (std::size_t m = 0; m < xs.size(); ++m) {
         const Tensor& x = xs[m];
         Tensor y = Tensor::empty(x.shape(), device, DType::f32, x.layout());
-        kernel(device, x.shape(), x.layout(), false).forward(x, weight_.value, bias_.value, mean_t, var_t, y);
+        kernel(device, x.shape(), x.layout(), false)
+            .forward(x, weight_.value, bias_.value, mean_t, var_t, y);
         passes[m]->saved.put(this, {mean_t, var_t});
         ys.push_back(std::move(y));
     }
-    if (!passes.front()->recomputing) update_running_stats(mean_t, var_t, static_cast<std::int64_t>(count));
+    if (!passes.front()->recomputing)
+        update_running_stats(mean_t, var_t, static_cast<std::int64_t>(count));
     return ys;
 }
 
-std::vector<Tensor> BatchNorm2d::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys_in,
+std::vector<Tensor> BatchNorm2d::backward_many(const std::vector<Tensor>& xs,
+                                               const std::vector<Tensor>& dys_in,
                                                const std::vector<Pass*>& passes) {
     if (!synchronised(passes)) return Layer::backward_many(xs, dys_in, passes);
     Device& device = passes.front()->device;
@@ -93,7 +101,8 @@ std::vector<Tensor> BatchNorm2d::backward_many(const std::vector<Tensor>& xs, co
     Tensor var_t = passes.front()->saved.get(this)[1];
 
     // First term, and this replica's S1 (dbeta) and S2 (dgamma).
-    Tensor local_dgamma = Tensor::zeros(c_shape, device), local_dbeta = Tensor::zeros(c_shape, device);
+    Tensor local_dgamma = Tensor::zeros(c_shape, device),
+           local_dbeta = Tensor::zeros(c_shape, device);
     std::vector<Tensor> dxs;
     double local_count = 0;
     for (std::size_t m = 0; m < xs.size(); ++m) {
@@ -118,7 +127,8 @@ std::vector<Tensor> BatchNorm2d::backward_many(const std::vector<Tensor>& xs, co
     const double count = sums[2 * channels];
 
     // Second term: a x + b per channel, through the evaluation kernel's forward.
-    const std::vector<float> mean = mean_t.to_vector(), var = var_t.to_vector(), gamma = weight_.value.to_vector();
+    const std::vector<float> mean = mean_t.to_vector(), var = var_t.to_vector(),
+                             gamma = weight_.value.to_vector();
     std::vector<float> a(channels), b(channels);
     for (std::size_t c = 0; c < channels; ++c) {
         const double inv_sigma = 1.0 / std::sqrt(double(var[c]) + options_.epsilon);
@@ -126,12 +136,15 @@ std::vector<Tensor> BatchNorm2d::backward_many(const std::vector<Tensor>& xs, co
         a[c] = float(slope);
         b[c] = float(-gamma[c] * inv_sigma * sums[c] / count - slope * mean[c]);
     }
-    Tensor a_t = Tensor::from_vector(c_shape, device, a), b_t = Tensor::from_vector(c_shape, device, b);
+    Tensor a_t = Tensor::from_vector(c_shape, device, a),
+           b_t = Tensor::from_vector(c_shape, device, b);
     Tensor zero = Tensor::zeros(c_shape, device);
-    Tensor unit = Tensor::from_vector(c_shape, device, std::vector<float>(channels, 1.f - options_.epsilon));
+    Tensor unit =
+        Tensor::from_vector(c_shape, device, std::vector<float>(channels, 1.f - options_.epsilon));
     for (std::size_t m = 0; m < xs.size(); ++m) {
         Tensor correction = Tensor::empty(xs[m].shape(), device, DType::f32, xs[m].layout());
-        kernel(device, xs[m].shape(), xs[m].layout(), false).forward(xs[m], a_t, b_t, zero, unit, correction);
+        kernel(device, xs[m].shape(), xs[m].layout(), false)
+            .forward(xs[m], a_t, b_t, zero, unit, correction);
         ops.accumulate(dxs[m], correction);
     }
     return dxs;

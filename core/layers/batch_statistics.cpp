@@ -29,16 +29,21 @@ std::pair<Tensor, Tensor> BatchStatistics::Sums::mean_and_variance() const {
         variance[c] = float(std::max(0.0, weighted_moment[c] / double(count) - m * m));
     }
     const Shape shape{static_cast<std::int64_t>(mean.size())};
-    return {Tensor::from_vector(shape, host_device(), mean), Tensor::from_vector(shape, host_device(), variance)};
+    return {Tensor::from_vector(shape, host_device(), mean),
+            Tensor::from_vector(shape, host_device(), variance)};
 }
 
-void BatchStatistics::add(const Layer* layer, const Tensor& mean, const Tensor& variance, std::int64_t count) {
+void BatchStatistics::add(const Layer* layer, const Tensor& mean, const Tensor& variance,
+                          std::int64_t count) {
     const std::vector<float> m = mean.to_vector(), v = variance.to_vector();
-    TANDEM_CHECK(m.size() == v.size()) << "batch statistics: " << m.size() << " means, " << v.size() << " variances";
+    TANDEM_CHECK(m.size() == v.size())
+        << "batch statistics: " << m.size() << " means, " << v.size() << " variances";
     Sums& s = sums_[layer];
-    if (s.weighted_mean.empty()) s.weighted_mean.assign(m.size(), 0.0), s.weighted_moment.assign(m.size(), 0.0);
+    if (s.weighted_mean.empty())
+        s.weighted_mean.assign(m.size(), 0.0), s.weighted_moment.assign(m.size(), 0.0);
     TANDEM_CHECK(s.weighted_mean.size() == m.size())
-        << layer->label() << ": batch statistics of " << m.size() << " channels after " << s.weighted_mean.size();
+        << layer->label() << ": batch statistics of " << m.size() << " channels after "
+        << s.weighted_mean.size();
     for (std::size_t c = 0; c < m.size(); ++c) {
         s.weighted_mean[c] += double(count) * m[c];
         s.weighted_moment[c] += double(count) * (double(v[c]) + double(m[c]) * m[c]);

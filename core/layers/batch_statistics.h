@@ -21,9 +21,9 @@ class Layer;
 class BatchStatistics {
 public:
     struct Sums {
-        std::vector<double> weighted_mean;     // sum of n_i * mean_i
-        std::vector<double> weighted_moment;   // sum of n_i * (var_i + mean_i^2)
-        std::int64_t count = 0;                // sum of n_i
+        std::vector<double> weighted_mean;    // sum of n_i * mean_i
+        std::vector<double> weighted_moment;  // sum of n_i * (var_i + mean_i^2)
+        std::int64_t count = 0;               // sum of n_i
 
         // Adds `other` (same channel count).
         void merge(const Sums& other);

@@ -10,13 +10,16 @@ Concat::Concat(int dim) : dim_(dim) {
         << "2 is channels or features)";
 }
 
-std::string Concat::options_text() const { return "dimension " + std::to_string(dim_ + 1); }
+std::string Concat::options_text() const {
+    return "dimension " + std::to_string(dim_ + 1);
+}
 
 Shape Concat::merged_shape(const std::vector<Shape>& inputs) const {
     check_input_count(inputs.size());
     const Shape& first = inputs.front();
     TANDEM_CHECK_AS(ShapeError, dim_ < first.rank())
-        << label() << ": input 1 is " << first.to_string() << ", which has no dimension " << dim_ + 1;
+        << label() << ": input 1 is " << first.to_string() << ", which has no dimension "
+        << dim_ + 1;
     Shape out = first;
     for (std::size_t i = 1; i < inputs.size(); ++i) {
         const Shape& s = inputs[i];

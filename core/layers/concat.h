@@ -21,7 +21,8 @@ public:
 
     Shape merged_shape(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 
 private:
     int dim_;

@@ -23,11 +23,11 @@ SoftmaxCrossEntropyKernel& CrossEntropy::kernel(const Tensor& logits, const Tens
         << "CrossEntropy: logits must be N x classes, got logits " << s.to_string()
         << " and labels " << labels.shape().to_string();
     TANDEM_CHECK_AS(ShapeError, labels.numel() == s[0])
-        << "CrossEntropy: logits " << s.to_string() << " and labels "
-        << labels.shape().to_string() << " disagree on the number of samples";
+        << "CrossEntropy: logits " << s.to_string() << " and labels " << labels.shape().to_string()
+        << " disagree on the number of samples";
     TANDEM_CHECK_AS(DataError, logits.dtype() == DType::f32 && labels.dtype() == DType::i32)
-        << "CrossEntropy: logits must be F32 and labels I32, got "
-        << dtype_name(logits.dtype()) << " and " << dtype_name(labels.dtype());
+        << "CrossEntropy: logits must be F32 and labels I32, got " << dtype_name(logits.dtype())
+        << " and " << dtype_name(labels.dtype());
     return kernels_.get(pass.device, SoftmaxCrossEntropyConfig{s[0], s[1]});
 }
 
@@ -39,8 +39,7 @@ LossSums CrossEntropy::forward(const Tensor& logits, const Tensor& labels, Pass&
     return sums;
 }
 
-Tensor CrossEntropy::backward(const Tensor& logits, const Tensor& labels, float scale,
-                              Pass& pass) {
+Tensor CrossEntropy::backward(const Tensor& logits, const Tensor& labels, float scale, Pass& pass) {
     auto& k = kernel(logits, labels, pass);
     Tensor probabilities;
     if (pass.saved.contains(this)) {

@@ -18,7 +18,9 @@ public:
     float label_smoothing() const { return label_smoothing_; }
     std::string_view kind() const override { return "CrossEntropy"; }
     std::string options_text() const override;
-    std::shared_ptr<Loss> clone() const override { return std::make_shared<CrossEntropy>(label_smoothing_); }
+    std::shared_ptr<Loss> clone() const override {
+        return std::make_shared<CrossEntropy>(label_smoothing_);
+    }
     Targets targets() const override { return Targets::class_labels; }
     bool has_accuracy() const override { return true; }
 

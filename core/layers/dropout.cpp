@@ -8,8 +8,7 @@ namespace tandem {
 
 Dropout::Dropout(float p) : p_(p) {
     // Written as a positive test so that NaN is refused too.
-    TANDEM_CHECK_AS(ConfigError, p >= 0.f && p < 1.f)
-        << "Dropout: p must be in [0, 1), got " << p;
+    TANDEM_CHECK_AS(ConfigError, p >= 0.f && p < 1.f) << "Dropout: p must be in [0, 1), got " << p;
 }
 
 DropoutKernel& Dropout::kernel(Device& device, const Shape& shape) {

@@ -6,13 +6,14 @@ std::string_view ElementLoss::kind() const {
     return kind_ == ElementLossKind::mse ? "MSE" : "BCEWithLogits";
 }
 
-ElementLossKernel& ElementLoss::kernel(const Tensor& output, const Tensor& targets, Pass& pass, Tensor& placed) {
+ElementLossKernel& ElementLoss::kernel(const Tensor& output, const Tensor& targets, Pass& pass,
+                                       Tensor& placed) {
     TANDEM_CHECK_AS(ShapeError, targets.shape() == output.shape())
         << kind() << ": targets " << targets.shape().to_string() << " and the net's output "
         << output.shape().to_string() << " differ in shape";
     TANDEM_CHECK_AS(ShapeError, output.dtype() == DType::f32 && targets.dtype() == DType::f32)
-        << kind() << ": the output and targets must be F32, got " << dtype_name(output.dtype()) << " and "
-        << dtype_name(targets.dtype());
+        << kind() << ": the output and targets must be F32, got " << dtype_name(output.dtype())
+        << " and " << dtype_name(targets.dtype());
     if (pass.saved.contains(this)) {
         placed = pass.saved.get(this)[0];
         pass.saved.erase(this);

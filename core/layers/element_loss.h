@@ -27,7 +27,8 @@ public:
 private:
     // The kernel for `output`, and `targets` on its device and in its layout (in training, the
     // forward keeps them in pass.saved so that backward does not move them again).
-    ElementLossKernel& kernel(const Tensor& output, const Tensor& targets, Pass& pass, Tensor& placed);
+    ElementLossKernel& kernel(const Tensor& output, const Tensor& targets, Pass& pass,
+                              Tensor& placed);
 
     ElementLossKind kind_;
     KernelCache<ElementLossKernel> kernels_;

@@ -6,13 +6,17 @@
 namespace tandem {
 
 Embedding::Embedding(std::int64_t count, std::int64_t dim) : count_(count), dim_(dim) {
-    TANDEM_CHECK_AS(ConfigError, count >= 1) << "Embedding: num_embeddings must be positive, got " << count;
-    TANDEM_CHECK_AS(ConfigError, dim >= 1) << "Embedding: embedding_dim must be positive, got " << dim;
+    TANDEM_CHECK_AS(ConfigError, count >= 1)
+        << "Embedding: num_embeddings must be positive, got " << count;
+    TANDEM_CHECK_AS(ConfigError, dim >= 1)
+        << "Embedding: embedding_dim must be positive, got " << dim;
     weight_ = make_parameter("weight", {count, dim}, true);
     initialize(0);
 }
 
-std::string Embedding::options_text() const { return std::to_string(count_) + " x " + std::to_string(dim_); }
+std::string Embedding::options_text() const {
+    return std::to_string(count_) + " x " + std::to_string(dim_);
+}
 
 void Embedding::initialize(std::uint64_t seed) {
     // N(0, 1): "kaiming" with a fan of 2 draws std sqrt(2 / 2) = 1.
@@ -20,7 +24,8 @@ void Embedding::initialize(std::uint64_t seed) {
 }
 
 Shape Embedding::output_shape(const Shape& input) const {
-    TANDEM_CHECK_AS(ShapeError, input.rank() >= 1) << label() << ": the input has no batch dimension";
+    TANDEM_CHECK_AS(ShapeError, input.rank() >= 1)
+        << label() << ": the input has no batch dimension";
     std::vector<std::int64_t> dims = input.dims();
     dims.push_back(dim_);
     return Shape(dims);
@@ -41,7 +46,8 @@ Tensor Embedding::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     TANDEM_CHECK_AS(ShapeError, dy.shape() == output_shape(x.shape()))
         << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
         << output_shape(x.shape()).to_string();
-    kernel(pass.device, x.numel()).backward(in_layout(x, Layout::contiguous, pass.device), dy, weight_.grad);
+    kernel(pass.device, x.numel())
+        .backward(in_layout(x, Layout::contiguous, pass.device), dy, weight_.grad);
     if (!pass.need_dx) return Tensor();
     Tensor dx = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());
     tensor_ops(pass.device).fill(dx, 0);

@@ -15,7 +15,9 @@ public:
     // Throws ConfigError when count or dim is below 1.
     Embedding(std::int64_t count, std::int64_t dim);
     std::string_view kind() const override { return "Embedding"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<Embedding>(count_, dim_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<Embedding>(count_, dim_));
+    }
     std::string options_text() const override;
 
     Shape output_shape(const Shape& input) const override;

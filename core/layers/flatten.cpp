@@ -6,8 +6,7 @@ namespace tandem {
 
 Shape Flatten::output_shape(const Shape& input) const {
     TANDEM_CHECK_AS(ShapeError, input.rank() >= 2)
-        << label() << ": expected an input of rank 2 or more (N x ...), got "
-        << input.to_string();
+        << label() << ": expected an input of rank 2 or more (N x ...), got " << input.to_string();
     // The product of the trailing dimensions, not numel / N, so an empty batch flattens too.
     std::int64_t features = 1;
     for (int i = 1; i < input.rank(); ++i) features *= input[i];

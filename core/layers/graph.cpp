@@ -11,20 +11,11 @@
 #include "layers/sequential.h"
 
 namespace tandem {
-namespace {
 
-std::string quoted_list(const std::vector<std::string>& names) {
+std::string Graph::quoted_list(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
     return out.empty() ? "none" : out;
-}
-
-}  // namespace
-
-std::vector<Shape> Graph::node_shapes(const Node& node, const std::vector<Shape>& values) {
-    std::vector<Shape> in;
-    for (std::size_t v : node.inputs) in.push_back(values[v]);
-    return in;
 }
 
 Graph::~Graph() {
@@ -33,12 +24,14 @@ Graph::~Graph() {
 
 void Graph::check_not_in_engine() const {
     TANDEM_CHECK_AS(ConfigError, !in_engine())
-        << label() << " is trained by an engine, which placed it as it was when T.Engine was built; "
+        << label()
+        << " is trained by an engine, which placed it as it was when T.Engine was built; "
         << "change the graph before building the engine (or free it first)";
 }
 
 bool Graph::taken(const std::string& name) const {
-    if (std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end()) return true;
+    if (std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end())
+        return true;
     for (const auto& node : nodes_)
         if (node.layer->name() == name) return true;
     return false;
@@ -52,8 +45,8 @@ std::size_t Graph::value_index(const std::string& name, const std::string& node)
     std::vector<std::string> known = input_names_;
     for (const auto& n : nodes_) known.push_back(n.layer->name());
     TANDEM_THROW(ConfigError) << label() << ": " << node << " takes '" << name
-                              << "', which is not an input or a node of the graph (so far: " << quoted_list(known)
-                              << ")";
+                              << "', which is not an input or a node of the graph (so far: "
+                              << quoted_list(known) << ")";
 }
 
 void Graph::add_input(const std::string& name) {
@@ -66,11 +59,13 @@ void Graph::add_input(const std::string& name) {
 std::string Graph::add(LayerPtr layer, const std::vector<std::string>& inputs) {
     TANDEM_CHECK_AS(ConfigError, layer != nullptr) << label() << ": cannot add a null layer";
     TANDEM_CHECK_AS(ConfigError, !contains_layer(*layer, this))
-        << label() << ": layer " << layer->label() << " contains this graph (a net cannot contain itself)";
+        << label() << ": layer " << layer->label()
+        << " contains this graph (a net cannot contain itself)";
     check_not_in_engine();
     for (const auto& node : nodes_)
         TANDEM_CHECK_AS(ConfigError, node.layer != layer)
-            << label() << ": layer " << layer->label() << " is already a node of this graph (a layer appears "
+            << label() << ": layer " << layer->label()
+            << " is already a node of this graph (a layer appears "
             << "once; layer:clone() makes another)";
     std::string name = layer->name();
     if (name.empty()) {
@@ -81,8 +76,8 @@ std::string Graph::add(LayerPtr layer, const std::vector<std::string>& inputs) {
         name = prefix + std::to_string(count);
         while (taken(name)) name = prefix + std::to_string(++count);
     } else {
-        TANDEM_CHECK_AS(ConfigError, !taken(name))
-            << label() << ": two nodes are named '" << name << "' (names of inputs and nodes are unique)";
+        TANDEM_CHECK_AS(ConfigError, !taken(name)) << label() << ": two nodes are named '" << name
+                                                   << "' (names of inputs and nodes are unique)";
     }
     const std::string what = "node '" + name + "' (" + std::string(layer->kind()) + ")";
     TANDEM_CHECK_AS(ConfigError, !inputs.empty()) << label() << ": " << what << " has no inputs";
@@ -111,7 +106,8 @@ std::string Graph::add(LayerPtr layer, const std::vector<std::string>& inputs) {
 
 void Graph::set_outputs(const std::vector<std::string>& names) {
     check_not_in_engine();
-    TANDEM_CHECK_AS(ConfigError, !names.empty()) << label() << ": a graph needs at least one output";
+    TANDEM_CHECK_AS(ConfigError, !names.empty())
+        << label() << ": a graph needs at least one output";
     std::vector<std::size_t> outputs;
     for (const auto& name : names) {
         const std::size_t v = value_index(name, "the outputs");
@@ -122,14 +118,16 @@ void Graph::set_outputs(const std::vector<std::string>& names) {
     outputs_ = std::move(outputs);
 }
 
-std::shared_ptr<Graph> Graph::build(const std::vector<std::string>& inputs, std::vector<NodeSpec> nodes,
+std::shared_ptr<Graph> Graph::build(const std::vector<std::string>& inputs,
+                                    std::vector<NodeSpec> nodes,
                                     const std::vector<std::string>& outputs) {
     auto graph = std::make_shared<Graph>();
     for (const auto& name : inputs) graph->add_input(name);
     // Kahn's order: a node is added once every name it takes is an input or an added node.
     std::map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        TANDEM_CHECK_AS(ConfigError, nodes[i].layer != nullptr) << "Graph: node " << i + 1 << " has no layer";
+        TANDEM_CHECK_AS(ConfigError, nodes[i].layer != nullptr)
+            << "Graph: node " << i + 1 << " has no layer";
         const std::string& name = nodes[i].layer->name();
         if (name.empty()) continue;
         TANDEM_CHECK_AS(ConfigError, by_name.emplace(name, i).second)
@@ -172,8 +170,9 @@ std::shared_ptr<Graph> Graph::build(const std::vector<std::string>& inputs, std:
         std::vector<std::string> cycle;
         for (auto it = std::find(path.begin(), path.end(), at); it != path.end(); ++it)
             cycle.push_back(nodes[*it].layer->name());
-        TANDEM_THROW(ConfigError) << "Graph: nodes " << quoted_list(cycle)
-                                  << " feed each other in a cycle (a graph runs each node after its inputs)";
+        TANDEM_THROW(ConfigError)
+            << "Graph: nodes " << quoted_list(cycle)
+            << " feed each other in a cycle (a graph runs each node after its inputs)";
     }
     graph->set_outputs(outputs);
     return graph;
@@ -182,26 +181,31 @@ std::shared_ptr<Graph> Graph::build(const std::vector<std::string>& inputs, std:
 std::vector<std::string> Graph::output_names() const {
     std::vector<std::string> names;
     for (std::size_t v : outputs_)
-        names.push_back(v < input_names_.size() ? input_names_[v] : nodes_[v - input_names_.size()].layer->name());
+        names.push_back(v < input_names_.size() ? input_names_[v]
+                                                : nodes_[v - input_names_.size()].layer->name());
     return names;
 }
 
 std::vector<std::string> Graph::node_input_names(std::size_t i) const {
     std::vector<std::string> names;
     for (std::size_t v : nodes_.at(i).inputs)
-        names.push_back(v < input_names_.size() ? input_names_[v] : nodes_[v - input_names_.size()].layer->name());
+        names.push_back(v < input_names_.size() ? input_names_[v]
+                                                : nodes_[v - input_names_.size()].layer->name());
     return names;
 }
 
 std::string Graph::options_text() const {
-    return std::to_string(input_names_.size()) + (input_names_.size() == 1 ? " input, " : " inputs, ") +
-           std::to_string(nodes_.size()) + (nodes_.size() == 1 ? " node, " : " nodes, ") +
-           std::to_string(outputs_.size()) + (outputs_.size() == 1 ? " output" : " outputs");
+    return std::to_string(input_names_.size()) +
+           (input_names_.size() == 1 ? " input, " : " inputs, ") + std::to_string(nodes_.size()) +
+           (nodes_.size() == 1 ? " node, " : " nodes, ") + std::to_string(outputs_.size()) +
+           (outputs_.size() == 1 ? " output" : " outputs");
 }
 
 void Graph::check_complete() const {
-    TANDEM_CHECK_AS(ConfigError, !input_names_.empty()) << label() << " has no inputs (g:input(name) declares one)";
-    TANDEM_CHECK_AS(ConfigError, !outputs_.empty()) << label() << " has no outputs (g:output(name) names them)";
+    TANDEM_CHECK_AS(ConfigError, !input_names_.empty())
+        << label() << " has no inputs (g:input(name) declares one)";
+    TANDEM_CHECK_AS(ConfigError, !outputs_.empty())
+        << label() << " has no outputs (g:output(name) names them)";
     // Walk back from the outputs: whatever is not reached feeds nothing the graph returns.
     const std::size_t inputs = input_names_.size();
     std::vector<bool> used(inputs + nodes_.size(), false);
@@ -215,41 +219,16 @@ void Graph::check_complete() const {
     for (std::size_t i = 0; i < nodes_.size(); ++i)
         TANDEM_CHECK_AS(ConfigError, used[inputs + i])
             << label() << ": node " << nodes_[i].layer->label()
-            << " leads to no output of the graph (its parameters would never train); connect it or remove it";
+            << " leads to no output of the graph (its parameters would never train); connect it or "
+               "remove it";
 }
 
 void Graph::check_one_in_one_out(const char* what) const {
     check_complete();
     TANDEM_CHECK_AS(ConfigError, input_names_.size() == 1 && outputs_.size() == 1)
-        << label() << " has " << input_names_.size() << " input(s) and " << outputs_.size() << " output(s): " << what
+        << label() << " has " << input_names_.size() << " input(s) and " << outputs_.size()
+        << " output(s): " << what
         << " needs one of each (g:forward{x1, x2, ...} runs a graph of several)";
-}
-
-std::vector<Shape> Graph::value_shapes(const std::vector<Shape>& inputs) const {
-    check_complete();
-    TANDEM_CHECK_AS(ShapeError, inputs.size() == input_names_.size())
-        << label() << " takes " << input_names_.size() << " input(s) (" << quoted_list(input_names_) << "), got "
-        << inputs.size();
-    std::vector<Shape> shapes = inputs;
-    for (const auto& node : nodes_) {
-        const std::vector<Shape> in = node_shapes(node, shapes);
-        try {
-            shapes.push_back(node.merge ? node.merge->merged_shape(in) : node.layer->output_shape(in[0]));
-        } catch (Error& e) {
-            std::string text;
-            for (const auto& s : in) text += (text.empty() ? "" : ", ") + s.to_string();
-            e.add_context("in node " + node.layer->label() + " of " + label() + ", input " + text);
-            throw;
-        }
-    }
-    return shapes;
-}
-
-std::vector<Shape> Graph::output_shapes(const std::vector<Shape>& inputs) const {
-    const auto shapes = value_shapes(inputs);
-    std::vector<Shape> out;
-    for (std::size_t v : outputs_) out.push_back(shapes[v]);
-    return out;
 }
 
 std::string Graph::context(std::size_t i, const Pass& pass, const char* direction) const {
@@ -289,7 +268,8 @@ std::vector<Graph::Values> Graph::run_forward(const std::vector<std::vector<Tens
                 }
             }
         } catch (Error& e) {
-            e.add_context(context(i, *passes.front(), together ? "forward of micro-batches together" : "forward"));
+            e.add_context(context(i, *passes.front(),
+                                  together ? "forward of micro-batches together" : "forward"));
             throw;
         }
         if (!train)
@@ -303,7 +283,8 @@ std::vector<Graph::Values> Graph::run_forward(const std::vector<std::vector<Tens
 }
 
 std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vector<Tensor>>& dys,
-                                                     const std::vector<Pass*>& passes, bool together) {
+                                                     const std::vector<Pass*>& passes,
+                                                     bool together) {
     const std::size_t batches = passes.size();
     const std::size_t inputs = input_names_.size();
     std::vector<Values> values;
@@ -315,7 +296,8 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
     std::vector<Values> grads(batches, Values(inputs + nodes_.size()));
     for (std::size_t m = 0; m < batches; ++m) {
         TANDEM_CHECK_AS(ShapeError, dys[m].size() == outputs_.size())
-            << label() << " has " << outputs_.size() << " output(s), got " << dys[m].size() << " gradient(s)";
+            << label() << " has " << outputs_.size() << " output(s), got " << dys[m].size()
+            << " gradient(s)";
         for (std::size_t o = 0; o < outputs_.size(); ++o) {
             const Tensor& value = values[m][outputs_[o]];
             TANDEM_CHECK_AS(ShapeError, !dys[m][o].defined() || dys[m][o].shape() == value.shape())
@@ -335,16 +317,19 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
             for (std::size_t m = 0; m < batches; ++m) {
                 Tensor g = grads[m][self];
                 if (!g.defined()) {  // this micro-batch's outputs gave none: zero
-                    g = Tensor::empty(values[m][self].shape(), passes[m]->device, DType::f32, values[m][self].layout());
+                    g = Tensor::empty(values[m][self].shape(), passes[m]->device, DType::f32,
+                                      values[m][self].layout());
                     tensor_ops(passes[m]->device).fill(g, 0);
                 }
                 gs.push_back(std::move(g));
                 grads[m][self] = Tensor();
             }
-            // dx is needed for every node's value, and for the graph's inputs when our caller needs it.
+            // dx is needed for every node's value, and for the graph's inputs when our caller needs
+            // it.
             std::vector<std::unique_ptr<NeedDx>> need;
             for (Pass* pass : passes)
-                need.push_back(std::make_unique<NeedDx>(*pass, node.inputs[0] >= inputs || pass->need_dx));
+                need.push_back(
+                    std::make_unique<NeedDx>(*pass, node.inputs[0] >= inputs || pass->need_dx));
             std::vector<std::vector<Tensor>> dxs(batches);  // [m][input of the node]
             if (node.merge == nullptr && together) {
                 std::vector<Tensor> xs;
@@ -355,8 +340,10 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
                 for (std::size_t m = 0; m < batches; ++m) {
                     std::vector<Tensor> xs;
                     for (std::size_t v : node.inputs) xs.push_back(values[m][v]);
-                    dxs[m] = node.merge ? node.merge->unmerge(xs, gs[m], *passes[m])
-                                        : std::vector<Tensor>{node.layer->backward(xs[0], gs[m], *passes[m])};
+                    dxs[m] =
+                        node.merge
+                            ? node.merge->unmerge(xs, gs[m], *passes[m])
+                            : std::vector<Tensor>{node.layer->backward(xs[0], gs[m], *passes[m])};
                 }
             }
             for (std::size_t m = 0; m < batches; ++m)
@@ -364,12 +351,13 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
                     const Tensor& x = values[m][node.inputs[k]];
                     const Tensor& dx = dxs[m][k];
                     TANDEM_CHECK_AS(ShapeError, !dx.defined() || dx.shape() == x.shape())
-                        << "the gradient of input " << k + 1 << " is " << dx.shape().to_string() << ", the input is "
-                        << x.shape().to_string();
+                        << "the gradient of input " << k + 1 << " is " << dx.shape().to_string()
+                        << ", the input is " << x.shape().to_string();
                     add_in_layout(grads[m][node.inputs[k]], dx, x, passes[m]->device);
                 }
         } catch (Error& e) {
-            e.add_context(context(i, *passes.front(), together ? "backward of micro-batches together" : "backward"));
+            e.add_context(context(i, *passes.front(),
+                                  together ? "backward of micro-batches together" : "backward"));
             throw;
         }
     }
@@ -405,41 +393,11 @@ void Graph::bind_graph(Device& device, const std::vector<Shape>& inputs, Layout 
             // Only images have a channels_last layout; other values are contiguous.
             node.layer->bind(device, in, in.rank() == 4 ? layout : Layout::contiguous);
         } catch (Error& e) {
-            e.add_context("in node " + node.layer->label() + " of " + label() + ", input " + in.to_string());
+            e.add_context("in node " + node.layer->label() + " of " + label() + ", input " +
+                          in.to_string());
             throw;
         }
     }
-}
-
-Shape Graph::output_shape(const Shape& input) const {
-    check_one_in_one_out("a layer of a net");
-    return output_shapes({input})[0];
-}
-
-MemoryEstimate Graph::memory_estimate(const Shape& input) const {
-    check_one_in_one_out("a layer of a net");
-    const auto shapes = value_shapes({input});
-    MemoryEstimate total;
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        const Node& node = nodes_[i];
-        const auto out_bytes = static_cast<std::size_t>(shapes[input_names_.size() + i].numel()) * sizeof(float);
-        const MemoryEstimate e = node.merge ? node.merge->merged_memory(node_shapes(node, shapes))
-                                            : node.layer->memory_estimate(shapes[node.inputs[0]]);
-        total.parameter_bytes += e.parameter_bytes;
-        total.saved_bytes += e.saved_bytes + out_bytes;  // each value is some node's input, kept for backward
-    }
-    total.output_bytes = static_cast<std::size_t>(shapes[outputs_[0]].numel()) * sizeof(float);
-    return total;
-}
-
-double Graph::forward_flops(const Shape& input) const {
-    check_one_in_one_out("a layer of a net");
-    const auto shapes = value_shapes({input});
-    double total = 0;
-    for (const auto& node : nodes_)
-        total += node.merge ? node.merge->merged_flops(node_shapes(node, shapes))
-                            : node.layer->forward_flops(shapes[node.inputs[0]]);
-    return total;
 }
 
 Tensor Graph::forward(const Tensor& x, Pass& pass) {
@@ -453,7 +411,8 @@ Tensor Graph::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     return backward_graph({dy}, pass)[0];
 }
 
-std::vector<Tensor> Graph::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+std::vector<Tensor> Graph::forward_many(const std::vector<Tensor>& xs,
+                                        const std::vector<Pass*>& passes) {
     check_one_in_one_out("a layer of a net");
     std::vector<std::vector<Tensor>> inputs;
     for (const Tensor& x : xs) inputs.push_back({x});
@@ -463,7 +422,8 @@ std::vector<Tensor> Graph::forward_many(const std::vector<Tensor>& xs, const std
     return ys;
 }
 
-std::vector<Tensor> Graph::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+std::vector<Tensor> Graph::backward_many(const std::vector<Tensor>& xs,
+                                         const std::vector<Tensor>& dys,
                                          const std::vector<Pass*>& passes) {
     (void)xs;
     check_one_in_one_out("a layer of a net");
@@ -477,7 +437,8 @@ std::vector<Tensor> Graph::backward_many(const std::vector<Tensor>& xs, const st
 LayerPtr Graph::clone() const {
     auto copy = std::make_shared<Graph>();
     for (const auto& name : input_names_) copy->add_input(name);
-    for (std::size_t i = 0; i < nodes_.size(); ++i) copy->add(nodes_[i].layer->clone(), node_input_names(i));
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+        copy->add(nodes_[i].layer->clone(), node_input_names(i));
     if (!outputs_.empty()) copy->set_outputs(output_names());
     return finish_clone(copy);
 }

@@ -49,7 +49,8 @@ public:
         LayerPtr layer;  // named when other nodes refer to it
         std::vector<std::string> inputs;
     };
-    static std::shared_ptr<Graph> build(const std::vector<std::string>& inputs, std::vector<NodeSpec> nodes,
+    static std::shared_ptr<Graph> build(const std::vector<std::string>& inputs,
+                                        std::vector<NodeSpec> nodes,
                                         const std::vector<std::string>& outputs);
 
     const std::vector<std::string>& input_names() const { return input_names_; }
@@ -83,7 +84,8 @@ public:
     double forward_flops(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
-    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
+                                     const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
                                       const std::vector<Pass*>& passes) override;
 
@@ -104,6 +106,8 @@ private:
 
     // The shapes of `node`'s inputs among every value's.
     static std::vector<Shape> node_shapes(const Node& node, const std::vector<Shape>& values);
+    // "'a', 'b'" (or "none"), for messages.
+    static std::string quoted_list(const std::vector<std::string>& names);
     std::size_t value_index(const std::string& name, const std::string& node) const;
     bool taken(const std::string& name) const;
     void check_not_in_engine() const;
@@ -111,8 +115,8 @@ private:
     std::string context(std::size_t i, const Pass& pass, const char* direction) const;
     // Forward of every micro-batch (inputs[m] has one tensor per graph input); `together`
     // runs each layer over all micro-batches at once (forward_many).
-    std::vector<Values> run_forward(const std::vector<std::vector<Tensor>>& inputs, const std::vector<Pass*>& passes,
-                                    bool together);
+    std::vector<Values> run_forward(const std::vector<std::vector<Tensor>>& inputs,
+                                    const std::vector<Pass*>& passes, bool together);
     // dys[m] has one gradient per output; returns one per input for each micro-batch.
     std::vector<std::vector<Tensor>> run_backward(const std::vector<std::vector<Tensor>>& dys,
                                                   const std::vector<Pass*>& passes, bool together);

@@ -30,7 +30,9 @@ GraphPart::GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outpu
         if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) continue;
         std::size_t last = i;
         for (std::size_t j = i + 1; j < nodes_.size(); ++j)
-            if (std::find(nodes_[j].inputs.begin(), nodes_[j].inputs.end(), v) != nodes_[j].inputs.end()) last = j;
+            if (std::find(nodes_[j].inputs.begin(), nodes_[j].inputs.end(), v) !=
+                nodes_[j].inputs.end())
+                last = j;
         spent_after_[last].push_back(v);
     }
 }
@@ -46,13 +48,15 @@ std::string GraphPart::context(std::size_t i, const Pass& pass, const char* dire
            std::to_string(pass.micro_batch) + ", " + direction;
 }
 
-void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end, Keep keep) {
+void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t begin, std::size_t end,
+                        Keep keep) {
     for (std::size_t i = begin; i < end; ++i) {
         const PartNode& node = nodes_[i];
         try {
             std::vector<Tensor> xs;
             for (std::size_t v : node.inputs) xs.push_back(values[v]);
-            values[node.output] = node.merge ? node.merge->merge(xs, pass) : node.layer->forward(xs[0], pass);
+            values[node.output] =
+                node.merge ? node.merge->merge(xs, pass) : node.layer->forward(xs[0], pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "forward"));
             throw;
@@ -62,18 +66,22 @@ void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t beg
     }
 }
 
-void GraphPart::forward_many(std::vector<std::vector<Tensor>>& values, const std::vector<Pass*>& passes) {
+void GraphPart::forward_many(std::vector<std::vector<Tensor>>& values,
+                             const std::vector<Pass*>& passes) {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         const PartNode& node = nodes_[i];
-        if (node.merge != nullptr) {  // a join has no statistics to share: one micro-batch at a time
-            for (std::size_t m = 0; m < passes.size(); ++m) forward(values[m], *passes[m], i, i + 1);
+        if (node.merge !=
+            nullptr) {  // a join has no statistics to share: one micro-batch at a time
+            for (std::size_t m = 0; m < passes.size(); ++m)
+                forward(values[m], *passes[m], i, i + 1);
             continue;
         }
         try {
             std::vector<Tensor> xs;
             for (auto& v : values) xs.push_back(v[node.inputs[0]]);
             std::vector<Tensor> ys = node.layer->forward_many(xs, passes);
-            for (std::size_t m = 0; m < values.size(); ++m) values[m][node.output] = std::move(ys[m]);
+            for (std::size_t m = 0; m < values.size(); ++m)
+                values[m][node.output] = std::move(ys[m]);
         } catch (Error& e) {
             e.add_context(context(i, *passes.front(), "forward of micro-batches together"));
             throw;
@@ -87,8 +95,8 @@ void GraphPart::add_input_gradients(const PartNode& node, const std::vector<Tens
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const Tensor& x = values[node.inputs[k]];
         TANDEM_CHECK_AS(ShapeError, !dxs[k].defined() || dxs[k].shape() == x.shape())
-            << "the gradient of input " << k + 1 << " is " << dxs[k].shape().to_string() << ", the input is "
-            << x.shape().to_string();
+            << "the gradient of input " << k + 1 << " is " << dxs[k].shape().to_string()
+            << ", the input is " << x.shape().to_string();
         add_in_layout(grads[node.inputs[k]], dxs[k], x, device);
     }
 }
@@ -104,8 +112,9 @@ void GraphPart::backward(const std::vector<Tensor>& values, std::vector<Tensor>&
             std::vector<Tensor> xs;
             for (std::size_t v : node.inputs) xs.push_back(values[v]);
             NeedDx need(pass, node.need_dx);
-            const std::vector<Tensor> dxs = node.merge ? node.merge->unmerge(xs, dy, pass)
-                                                       : std::vector<Tensor>{node.layer->backward(xs[0], dy, pass)};
+            const std::vector<Tensor> dxs =
+                node.merge ? node.merge->unmerge(xs, dy, pass)
+                           : std::vector<Tensor>{node.layer->backward(xs[0], dy, pass)};
             add_input_gradients(node, values, grads, dxs, pass.device);
         } catch (Error& e) {
             e.add_context(context(i, pass, "backward"));
@@ -114,7 +123,8 @@ void GraphPart::backward(const std::vector<Tensor>& values, std::vector<Tensor>&
     }
 }
 
-void GraphPart::backward_many(const std::vector<std::vector<Tensor>>& values, std::vector<std::vector<Tensor>>& grads,
+void GraphPart::backward_many(const std::vector<std::vector<Tensor>>& values,
+                              std::vector<std::vector<Tensor>>& grads,
                               const std::vector<Pass*>& passes) {
     for (std::size_t i = nodes_.size(); i-- > 0;) {
         const PartNode& node = nodes_[i];
@@ -122,7 +132,8 @@ void GraphPart::backward_many(const std::vector<std::vector<Tensor>>& values, st
         for (auto& g : grads) any = any || g[node.output].defined();
         if (!any) continue;
         if (node.merge != nullptr) {
-            for (std::size_t m = 0; m < passes.size(); ++m) backward(values[m], grads[m], *passes[m], i, i + 1);
+            for (std::size_t m = 0; m < passes.size(); ++m)
+                backward(values[m], grads[m], *passes[m], i, i + 1);
             continue;
         }
         try {

@@ -26,7 +26,7 @@ class Merge;
 
 struct PartNode {
     Layer* layer = nullptr;
-    Merge* merge = nullptr;  // the layer as a Merge (several inputs), when it is one
+    Merge* merge = nullptr;           // the layer as a Merge (several inputs), when it is one
     std::vector<std::size_t> inputs;  // value indices, in the order the layer takes them
     std::size_t output = 0;           // the value it makes
     // Whether backward needs the gradient of its inputs (false when they are the batch's
@@ -59,15 +59,16 @@ public:
     // Nodes [low, high) in reverse: from grads[node.output] (summed over its readers; a node
     // whose output got no gradient is skipped) into grads[node.inputs], added. A node's output
     // gradient is let go once used.
-    void backward(const std::vector<Tensor>& values, std::vector<Tensor>& grads, Pass& pass, std::size_t low,
-                  std::size_t high);
-    void backward_many(const std::vector<std::vector<Tensor>>& values, std::vector<std::vector<Tensor>>& grads,
-                       const std::vector<Pass*>& passes);
+    void backward(const std::vector<Tensor>& values, std::vector<Tensor>& grads, Pass& pass,
+                  std::size_t low, std::size_t high);
+    void backward_many(const std::vector<std::vector<Tensor>>& values,
+                       std::vector<std::vector<Tensor>>& grads, const std::vector<Pass*>& passes);
 
 private:
     std::string context(std::size_t i, const Pass& pass, const char* direction) const;
-    void add_input_gradients(const PartNode& node, const std::vector<Tensor>& values, std::vector<Tensor>& grads,
-                             const std::vector<Tensor>& dxs, Device& device) const;
+    void add_input_gradients(const PartNode& node, const std::vector<Tensor>& values,
+                             std::vector<Tensor>& grads, const std::vector<Tensor>& dxs,
+                             Device& device) const;
 
     std::vector<PartNode> nodes_;
     // Per node, the values made here that nothing reads after it (Keep::outputs).

@@ -34,7 +34,9 @@ const Scheme* find_scheme(std::string_view name) {
 
 }  // namespace
 
-bool is_init_scheme(std::string_view scheme) { return find_scheme(scheme) != nullptr; }
+bool is_init_scheme(std::string_view scheme) {
+    return find_scheme(scheme) != nullptr;
+}
 
 std::vector<std::string> init_schemes() {
     std::vector<std::string> names;
@@ -66,9 +68,11 @@ void init_tensor(Tensor& t, std::string_view scheme, std::int64_t fan_in, std::i
         // (VGG-16's 103 M-weight layer took seconds on one core). Plain threads, not OpenMP:
         // ThreadSanitizer sees their joins.
         const std::size_t n = values.size();
-        const std::size_t parts = n >= (std::size_t(1) << 20) ? std::max(1u, std::thread::hardware_concurrency()) : 1;
+        const std::size_t parts =
+            n >= (std::size_t(1) << 20) ? std::max(1u, std::thread::hardware_concurrency()) : 1;
         std::vector<std::thread> threads;
-        for (std::size_t p = 1; p < parts; ++p) threads.emplace_back(draw, n * p / parts, n * (p + 1) / parts);
+        for (std::size_t p = 1; p < parts; ++p)
+            threads.emplace_back(draw, n * p / parts, n * (p + 1) / parts);
         draw(0, n / parts);
         for (auto& t : threads) t.join();
     }

@@ -10,8 +10,10 @@ namespace tandem {
 
 void Layer::adopt(Layer& child) {
     TANDEM_CHECK_AS(ConfigError, !in_engine_)
-        << "cannot add " << child.label() << ": this net is trained by an engine, which placed it as "
-        << "it was when T.Engine was built; add layers before building the engine (or free it first)";
+        << "cannot add " << child.label()
+        << ": this net is trained by an engine, which placed it as "
+        << "it was when T.Engine was built; add layers before building the engine (or free it "
+           "first)";
     TANDEM_CHECK_AS(ConfigError, child.container_ == nullptr || child.container_ == this)
         << "layer " << child.label() << " is already inside " << child.container_->label()
         << "; a layer belongs to one net (layer:clone() makes a separate copy)";
@@ -35,7 +37,8 @@ bool any_in_engine(Layer& root) {
 
 void Layer::claim_for_engine(Layer& root) {
     TANDEM_CHECK_AS(ConfigError, !any_in_engine(root))
-        << "this net (or a layer in it) is already trained by another engine (engine:free() that one "
+        << "this net (or a layer in it) is already trained by another engine (engine:free() that "
+           "one "
         << "first, or build another net): two engines would move and update the same weights";
     std::vector<Layer*> todo{&root};
     while (!todo.empty()) {
@@ -62,7 +65,8 @@ MemoryEstimate Layer::memory_estimate(const Shape& input) const {
     e.output_bytes = static_cast<std::size_t>(output_shape(input).numel()) * sizeof(float);
     auto* self = const_cast<Layer*>(this);
     for (auto* p : self->parameters()) e.parameter_bytes += p->value.nbytes();
-    for (auto* child : self->children()) e.parameter_bytes += child->memory_estimate(input).parameter_bytes;
+    for (auto* child : self->children())
+        e.parameter_bytes += child->memory_estimate(input).parameter_bytes;
     return e;
 }
 
@@ -98,21 +102,23 @@ void Layer::set_kernel_impl(const std::string& impl) {
         if (std::find(known.begin(), known.end(), impl) == known.end()) {
             std::string list;
             for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
-            TANDEM_THROW(ConfigError) << "layer " << label() << ": unknown kernel implementation '" << impl
-                                      << "' (this build has: " << list << ")";
+            TANDEM_THROW(ConfigError) << "layer " << label() << ": unknown kernel implementation '"
+                                      << impl << "' (this build has: " << list << ")";
         }
     }
     kernel_impl_ = impl;
     for (auto* child : children()) child->set_kernel_impl(impl);
 }
 
-std::vector<Tensor> Layer::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+std::vector<Tensor> Layer::forward_many(const std::vector<Tensor>& xs,
+                                        const std::vector<Pass*>& passes) {
     std::vector<Tensor> ys;
     for (std::size_t m = 0; m < xs.size(); ++m) ys.push_back(forward(xs[m], *passes[m]));
     return ys;
 }
 
-std::vector<Tensor> Layer::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+std::vector<Tensor> Layer::backward_many(const std::vector<Tensor>& xs,
+                                         const std::vector<Tensor>& dys,
                                          const std::vector<Pass*>& passes) {
     std::vector<Tensor> dxs;
     for (std::size_t m = 0; m < xs.size(); ++m) dxs.push_back(backward(xs[m], dys[m], *passes[m]));
@@ -126,11 +132,12 @@ LayerPtr Layer::finish_clone(LayerPtr copy) const {
     // through it changes nothing.
     auto& self = const_cast<Layer&>(*this);
     auto copy_values = [&](std::vector<Parameter*> from, std::vector<Parameter*> to) {
-        TANDEM_CHECK(from.size() == to.size())
-            << label() << ": the clone has " << to.size() << " tensors, the original " << from.size();
+        TANDEM_CHECK(from.size() == to.size()) << label() << ": the clone has " << to.size()
+                                               << " tensors, the original " << from.size();
         for (std::size_t i = 0; i < from.size(); ++i) {
             to[i]->value = from[i]->value.to(host_device());
-            if (from[i]->grad.defined()) to[i]->grad = Tensor::zeros(from[i]->value.shape(), host_device());
+            if (from[i]->grad.defined())
+                to[i]->grad = Tensor::zeros(from[i]->value.shape(), host_device());
         }
     };
     copy_values(self.parameters(), copy->parameters());
@@ -155,7 +162,8 @@ void collect(Layer& layer, const std::string& prefix, bool buffers,
              std::vector<NamedParameter>& out) {
     for (auto* p : buffers ? layer.buffers() : layer.parameters())
         out.push_back({prefix + p->name, p});
-    for (auto* child : layer.children()) collect(*child, prefix + child->name() + ".", buffers, out);
+    for (auto* child : layer.children())
+        collect(*child, prefix + child->name() + ".", buffers, out);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ namespace tandem {
 
 // A trainable tensor (or, for buffers such as running statistics, a saved untrained one).
 struct Parameter {
-    std::string name;   // "weight", "bias", "running_mean"
+    std::string name;  // "weight", "bias", "running_mean"
     Tensor value;
     Tensor grad;        // same shape as value; undefined for buffers
     bool decay = true;  // whether weight decay applies (not to biases or batch-norm affine)
@@ -49,8 +49,8 @@ public:
     Layer(const Layer&) = delete;
     Layer& operator=(const Layer&) = delete;
 
-    virtual std::string_view kind() const = 0;          // "Conv2d"
-    const std::string& name() const { return name_; }   // "conv3"; set by the container
+    virtual std::string_view kind() const = 0;         // "Conv2d"
+    const std::string& name() const { return name_; }  // "conv3"; set by the container
     void set_name(std::string name) { name_ = std::move(name); }
     // "'conv3' (Conv2d)": how messages refer to the layer.
     std::string label() const;
@@ -67,8 +67,10 @@ public:
     // Forward and backward of several micro-batches together, one pass each: what synchronised
     // batch norm needs, its statistics spanning every micro-batch. Containers run them layer
     // by layer across the micro-batches; other layers run forward (backward) on each in turn.
-    virtual std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes);
-    virtual std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+    virtual std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
+                                             const std::vector<Pass*>& passes);
+    virtual std::vector<Tensor> backward_many(const std::vector<Tensor>& xs,
+                                              const std::vector<Tensor>& dys,
                                               const std::vector<Pass*>& passes);
 
     // This layer's own parameters and buffers (not its children's).

@@ -71,7 +71,9 @@ LinearKernel& Linear::kernel(Device& device, std::int64_t batch) {
         kernel_impl());
 }
 
-void Linear::on_bind(Device& device, const Shape& input, Layout) { kernel(device, input[0]); }
+void Linear::on_bind(Device& device, const Shape& input, Layout) {
+    kernel(device, input[0]);
+}
 
 Tensor Linear::forward(const Tensor& x, Pass& pass) {
     const Shape out = output_shape(x.shape());

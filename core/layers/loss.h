@@ -21,7 +21,7 @@ class Loss {
 public:
     virtual ~Loss() = default;
 
-    virtual std::string_view kind() const = 0;           // "CrossEntropy", "MSE"
+    virtual std::string_view kind() const = 0;               // "CrossEntropy", "MSE"
     virtual std::string options_text() const { return {}; }  // "label_smoothing 0.1"
     // "CrossEntropy(label_smoothing 0.1)": how print() and messages show it.
     std::string description() const;
@@ -40,14 +40,16 @@ public:
     // ShapeError naming both shapes when the targets do not fit the output.
     virtual LossSums forward(const Tensor& output, const Tensor& targets, Pass& pass) = 0;
     // d(scale * sum of per-sample losses) / d output; scale = 1 / global batch gives the mean.
-    virtual Tensor backward(const Tensor& output, const Tensor& targets, float scale, Pass& pass) = 0;
+    virtual Tensor backward(const Tensor& output, const Tensor& targets, float scale,
+                            Pass& pass) = 0;
 
     // ShapeError unless `given` suit a batch of `samples` (the dtype and first dimension this
     // loss takes): said before a step starts, in the user's terms.
     void check_batch_targets(const Tensor& given, std::int64_t samples) const;
     // Targets a profile or a planner can time this loss with, for an `output` of this shape on
     // `device`: labels drawn in [0, classes) (classes 0: the output's width), or values in [0, 1).
-    Tensor example_targets(const Shape& output, std::int64_t classes, std::uint64_t seed, Device& device) const;
+    Tensor example_targets(const Shape& output, std::int64_t classes, std::uint64_t seed,
+                           Device& device) const;
 };
 
 }  // namespace tandem

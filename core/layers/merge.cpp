@@ -42,22 +42,25 @@ MemoryEstimate Merge::merged_memory(const std::vector<Shape>& inputs) const {
     return e;
 }
 
-double Merge::merged_flops(const std::vector<Shape>&) const { return 0; }
+double Merge::merged_flops(const std::vector<Shape>&) const {
+    return 0;
+}
 
 void Merge::check_input_count(std::size_t n) const {
     const bool bounded = max_inputs() != std::numeric_limits<std::size_t>::max();
     TANDEM_CHECK_AS(ConfigError, n >= min_inputs() && n <= max_inputs())
         << label() << " takes " << (bounded ? "" : "at least ") << min_inputs()
-        << (bounded && min_inputs() != max_inputs() ? " to " + std::to_string(max_inputs()) : "") << " inputs, got "
-        << n;
+        << (bounded && min_inputs() != max_inputs() ? " to " + std::to_string(max_inputs()) : "")
+        << " inputs, got " << n;
 }
 
 void Merge::check_same_shapes(const std::vector<Shape>& inputs) const {
     check_input_count(inputs.size());
     for (std::size_t i = 1; i < inputs.size(); ++i)
         TANDEM_CHECK_AS(ShapeError, inputs[i] == inputs[0])
-            << label() << ": input " << i + 1 << " is " << inputs[i].to_string() << " but input 1 is "
-            << inputs[0].to_string() << "; " << kind() << " needs inputs of one shape";
+            << label() << ": input " << i + 1 << " is " << inputs[i].to_string()
+            << " but input 1 is " << inputs[0].to_string() << "; " << kind()
+            << " needs inputs of one shape";
 }
 
 std::vector<Shape> Merge::shapes_of(const std::vector<Tensor>& xs) {

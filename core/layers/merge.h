@@ -25,14 +25,16 @@ public:
     virtual Shape merged_shape(const std::vector<Shape>& inputs) const = 0;
     virtual Tensor merge(const std::vector<Tensor>& xs, Pass& pass) = 0;
     // The gradient of each input from dy (xs as the forward had them); may share dy's memory.
-    virtual std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) = 0;
+    virtual std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                        Pass& pass) = 0;
 
     // Bytes and floating-point operations for these inputs (defaults: the output and its
     // parameters; no flops).
     virtual MemoryEstimate merged_memory(const std::vector<Shape>& inputs) const;
     virtual double merged_flops(const std::vector<Shape>& inputs) const;
 
-    // One input: the merge of {x} when min_inputs() is 1; ConfigError otherwise (a node of an nn.Graph).
+    // One input: the merge of {x} when min_inputs() is 1; ConfigError otherwise (a node of an
+    // nn.Graph).
     Shape output_shape(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
@@ -60,7 +62,8 @@ public:
     LayerPtr clone() const override { return finish_clone(std::make_shared<Add>()); }
     Shape merged_shape(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 };
 
 // y = a * b element-wise: two inputs of one shape (a gate, attention weights on features).
@@ -71,7 +74,8 @@ public:
     std::size_t max_inputs() const override { return 2; }
     Shape merged_shape(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 };
 
 }  // namespace tandem

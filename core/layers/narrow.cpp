@@ -5,7 +5,8 @@
 
 namespace tandem {
 
-Narrow::Narrow(int dim, std::int64_t start, std::int64_t length) : dim_(dim), start_(start), length_(length) {
+Narrow::Narrow(int dim, std::int64_t start, std::int64_t length)
+    : dim_(dim), start_(start), length_(length) {
     TANDEM_CHECK_AS(ConfigError, dim >= 1)
         << "Narrow: dimension " << dim + 1 << " cannot be narrowed (dimension 1 is the batch)";
     TANDEM_CHECK_AS(ConfigError, start >= 0 && length >= 1)
@@ -22,8 +23,9 @@ Shape Narrow::output_shape(const Shape& input) const {
     TANDEM_CHECK_AS(ShapeError, dim_ < input.rank())
         << label() << ": the input " << input.to_string() << " has no dimension " << dim_ + 1;
     TANDEM_CHECK_AS(ShapeError, start_ + length_ <= input[dim_])
-        << label() << ": indices " << start_ + 1 << ".." << start_ + length_ << " of dimension " << dim_ + 1
-        << " do not fit the input " << input.to_string() << " (size " << input[dim_] << " there)";
+        << label() << ": indices " << start_ + 1 << ".." << start_ + length_ << " of dimension "
+        << dim_ + 1 << " do not fit the input " << input.to_string() << " (size " << input[dim_]
+        << " there)";
     Shape out = input;
     out[dim_] = length_;
     return out;
@@ -38,7 +40,8 @@ Tensor Narrow::forward(const Tensor& x, Pass& pass) {
 Tensor Narrow::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     const Shape y_shape = output_shape(x.shape());
     TANDEM_CHECK_AS(ShapeError, dy.shape() == y_shape)
-        << label() << ": gradient " << dy.shape().to_string() << " does not match the output " << y_shape.to_string();
+        << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
+        << y_shape.to_string();
     Tensor dx = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());
     tensor_ops(pass.device).fill(dx, 0);
     copy_slice_in(in_layout(dy, x.layout(), pass.device), dx, dim_, start_, pass.device);

@@ -15,7 +15,9 @@ public:
     // Throws ConfigError when dim < 1, start < 0 or length < 1.
     Narrow(int dim, std::int64_t start, std::int64_t length);
     std::string_view kind() const override { return "Narrow"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<Narrow>(dim_, start_, length_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<Narrow>(dim_, start_, length_));
+    }
     std::string options_text() const override;
 
     // Throws ShapeError naming the layer when the range does not fit the input.

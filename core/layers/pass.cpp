@@ -1,6 +1,5 @@
 #include "layers/pass.h"
 
-
 namespace tandem {
 
 const std::vector<Tensor>& Tape::get(const void* owner, std::size_t slot) const {

@@ -21,8 +21,8 @@ class Layer;
 enum class Mode { train, eval };
 
 // What each layer saved in forward for its backward, for one micro-batch. Entries are keyed
-// by owner (a layer, or the loss) and a slot: a container running several ranges of its layers (pipeline stages)
-// keeps one entry per range, keyed by the range's first index.
+// by owner (a layer, or the loss) and a slot: a container running several ranges of its layers
+// (pipeline stages) keeps one entry per range, keyed by the range's first index.
 class Tape {
 public:
     void put(const void* owner, std::vector<Tensor> tensors, std::size_t slot = 0) {

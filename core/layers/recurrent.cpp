@@ -34,9 +34,12 @@ Tensor zeros(const Shape& shape, Device& device) {
 
 Recurrent::Recurrent(const RecurrentOptions& o) : options_(o) {
     const char* kind = o.cell == RnnCellKind::lstm ? "LSTM" : "GRU";
-    TANDEM_CHECK_AS(ConfigError, o.input_size > 0) << kind << ": input_size must be positive, got " << o.input_size;
-    TANDEM_CHECK_AS(ConfigError, o.hidden_size > 0) << kind << ": hidden_size must be positive, got " << o.hidden_size;
-    TANDEM_CHECK_AS(ConfigError, o.layers > 0) << kind << ": layers must be positive, got " << o.layers;
+    TANDEM_CHECK_AS(ConfigError, o.input_size > 0)
+        << kind << ": input_size must be positive, got " << o.input_size;
+    TANDEM_CHECK_AS(ConfigError, o.hidden_size > 0)
+        << kind << ": hidden_size must be positive, got " << o.hidden_size;
+    TANDEM_CHECK_AS(ConfigError, o.layers > 0)
+        << kind << ": layers must be positive, got " << o.layers;
     const std::int64_t g = gates() * o.hidden_size;
     for (std::int64_t k = 0; k < o.layers; ++k) {
         const std::string l = "_l" + std::to_string(k);
@@ -49,7 +52,8 @@ Recurrent::Recurrent(const RecurrentOptions& o) : options_(o) {
 }
 
 std::string Recurrent::options_text() const {
-    std::string text = std::to_string(options_.input_size) + "->" + std::to_string(options_.hidden_size);
+    std::string text =
+        std::to_string(options_.input_size) + "->" + std::to_string(options_.hidden_size);
     if (options_.layers > 1) text += ", " + std::to_string(options_.layers) + " layers";
     if (!options_.bias) text += ", no bias";
     text += options_.last_only ? ", last step" : ", sequence";
@@ -84,15 +88,16 @@ Shape Recurrent::merged_shape(const std::vector<Shape>& inputs) const {
     check_input_count(inputs.size());
     const Shape& x = inputs[0];
     TANDEM_CHECK_AS(ShapeError, x.rank() == 3 && x[2] == options_.input_size && x[1] >= 1)
-        << label() << ": the input must be N x steps x " << options_.input_size << " (batch first), got "
-        << x.to_string();
+        << label() << ": the input must be N x steps x " << options_.input_size
+        << " (batch first), got " << x.to_string();
     const std::int64_t n = x[0], h = options_.hidden_size, layers = options_.layers;
     for (std::size_t i = 1; i < inputs.size(); ++i) {
         const Shape& s = inputs[i];
         const bool fits = s == Shape{n, layers, h} || (layers == 1 && s == Shape{n, h});
         TANDEM_CHECK_AS(ShapeError, fits)
-            << label() << ": the initial " << (i == 1 ? "hidden state h0" : "cell state c0") << " must be "
-            << Shape{n, layers, h}.to_string() << (layers == 1 ? " or " + Shape{n, h}.to_string() : std::string())
+            << label() << ": the initial " << (i == 1 ? "hidden state h0" : "cell state c0")
+            << " must be " << Shape{n, layers, h}.to_string()
+            << (layers == 1 ? " or " + Shape{n, h}.to_string() : std::string())
             << " (N x layers x hidden, batch first), got " << s.to_string();
     }
     return options_.last_only ? Shape{n, h} : Shape{n, x[1], h};
@@ -103,7 +108,8 @@ MemoryEstimate Recurrent::merged_memory(const std::vector<Shape>& inputs) const 
     const std::int64_t rows = inputs[0][0] * inputs[0][1], h = options_.hidden_size;
     const std::int64_t cell = options_.cell == RnnCellKind::lstm ? h : 0;
     for (std::int64_t k = 0; k < options_.layers; ++k)
-        e.saved_bytes += static_cast<std::size_t>(rows * (layer_input(k) + h + cell + RnnCellKernel::kSavedGates * h)) *
+        e.saved_bytes += static_cast<std::size_t>(
+                             rows * (layer_input(k) + h + cell + RnnCellKernel::kSavedGates * h)) *
                          sizeof(float);
     return e;
 }
@@ -118,7 +124,8 @@ double Recurrent::merged_flops(const std::vector<Shape>& inputs) const {
 }
 
 LinearKernel& Recurrent::projection(Device& device, std::int64_t rows, std::int64_t in) {
-    return projections_.get(device, LinearConfig{rows, in, gates() * options_.hidden_size, options_.bias},
+    return projections_.get(device,
+                            LinearConfig{rows, in, gates() * options_.hidden_size, options_.bias},
                             kernel_impl());
 }
 
@@ -126,11 +133,13 @@ RnnCellKernel& Recurrent::cell(Device& device, std::int64_t n) {
     return cells_.get(device, RnnCellConfig{options_.cell, n, options_.hidden_size}, kernel_impl());
 }
 
-Tensor Recurrent::initial_state(const std::vector<Tensor>& xs, std::size_t which, std::int64_t k, Pass& pass) const {
+Tensor Recurrent::initial_state(const std::vector<Tensor>& xs, std::size_t which, std::int64_t k,
+                                Pass& pass) const {
     const std::int64_t n = xs[0].shape()[0], h = options_.hidden_size;
     if (which >= xs.size()) return zeros({n, h}, pass.device);
     Tensor state = Tensor::empty({n, h}, pass.device);
-    tensor_ops(pass.device).copy_rows(xs[which], state, RowCopy{n, h, k * h, options_.layers * h, 0, h});
+    tensor_ops(pass.device)
+        .copy_rows(xs[which], state, RowCopy{n, h, k * h, options_.layers * h, 0, h});
     return state;
 }
 
@@ -146,9 +155,11 @@ Tensor Recurrent::merge(const std::vector<Tensor>& xs, Pass& pass) {
         Weights& w = weights_[static_cast<std::size_t>(k)];
         Tensor projected = Tensor::empty({rows, g}, device);
         projection(device, rows, layer_input(k)).forward(in, w.w_ih.value, w.b_ih.value, projected);
-        Tensor hs = Tensor::empty({rows, h}, device), gated = Tensor::empty({rows, RnnCellKernel::kSavedGates * h}, device);
+        Tensor hs = Tensor::empty({rows, h}, device),
+               gated = Tensor::empty({rows, RnnCellKernel::kSavedGates * h}, device);
         Tensor cs = lstm ? Tensor::empty({rows, h}, device) : Tensor();
-        const Tensor h0 = initial_state(xs, 1, k, pass), c0 = lstm ? initial_state(xs, 2, k, pass) : Tensor();
+        const Tensor h0 = initial_state(xs, 1, k, pass),
+                     c0 = lstm ? initial_state(xs, 2, k, pass) : Tensor();
         Tensor h_prev = h0, c_prev = c0;
         Tensor gh = Tensor::empty({n, g}, device);
         LinearKernel& hidden = projection(device, n, h);
@@ -169,12 +180,15 @@ Tensor Recurrent::merge(const std::vector<Tensor>& xs, Pass& pass) {
     return to_batch_major(in, n, steps, device);
 }
 
-std::vector<Tensor> Recurrent::unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) {
+std::vector<Tensor> Recurrent::unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                       Pass& pass) {
     const Shape out = merged_shape(shapes_of(xs));
     TANDEM_CHECK_AS(ShapeError, dy.shape() == out)
-        << label() << ": gradient " << dy.shape().to_string() << " does not match the output " << out.to_string();
+        << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
+        << out.to_string();
     const std::vector<Tensor>& saved = pass.saved.get(this);
-    TANDEM_CHECK(saved.size() == static_cast<std::size_t>(6 * options_.layers)) << label() << ": backward after another forward";
+    TANDEM_CHECK(saved.size() == static_cast<std::size_t>(6 * options_.layers))
+        << label() << ": backward after another forward";
     Device& device = pass.device;
     TensorOpsKernel& ops = tensor_ops(device);
     const bool lstm = options_.cell == RnnCellKind::lstm;
@@ -201,14 +215,16 @@ std::vector<Tensor> Recurrent::unmerge(const std::vector<Tensor>& xs, const Tens
         Tensor d_projected = Tensor::empty({rows, g}, device);
         Tensor dh_next = zeros({n, h}, device), dh = Tensor::empty({n, h}, device);
         Tensor dgh = Tensor::empty({n, g}, device), dh_direct = Tensor::empty({n, h}, device);
-        Tensor dc_next = lstm ? zeros({n, h}, device) : Tensor(), dc_prev = lstm ? Tensor::empty({n, h}, device) : Tensor();
+        Tensor dc_next = lstm ? zeros({n, h}, device) : Tensor(),
+               dc_prev = lstm ? Tensor::empty({n, h}, device) : Tensor();
         for (std::int64_t t = steps; t-- > 0;) {
             const Tensor h_prev = t > 0 ? hs.narrow_batch((t - 1) * n, n) : h0;
             const Tensor c_prev = !lstm ? Tensor() : t > 0 ? cs.narrow_batch((t - 1) * n, n) : c0;
             ops.add(dhs.narrow_batch(t * n, n), dh_next, dh);
             Tensor d_projected_t = d_projected.narrow_batch(t * n, n);
-            step.backward(gated.narrow_batch(t * n, n), h_prev, c_prev, lstm ? cs.narrow_batch(t * n, n) : Tensor(), dh,
-                          dc_next, d_projected_t, dgh, dh_direct, dc_prev);
+            step.backward(gated.narrow_batch(t * n, n), h_prev, c_prev,
+                          lstm ? cs.narrow_batch(t * n, n) : Tensor(), dh, dc_next, d_projected_t,
+                          dgh, dh_direct, dc_prev);
             hidden.backward_weights(h_prev, dgh, w.w_hh.grad, w.b_hh.grad);
             hidden.backward_data(dgh, w.w_hh.value, dh_next);
             ops.accumulate(dh_next, dh_direct);
@@ -232,7 +248,8 @@ std::vector<Tensor> Recurrent::unmerge(const std::vector<Tensor>& xs, const Tens
         Tensor d = Tensor::empty(xs[i].shape(), device);
         const auto& per_layer = i == 1 ? dh0 : dc0;
         for (std::int64_t k = 0; k < options_.layers; ++k)
-            ops.copy_rows(per_layer[static_cast<std::size_t>(k)], d, RowCopy{n, h, 0, h, k * h, options_.layers * h});
+            ops.copy_rows(per_layer[static_cast<std::size_t>(k)], d,
+                          RowCopy{n, h, 0, h, k * h, options_.layers * h});
         dxs.push_back(std::move(d));
     }
     return dxs;

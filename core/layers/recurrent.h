@@ -34,7 +34,9 @@ public:
     explicit Recurrent(const RecurrentOptions& options);
     const RecurrentOptions& options() const { return options_; }
 
-    std::string_view kind() const override { return options_.cell == RnnCellKind::lstm ? "LSTM" : "GRU"; }
+    std::string_view kind() const override {
+        return options_.cell == RnnCellKind::lstm ? "LSTM" : "GRU";
+    }
     LayerPtr clone() const override { return finish_clone(std::make_shared<Recurrent>(options_)); }
     std::string options_text() const override;
     std::size_t min_inputs() const override { return 1; }
@@ -44,7 +46,8 @@ public:
     MemoryEstimate merged_memory(const std::vector<Shape>& inputs) const override;
     double merged_flops(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 
     std::vector<Parameter*> parameters() override;
     void initialize(std::uint64_t seed) override;
@@ -54,11 +57,14 @@ private:
         Parameter w_ih, w_hh, b_ih, b_hh;
     };
     std::int64_t gates() const { return RnnCellKernel::gates(options_.cell); }
-    std::int64_t layer_input(std::int64_t k) const { return k == 0 ? options_.input_size : options_.hidden_size; }
+    std::int64_t layer_input(std::int64_t k) const {
+        return k == 0 ? options_.input_size : options_.hidden_size;
+    }
     LinearKernel& projection(Device& device, std::int64_t rows, std::int64_t in);
     RnnCellKernel& cell(Device& device, std::int64_t n);
     // Layer k's initial state (h0 or c0 input `which`), N x hidden, zero when not given.
-    Tensor initial_state(const std::vector<Tensor>& xs, std::size_t which, std::int64_t k, Pass& pass) const;
+    Tensor initial_state(const std::vector<Tensor>& xs, std::size_t which, std::int64_t k,
+                         Pass& pass) const;
 
     RecurrentOptions options_;
     std::vector<Weights> weights_;

@@ -15,7 +15,9 @@ public:
     // Throws ConfigError for an empty shape, a size below 1 other than one -1.
     explicit Reshape(std::vector<std::int64_t> sample_shape);
     std::string_view kind() const override { return "Reshape"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<Reshape>(sample_shape_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<Reshape>(sample_shape_));
+    }
     std::string options_text() const override;
 
     // Throws ShapeError naming the layer when the element counts differ.

@@ -100,9 +100,11 @@ Tensor Residual::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     return dx;
 }
 
-std::vector<Tensor> Residual::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+std::vector<Tensor> Residual::forward_many(const std::vector<Tensor>& xs,
+                                           const std::vector<Pass*>& passes) {
     const auto body = in_branch("body", [&] { return body_->forward_many(xs, passes); });
-    const auto shortcut = shortcut_ ? in_branch("shortcut", [&] { return shortcut_->forward_many(xs, passes); }) : xs;
+    const auto shortcut =
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->forward_many(xs, passes); }) : xs;
     std::vector<Tensor> ys;
     for (std::size_t m = 0; m < xs.size(); ++m) {
         Device& device = passes[m]->device;
@@ -114,13 +116,15 @@ std::vector<Tensor> Residual::forward_many(const std::vector<Tensor>& xs, const 
     return ys;
 }
 
-std::vector<Tensor> Residual::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+std::vector<Tensor> Residual::backward_many(const std::vector<Tensor>& xs,
+                                            const std::vector<Tensor>& dys,
                                             const std::vector<Pass*>& passes) {
     std::vector<std::unique_ptr<NeedDx>> need;  // both branches' dx are summed below
     for (Pass* pass : passes) need.push_back(std::make_unique<NeedDx>(*pass, true));
     const auto body = in_branch("body", [&] { return body_->backward_many(xs, dys, passes); });
     const auto shortcut =
-        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->backward_many(xs, dys, passes); }) : dys;
+        shortcut_ ? in_branch("shortcut", [&] { return shortcut_->backward_many(xs, dys, passes); })
+                  : dys;
     std::vector<Tensor> dxs;
     for (std::size_t m = 0; m < xs.size(); ++m) {
         Device& device = passes[m]->device;

@@ -31,7 +31,8 @@ public:
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
 
-    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
+                                     const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
                                       const std::vector<Pass*>& passes) override;
     std::vector<Layer*> children() override;

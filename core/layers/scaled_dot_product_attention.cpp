@@ -4,15 +4,18 @@
 #include <sstream>
 
 namespace tandem {
-ScaledDotProductAttention::ScaledDotProductAttention(const ScaledDotProductAttentionOptions& o) : options_(o) {
+ScaledDotProductAttention::ScaledDotProductAttention(const ScaledDotProductAttentionOptions& o)
+    : options_(o) {
     TANDEM_CHECK_AS(ConfigError, !o.scale || (std::isfinite(*o.scale) && *o.scale > 0))
         << "ScaledDotProductAttention: option scale must be a positive number, got " << *o.scale;
 }
 
 std::string ScaledDotProductAttention::options_text() const {
     std::ostringstream text;
-    if (options_.scale) text << "scale " << *options_.scale;
-    else text << "scale 1/sqrt(d)";
+    if (options_.scale)
+        text << "scale " << *options_.scale;
+    else
+        text << "scale 1/sqrt(d)";
     if (options_.causal) text << ", causal";
     return text.str();
 }
@@ -32,7 +35,8 @@ Shape ScaledDotProductAttention::merged_shape(const std::vector<Shape>& inputs) 
 MemoryEstimate ScaledDotProductAttention::merged_memory(const std::vector<Shape>& inputs) const {
     MemoryEstimate e = Merge::merged_memory(inputs);
     // The weights, kept for backward (and for reading back).
-    e.saved_bytes += static_cast<std::size_t>(inputs[0][0] * inputs[0][1] * inputs[1][1]) * sizeof(float);
+    e.saved_bytes +=
+        static_cast<std::size_t>(inputs[0][0] * inputs[0][1] * inputs[1][1]) * sizeof(float);
     return e;
 }
 
@@ -45,7 +49,8 @@ double ScaledDotProductAttention::merged_flops(const std::vector<Shape>& inputs)
 Tensor ScaledDotProductAttention::merge(const std::vector<Tensor>& xs, Pass& pass) {
     merged_shape(shapes_of(xs));
     Device& device = pass.device;
-    const Tensor q = in_layout(xs[0], Layout::contiguous, device), k = in_layout(xs[1], Layout::contiguous, device);
+    const Tensor q = in_layout(xs[0], Layout::contiguous, device),
+                 k = in_layout(xs[1], Layout::contiguous, device);
     const Tensor v = in_layout(values_of(xs), Layout::contiguous, device);
     const std::int64_t n = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], d = q.shape()[2];
     Tensor scores = Tensor::empty({n, tq, tk}, device);
@@ -60,14 +65,17 @@ Tensor ScaledDotProductAttention::merge(const std::vector<Tensor>& xs, Pass& pas
     return weighted_sum(weights, v, device);
 }
 
-std::vector<Tensor> ScaledDotProductAttention::unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) {
+std::vector<Tensor> ScaledDotProductAttention::unmerge(const std::vector<Tensor>& xs,
+                                                       const Tensor& dy, Pass& pass) {
     const Shape out = merged_shape(shapes_of(xs));
     TANDEM_CHECK_AS(ShapeError, dy.shape() == out)
-        << label() << ": gradient " << dy.shape().to_string() << " does not match the output " << out.to_string();
+        << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
+        << out.to_string();
     const Tensor weights = pass.saved.get(this).at(0);
     pass.saved.erase(this);
     Device& device = pass.device;
-    const Tensor q = in_layout(xs[0], Layout::contiguous, device), k = in_layout(xs[1], Layout::contiguous, device);
+    const Tensor q = in_layout(xs[0], Layout::contiguous, device),
+                 k = in_layout(xs[1], Layout::contiguous, device);
     const Tensor v = in_layout(values_of(xs), Layout::contiguous, device);
     const Tensor g = in_layout(dy, Layout::contiguous, device);
     const std::int64_t n = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], d = q.shape()[2];

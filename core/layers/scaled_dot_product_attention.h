@@ -28,7 +28,9 @@ public:
     const ScaledDotProductAttentionOptions& options() const { return options_; }
 
     std::string_view kind() const override { return "ScaledDotProductAttention"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<ScaledDotProductAttention>(options_)); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<ScaledDotProductAttention>(options_));
+    }
     std::string options_text() const override;
 
     // Throws ShapeError naming the layer and the shapes when they do not fit together.
@@ -36,7 +38,8 @@ public:
     MemoryEstimate merged_memory(const std::vector<Shape>& inputs) const override;
     double merged_flops(const std::vector<Shape>& inputs) const override;
     Tensor merge(const std::vector<Tensor>& xs, Pass& pass) override;
-    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy, Pass& pass) override;
+    std::vector<Tensor> unmerge(const std::vector<Tensor>& xs, const Tensor& dy,
+                                Pass& pass) override;
 
 private:
     float scale_for(std::int64_t d) const;

@@ -9,10 +9,10 @@ namespace tandem {
 
 std::string default_name_prefix(std::string_view kind) {
     static const std::map<std::string_view, std::string> kPrefixes = {
-        {"Conv2d", "conv"},     {"BatchNorm2d", "bn"},     {"ReLU", "relu"},
-        {"MaxPool2d", "pool"},  {"AvgPool2d", "pool"},     {"GlobalAvgPool2d", "gap"},
-        {"LRN", "lrn"},         {"Linear", "fc"},          {"Dropout", "drop"},
-        {"Flatten", "flatten"}, {"Residual", "block"},     {"Sequential", "seq"},
+        {"Conv2d", "conv"},     {"BatchNorm2d", "bn"}, {"ReLU", "relu"},
+        {"MaxPool2d", "pool"},  {"AvgPool2d", "pool"}, {"GlobalAvgPool2d", "gap"},
+        {"LRN", "lrn"},         {"Linear", "fc"},      {"Dropout", "drop"},
+        {"Flatten", "flatten"}, {"Residual", "block"}, {"Sequential", "seq"},
     };
     auto it = kPrefixes.find(kind);
     if (it != kPrefixes.end()) return it->second;
@@ -25,7 +25,8 @@ Sequential::Sequential(std::vector<LayerPtr> layers) {
     try {
         for (auto& layer : layers) add(std::move(layer));
     } catch (...) {
-        for (auto& layer : layers_) let_go(*layer);  // the half-built container lets go of its layers
+        for (auto& layer : layers_)
+            let_go(*layer);  // the half-built container lets go of its layers
         throw;
     }
 }
@@ -56,7 +57,8 @@ void Sequential::add(LayerPtr layer) {
         name = prefix + std::to_string(count);
         while (taken(name)) name = prefix + std::to_string(++count);
     } else {
-        TANDEM_CHECK_AS(ConfigError, !taken(name)) << "Sequential: two layers are named '" << name << "'";
+        TANDEM_CHECK_AS(ConfigError, !taken(name))
+            << "Sequential: two layers are named '" << name << "'";
     }
     adopt(*layer);
     layer->set_name(std::move(name));
@@ -64,8 +66,8 @@ void Sequential::add(LayerPtr layer) {
 }
 
 Layer& Sequential::at(std::size_t i) const {
-    TANDEM_CHECK(i < layers_.size()) << "layer index " << i << " out of range (" << layers_.size()
-                                     << " layers)";
+    TANDEM_CHECK(i < layers_.size())
+        << "layer index " << i << " out of range (" << layers_.size() << " layers)";
     return *layers_[i];
 }
 
@@ -147,14 +149,16 @@ Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin,
     return h;
 }
 
-Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end) {
+Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin,
+                                  std::size_t end) {
     return backward_part(dy, pass, begin, end, begin, end);
 }
 
-Tensor Sequential::backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end, std::size_t low,
-                                 std::size_t high) {
+Tensor Sequential::backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
+                                 std::size_t low, std::size_t high) {
     TANDEM_CHECK(begin <= low && low <= high && high <= end)
-        << "backward over layers [" << low << ", " << high << ") outside the forward's [" << begin << ", " << end << ")";
+        << "backward over layers [" << low << ", " << high << ") outside the forward's [" << begin
+        << ", " << end << ")";
     const std::vector<Tensor>& inputs = pass.saved.get(this, begin);
     TANDEM_CHECK(inputs.size() == end - begin)
         << "backward over layers [" << begin << ", " << end << ") after a forward over "
@@ -179,21 +183,24 @@ Tensor Sequential::backward_part(const Tensor& dy, Pass& pass, std::size_t begin
     return g;
 }
 
-std::vector<Tensor> Sequential::forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) {
+std::vector<Tensor> Sequential::forward_many(const std::vector<Tensor>& xs,
+                                             const std::vector<Pass*>& passes) {
     return forward_many_range(xs, passes, 0, layers_.size());
 }
 
-std::vector<Tensor> Sequential::backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+std::vector<Tensor> Sequential::backward_many(const std::vector<Tensor>& xs,
+                                              const std::vector<Tensor>& dys,
                                               const std::vector<Pass*>& passes) {
     (void)xs;  // each layer's inputs were kept by forward_many
     return backward_many_range(dys, passes, 0, layers_.size());
 }
 
-std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
+std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs,
+                                                   const std::vector<Pass*>& passes,
                                                    std::size_t begin, std::size_t end) {
     TANDEM_CHECK(begin <= end && end <= layers_.size() && xs.size() == passes.size() && !xs.empty())
-        << "layer range [" << begin << ", " << end << ") outside " << layers_.size() << " layers, or "
-        << xs.size() << " inputs for " << passes.size() << " passes";
+        << "layer range [" << begin << ", " << end << ") outside " << layers_.size()
+        << " layers, or " << xs.size() << " inputs for " << passes.size() << " passes";
     const bool train = passes.front()->mode == Mode::train;
     std::vector<std::vector<Tensor>> inputs(xs.size());  // per micro-batch, as forward_range keeps
     std::vector<Tensor> h = xs;
@@ -208,11 +215,13 @@ std::vector<Tensor> Sequential::forward_many_range(const std::vector<Tensor>& xs
         }
     }
     if (train)
-        for (std::size_t m = 0; m < h.size(); ++m) passes[m]->saved.put(this, std::move(inputs[m]), begin);
+        for (std::size_t m = 0; m < h.size(); ++m)
+            passes[m]->saved.put(this, std::move(inputs[m]), begin);
     return h;
 }
 
-std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
+std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& dys,
+                                                    const std::vector<Pass*>& passes,
                                                     std::size_t begin, std::size_t end) {
     std::vector<std::vector<Tensor>> inputs;
     for (Pass* pass : passes) {
@@ -228,7 +237,8 @@ std::vector<Tensor> Sequential::backward_many_range(const std::vector<Tensor>& d
         try {
             // Only the range's first layer may skip dx, and only when our caller skips it.
             std::vector<std::unique_ptr<NeedDx>> need;
-            for (Pass* pass : passes) need.push_back(std::make_unique<NeedDx>(*pass, i > begin || pass->need_dx));
+            for (Pass* pass : passes)
+                need.push_back(std::make_unique<NeedDx>(*pass, i > begin || pass->need_dx));
             g = layers_[i]->backward_many(xs, g, passes);
         } catch (Error& e) {
             e.add_context(context(i, *passes.front(), "backward of micro-batches together"));

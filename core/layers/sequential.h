@@ -42,17 +42,20 @@ public:
     // stopped). The engine runs a stage's last backward in such parts to all-reduce each
     // gradient bucket as soon as its layers are done. The forward's saved state is released
     // with the part that reaches `begin`.
-    Tensor backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end, std::size_t low,
-                         std::size_t high);
+    Tensor backward_part(const Tensor& dy, Pass& pass, std::size_t begin, std::size_t end,
+                         std::size_t low, std::size_t high);
 
-    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes) override;
+    std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
+                                     const std::vector<Pass*>& passes) override;
     std::vector<Tensor> backward_many(const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
                                       const std::vector<Pass*>& passes) override;
     // forward_range / backward_range over several micro-batches, layer by layer.
-    std::vector<Tensor> forward_many_range(const std::vector<Tensor>& xs, const std::vector<Pass*>& passes,
-                                           std::size_t begin, std::size_t end);
-    std::vector<Tensor> backward_many_range(const std::vector<Tensor>& dys, const std::vector<Pass*>& passes,
-                                            std::size_t begin, std::size_t end);
+    std::vector<Tensor> forward_many_range(const std::vector<Tensor>& xs,
+                                           const std::vector<Pass*>& passes, std::size_t begin,
+                                           std::size_t end);
+    std::vector<Tensor> backward_many_range(const std::vector<Tensor>& dys,
+                                            const std::vector<Pass*>& passes, std::size_t begin,
+                                            std::size_t end);
 
     std::vector<Layer*> children() override;
     void initialize(std::uint64_t seed) override;

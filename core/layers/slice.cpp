@@ -29,7 +29,8 @@ RowCopy slice_rows(const Tensor& whole, const Tensor& part, int dim, std::int64_
 }  // namespace
 
 DimensionSpan dimension_span(const Shape& shape, Layout layout, int dim) {
-    TANDEM_CHECK(dim >= 0 && dim < shape.rank()) << "dimension " << dim << " of " << shape.to_string();
+    TANDEM_CHECK(dim >= 0 && dim < shape.rank())
+        << "dimension " << dim << " of " << shape.to_string();
     const auto strides = layout_strides(shape, layout);
     DimensionSpan s;
     s.size = shape[dim];
@@ -39,7 +40,8 @@ DimensionSpan dimension_span(const Shape& shape, Layout layout, int dim) {
     return s;
 }
 
-void copy_slice_out(const Tensor& whole, int dim, std::int64_t start, Tensor& part, Device& device) {
+void copy_slice_out(const Tensor& whole, int dim, std::int64_t start, Tensor& part,
+                    Device& device) {
     tensor_ops(device).copy_rows(whole, part, slice_rows(whole, part, dim, start));
 }
 

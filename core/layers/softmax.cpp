@@ -5,15 +5,18 @@
 namespace tandem {
 
 Softmax::Softmax(int dim, bool log) : dim_(dim), log_(log) {
-    TANDEM_CHECK_AS(ConfigError, dim != 0)
-        << kind() << ": dimension 1 is the batch (a softmax over it would mix samples); 2 is channels or features";
+    TANDEM_CHECK_AS(ConfigError, dim != 0) << kind()
+                                           << ": dimension 1 is the batch (a softmax over it would "
+                                              "mix samples); 2 is channels or features";
 }
 
 std::string Softmax::options_text() const {
     return dim_ < 0 ? "dimension " + std::to_string(dim_) : "dimension " + std::to_string(dim_ + 1);
 }
 
-int Softmax::resolved(int rank) const { return dim_ < 0 ? rank + dim_ : dim_; }
+int Softmax::resolved(int rank) const {
+    return dim_ < 0 ? rank + dim_ : dim_;
+}
 
 Shape Softmax::output_shape(const Shape& input) const {
     const int d = resolved(input.rank());
@@ -38,7 +41,8 @@ Tensor Softmax::forward(const Tensor& x, Pass& pass) {
 
 Tensor Softmax::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     TANDEM_CHECK_AS(ShapeError, dy.shape() == x.shape())
-        << label() << ": gradient " << dy.shape().to_string() << " does not match the output " << x.shape().to_string();
+        << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
+        << x.shape().to_string();
     const Tensor y = pass.saved.get(this).at(0);
     pass.saved.erase(this);
     Tensor dx = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());

@@ -8,7 +8,8 @@
 namespace tandem {
 
 Adam::Adam(const AdamOptions& o)
-    : Optimizer(o.decoupled ? "AdamW" : "Adam", {{"exp_avg"}, {"exp_avg_sq"}, {"step", false}}), options_(o) {
+    : Optimizer(o.decoupled ? "AdamW" : "Adam", {{"exp_avg"}, {"exp_avg_sq"}, {"step", false}}),
+      options_(o) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.lr) && o.lr >= 0)
         << name() << ": invalid learning rate " << o.lr << " (must be >= 0)";
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.beta1) && o.beta1 >= 0 && o.beta1 < 1)
@@ -36,9 +37,12 @@ void Adam::update(const std::string& name, Parameter& param, float lr) {
     hyper.beta1 = options_.beta1, hyper.beta2 = options_.beta2, hyper.eps = options_.eps;
     hyper.weight_decay = param.decay ? options_.weight_decay : 0.f;
     hyper.decoupled = options_.decoupled;
-    hyper.step_size = static_cast<float>(double(lr) / (1.0 - std::pow(double(options_.beta1), double(t))));
-    hyper.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(double(options_.beta2), double(t))));
-    tensor_ops(param.value.device()).adam_update(param.value, param.grad, exp_avg, exp_avg_sq, hyper);
+    hyper.step_size =
+        static_cast<float>(double(lr) / (1.0 - std::pow(double(options_.beta1), double(t))));
+    hyper.bias_correction2_sqrt =
+        static_cast<float>(std::sqrt(1.0 - std::pow(double(options_.beta2), double(t))));
+    tensor_ops(param.value.device())
+        .adam_update(param.value, param.grad, exp_avg, exp_avg_sq, hyper);
 }
 
 }  // namespace tandem

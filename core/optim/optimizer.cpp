@@ -13,7 +13,9 @@
 namespace tandem {
 namespace {
 
-bool trainable(const NamedParameter& p) { return p.parameter && p.parameter->grad.defined(); }
+bool trainable(const NamedParameter& p) {
+    return p.parameter && p.parameter->grad.defined();
+}
 
 // A slot on its parameter's device and in its layout: parameters move to their device after
 // the optimizer may have loaded state on the host.
@@ -24,7 +26,9 @@ Tensor placed_like(const Tensor& slot, const Tensor& value) {
     return out;
 }
 
-Shape slot_shape(bool per_element, const Tensor& value) { return per_element ? value.shape() : Shape({1}); }
+Shape slot_shape(bool per_element, const Tensor& value) {
+    return per_element ? value.shape() : Shape({1});
+}
 
 // A new (uninitialised) slot tensor for `value`: like it, or one float on the host.
 Tensor new_slot(bool per_element, const Tensor& value) {
@@ -46,15 +50,17 @@ std::string OptimizerOptions::description() const {
         if (sgd.dampening != 0) out << ", dampening " << sgd.dampening;
         out << ", weight_decay " << sgd.weight_decay << (sgd.nesterov ? ", nesterov" : "");
     } else {
-        out << (adam.decoupled ? "AdamW" : "Adam") << "(lr " << adam.lr << ", betas (" << adam.beta1 << ", "
-            << adam.beta2 << "), eps " << adam.eps << ", weight_decay " << adam.weight_decay;
+        out << (adam.decoupled ? "AdamW" : "Adam") << "(lr " << adam.lr << ", betas (" << adam.beta1
+            << ", " << adam.beta2 << "), eps " << adam.eps << ", weight_decay "
+            << adam.weight_decay;
     }
     if (clip_norm > 0) out << ", clip_norm " << clip_norm;
     out << ")";
     return out.str();
 }
 
-Optimizer::Optimizer(std::string name, std::vector<Slot> slots) : name_(std::move(name)), slots_(std::move(slots)) {}
+Optimizer::Optimizer(std::string name, std::vector<Slot> slots)
+    : name_(std::move(name)), slots_(std::move(slots)) {}
 
 void Optimizer::step(const std::vector<NamedParameter>& params, float lr) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(lr) && lr >= 0)
@@ -70,9 +76,12 @@ void Optimizer::step(const std::vector<NamedParameter>& params, float lr) {
     }
 }
 
-Tensor& Optimizer::slot(const std::string& slot, const std::string& name, const Tensor& value, bool& created) {
-    const auto declared = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.name == slot; });
-    TANDEM_CHECK(declared != slots_.end()) << name_ << " uses a state slot it did not declare: " << slot;
+Tensor& Optimizer::slot(const std::string& slot, const std::string& name, const Tensor& value,
+                        bool& created) {
+    const auto declared =
+        std::find_if(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.name == slot; });
+    TANDEM_CHECK(declared != slots_.end())
+        << name_ << " uses a state slot it did not declare: " << slot;
     const bool per_element = declared->per_element;
     const std::string key = slot + "." + name;
     std::lock_guard lock(mutex_);
@@ -119,9 +128,11 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, Tensor>>& st
     // Another optimizer's state (a checkpoint saved with Adam, loaded with SGD) is said as such.
     for (const auto& [name, tensor] : entries) {
         const std::string slot = name.substr(0, name.find('.'));
-        const bool known = std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.name == slot; });
-        TANDEM_CHECK_AS(DataError, known) << name_ << " state: entry '" << name << "' is not " << name_ << "'s ("
-                                          << keeps << "): was it saved with another optimizer?";
+        const bool known = std::any_of(slots_.begin(), slots_.end(),
+                                       [&](const Slot& s) { return s.name == slot; });
+        TANDEM_CHECK_AS(DataError, known)
+            << name_ << " state: entry '" << name << "' is not " << name_ << "'s (" << keeps
+            << "): was it saved with another optimizer?";
     }
     std::map<std::string, Tensor> loaded;
     for (const auto& p : params) {
@@ -133,17 +144,19 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, Tensor>>& st
             TANDEM_CHECK_AS(DataError, it != entries.end())
                 << name_ << " state: no entry '" << key << "' for parameter " << p.name;
             const Tensor& t = *it->second;
-            TANDEM_CHECK_AS(DataError, t.shape() == slot_shape(s.per_element, value) && t.dtype() == DType::f32)
-                << name_ << " state: entry '" << key << "' is " << t.description() << ", parameter " << p.name
-                << " is " << value.description();
+            TANDEM_CHECK_AS(
+                DataError, t.shape() == slot_shape(s.per_element, value) && t.dtype() == DType::f32)
+                << name_ << " state: entry '" << key << "' is " << t.description() << ", parameter "
+                << p.name << " is " << value.description();
             Tensor copy = new_slot(s.per_element, value);
             copy.copy_from(t);
             loaded.emplace(key, std::move(copy));
         }
     }
     for (const auto& [name, tensor] : entries) {
-        TANDEM_CHECK_AS(DataError, loaded.count(name)) << name_ << " state: entry '" << name << "' ("
-                                                       << tensor->description() << ") matches no trainable parameter";
+        TANDEM_CHECK_AS(DataError, loaded.count(name))
+            << name_ << " state: entry '" << name << "' (" << tensor->description()
+            << ") matches no trainable parameter";
     }
     std::lock_guard lock(mutex_);
     state_ = std::move(loaded);

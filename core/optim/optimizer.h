@@ -81,8 +81,8 @@ public:
 
 protected:
     struct Slot {
-        std::string name;          // "momentum"
-        bool per_element = true;   // shaped like the parameter; false: one float on the host
+        std::string name;         // "momentum"
+        bool per_element = true;  // shaped like the parameter; false: one float on the host
     };
     Optimizer(std::string name, std::vector<Slot> slots);
 
@@ -91,7 +91,8 @@ protected:
 
     // Parameter `name`'s tensor of slot `slot`, created zero-filled on first use (then
     // `created` is set). A per-element slot follows its parameter to its device and layout.
-    Tensor& slot(const std::string& slot, const std::string& name, const Tensor& value, bool& created);
+    Tensor& slot(const std::string& slot, const std::string& name, const Tensor& value,
+                 bool& created);
 
 private:
     std::string name_;

@@ -15,17 +15,20 @@ namespace {
 // must be in (0, 1], got 0"), as the Lua checks in front of them do (issue 19).
 void check_rate(const char* schedule, const char* option, float value) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(value) && value >= 0)
-        << "T.schedule." << schedule << ": option '" << option << "' must be a finite number >= 0, got " << value;
+        << "T.schedule." << schedule << ": option '" << option
+        << "' must be a finite number >= 0, got " << value;
 }
 
 void check_steps(const char* schedule, const char* option, std::int64_t value, std::int64_t least) {
     TANDEM_CHECK_AS(ConfigError, value >= least)
-        << "T.schedule." << schedule << ": option '" << option << "' must be >= " << least << ", got " << value;
+        << "T.schedule." << schedule << ": option '" << option << "' must be >= " << least
+        << ", got " << value;
 }
 
 void check_gamma(const char* schedule, float gamma) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(gamma) && gamma > 0)
-        << "T.schedule." << schedule << ": option 'gamma' must be a finite number > 0, got " << gamma;
+        << "T.schedule." << schedule << ": option 'gamma' must be a finite number > 0, got "
+        << gamma;
 }
 
 void check_step(std::int64_t step, const Schedule& s) {
@@ -42,14 +45,18 @@ std::string text(float value) {
 
 }  // namespace
 
-ConstantSchedule::ConstantSchedule(float lr) : lr_(lr) { check_rate("Constant", "lr", lr); }
+ConstantSchedule::ConstantSchedule(float lr) : lr_(lr) {
+    check_rate("Constant", "lr", lr);
+}
 
 float ConstantSchedule::lr(std::int64_t step) const {
     check_step(step, *this);
     return lr_;
 }
 
-std::string ConstantSchedule::describe() const { return "constant(lr=" + text(lr_) + ")"; }
+std::string ConstantSchedule::describe() const {
+    return "constant(lr=" + text(lr_) + ")";
+}
 
 StepSchedule::StepSchedule(float lr, std::int64_t step_size, float gamma)
     : lr_(lr), step_size_(step_size), gamma_(gamma) {
@@ -118,11 +125,13 @@ std::string CosineSchedule::describe() const {
 WarmupSchedule::WarmupSchedule(std::shared_ptr<Schedule> after, std::int64_t warmup_steps,
                                float start_factor)
     : after_(std::move(after)), warmup_steps_(warmup_steps), start_factor_(start_factor) {
-    TANDEM_CHECK_AS(ConfigError, after_ != nullptr) << "T.schedule.Warmup: option 'after' must be a schedule, got none";
+    TANDEM_CHECK_AS(ConfigError, after_ != nullptr)
+        << "T.schedule.Warmup: option 'after' must be a schedule, got none";
     check_steps("Warmup", "steps", warmup_steps, 0);
     TANDEM_CHECK_AS(ConfigError,
                     std::isfinite(start_factor) && start_factor >= 0 && start_factor <= 1)
-        << "T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got " << start_factor;
+        << "T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got "
+        << start_factor;
 }
 
 float WarmupSchedule::lr(std::int64_t step) const {

@@ -6,7 +6,9 @@
 #include "kernels/kernel_cache.h"
 
 namespace tandem {
-Sgd::Sgd(const SgdOptions& o) : Optimizer("SGD", o.momentum != 0 ? std::vector<Slot>{{"momentum"}} : std::vector<Slot>{}), options_(o) {
+Sgd::Sgd(const SgdOptions& o)
+    : Optimizer("SGD", o.momentum != 0 ? std::vector<Slot>{{"momentum"}} : std::vector<Slot>{}),
+      options_(o) {
     TANDEM_CHECK_AS(ConfigError, std::isfinite(o.lr) && o.lr >= 0)
         << "SGD: invalid learning rate " << o.lr << " (must be >= 0)";
     // Momentum 1 or more makes the velocity grow without bound: training diverges.
@@ -22,11 +24,12 @@ Sgd::Sgd(const SgdOptions& o) : Optimizer("SGD", o.momentum != 0 ? std::vector<S
 }
 
 void Sgd::update(const std::string& name, Parameter& param, float lr) {
-    const SgdHyper hyper{lr, options_.momentum, options_.dampening, param.decay ? options_.weight_decay : 0.f,
-                         options_.nesterov};
+    const SgdHyper hyper{lr, options_.momentum, options_.dampening,
+                         param.decay ? options_.weight_decay : 0.f, options_.nesterov};
     Tensor no_buffer;
     bool first_step = false;
-    Tensor& buffer = options_.momentum != 0 ? slot("momentum", name, param.value, first_step) : no_buffer;
+    Tensor& buffer =
+        options_.momentum != 0 ? slot("momentum", name, param.value, first_step) : no_buffer;
     tensor_ops(param.value.device()).sgd_update(param.value, param.grad, buffer, hyper, first_step);
 }
 

@@ -16,7 +16,8 @@ std::vector<std::pair<std::string, Tensor>> values_of(const std::vector<NamedPar
 }  // namespace
 
 ModelAverage::ModelAverage(AveragingParts parts) : parts_(std::move(parts)) {
-    TANDEM_CHECK(parts_.parallel && parts_.communicator && parts_.device) << "model averaging needs its stage's parts";
+    TANDEM_CHECK(parts_.parallel && parts_.communicator && parts_.device)
+        << "model averaging needs its stage's parts";
     const std::size_t bucket_bytes = parts_.parallel->bucket_bytes;
     // momentum lists its tensors at each average (the optimizer's slots come and go).
     auto values = values_of(parts_.buffers);
@@ -94,7 +95,8 @@ void ModelAverage::load_state(const std::map<std::string, Tensor>& entries) {
         for (std::size_t i = 0; i < parts_.parameters.size(); ++i) {
             const std::string key = slots[k] + "." + parts_.parameters[i].name;
             const auto it = entries.find(key);
-            TANDEM_CHECK_AS(DataError, it != entries.end()) << "model averaging's state has no '" << key << "'";
+            TANDEM_CHECK_AS(DataError, it != entries.end())
+                << "model averaging's state has no '" << key << "'";
             Tensor t = like(i);
             t.copy_from(it->second);
             loaded[k].push_back(std::move(t));
@@ -111,15 +113,15 @@ void ModelAverage::average() {
     TANDEM_CHECK(started()) << "model averaging: average() before start()";
     const float mean = 1.0f / static_cast<float>(parts_.replicas);
     switch (algorithm()) {
-    case AveragingAlgorithm::plain:
-        means_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
-        break;
-    case AveragingAlgorithm::bmuf:
-        means_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
-        average_bmuf();
-        break;
-    case AveragingAlgorithm::easgd: average_easgd(); break;
-    case AveragingAlgorithm::momentum: average_momentum(); break;
+        case AveragingAlgorithm::plain:
+            means_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
+            break;
+        case AveragingAlgorithm::bmuf:
+            means_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree, mean);
+            average_bmuf();
+            break;
+        case AveragingAlgorithm::easgd: average_easgd(); break;
+        case AveragingAlgorithm::momentum: average_momentum(); break;
     }
 }
 
@@ -127,30 +129,34 @@ void ModelAverage::average_bmuf() {
     // The replica holds A, the mean, now; it serves as G's scratch before it takes the new start.
     auto& ops = tensor_ops(*parts_.device);
     const bool nesterov = parts_.parallel->block_nesterov;
-    const auto eta = static_cast<float>(effective_block_momentum(*parts_.parallel, parts_.replicas));
+    const auto eta =
+        static_cast<float>(effective_block_momentum(*parts_.parallel, parts_.replicas));
     const auto zeta = static_cast<float>(parts_.parallel->block_lr);
     for (std::size_t i = 0; i < parts_.parameters.size(); ++i) {
         Tensor& w = parts_.parameters[i].parameter->value;
-        ops.blend(w, 1.f, global_[i], -1.f);                // A - W
-        if (nesterov) ops.blend(w, 1.f, move_[i], -eta);    // G = A - (W + eta D), the block's start
-        ops.blend(move_[i], eta, w, zeta);                  // D = eta D + zeta G
-        ops.accumulate(global_[i], move_[i]);               // W += D
+        ops.blend(w, 1.f, global_[i], -1.f);              // A - W
+        if (nesterov) ops.blend(w, 1.f, move_[i], -eta);  // G = A - (W + eta D), the block's start
+        ops.blend(move_[i], eta, w, zeta);                // D = eta D + zeta G
+        ops.accumulate(global_[i], move_[i]);             // W += D
         ops.copy(global_[i], w);
-        if (nesterov) ops.blend(w, 1.f, move_[i], eta);     // the next block starts at W + eta D
+        if (nesterov) ops.blend(w, 1.f, move_[i], eta);  // the next block starts at W + eta D
     }
 }
 
 void ModelAverage::average_easgd() {
     auto& ops = tensor_ops(*parts_.device);
-    const auto alpha = static_cast<float>(effective_elastic_alpha(*parts_.parallel, parts_.replicas));
+    const auto alpha =
+        static_cast<float>(effective_elastic_alpha(*parts_.parallel, parts_.replicas));
     for (std::size_t i = 0; i < parts_.parameters.size(); ++i) {
         Tensor& w = parts_.parameters[i].parameter->value;
         ops.copy(w, difference_[i]);
         ops.blend(difference_[i], 1.f, center_[i], -1.f);  // d_i = w_i - c
-        ops.blend(w, 1.f, difference_[i], -alpha);          // w_i -= alpha d_i
+        ops.blend(w, 1.f, difference_[i], -alpha);         // w_i -= alpha d_i
     }
-    differences_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree);  // sum_i d_i
-    for (std::size_t i = 0; i < parts_.parameters.size(); ++i) ops.blend(center_[i], 1.f, difference_[i], alpha);
+    differences_->all_reduce_all(*parts_.communicator, parts_.rank,
+                                 ReduceAlgorithm::tree);  // sum_i d_i
+    for (std::size_t i = 0; i < parts_.parameters.size(); ++i)
+        ops.blend(center_[i], 1.f, difference_[i], alpha);
     means_->all_reduce_all(*parts_.communicator, parts_.rank, ReduceAlgorithm::tree,
                            1.0f / static_cast<float>(parts_.replicas));
 }

@@ -44,7 +44,7 @@ struct AveragingParts {
     Device* device = nullptr;
     std::vector<NamedParameter> parameters;  // the stage's, named as in the whole net
     std::vector<NamedParameter> buffers;
-    Optimizer* optimizer = nullptr;          // the group's (momentum averages its state)
+    Optimizer* optimizer = nullptr;  // the group's (momentum averages its state)
 };
 
 class ModelAverage {

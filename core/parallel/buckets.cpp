@@ -1,13 +1,13 @@
 #include "parallel/buckets.h"
 
-
 #include "base/error.h"
 #include "device/device.h"
 #include "kernels/kernel_cache.h"
 
 namespace tandem {
 
-std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<std::size_t>& bytes, std::size_t bucket_bytes) {
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<std::size_t>& bytes,
+                                                    std::size_t bucket_bytes) {
     std::vector<std::vector<std::size_t>> groups;
     std::size_t used = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -90,8 +90,8 @@ void GradientBuckets::all_reduce(std::size_t index, Communicator& comm, int rank
     const Bucket& b = buckets_[index];
     // Device memory: the in-process communicator reads it as host memory (CPU devices), NCCL
     // as GPU memory.
-    comm.all_reduce_sum(rank, static_cast<float*>(b.flat.raw()), static_cast<std::size_t>(b.flat.numel()),
-                        algorithm);
+    comm.all_reduce_sum(rank, static_cast<float*>(b.flat.raw()),
+                        static_cast<std::size_t>(b.flat.numel()), algorithm);
     unpack(index, scale);
 }
 

@@ -29,7 +29,8 @@ namespace tandem {
 // The grouping GradientBuckets makes, for anyone who plans with it (the simulator): items of
 // `bytes` each, in backward order, into consecutive groups closed when the next item would
 // overflow `bucket_bytes` (an item larger than that gets a group of its own). Item indices.
-std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<std::size_t>& bytes, std::size_t bucket_bytes);
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<std::size_t>& bytes,
+                                                    std::size_t bucket_bytes);
 
 class GradientBuckets {
 public:

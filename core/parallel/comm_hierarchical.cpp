@@ -20,8 +20,7 @@ void cross_leg(InprocCommunicator& local, Leg leg) {
 }  // namespace
 
 HierarchicalCommunicator::HierarchicalCommunicator(int local_ranks,
-                                                   std::shared_ptr<Communicator> cross,
-                                                   int process)
+                                                   std::shared_ptr<Communicator> cross, int process)
     : local_(local_ranks), cross_(std::move(cross)), process_(process) {
     TANDEM_CHECK_AS(ConfigError, cross_ != nullptr)
         << "a hierarchical communicator needs a cross-process communicator";
@@ -43,7 +42,8 @@ void HierarchicalCommunicator::all_reduce_sum(int rank, float* data, std::size_t
                                               ReduceAlgorithm algorithm) {
     const int local = local_rank(rank, "all_reduce_sum");
     local_.reduce_sum(local, data, count, 0);
-    if (local == 0) cross_leg(local_, [&] { cross_->all_reduce_sum(process_, data, count, algorithm); });
+    if (local == 0)
+        cross_leg(local_, [&] { cross_->all_reduce_sum(process_, data, count, algorithm); });
     local_.broadcast(local, data, count, 0);
 }
 
@@ -55,7 +55,8 @@ void HierarchicalCommunicator::broadcast(int rank, float* data, std::size_t coun
     // The root's data reaches its process's local rank 0, then every process's, then everyone.
     if (process_ == root_process && root_local != 0)
         local_.broadcast(local, data, count, root_local);
-    if (local == 0) cross_leg(local_, [&] { cross_->broadcast(process_, data, count, root_process); });
+    if (local == 0)
+        cross_leg(local_, [&] { cross_->broadcast(process_, data, count, root_process); });
     local_.broadcast(local, data, count, 0);
 }
 
@@ -65,7 +66,8 @@ void HierarchicalCommunicator::reduce_sum(int rank, float* data, std::size_t cou
         << "hierarchical reduce_sum: root " << root << " out of range for " << size() << " ranks";
     const int root_process = root / local_.size(), root_local = root % local_.size();
     local_.reduce_sum(local, data, count, 0);
-    if (local == 0) cross_leg(local_, [&] { cross_->reduce_sum(process_, data, count, root_process); });
+    if (local == 0)
+        cross_leg(local_, [&] { cross_->reduce_sum(process_, data, count, root_process); });
     // The sum is at the root process's local rank 0; a root elsewhere in it takes a copy.
     if (process_ == root_process && root_local != 0) local_.broadcast(local, data, count, 0);
 }

@@ -19,16 +19,11 @@ enum CollectiveOp { op_ring, op_tree, op_broadcast, op_reduce, op_barrier };
 
 std::string op_text(int op) {
     switch (op) {
-        case op_ring:
-            return "all_reduce_sum (ring)";
-        case op_tree:
-            return "all_reduce_sum (tree)";
-        case op_broadcast:
-            return "broadcast";
-        case op_reduce:
-            return "reduce_sum";
-        case op_barrier:
-            return "barrier";
+        case op_ring: return "all_reduce_sum (ring)";
+        case op_tree: return "all_reduce_sum (tree)";
+        case op_broadcast: return "broadcast";
+        case op_reduce: return "reduce_sum";
+        case op_barrier: return "barrier";
     }
     return "unknown collective";
 }
@@ -176,8 +171,8 @@ std::string InprocCommunicator::check_calls() const {
             return d.str();
         };
         std::ostringstream m;
-        m << "ranks disagree on the collective: rank 0 called " << describe(first) << ", rank "
-          << r << " called " << describe(c);
+        m << "ranks disagree on the collective: rank 0 called " << describe(first) << ", rank " << r
+          << " called " << describe(c);
         return m.str();
     }
     return {};

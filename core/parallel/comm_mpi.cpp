@@ -145,7 +145,9 @@ void MpiCommunicator::barrier(int) {}
 
 #endif
 
-void MpiCommunicator::abort(const std::string& reason) { mpi::abort_job(reason); }
+void MpiCommunicator::abort(const std::string& reason) {
+    mpi::abort_job(reason);
+}
 
 std::size_t MpiCommunicator::bytes_sent(int rank) const {
     check(rank, "bytes_sent");

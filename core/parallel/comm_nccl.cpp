@@ -27,13 +27,13 @@ public:
     }
 
     // Across processes: this process's ranks first_rank, first_rank + 1, ...
-    NcclCommunicator(const NcclId& id, int ranks, int first_rank, const std::vector<Device*>& devices,
+    NcclCommunicator(const NcclId& id, int ranks, int first_rank,
+                     const std::vector<Device*>& devices,
                      std::function<void(const std::string&)> on_abort)
         : size_(ranks), multi_process_(true), id_(id), on_abort_(std::move(on_abort)) {
         const int last = first_rank + int(devices.size()) - 1;
         TANDEM_CHECK_AS(ConfigError, !devices.empty() && first_rank >= 0 && last < ranks)
-            << "NCCL ranks " << first_rank << " to " << last << " of " << ranks
-            << " do not exist";
+            << "NCCL ranks " << first_rank << " to " << last << " of " << ranks << " do not exist";
         for (std::size_t i = 0; i < devices.size(); ++i)
             ranks_.push_back(make_rank(*devices[i], first_rank + int(i)));
         init_joined();
@@ -194,9 +194,9 @@ private:
                 throw_if_aborted();
                 // After the kernels that produced the data, on the communication stream.
                 stream_wait(d.comm_stream(), d.compute_stream(), d.index());
-                cuda::check_nccl(enqueue(r.comm, d.comm_stream()),
-                                 std::string(call) + " on " + d.name() + " (rank " +
-                                     std::to_string(rank) + ")");
+                cuda::check_nccl(
+                    enqueue(r.comm, d.comm_stream()),
+                    std::string(call) + " on " + d.name() + " (rank " + std::to_string(rank) + ")");
                 TANDEM_CUDA_CALL(cudaEventRecord(done, d.comm_stream()));
                 // Kernels queued after this call read the reduced data.
                 stream_wait(d.compute_stream(), d.comm_stream(), d.index());

@@ -8,18 +8,20 @@ namespace tandem {
 StagedCommunicator::StagedCommunicator(std::vector<Device*> devices,
                                        std::shared_ptr<Communicator> inner, int first_rank)
     : inner_(std::move(inner)), first_rank_(first_rank) {
-    TANDEM_CHECK(inner_ && !devices.empty()) << "a staged communicator needs devices and a host communicator";
+    TANDEM_CHECK(inner_ && !devices.empty())
+        << "a staged communicator needs devices and a host communicator";
     TANDEM_CHECK(first_rank >= 0 && first_rank + int(devices.size()) <= inner_->size())
-        << "staged communicator: ranks " << first_rank << ".." << first_rank + int(devices.size()) - 1
-        << " do not fit a communicator of " << inner_->size();
+        << "staged communicator: ranks " << first_rank << ".."
+        << first_rank + int(devices.size()) - 1 << " do not fit a communicator of "
+        << inner_->size();
     for (Device* d : devices) ranks_.push_back(Rank{d, {}, {}});
 }
 
 StagedCommunicator::Rank& StagedCommunicator::local(int rank) {
     const int i = rank - first_rank_;
     TANDEM_CHECK(i >= 0 && i < int(ranks_.size()))
-        << "staged communicator: rank " << rank << " is not one of this process's ("
-        << first_rank_ << ".." << first_rank_ + int(ranks_.size()) - 1 << ")";
+        << "staged communicator: rank " << rank << " is not one of this process's (" << first_rank_
+        << ".." << first_rank_ + int(ranks_.size()) - 1 << ")";
     return ranks_[std::size_t(i)];
 }
 

@@ -14,10 +14,8 @@ namespace tandem {
 
 std::string_view reduce_algorithm_name(ReduceAlgorithm algorithm) {
     switch (algorithm) {
-        case ReduceAlgorithm::ring:
-            return "ring";
-        case ReduceAlgorithm::tree:
-            return "tree";
+        case ReduceAlgorithm::ring: return "ring";
+        case ReduceAlgorithm::tree: return "tree";
     }
     return "unknown";
 }
@@ -35,8 +33,8 @@ std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*
     const DeviceKind kind = devices.front()->kind();
     for (const Device* d : devices)
         TANDEM_CHECK_AS(ConfigError, d->kind() == kind)
-            << "the replicas of a stage must be on devices of one kind: " << devices.front()->name() << " and "
-            << d->name() << " are not";
+            << "the replicas of a stage must be on devices of one kind: " << devices.front()->name()
+            << " and " << d->name() << " are not";
     const int ranks = static_cast<int>(devices.size());
     if (devices.front()->host_accessible()) return make_inproc_communicator(ranks);
     // NCCL sums in an order of its own and takes one rank per GPU: the canonical order, or

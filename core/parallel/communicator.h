@@ -40,7 +40,8 @@ public:
     virtual int size() const = 0;
 
     // In place: on return every rank's data holds the elementwise sum over ranks.
-    virtual void all_reduce_sum(int rank, float* data, std::size_t count, ReduceAlgorithm algorithm) = 0;
+    virtual void all_reduce_sum(int rank, float* data, std::size_t count,
+                                ReduceAlgorithm algorithm) = 0;
     // Rank `root`'s data is copied to every rank.
     virtual void broadcast(int rank, float* data, std::size_t count, int root) = 0;
     // Tree reduce: on return rank `root` holds the sum (in the canonical pairwise order);

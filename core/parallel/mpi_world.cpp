@@ -25,7 +25,9 @@ int g_local_rank = 0, g_local_size = 1;  // among the ranks sharing this node's 
 
 }  // namespace
 
-bool built() { return TANDEM_MPI != 0; }
+bool built() {
+    return TANDEM_MPI != 0;
+}
 
 // Set in a rank's environment once it has started MPI: a program the rank runs (a recipe's
 // `tandem gen-images`, say) inherits the launcher's variables but is no rank of the job.
@@ -37,12 +39,24 @@ bool launched() {
            std::getenv("PMI_SIZE") != nullptr;
 }
 
-bool initialized() { return g_initialized; }
-bool thread_multiple() { return g_thread_multiple; }
-int rank() { return g_rank; }
-int size() { return g_size; }
-int local_rank() { return g_local_rank; }
-int local_size() { return g_local_size; }
+bool initialized() {
+    return g_initialized;
+}
+bool thread_multiple() {
+    return g_thread_multiple;
+}
+int rank() {
+    return g_rank;
+}
+int size() {
+    return g_size;
+}
+int local_rank() {
+    return g_local_rank;
+}
+int local_size() {
+    return g_local_size;
+}
 
 #if TANDEM_MPI
 
@@ -96,10 +110,13 @@ void abort_job(const std::string& reason) {
 
 void all_reduce(double* data, std::size_t count, const std::string& op) {
     MPI_Op mpi_op = MPI_SUM;
-    if (op == "min") mpi_op = MPI_MIN;
-    else if (op == "max") mpi_op = MPI_MAX;
-    else TANDEM_CHECK_AS(ConfigError, op == "sum") << "mpi all_reduce: unknown operation '" << op
-                                                   << "' (sum, min or max)";
+    if (op == "min")
+        mpi_op = MPI_MIN;
+    else if (op == "max")
+        mpi_op = MPI_MAX;
+    else
+        TANDEM_CHECK_AS(ConfigError, op == "sum")
+            << "mpi all_reduce: unknown operation '" << op << "' (sum, min or max)";
     if (!g_initialized || g_size == 1 || count == 0) return;
     MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, mpi_op, MPI_COMM_WORLD);
 }
@@ -145,7 +162,8 @@ std::vector<std::string> node_all_gather(const std::string& text) {
                    MPI_CHAR, g_node);
     std::vector<std::string> texts;
     for (std::size_t r = 0; r < n; ++r)
-        texts.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+        texts.push_back(
+            all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
     return texts;
 }
 
@@ -162,10 +180,14 @@ void all_reduce(double*, std::size_t, const std::string& op) {
         << "mpi all_reduce: unknown operation '" << op << "' (sum, min or max)";
 }
 void all_reduce_sum(float*, std::size_t) {}
-std::vector<std::int64_t> all_gather(std::int64_t value) { return {value}; }
+std::vector<std::int64_t> all_gather(std::int64_t value) {
+    return {value};
+}
 void broadcast(void*, std::size_t, int) {}
 void barrier() {}
-std::vector<std::string> node_all_gather(const std::string& text) { return {text}; }
+std::vector<std::string> node_all_gather(const std::string& text) {
+    return {text};
+}
 
 #endif
 

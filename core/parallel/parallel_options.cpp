@@ -6,9 +6,9 @@ namespace tandem {
 
 std::string_view batch_norm_mode_name(BatchNormMode mode) {
     switch (mode) {
-    case BatchNormMode::micro: return "micro";
-    case BatchNormMode::deferred: return "deferred";
-    case BatchNormMode::sync: return "sync";
+        case BatchNormMode::micro: return "micro";
+        case BatchNormMode::deferred: return "deferred";
+        case BatchNormMode::sync: return "sync";
     }
     return "?";
 }
@@ -17,15 +17,16 @@ BatchNormMode parse_batch_norm_mode(std::string_view name) {
     if (name == "micro") return BatchNormMode::micro;
     if (name == "deferred") return BatchNormMode::deferred;
     if (name == "sync") return BatchNormMode::sync;
-    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name << "' (known: micro, deferred, sync)";
+    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name
+                              << "' (known: micro, deferred, sync)";
 }
 
 std::string_view averaging_algorithm_name(AveragingAlgorithm algorithm) {
     switch (algorithm) {
-    case AveragingAlgorithm::plain: return "plain";
-    case AveragingAlgorithm::bmuf: return "bmuf";
-    case AveragingAlgorithm::easgd: return "easgd";
-    case AveragingAlgorithm::momentum: return "momentum";
+        case AveragingAlgorithm::plain: return "plain";
+        case AveragingAlgorithm::bmuf: return "bmuf";
+        case AveragingAlgorithm::easgd: return "easgd";
+        case AveragingAlgorithm::momentum: return "momentum";
     }
     return "?";
 }

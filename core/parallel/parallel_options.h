@@ -31,7 +31,8 @@ BatchNormMode parse_batch_norm_mode(std::string_view name);
 enum class AveragingAlgorithm {
     plain,     // every replica takes the mean of the replicas' weights
     bmuf,      // block momentum (Chen & Huo 2016): the mean moves a global model with momentum
-    easgd,     // elastic averaging (Zhang et al. 2015), synchronous: replicas and a centre pull together
+    easgd,     // elastic averaging (Zhang et al. 2015), synchronous: replicas and a centre pull
+               // together
     momentum,  // the mean of the weights and of the optimizer's state (momentum, Adam's moments)
 };
 std::string_view averaging_algorithm_name(AveragingAlgorithm algorithm);

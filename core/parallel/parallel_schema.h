@@ -5,8 +5,8 @@
 // Everything that handles the options loops over this table instead of listing them again:
 // the binding's checks (lua/bind_engine.cpp), the recipes' defaults, flags and plan files
 // (lua/tandem/parallel.lua, through core.parallel_options()), the MPI ranks' agreement check
-// (engine/engine_process.cpp) and the API reference (tests/lua/test_docs.lua holds docs/lua-api.md to
-// it). A new option is a field of ParallelOptions and an entry here.
+// (engine/engine_process.cpp) and the API reference (tests/lua/test_docs.lua holds docs/lua-api.md
+// to it). A new option is a field of ParallelOptions and an entry here.
 #pragma once
 
 #include <cstdint>
@@ -20,32 +20,32 @@
 namespace tandem {
 
 enum class OptionKind {
-    count,       // a whole number, at least `minimum`
-    flag,        // true or false
-    choice,      // one of `choices`
-    bytes,       // a size in bytes, at least 1 (the recipe flag takes MB)
-    cuts,        // 'auto' or a list of layers (names or 1-based indices) after which a stage ends
-    stage_flags, // a flag for every stage, or one for all
-    real,        // a number (not necessarily whole); its range is checked by `set`
-    placement    // a list of stages, each a list of layer names (parallel/unit_placement.h)
+    count,        // a whole number, at least `minimum`
+    flag,         // true or false
+    choice,       // one of `choices`
+    bytes,        // a size in bytes, at least 1 (the recipe flag takes MB)
+    cuts,         // 'auto' or a list of layers (names or 1-based indices) after which a stage ends
+    stage_flags,  // a flag for every stage, or one for all
+    real,         // a number (not necessarily whole); its range is checked by `set`
+    placement     // a list of stages, each a list of layer names (parallel/unit_placement.h)
 };
 
 // An option's value: flags, counts, choices, sizes and reals as themselves; `cuts` as 'auto' or
 // the 0-based indices where stages 2 .. S begin; `stage_flags` as the list; `placement` as the
 // stages' lists of names.
 using StageNames = std::vector<std::vector<std::string>>;
-using OptionValue =
-    std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>, std::vector<bool>, double, StageNames>;
+using OptionValue = std::variant<bool, std::int64_t, std::string, std::vector<std::size_t>,
+                                 std::vector<bool>, double, StageNames>;
 
 struct ParallelOption {
-    std::string_view name;         // the key in T.Engine's parallel table
+    std::string_view name;  // the key in T.Engine's parallel table
     OptionKind kind;
-    std::string_view help;         // one line
-    std::string_view recipe_flag;  // T.parallel's command-line flag (--name), "" for none
+    std::string_view help;                  // one line
+    std::string_view recipe_flag;           // T.parallel's command-line flag (--name), "" for none
     std::vector<std::string_view> choices;  // for `choice`
-    std::int64_t minimum = 0;      // for `count`
-    bool ranks_agree = false;      // every MPI rank must give the same value
-    bool planned = false;          // the planner chooses it; plan files carry it
+    std::int64_t minimum = 0;               // for `count`
+    bool ranks_agree = false;               // every MPI rank must give the same value
+    bool planned = false;                   // the planner chooses it; plan files carry it
     OptionValue (*get)(const ParallelOptions&) = nullptr;
     // Sets the option from a value of its kind; ConfigError naming the option for a bad one.
     void (*set)(ParallelOptions&, const OptionValue&) = nullptr;

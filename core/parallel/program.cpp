@@ -9,57 +9,57 @@ namespace tandem {
 
 std::string_view op_name(OpKind kind) {
     switch (kind) {
-    case OpKind::load_input: return "input";
-    case OpKind::receive_activation: return "receive activation";
-    case OpKind::forward: return "forward";
-    case OpKind::loss: return "loss";
-    case OpKind::send_activation: return "send activation";
-    case OpKind::loss_gradient: return "loss gradient";
-    case OpKind::receive_gradient: return "receive gradient";
-    case OpKind::recompute: return "recompute";
-    case OpKind::backward: return "backward";
-    case OpKind::stash_gradients: return "stash gradients";
-    case OpKind::send_gradient: return "send gradient";
-    case OpKind::sum_gradients: return "sum gradients";
-    case OpKind::all_reduce: return "all-reduce";
-    case OpKind::wait_lane: return "wait for all-reduce";
-    case OpKind::gradient_norm: return "gradient norm";
-    case OpKind::barrier: return "barrier";
-    case OpKind::update: return "optimizer";
-    case OpKind::average_weights: return "average weights";
-    case OpKind::fold_batch_norm: return "batch-norm statistics";
+        case OpKind::load_input: return "input";
+        case OpKind::receive_activation: return "receive activation";
+        case OpKind::forward: return "forward";
+        case OpKind::loss: return "loss";
+        case OpKind::send_activation: return "send activation";
+        case OpKind::loss_gradient: return "loss gradient";
+        case OpKind::receive_gradient: return "receive gradient";
+        case OpKind::recompute: return "recompute";
+        case OpKind::backward: return "backward";
+        case OpKind::stash_gradients: return "stash gradients";
+        case OpKind::send_gradient: return "send gradient";
+        case OpKind::sum_gradients: return "sum gradients";
+        case OpKind::all_reduce: return "all-reduce";
+        case OpKind::wait_lane: return "wait for all-reduce";
+        case OpKind::gradient_norm: return "gradient norm";
+        case OpKind::barrier: return "barrier";
+        case OpKind::update: return "optimizer";
+        case OpKind::average_weights: return "average weights";
+        case OpKind::fold_batch_norm: return "batch-norm statistics";
     }
     return "?";
 }
 
 std::string_view op_category(OpKind kind) {
     switch (kind) {
-    case OpKind::load_input:
-    case OpKind::receive_activation:
-    case OpKind::send_activation:
-    case OpKind::receive_gradient:
-    case OpKind::send_gradient: return "transfer";
-    case OpKind::forward:
-    case OpKind::recompute: return "forward";
-    case OpKind::backward: return "backward";
-    case OpKind::loss:
-    case OpKind::loss_gradient: return "loss";
-    case OpKind::stash_gradients:
-    case OpKind::sum_gradients: return "gradients";
-    case OpKind::all_reduce:
-    case OpKind::average_weights: return "allreduce";
-    case OpKind::gradient_norm:
-    case OpKind::update:
-    case OpKind::fold_batch_norm: return "optimizer";
-    case OpKind::wait_lane:
-    case OpKind::barrier: return "wait";
+        case OpKind::load_input:
+        case OpKind::receive_activation:
+        case OpKind::send_activation:
+        case OpKind::receive_gradient:
+        case OpKind::send_gradient: return "transfer";
+        case OpKind::forward:
+        case OpKind::recompute: return "forward";
+        case OpKind::backward: return "backward";
+        case OpKind::loss:
+        case OpKind::loss_gradient: return "loss";
+        case OpKind::stash_gradients:
+        case OpKind::sum_gradients: return "gradients";
+        case OpKind::all_reduce:
+        case OpKind::average_weights: return "allreduce";
+        case OpKind::gradient_norm:
+        case OpKind::update:
+        case OpKind::fold_batch_norm: return "optimizer";
+        case OpKind::wait_lane:
+        case OpKind::barrier: return "wait";
     }
     return "?";
 }
 
 bool op_traced(OpKind kind) {
-    return kind != OpKind::send_activation && kind != OpKind::send_gradient && kind != OpKind::wait_lane &&
-           kind != OpKind::barrier;
+    return kind != OpKind::send_activation && kind != OpKind::send_gradient &&
+           kind != OpKind::wait_lane && kind != OpKind::barrier;
 }
 
 bool stage_recomputes(const ParallelOptions& parallel, int stage) {
@@ -73,8 +73,8 @@ bool reduces_gradients(const ParallelOptions& parallel, int replicas) {
 }
 
 bool reduces_during_backward(const ParallelOptions& parallel, int replicas) {
-    return reduces_gradients(parallel, replicas) && parallel.overlap_backward && !parallel.deterministic &&
-           parallel.batch_norm != BatchNormMode::sync;
+    return reduces_gradients(parallel, replicas) && parallel.overlap_backward &&
+           !parallel.deterministic && parallel.batch_norm != BatchNormMode::sync;
 }
 
 bool averages_after(const ParallelOptions& parallel, int replicas, std::int64_t step) {
@@ -82,7 +82,8 @@ bool averages_after(const ParallelOptions& parallel, int replicas, std::int64_t 
 }
 
 StageGraph program_stage_graph(const ProgramSpec& spec) {
-    return spec.graph.stages.empty() ? chain_stage_graph(spec.bounds, spec.boundary_bytes) : spec.graph;
+    return spec.graph.stages.empty() ? chain_stage_graph(spec.bounds, spec.boundary_bytes)
+                                     : spec.graph;
 }
 
 std::vector<StageBucket> stage_buckets(const ProgramSpec& spec, int stage) {
@@ -111,8 +112,8 @@ namespace {
 void check_spec(const ProgramSpec& spec) {
     const ParallelOptions& p = spec.parallel;
     TANDEM_CHECK_AS(ConfigError, p.groups >= 1 && p.stages >= 1 && p.micro_batches >= 1)
-        << "a stage program needs at least one group, stage and micro-batch; given " << p.groups << ", "
-        << p.stages << ", " << p.micro_batches;
+        << "a stage program needs at least one group, stage and micro-batch; given " << p.groups
+        << ", " << p.stages << ", " << p.micro_batches;
     if (!spec.graph.stages.empty()) {
         TANDEM_CHECK_AS(ConfigError, spec.bounds.empty() && spec.boundary_bytes.empty())
             << "a stage program takes a chain's bounds or a stage graph, not both";
@@ -122,13 +123,15 @@ void check_spec(const ProgramSpec& spec) {
         return;
     }
     TANDEM_CHECK_AS(ConfigError, spec.bounds.size() == static_cast<std::size_t>(p.stages) + 1 &&
-                                     spec.bounds.front() == 0 && spec.bounds.back() == spec.parameter_bytes.size())
+                                     spec.bounds.front() == 0 &&
+                                     spec.bounds.back() == spec.parameter_bytes.size())
         << p.stages << " stages need " << p.stages + 1 << " bounds from 0 to the layer count ("
         << spec.parameter_bytes.size() << "); given " << spec.bounds.size();
     for (std::size_t i = 1; i < spec.bounds.size(); ++i)
         TANDEM_CHECK_AS(ConfigError, spec.bounds[i - 1] < spec.bounds[i])
             << "stage " << i - 1 << " would have no layers: bounds must increase";
-    TANDEM_CHECK_AS(ConfigError, spec.boundary_bytes.empty() || spec.boundary_bytes.size() == spec.bounds.size())
+    TANDEM_CHECK_AS(ConfigError,
+                    spec.boundary_bytes.empty() || spec.boundary_bytes.size() == spec.bounds.size())
         << "boundary_bytes needs one entry per bound (" << spec.bounds.size() << "); given "
         << spec.boundary_bytes.size();
 }
@@ -137,8 +140,8 @@ void check_spec(const ProgramSpec& spec) {
 class ProgramWriter {
 public:
     ProgramWriter(const ProgramSpec& spec, const StageGraph& graph, int depth, int group, int stage)
-        : spec_(spec), p_(spec.parallel), graph_(graph), node_(graph.stage(stage)), depth_(depth), group_(group),
-          stage_(stage), begin_(node_.layer_begin), end_(node_.layer_end) {}
+        : spec_(spec), p_(spec.parallel), graph_(graph), node_(graph.stage(stage)), depth_(depth),
+          group_(group), stage_(stage), begin_(node_.layer_begin), end_(node_.layer_end) {}
 
     DeviceProgram write() {
         const bool train = spec_.mode == Mode::train;
@@ -161,7 +164,10 @@ private:
             if (e.from == kBatchInput) {
                 add({.kind = OpKind::load_input, .micro_batch = m, .edge = id, .bytes = e.bytes});
             } else {
-                add({.kind = OpKind::receive_activation, .micro_batch = m, .peer = device_of(e.from), .edge = id,
+                add({.kind = OpKind::receive_activation,
+                     .micro_batch = m,
+                     .peer = device_of(e.from),
+                     .edge = id,
                      .bytes = e.bytes});
             }
         }
@@ -171,33 +177,50 @@ private:
     void output(int m) {
         for (int id : node_.outputs)
             if (const StageEdge& e = graph_.edge(id); e.to != kLoss)
-                add({.kind = OpKind::send_activation, .micro_batch = m, .peer = device_of(e.to), .edge = id,
+                add({.kind = OpKind::send_activation,
+                     .micro_batch = m,
+                     .peer = device_of(e.to),
+                     .edge = id,
                      .bytes = e.bytes});
         for (int id : node_.outputs)
-            if (graph_.edge(id).to == kLoss) add({.kind = OpKind::loss, .micro_batch = m, .edge = id});
+            if (graph_.edge(id).to == kLoss)
+                add({.kind = OpKind::loss, .micro_batch = m, .edge = id});
     }
     // The gradient of its output: the loss's first (computed here, no wait), then each
     // reader's, summed in this order (Stage::run), so the sum is the same on every run.
     void output_gradient(int m) {
         for (int id : node_.outputs)
-            if (graph_.edge(id).to == kLoss) add({.kind = OpKind::loss_gradient, .micro_batch = m, .edge = id});
+            if (graph_.edge(id).to == kLoss)
+                add({.kind = OpKind::loss_gradient, .micro_batch = m, .edge = id});
         for (int id : node_.outputs)
             if (const StageEdge& e = graph_.edge(id); e.to != kLoss)
-                add({.kind = OpKind::receive_gradient, .micro_batch = m, .peer = device_of(e.to), .edge = id,
+                add({.kind = OpKind::receive_gradient,
+                     .micro_batch = m,
+                     .peer = device_of(e.to),
+                     .edge = id,
                      .bytes = e.bytes});
     }
     // The gradient of each input, back to the stage it came from (nobody reads the images').
     void input_gradient(int m) {
         for (int id : node_.inputs)
             if (const StageEdge& e = graph_.edge(id); e.from != kBatchInput)
-                add({.kind = OpKind::send_gradient, .micro_batch = m, .peer = device_of(e.from), .edge = id,
+                add({.kind = OpKind::send_gradient,
+                     .micro_batch = m,
+                     .peer = device_of(e.from),
+                     .edge = id,
                      .bytes = e.bytes});
     }
     void layers(OpKind kind, int m, std::size_t begin, std::size_t end, bool keep = true) {
-        add({.kind = kind, .micro_batch = m, .layer_begin = begin, .layer_end = end, .keeps_activations = keep});
+        add({.kind = kind,
+             .micro_batch = m,
+             .layer_begin = begin,
+             .layer_end = end,
+             .keeps_activations = keep});
     }
     void all_reduce(std::size_t bucket, bool on_lane) {
-        add({.kind = OpKind::all_reduce, .bucket = static_cast<int>(bucket), .on_lane = on_lane,
+        add({.kind = OpKind::all_reduce,
+             .bucket = static_cast<int>(bucket),
+             .on_lane = on_lane,
              .bytes = buckets_[bucket].bytes});
     }
 
@@ -214,8 +237,9 @@ private:
         } else {
             for (int m = 0; m < micro_batches; ++m) order.push_back({StageOp::forward, m});
         }
-        const auto final_backward = std::find_if(order.rbegin(), order.rend(),
-                                                 [](const StageOp& op) { return op.kind == StageOp::backward; });
+        const auto final_backward =
+            std::find_if(order.rbegin(), order.rend(),
+                         [](const StageOp& op) { return op.kind == StageOp::backward; });
         for (const StageOp& op : order) {
             const int m = op.micro_batch;
             if (op.kind == StageOp::forward) {
@@ -299,7 +323,8 @@ std::vector<DeviceProgram> build_programs(const ProgramSpec& spec) {
     std::vector<DeviceProgram> programs;
     for (int g = 0; g < spec.parallel.groups; ++g)
         for (int s = 0; s < spec.parallel.stages; ++s)
-            programs.push_back(ProgramWriter(spec, graph, depths[static_cast<std::size_t>(s)], g, s).write());
+            programs.push_back(
+                ProgramWriter(spec, graph, depths[static_cast<std::size_t>(s)], g, s).write());
     return programs;
 }
 

@@ -55,17 +55,17 @@ enum class OpKind {
     loss_gradient,       // the loss stage: the loss's gradient, where backward starts
     receive_gradient,    // from `peer`, back along `edge`
     recompute,           // the stage's forward again, keeping what backward needs
-    backward,            // layers [layer_begin, layer_end), from the gradient of the last one's output
-    stash_gradients,     // deterministic mode: micro-batch m's gradients set apart
-    send_gradient,       // to `peer`, back along `edge`
-    sum_gradients,       // deterministic mode: the stashed gradients summed in a fixed order
-    all_reduce,          // bucket `bucket` with the other replicas of the stage
-    wait_lane,           // the worker waits for the all-reduces posted to its lane
-    gradient_norm,       // gradient clipping: the sum of squares of the stage's final gradients
-    barrier,             // every device of the step has come this far
-    update,              // the optimizer step
-    average_weights,     // model averaging: weights and buffers averaged over the replicas
-    fold_batch_norm,     // deferred batch norm: the whole batch's statistics into the running ones
+    backward,         // layers [layer_begin, layer_end), from the gradient of the last one's output
+    stash_gradients,  // deterministic mode: micro-batch m's gradients set apart
+    send_gradient,    // to `peer`, back along `edge`
+    sum_gradients,    // deterministic mode: the stashed gradients summed in a fixed order
+    all_reduce,       // bucket `bucket` with the other replicas of the stage
+    wait_lane,        // the worker waits for the all-reduces posted to its lane
+    gradient_norm,    // gradient clipping: the sum of squares of the stage's final gradients
+    barrier,          // every device of the step has come this far
+    update,           // the optimizer step
+    average_weights,  // model averaging: weights and buffers averaged over the replicas
+    fold_batch_norm,  // deferred batch norm: the whole batch's statistics into the running ones
 };
 
 // The op's name in traces ("forward", "receive activation", "all-reduce", ...) and its
@@ -90,7 +90,7 @@ struct Op {
     // The stage-graph edge the op moves a tensor along: sends, receives, load_input (an edge
     // from the batch) and the loss ops (the edge to the loss); -1 for the others.
     int edge = -1;
-    std::size_t bytes = 0; // sends, receives and all-reduces: what moves (0 when not known)
+    std::size_t bytes = 0;  // sends, receives and all-reduces: what moves (0 when not known)
 
     bool operator==(const Op&) const = default;
 };

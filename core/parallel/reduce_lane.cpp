@@ -4,7 +4,9 @@
 
 namespace tandem {
 
-void ReduceLane::post(std::function<void()> job) { pending_.push_back(worker_.submit(std::move(job))); }
+void ReduceLane::post(std::function<void()> job) {
+    pending_.push_back(worker_.submit(std::move(job)));
+}
 
 void ReduceLane::wait() {
     std::exception_ptr first;

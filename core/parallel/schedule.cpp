@@ -16,7 +16,8 @@ PipelineSchedule parse_pipeline_schedule(std::string_view name) {
     TANDEM_THROW(ConfigError) << "unknown pipeline schedule '" << name << "' (known: gpipe, 1f1b)";
 }
 
-std::vector<StageOp> stage_ops(PipelineSchedule schedule, int stages, int stage, int micro_batches) {
+std::vector<StageOp> stage_ops(PipelineSchedule schedule, int stages, int stage,
+                               int micro_batches) {
     TANDEM_CHECK_AS(ConfigError, stages >= 1 && stage >= 0 && stage < stages && micro_batches >= 1)
         << "stage " << stage << " of " << stages << " with " << micro_batches
         << " micro-batches is not a pipeline";
@@ -50,7 +51,8 @@ std::vector<StageOp> stage_ops(PipelineSchedule schedule, int stages, int stage,
 // For a chain, d = S - 1 - s and w = min(M, S - s): the schedule as it always was.
 std::vector<StageOp> stage_ops_at_depth(PipelineSchedule schedule, int depth, int micro_batches) {
     TANDEM_CHECK_AS(ConfigError, depth >= 0 && micro_batches >= 1)
-        << "a stage at depth " << depth << " with " << micro_batches << " micro-batches is not a pipeline";
+        << "a stage at depth " << depth << " with " << micro_batches
+        << " micro-batches is not a pipeline";
     std::vector<StageOp> ops;
     ops.reserve(2 * static_cast<std::size_t>(micro_batches));
     if (schedule == PipelineSchedule::gpipe) {
@@ -78,8 +80,8 @@ int micro_batches_in_flight(PipelineSchedule schedule, int stages, int stage, in
 
 int micro_batches_in_flight_at_depth(PipelineSchedule schedule, int depth, int micro_batches) {
     TANDEM_CHECK_AS(ConfigError, micro_batches >= 1 && depth >= 0)
-        << "micro_batches_in_flight: need micro_batches >= 1 and a depth >= 0, got " << micro_batches
-        << " micro-batches, depth " << depth;
+        << "micro_batches_in_flight: need micro_batches >= 1 and a depth >= 0, got "
+        << micro_batches << " micro-batches, depth " << depth;
     if (schedule == PipelineSchedule::gpipe) return micro_batches;
     return std::min(micro_batches, depth + 1);
 }

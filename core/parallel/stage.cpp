@@ -16,7 +16,8 @@ namespace {
 
 // Every span of a step says which step it belongs to and whether it trained or evaluated.
 TraceSpan& step_args(TraceSpan& span, const StepPlan& plan) {
-    return span.arg("step", plan.step).arg("phase", plan.mode == Mode::train ? "train" : "evaluate");
+    return span.arg("step", plan.step)
+        .arg("phase", plan.mode == Mode::train ? "train" : "evaluate");
 }
 
 // sum(slots[begin, end)) in the canonical pairwise order (the in-process tree all-reduce's:
@@ -37,9 +38,11 @@ void collect_batch_norms(Layer& layer, std::vector<BatchNorm2d*>& out) {
 }
 
 // Gradients in backward order (last layer first), as the buckets take them.
-std::vector<std::pair<std::string, Tensor>> gradients_last_first(const std::vector<NamedParameter>& params) {
+std::vector<std::pair<std::string, Tensor>> gradients_last_first(
+    const std::vector<NamedParameter>& params) {
     std::vector<std::pair<std::string, Tensor>> grads;
-    for (auto it = params.rbegin(); it != params.rend(); ++it) grads.emplace_back(it->name, it->parameter->grad);
+    for (auto it = params.rbegin(); it != params.rend(); ++it)
+        grads.emplace_back(it->name, it->parameter->grad);
     return grads;
 }
 
@@ -56,7 +59,8 @@ Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     part_ = std::make_unique<GraphPart>(parts_.units->stage_part(net, parts_.stage));
     for (auto& [name, layer] : layers_) {
         layer->to(*parts_.device);
-        for (auto& np : named_parameters(*layer)) parameters_.push_back({name + "." + np.name, np.parameter});
+        for (auto& np : named_parameters(*layer))
+            parameters_.push_back({name + "." + np.name, np.parameter});
     }
     if (parts_.replicas == 1) return;
     const ParallelOptions& p = *parts_.parallel;
@@ -71,7 +75,8 @@ Stage::Stage(StageParts parts) : parts_(std::move(parts)) {
     a.device = parts_.device;
     a.parameters = parameters_;
     for (auto& [name, layer] : layers_)
-        for (auto& b : named_buffers(*layer)) a.buffers.push_back({name + "." + b.name, b.parameter});
+        for (auto& b : named_buffers(*layer))
+            a.buffers.push_back({name + "." + b.name, b.parameter});
     a.optimizer = parts_.optimizer;
     average_ = std::make_unique<ModelAverage>(std::move(a));
 }
@@ -86,9 +91,10 @@ struct Stage::Run {
           sends_left(micro_batches, std::vector<int>(value_count, 0)) {}
     StepPlan& plan;
     std::vector<Tape> tapes;
-    std::vector<Pass> passes;         // one per micro-batch, on the tapes
+    std::vector<Pass> passes;  // one per micro-batch, on the tapes
     std::vector<Pass*> every_pass;
-    std::vector<Tensor> labels;       // the loss stage: each micro-batch's labels, for the loss's gradient
+    // the loss stage: each micro-batch's labels, for the loss's gradient
+    std::vector<Tensor> labels;
     // Per micro-batch, every value (unit_placement.h's numbering) the stage holds: its inputs
     // until their gradients are sent, what its units make until backward is done with it (or,
     // keeping nothing for backward, until sent); and their gradients, summed over the readers,
@@ -133,8 +139,8 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
         // In the device's memory, where the stage's communicator reduces (NCCL on GPUs).
         const std::vector<float> mine(values.begin(), values.end());
         Tensor buffer = Tensor::from_vector({std::int64_t(mine.size())}, *parts_.device, mine);
-        parts_.communicator->all_reduce_sum(parts_.rank, static_cast<float*>(buffer.raw()), mine.size(),
-                                            parts_.parallel->algorithm);
+        parts_.communicator->all_reduce_sum(parts_.rank, static_cast<float*>(buffer.raw()),
+                                            mine.size(), parts_.parallel->algorithm);
         const std::vector<float> sums = buffer.to_vector();
         values.assign(sums.begin(), sums.end());
     };
@@ -148,14 +154,17 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
     run.passes.reserve(run.tapes.size());
     for (int m = 0; m < micro_batches; ++m) {
         const int k = group * micro_batches + m;
-        Pass& pass = run.passes.emplace_back(Pass{dev, plan.mode, k, run.tapes[static_cast<std::size_t>(m)], plan.rng});
+        Pass& pass = run.passes.emplace_back(
+            Pass{dev, plan.mode, k, run.tapes[static_cast<std::size_t>(m)], plan.rng});
         pass.first_sample = plan.sample_offset + plan.start(k);
         pass.loss_scale = loss_scale(plan);
         if (!plan.added_loss.empty())
-            pass.added_loss = &plan.added_loss.at(static_cast<std::size_t>((group * p.stages + stage) * micro_batches + m));
+            pass.added_loss = &plan.added_loss.at(
+                static_cast<std::size_t>((group * p.stages + stage) * micro_batches + m));
         pass.batch_statistics = run.statistics;
         pass.need_dx = sends_gradient;  // nobody reads the gradient of the images
-        if (train && p.batch_norm == BatchNormMode::sync) pass.sum_over_replicas = sum_over_replicas;
+        if (train && p.batch_norm == BatchNormMode::sync)
+            pass.sum_over_replicas = sum_over_replicas;
         run.every_pass.push_back(&pass);
     }
 
@@ -189,101 +198,114 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             if (!train) run.values[mi].assign(run.values[mi].size(), Tensor());
         };
         switch (op.kind) {
-        case OpKind::load_input: {
-            span(traced);
-            Tensor x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
-            value() = x.shape().rank() == 4 && x.layout() != parts_.layout ? x.to_layout(parts_.layout) : x;
-            break;
-        }
-        case OpKind::receive_activation: value() = receive(EdgeDirection::forward); break;
-        case OpKind::forward:
-        case OpKind::recompute:
-            span(traced);
-            forward(run, op);
-            break;
-        case OpKind::loss:
-            span(traced);
-            // Labels go straight to the stage computing the loss.
-            run.labels[mi] = transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
-            try {
-                plan.sums[static_cast<std::size_t>(k)] = parts_.loss->forward(value(), run.labels[mi], run.passes[mi]);
-            } catch (Error& e) {
-                // The kernel counts within the micro-batch: say where that is in the batch.
-                e.add_context("in the loss of samples " + std::to_string(plan.start(k) + 1) + ".." +
-                              std::to_string(plan.start(k + 1)) + " of the batch");
-                throw;
+            case OpKind::load_input: {
+                span(traced);
+                Tensor x = transfer(plan.images.narrow_batch(plan.start(k), plan.count(k)), dev);
+                value() = x.shape().rank() == 4 && x.layout() != parts_.layout
+                              ? x.to_layout(parts_.layout)
+                              : x;
+                break;
             }
-            if (!train) run.labels[mi] = Tensor(), done_with_values();
-            break;
-        case OpKind::send_activation: {
-            const std::size_t v = edge_value(op.edge);
-            // The last send lets go of a value nothing here reads any more (its backward reads
-            // its inputs, the loss the net's output).
-            const bool last = --run.sends_left[mi][v] == 0;
-            const bool read_here = part_->reads(v) || (run.computes_loss && v == parts_.units->loss_value);
-            plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch,
-                           last && !read_here ? std::move(value()) : value());
-            if (last && !run.computes_loss &&
-                std::all_of(run.sends_left[mi].begin(), run.sends_left[mi].end(), [](int n) { return n == 0; }))
-                done_with_values();
-            break;
-        }
-        case OpKind::loss_gradient:
-            span(traced);
-            add_gradient(parts_.loss->backward(value(), run.labels[mi], loss_scale(plan), run.passes[mi]));
-            run.labels[mi] = Tensor();
-            break;
-        case OpKind::receive_gradient: add_gradient(receive(EdgeDirection::backward)); break;
-        case OpKind::backward:
-            if (op.layer_end == end_) span(run.backward_span);
-            backward(run, op);
-            if (op.layer_begin == begin_) run.backward_span.reset();
-            break;
-        case OpKind::stash_gradients:
-            span(traced);
-            if (run.stashed.empty()) run.stashed.resize(run.tapes.size());
-            for (auto& np : parameters_) {
-                run.stashed[mi].push_back(np.parameter->grad.clone());
-                tensor_ops(dev).fill(np.parameter->grad, 0.f);
+            case OpKind::receive_activation: value() = receive(EdgeDirection::forward); break;
+            case OpKind::forward:
+            case OpKind::recompute:
+                span(traced);
+                forward(run, op);
+                break;
+            case OpKind::loss:
+                span(traced);
+                // Labels go straight to the stage computing the loss.
+                run.labels[mi] =
+                    transfer(plan.labels.narrow_batch(plan.start(k), plan.count(k)), dev);
+                try {
+                    plan.sums[static_cast<std::size_t>(k)] =
+                        parts_.loss->forward(value(), run.labels[mi], run.passes[mi]);
+                } catch (Error& e) {
+                    // The kernel counts within the micro-batch: say where that is in the batch.
+                    e.add_context("in the loss of samples " + std::to_string(plan.start(k) + 1) +
+                                  ".." + std::to_string(plan.start(k + 1)) + " of the batch");
+                    throw;
+                }
+                if (!train) run.labels[mi] = Tensor(), done_with_values();
+                break;
+            case OpKind::send_activation: {
+                const std::size_t v = edge_value(op.edge);
+                // The last send lets go of a value nothing here reads any more (its backward reads
+                // its inputs, the loss the net's output).
+                const bool last = --run.sends_left[mi][v] == 0;
+                const bool read_here =
+                    part_->reads(v) || (run.computes_loss && v == parts_.units->loss_value);
+                plan.board.put(EdgeDirection::forward, group, op.edge, op.micro_batch,
+                               last && !read_here ? std::move(value()) : value());
+                if (last && !run.computes_loss &&
+                    std::all_of(run.sends_left[mi].begin(), run.sends_left[mi].end(),
+                                [](int n) { return n == 0; }))
+                    done_with_values();
+                break;
             }
-            break;
-        case OpKind::send_gradient: {
-            // Sent once per edge; when no reader's gradient reached this input, zero.
-            Tensor dx = std::move(gradient());
-            if (!dx.defined()) {
-                dx = Tensor::empty(value().shape(), dev, DType::f32, value().layout());
-                tensor_ops(dev).fill(dx, 0.f);
+            case OpKind::loss_gradient:
+                span(traced);
+                add_gradient(parts_.loss->backward(value(), run.labels[mi], loss_scale(plan),
+                                                   run.passes[mi]));
+                run.labels[mi] = Tensor();
+                break;
+            case OpKind::receive_gradient: add_gradient(receive(EdgeDirection::backward)); break;
+            case OpKind::backward:
+                if (op.layer_end == end_) span(run.backward_span);
+                backward(run, op);
+                if (op.layer_begin == begin_) run.backward_span.reset();
+                break;
+            case OpKind::stash_gradients:
+                span(traced);
+                if (run.stashed.empty()) run.stashed.resize(run.tapes.size());
+                for (auto& np : parameters_) {
+                    run.stashed[mi].push_back(np.parameter->grad.clone());
+                    tensor_ops(dev).fill(np.parameter->grad, 0.f);
+                }
+                break;
+            case OpKind::send_gradient: {
+                // Sent once per edge; when no reader's gradient reached this input, zero.
+                Tensor dx = std::move(gradient());
+                if (!dx.defined()) {
+                    dx = Tensor::empty(value().shape(), dev, DType::f32, value().layout());
+                    tensor_ops(dev).fill(dx, 0.f);
+                }
+                gradient() = Tensor(), value() = Tensor();
+                plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch,
+                               std::move(dx));
+                break;
             }
-            gradient() = Tensor(), value() = Tensor();
-            plan.board.put(EdgeDirection::backward, group, op.edge, op.micro_batch, std::move(dx));
-            break;
-        }
-        case OpKind::sum_gradients:
-            span(traced);
-            // The stage's gradients become the canonical sum of the micro-batches'.
-            pairwise_sum(run.stashed, 0, run.stashed.size());
-            for (std::size_t i = 0; i < parameters_.size(); ++i)
-                tensor_ops(dev).copy(run.stashed.front()[i], parameters_[i].parameter->grad);
-            break;
-        case OpKind::all_reduce: {
-            const auto bucket = static_cast<std::size_t>(op.bucket);
-            if (op.on_lane) {
-                lane_->post([this, bucket, step = plan.step] { all_reduce(bucket, lane_->name(), step); });
-            } else {
-                all_reduce(bucket, dev.name(), plan.step);
+            case OpKind::sum_gradients:
+                span(traced);
+                // The stage's gradients become the canonical sum of the micro-batches'.
+                pairwise_sum(run.stashed, 0, run.stashed.size());
+                for (std::size_t i = 0; i < parameters_.size(); ++i)
+                    tensor_ops(dev).copy(run.stashed.front()[i], parameters_[i].parameter->grad);
+                break;
+            case OpKind::all_reduce: {
+                const auto bucket = static_cast<std::size_t>(op.bucket);
+                if (op.on_lane) {
+                    lane_->post([this, bucket, step = plan.step] {
+                        all_reduce(bucket, lane_->name(), step);
+                    });
+                } else {
+                    all_reduce(bucket, dev.name(), plan.step);
+                }
+                break;
             }
-            break;
-        }
-        case OpKind::wait_lane: lane_->wait(); break;
-        case OpKind::gradient_norm: {
-            span(traced);
-            double squares = 0;
-            for (auto& np : parameters_)
-                if (np.parameter->grad.defined()) squares += tensor_ops(dev).sum_squares(np.parameter->grad);
-            plan.gradient_squares[static_cast<std::size_t>(group * p.stages + stage)] = squares;
-            break;
-        }
-        default: TANDEM_THROW(Error) << "op '" << op_name(op.kind) << "' cannot run before the step's barrier";
+            case OpKind::wait_lane: lane_->wait(); break;
+            case OpKind::gradient_norm: {
+                span(traced);
+                double squares = 0;
+                for (auto& np : parameters_)
+                    if (np.parameter->grad.defined())
+                        squares += tensor_ops(dev).sum_squares(np.parameter->grad);
+                plan.gradient_squares[static_cast<std::size_t>(group * p.stages + stage)] = squares;
+                break;
+            }
+            default:
+                TANDEM_THROW(Error)
+                    << "op '" << op_name(op.kind) << "' cannot run before the step's barrier";
         }
     }
 }
@@ -307,7 +329,8 @@ void Stage::forward(Run& run, const Op& op) {
         pass.recomputing = false;
         // What it sent went with the first forward: only the loss may read it again.
         for (int edge : parts_.units->graph.stage(parts_.stage).outputs)
-            if (const std::size_t v = edge_value(edge); !part_->reads(v) && v != parts_.units->loss_value)
+            if (const std::size_t v = edge_value(edge);
+                !part_->reads(v) && v != parts_.units->loss_value)
                 run.values[mi][v] = Tensor();
         return;
     }
@@ -336,7 +359,8 @@ void Stage::backward(Run& run, const Op& op) {
         return;
     }
     const auto mi = static_cast<std::size_t>(op.micro_batch);
-    part_->backward(run.values[mi], run.gradients[mi], run.passes[mi], op.layer_begin - begin_, op.layer_end - begin_);
+    part_->backward(run.values[mi], run.gradients[mi], run.passes[mi], op.layer_begin - begin_,
+                    op.layer_end - begin_);
     // What forward kept for this micro-batch is spent: free it now, so a stage holds only the
     // micro-batches in flight (1F1B's bound), not every one until the step ends.
     if (op.layer_begin == begin_) {
@@ -346,9 +370,12 @@ void Stage::backward(Run& run, const Op& op) {
 }
 
 void Stage::all_reduce(std::size_t bucket, const std::string& track, std::int64_t step) {
-    TraceSpan span(parts_.trace, track, op_name(OpKind::all_reduce), op_category(OpKind::all_reduce));
+    TraceSpan span(parts_.trace, track, op_name(OpKind::all_reduce),
+                   op_category(OpKind::all_reduce));
     span.arg("step", step).arg("phase", "train");
-    span.arg("bucket", bucket).arg("bytes", buckets_->bucket(bucket).flat.nbytes()).arg("stage", parts_.stage);
+    span.arg("bucket", bucket)
+        .arg("bytes", buckets_->bucket(bucket).flat.nbytes())
+        .arg("stage", parts_.stage);
     buckets_->all_reduce(bucket, *parts_.communicator, parts_.rank, parts_.parallel->algorithm);
 }
 
@@ -356,27 +383,32 @@ void Stage::drain_lane() noexcept {
     if (lane_) lane_->drain();
 }
 
-void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr, const std::vector<Stage*>& copies) {
-    const auto barrier =
-        std::find_if(program.ops.begin(), program.ops.end(), [](const Op& op) { return op.kind == OpKind::barrier; });
+void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr,
+                   const std::vector<Stage*>& copies) {
+    const auto barrier = std::find_if(program.ops.begin(), program.ops.end(),
+                                      [](const Op& op) { return op.kind == OpKind::barrier; });
     TANDEM_CHECK(barrier != program.ops.end()) << "a training program without a barrier";
     for (auto op = barrier + 1; op != program.ops.end(); ++op) {
-        TraceSpan span(parts_.trace, parts_.device->name(), op_name(op->kind), op_category(op->kind));
+        TraceSpan span(parts_.trace, parts_.device->name(), op_name(op->kind),
+                       op_category(op->kind));
         step_args(span, plan).arg("stage", parts_.stage);
         switch (op->kind) {
-        case OpKind::update:
-            if (parts_.clip_norm > 0) clip_gradients(plan);
-            parts_.optimizer->step(parameters_, lr);
-            break;
-        case OpKind::average_weights: average_->average(); break;
-        case OpKind::fold_batch_norm: fold_batch_norm(plan, copies); break;
-        default: TANDEM_THROW(Error) << "op '" << op_name(op->kind) << "' cannot run after the step's barrier";
+            case OpKind::update:
+                if (parts_.clip_norm > 0) clip_gradients(plan);
+                parts_.optimizer->step(parameters_, lr);
+                break;
+            case OpKind::average_weights: average_->average(); break;
+            case OpKind::fold_batch_norm: fold_batch_norm(plan, copies); break;
+            default:
+                TANDEM_THROW(Error)
+                    << "op '" << op_name(op->kind) << "' cannot run after the step's barrier";
         }
     }
 }
 
 void Stage::clip_gradients(const StepPlan& plan) {
-    const double factor = clip_factor(group_gradient_norm(plan, parts_.group, parts_.parallel->stages), parts_.clip_norm);
+    const double factor = clip_factor(
+        group_gradient_norm(plan, parts_.group, parts_.parallel->stages), parts_.clip_norm);
     if (factor >= 1) return;
     for (auto& np : parameters_)
         if (np.parameter->grad.defined())
@@ -399,7 +431,8 @@ void Stage::fold_batch_norm(const StepPlan& plan, const std::vector<Stage*>& cop
     for (std::size_t i = 0; i < mine.size(); ++i) {
         BatchStatistics::Sums total;
         for (std::size_t g = 0; g < copies.size(); ++g) {
-            const auto& statistics = plan.statistics[static_cast<std::size_t>(copies[g]->group() * stages + parts_.stage)];
+            const auto& statistics = plan.statistics[static_cast<std::size_t>(
+                copies[g]->group() * stages + parts_.stage)];
             if (const auto* sums = statistics.find(all[g][i])) total.merge(*sums);
         }
         if (total.count < 2) continue;  // the layer saw no training batch this step

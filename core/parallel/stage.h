@@ -4,8 +4,8 @@
 // graph, stage_graph.h: a range of its placement's units in its group's replica of the net),
 // their parameters named as in the whole net ("fc1.weight"), the gradient buckets and reduce
 // lane it all-reduces through when there are several groups, and model averaging's state
-// (averaging.h: the global model, block momentum or centre). It executes a stage program's ops (program.h) on them: before the
-// step's barrier in run(), after it in update().
+// (averaging.h: the global model, block momentum or centre). It executes a stage program's ops
+// (program.h) on them: before the step's barrier in run(), after it in update().
 //
 // It speaks edges, not neighbours: each send and receive goes through the StepBoard under the
 // op's edge; an output read by several stages is posted on each of their edges, and the
@@ -47,11 +47,11 @@ struct StageParts {
     int rank = 0;
     int replicas = 1;
     Device* device = nullptr;
-    std::shared_ptr<Sequential> net;     // the group's replica, whose units the stage runs
-    std::shared_ptr<Loss> loss;          // the group's: the stage making the net's output computes it
-    Optimizer* optimizer = nullptr;      // the group's, over this stage's parameters
+    std::shared_ptr<Sequential> net;  // the group's replica, whose units the stage runs
+    std::shared_ptr<Loss> loss;       // the group's: the stage making the net's output computes it
+    Optimizer* optimizer = nullptr;   // the group's, over this stage's parameters
     std::shared_ptr<const UnitPlacement> units;  // the placement: the stage runs its node's units
-    Communicator* communicator = nullptr;  // among the replicas of the stage; null with one
+    Communicator* communicator = nullptr;        // among the replicas of the stage; null with one
     const ParallelOptions* parallel = nullptr;
     float clip_norm = 0;  // > 0: gradients clipped to this global norm before the update
     Layout layout = Layout::contiguous;  // of the images as the first stage takes them
@@ -80,7 +80,8 @@ public:
     // The program's ops after the barrier (training): the optimizer's update at `lr`, model
     // averaging, deferred batch norm's statistics. `copies`: this stage in every local group,
     // in group order (their statistics are merged).
-    void update(const StepPlan& plan, const DeviceProgram& program, float lr, const std::vector<Stage*>& copies);
+    void update(const StepPlan& plan, const DeviceProgram& program, float lr,
+                const std::vector<Stage*>& copies);
     // After a failed step: waits for the collectives posted to the lane (the communicators
     // have been aborted, so they end), dropping their errors.
     void drain_lane() noexcept;
@@ -97,7 +98,9 @@ private:
     void clip_gradients(const StepPlan& plan);
 
     // The value carried by edge `edge`.
-    std::size_t edge_value(int edge) const { return parts_.units->edge_values[static_cast<std::size_t>(edge)]; }
+    std::size_t edge_value(int edge) const {
+        return parts_.units->edge_values[static_cast<std::size_t>(edge)];
+    }
 
     StageParts parts_;
     std::size_t begin_ = 0, end_ = 0;  // its units in the placement
@@ -105,9 +108,9 @@ private:
     std::vector<std::pair<std::string, Layer*>> layers_;
     std::unique_ptr<GraphPart> part_;  // its units to run
     std::vector<NamedParameter> parameters_;
-    std::unique_ptr<GradientBuckets> buckets_;         // several replicas
-    std::unique_ptr<ReduceLane> lane_;                 // when buckets go during backward
-    std::unique_ptr<ModelAverage> average_;            // model averaging
+    std::unique_ptr<GradientBuckets> buckets_;  // several replicas
+    std::unique_ptr<ReduceLane> lane_;          // when buckets go during backward
+    std::unique_ptr<ModelAverage> average_;     // model averaging
 };
 
 }  // namespace tandem

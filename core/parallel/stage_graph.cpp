@@ -29,10 +29,11 @@ void check_layers(const StageGraph& graph, std::size_t layers) {
     for (std::size_t s = 0; s < graph.stages.size(); ++s) {
         const StageNode& node = graph.stages[s];
         TANDEM_CHECK_AS(ConfigError, node.layer_begin < node.layer_end)
-            << "stage " << s << " has no layers (it runs [" << node.layer_begin << ", " << node.layer_end << "))";
+            << "stage " << s << " has no layers (it runs [" << node.layer_begin << ", "
+            << node.layer_end << "))";
         TANDEM_CHECK_AS(ConfigError, node.layer_end <= layers)
-            << "stage " << s << " runs layers [" << node.layer_begin << ", " << node.layer_end << ") of a net of "
-            << layers;
+            << "stage " << s << " runs layers [" << node.layer_begin << ", " << node.layer_end
+            << ") of a net of " << layers;
         for (std::size_t i = node.layer_begin; i < node.layer_end; ++i) {
             TANDEM_CHECK_AS(ConfigError, owner[i] < 0)
                 << "stages " << owner[i] << " and " << s << " both run layer " << i;
@@ -49,15 +50,19 @@ void check_edges(const StageGraph& graph) {
     const int stages = static_cast<int>(graph.stages.size());
     for (std::size_t i = 0; i < graph.edges.size(); ++i) {
         const StageEdge& e = graph.edges[i];
-        TANDEM_CHECK_AS(ConfigError, e.id == static_cast<int>(i)) << "edge " << i << " says its id is " << e.id;
-        TANDEM_CHECK_AS(ConfigError, e.from >= kBatchInput && e.from < stages && e.to >= kLoss && e.to < stages)
-            << "edge " << i << " goes from " << e.from << " to " << e.to << "; the graph has " << stages << " stages";
+        TANDEM_CHECK_AS(ConfigError, e.id == static_cast<int>(i))
+            << "edge " << i << " says its id is " << e.id;
+        TANDEM_CHECK_AS(ConfigError,
+                        e.from >= kBatchInput && e.from < stages && e.to >= kLoss && e.to < stages)
+            << "edge " << i << " goes from " << e.from << " to " << e.to << "; the graph has "
+            << stages << " stages";
         TANDEM_CHECK_AS(ConfigError, e.from >= 0 || e.to >= 0)
             << "edge " << i << " goes from the batch input straight to the loss: no stage runs it";
-        TANDEM_CHECK_AS(ConfigError, e.from != e.to) << "edge " << i << " goes from stage " << e.from
-                                                     << " to itself: a cycle";
+        TANDEM_CHECK_AS(ConfigError, e.from != e.to)
+            << "edge " << i << " goes from stage " << e.from << " to itself: a cycle";
     }
-    std::vector<int> listed_as_input(graph.edges.size(), 0), listed_as_output(graph.edges.size(), 0);
+    std::vector<int> listed_as_input(graph.edges.size(), 0),
+        listed_as_output(graph.edges.size(), 0);
     auto check_list = [&](int s, const std::vector<int>& ids, bool inputs) {
         for (int id : ids) {
             TANDEM_CHECK_AS(ConfigError, id >= 0 && id < static_cast<int>(graph.edges.size()))
@@ -65,8 +70,9 @@ void check_edges(const StageGraph& graph) {
             const StageEdge& e = graph.edge(id);
             const int end = inputs ? e.to : e.from;
             TANDEM_CHECK_AS(ConfigError, end == s)
-                << "stage " << s << " lists edge " << id << " among its " << (inputs ? "inputs" : "outputs")
-                << ", but it goes from " << end_name(e.from, true) << " to " << end_name(e.to, false);
+                << "stage " << s << " lists edge " << id << " among its "
+                << (inputs ? "inputs" : "outputs") << ", but it goes from "
+                << end_name(e.from, true) << " to " << end_name(e.to, false);
             ++(inputs ? listed_as_input : listed_as_output)[static_cast<std::size_t>(id)];
         }
     };
@@ -79,9 +85,11 @@ void check_edges(const StageGraph& graph) {
     for (const StageEdge& e : graph.edges) {
         const auto id = static_cast<std::size_t>(e.id);
         TANDEM_CHECK_AS(ConfigError, e.to < 0 || listed_as_input[id] > 0)
-            << "edge " << e.id << " goes to stage " << e.to << ", which does not list it among its inputs";
+            << "edge " << e.id << " goes to stage " << e.to
+            << ", which does not list it among its inputs";
         TANDEM_CHECK_AS(ConfigError, e.from < 0 || listed_as_output[id] > 0)
-            << "edge " << e.id << " comes from stage " << e.from << ", which does not list it among its outputs";
+            << "edge " << e.id << " comes from stage " << e.from
+            << ", which does not list it among its outputs";
         TANDEM_CHECK_AS(ConfigError, listed_as_input[id] <= 1 && listed_as_output[id] <= 1)
             << "stage " << (listed_as_input[id] > 1 ? e.to : e.from) << " lists edge " << e.id
             << " more than once";
@@ -95,7 +103,8 @@ void check_one_loss(const StageGraph& graph) {
     TANDEM_CHECK_AS(ConfigError, !computing.empty())
         << "no stage computes the loss (no edge goes to the loss)";
     TANDEM_CHECK_AS(ConfigError, computing.size() == 1)
-        << stage_list(computing) << " all compute the loss: a net has one loss, computed by one stage";
+        << stage_list(computing)
+        << " all compute the loss: a net has one loss, computed by one stage";
 }
 
 // Depth-first over stage-to-stage edges; a cycle is named stage by stage.
@@ -111,9 +120,11 @@ void check_acyclic(const StageGraph& graph) {
             if (t < 0 || mark[static_cast<std::size_t>(t)] == done) continue;
             if (mark[static_cast<std::size_t>(t)] == open) {
                 std::ostringstream cycle;
-                for (auto it = std::find(path.begin(), path.end(), t); it != path.end(); ++it) cycle << *it << " -> ";
-                TANDEM_THROW(ConfigError) << "stages " << cycle.str() << t
-                                          << " form a cycle: a stage cannot wait for its own output";
+                for (auto it = std::find(path.begin(), path.end(), t); it != path.end(); ++it)
+                    cycle << *it << " -> ";
+                TANDEM_THROW(ConfigError)
+                    << "stages " << cycle.str() << t
+                    << " form a cycle: a stage cannot wait for its own output";
             }
             visit(t);
         }
@@ -156,7 +167,8 @@ int StageGraph::loss_stage() const {
     TANDEM_THROW(ConfigError) << "no stage computes the loss (no edge goes to the loss)";
 }
 
-StageGraph chain_stage_graph(const std::vector<std::size_t>& bounds, const std::vector<std::size_t>& boundary_bytes) {
+StageGraph chain_stage_graph(const std::vector<std::size_t>& bounds,
+                             const std::vector<std::size_t>& boundary_bytes) {
     StageGraph graph;
     if (bounds.size() < 2) return graph;
     const int stages = static_cast<int>(bounds.size()) - 1;

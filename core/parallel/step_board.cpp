@@ -14,8 +14,8 @@ StepBoard::Slot& StepBoard::slot(EdgeDirection direction, int group, int edge, i
         << "step board: no slot for group " << group << ", edge " << edge << ", micro-batch "
         << micro_batch;
     const int d = direction == EdgeDirection::forward ? 0 : 1;
-    return slots_[static_cast<std::size_t>(((d * groups_ + group) * edges_ + edge) * micro_batches_ +
-                                           micro_batch)];
+    return slots_[static_cast<std::size_t>(
+        ((d * groups_ + group) * edges_ + edge) * micro_batches_ + micro_batch)];
 }
 
 void StepBoard::put(EdgeDirection direction, int group, int edge, int micro_batch, Tensor tensor) {

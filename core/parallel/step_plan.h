@@ -27,8 +27,10 @@ struct StepPlan {
           sums(static_cast<std::size_t>(groups * micro_batches)) {
         const std::int64_t n = images.shape()[0];
         for (int g = 0; g < groups; ++g) {
-            const std::int64_t shard_begin = n * g / groups, shard = n * (g + 1) / groups - shard_begin;
-            for (int m = 0; m < micro_batches; ++m) starts.push_back(shard_begin + shard * m / micro_batches);
+            const std::int64_t shard_begin = n * g / groups,
+                               shard = n * (g + 1) / groups - shard_begin;
+            for (int m = 0; m < micro_batches; ++m)
+                starts.push_back(shard_begin + shard * m / micro_batches);
         }
         starts.push_back(n);
     }
@@ -64,14 +66,17 @@ struct StepPlan {
     std::vector<double> gradient_squares;
     // Per group and stage (g * S + s); built once per kind of run and shared (Engine::programs).
     std::shared_ptr<const std::vector<DeviceProgram>> programs;
-    const DeviceProgram& program(int device) const { return (*programs)[static_cast<std::size_t>(device)]; }
+    const DeviceProgram& program(int device) const {
+        return (*programs)[static_cast<std::size_t>(device)];
+    }
 };
 
 // The global norm of group `group`'s gradients: its stages' gradient_squares added in stage
 // order (every stage of the group finds the same number).
 inline double group_gradient_norm(const StepPlan& plan, int group, int stages) {
     double squares = 0;
-    for (int s = 0; s < stages; ++s) squares += plan.gradient_squares[static_cast<std::size_t>(group * stages + s)];
+    for (int s = 0; s < stages; ++s)
+        squares += plan.gradient_squares[static_cast<std::size_t>(group * stages + s)];
     return std::sqrt(squares);
 }
 

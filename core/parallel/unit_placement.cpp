@@ -11,10 +11,13 @@
 namespace tandem {
 namespace {
 
-Graph* as_graph(Layer& layer) { return dynamic_cast<Graph*>(&layer); }
+Graph* as_graph(Layer& layer) {
+    return dynamic_cast<Graph*>(&layer);
+}
 
 // The top-level graphs a placement opens up: those with a node named "graph.node".
-std::set<std::size_t> graphs_to_open(const Sequential& net, const std::vector<std::vector<std::string>>& stages) {
+std::set<std::size_t> graphs_to_open(const Sequential& net,
+                                     const std::vector<std::vector<std::string>>& stages) {
     std::set<std::size_t> open;
     for (std::size_t i = 0; i < net.size(); ++i) {
         const std::string prefix = net.at(i).name() + ".";
@@ -27,7 +30,8 @@ std::set<std::size_t> graphs_to_open(const Sequential& net, const std::vector<st
 
 // The net's units in its own order (a topological one): top-level layers, and the nodes of
 // the graphs in `open`. Value 0 is the batch; unit u makes value u + 1. Returns the output.
-std::size_t flatten(Sequential& net, const std::set<std::size_t>& open, std::vector<NetUnit>& units) {
+std::size_t flatten(Sequential& net, const std::set<std::size_t>& open,
+                    std::vector<NetUnit>& units) {
     std::size_t previous = kBatchValue;  // what the next top-level layer reads
     for (std::size_t i = 0; i < net.size(); ++i) {
         Layer& layer = net.at(i);
@@ -37,14 +41,19 @@ std::size_t flatten(Sequential& net, const std::set<std::size_t>& open, std::vec
             continue;
         }
         Graph& graph = *as_graph(layer);
-        TANDEM_CHECK_AS(ConfigError, graph.input_names().size() == 1 && graph.output_values().size() == 1)
+        TANDEM_CHECK_AS(ConfigError,
+                        graph.input_names().size() == 1 && graph.output_values().size() == 1)
             << "parallel.placement names nodes of " << graph.label() << ", which takes "
             << graph.input_names().size() << " input(s) and makes " << graph.output_values().size()
             << " output(s); a graph inside the net takes one and makes one";
         // The graph's values (its input, then its nodes) as the net's.
         std::vector<std::size_t> value_of{previous};
         for (std::size_t n = 0; n < graph.node_count(); ++n) {
-            NetUnit unit{layer.name() + "." + graph.node(n).name(), i, static_cast<int>(n), {}, units.size() + 1};
+            NetUnit unit{layer.name() + "." + graph.node(n).name(),
+                         i,
+                         static_cast<int>(n),
+                         {},
+                         units.size() + 1};
             for (std::size_t v : graph.node_input_values(n)) unit.inputs.push_back(value_of[v]);
             value_of.push_back(unit.value);
             units.push_back(std::move(unit));
@@ -65,12 +74,14 @@ std::vector<int> unit_stages(const Sequential& net, const std::vector<NetUnit>& 
             bool found = false;
             for (std::size_t u = 0; u < units.size(); ++u) {
                 // A top-level graph's name places every node of it that is a unit.
-                const bool whole_graph = units[u].node >= 0 && net.at(units[u].layer).name() == name;
+                const bool whole_graph =
+                    units[u].node >= 0 && net.at(units[u].layer).name() == name;
                 if (units[u].name != name && !whole_graph) continue;
                 found = true;
                 TANDEM_CHECK_AS(ConfigError, stage_of[u] < 0 || stage_of[u] == static_cast<int>(s))
-                    << "parallel.placement: '" << units[u].name << "' is in stage " << stage_of[u] + 1
-                    << " and in stage " << s + 1 << "; every layer goes in exactly one stage";
+                    << "parallel.placement: '" << units[u].name << "' is in stage "
+                    << stage_of[u] + 1 << " and in stage " << s + 1
+                    << "; every layer goes in exactly one stage";
                 stage_of[u] = static_cast<int>(s);
             }
             if (found) continue;
@@ -83,15 +94,18 @@ std::vector<int> unit_stages(const Sequential& net, const std::vector<NetUnit>& 
     }
     for (std::size_t u = 0; u < units.size(); ++u)
         TANDEM_CHECK_AS(ConfigError, stage_of[u] >= 0)
-            << "parallel.placement: '" << units[u].name << "' is in no stage; every layer goes in exactly one";
+            << "parallel.placement: '" << units[u].name
+            << "' is in no stage; every layer goes in exactly one";
     return stage_of;
 }
 
 // The stages in a topological order (the lowest index first among the ready ones); ConfigError
 // naming the stages of a cycle and the reads that close it.
-std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vector<int>& stage_of, int stages) {
+std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vector<int>& stage_of,
+                             int stages) {
     // reads[t][s]: a unit of stage t reads one of stage s (the first such pair, for messages).
-    std::vector<std::map<int, std::pair<std::size_t, std::size_t>>> reads(static_cast<std::size_t>(stages));
+    std::vector<std::map<int, std::pair<std::size_t, std::size_t>>> reads(
+        static_cast<std::size_t>(stages));
     for (std::size_t u = 0; u < units.size(); ++u)
         for (std::size_t v : units[u].inputs) {
             if (v == kBatchValue) continue;
@@ -105,7 +119,8 @@ std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vecto
         for (int t = 0; t < stages && ready < 0; ++t) {
             if (done[static_cast<std::size_t>(t)]) continue;
             bool waits = false;
-            for (const auto& [s, why] : reads[static_cast<std::size_t>(t)]) waits = waits || !done[static_cast<std::size_t>(s)];
+            for (const auto& [s, why] : reads[static_cast<std::size_t>(t)])
+                waits = waits || !done[static_cast<std::size_t>(s)];
             if (!waits) ready = t;
         }
         if (ready >= 0) {
@@ -130,9 +145,10 @@ std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vecto
             const int next = it + 1 == path.end() ? at : *(it + 1);
             const auto& [reader, made] = reads[static_cast<std::size_t>(*it)].at(next);
             stages_text += (stages_text.empty() ? "" : ", ") + std::to_string(*it + 1);
-            why_text += (why_text.empty() ? "" : "; ") + ("'" + units[reader].name + "' (stage " +
-                                                          std::to_string(*it + 1) + ") reads '" + units[made].name +
-                                                          "' (stage " + std::to_string(next + 1) + ")");
+            why_text +=
+                (why_text.empty() ? "" : "; ") +
+                ("'" + units[reader].name + "' (stage " + std::to_string(*it + 1) + ") reads '" +
+                 units[made].name + "' (stage " + std::to_string(next + 1) + ")");
         }
         TANDEM_THROW(ConfigError) << "parallel.placement: stages " << stages_text
                                   << " feed each other in a cycle (" << why_text
@@ -143,8 +159,8 @@ std::vector<int> stage_order(const std::vector<NetUnit>& units, const std::vecto
 
 // The placement of units `flat` (in the net's order, making `output`) whose unit u goes on
 // stage stage_of[u]: the stages in a topological order, each stage's units contiguous.
-UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output, const std::vector<int>& stage_of,
-                       int count) {
+UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output,
+                       const std::vector<int>& stage_of, int count) {
     UnitPlacement placed;
     placed.values = flat.size() + 1;
     placed.loss_value = output;
@@ -159,7 +175,9 @@ UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output, con
             if (stage_of[u] != s) continue;
             placed.units.push_back(flat[u]);
             for (std::size_t v : flat[u].inputs) {
-                if (producer[v] == s || std::find(received.begin(), received.end(), v) != received.end()) continue;
+                if (producer[v] == s ||
+                    std::find(received.begin(), received.end(), v) != received.end())
+                    continue;
                 received.push_back(v);
                 const int id = static_cast<int>(placed.graph.edges.size());
                 placed.graph.edges.push_back({.id = id, .from = producer[v], .to = s});
@@ -173,7 +191,8 @@ UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output, con
     placed.graph.edges.push_back({.id = loss_edge, .from = producer[output], .to = kLoss});
     placed.edge_values.push_back(output);
     for (const StageEdge& e : placed.graph.edges)
-        if (e.from >= 0) placed.graph.stages[static_cast<std::size_t>(e.from)].outputs.push_back(e.id);
+        if (e.from >= 0)
+            placed.graph.stages[static_cast<std::size_t>(e.from)].outputs.push_back(e.id);
     check_stage_graph(placed.graph, placed.units.size());
     return placed;
 }
@@ -184,7 +203,8 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit) {
     Layer& layer = net.at(unit.layer);
     if (unit.node < 0) return layer;
     Graph* graph = as_graph(layer);
-    TANDEM_CHECK(graph != nullptr) << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
+    TANDEM_CHECK(graph != nullptr)
+        << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
     return graph->node(static_cast<std::size_t>(unit.node));
 }
 
@@ -210,12 +230,13 @@ UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bound
 
 std::vector<std::vector<std::size_t>> UnitPlacement::parameter_bytes(Sequential& net) const {
     std::vector<std::vector<std::size_t>> bytes;
-    for (const NetUnit& unit : units) bytes.push_back(parameter_tensor_bytes(unit_layer(net, unit)));
+    for (const NetUnit& unit : units)
+        bytes.push_back(parameter_tensor_bytes(unit_layer(net, unit)));
     return bytes;
 }
 
 GraphPart UnitPlacement::part(Sequential& net, std::size_t begin, std::size_t end,
-                               std::vector<std::size_t> outputs) const {
+                              std::vector<std::size_t> outputs) const {
     std::vector<PartNode> nodes;
     for (std::size_t i = begin; i < end; ++i) {
         const NetUnit& unit = units[i];
@@ -224,9 +245,11 @@ GraphPart UnitPlacement::part(Sequential& net, std::size_t begin, std::size_t en
         node.merge = dynamic_cast<Merge*>(node.layer);
         node.inputs = unit.inputs;
         node.output = unit.value;
-        node.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(), [](std::size_t v) { return v != kBatchValue; });
-        node.where = unit.node < 0 ? "layer " + std::to_string(unit.layer + 1) + " " + node.layer->label()
-                                   : "node " + node.layer->label() + " of " + net.at(unit.layer).label();
+        node.need_dx = std::any_of(unit.inputs.begin(), unit.inputs.end(),
+                                   [](std::size_t v) { return v != kBatchValue; });
+        node.where = unit.node < 0
+                         ? "layer " + std::to_string(unit.layer + 1) + " " + node.layer->label()
+                         : "node " + node.layer->label() + " of " + net.at(unit.layer).label();
         nodes.push_back(std::move(node));
     }
     return GraphPart(std::move(nodes), std::move(outputs));

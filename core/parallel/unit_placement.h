@@ -53,7 +53,8 @@ struct UnitPlacement {
     std::vector<std::vector<std::size_t>> parameter_bytes(Sequential& net) const;
     // Units [begin, end) in `net` (the placed net or a replica of it), as a part to run whose
     // caller reads `outputs` (GraphPart's constructor).
-    GraphPart part(Sequential& net, std::size_t begin, std::size_t end, std::vector<std::size_t> outputs) const;
+    GraphPart part(Sequential& net, std::size_t begin, std::size_t end,
+                   std::vector<std::size_t> outputs) const;
     // Stage s's units, as a part whose outputs are what the stage sends or the loss reads.
     GraphPart stage_part(Sequential& net, int stage) const;
     // Stage s's unit names, in the order they run.

@@ -8,15 +8,20 @@ namespace tandem {
 namespace {
 
 // A device's attained rates, per millisecond.
-double flops_per_ms(const DeviceModel& m) { return m.fp32_tflops * m.compute_fraction * 1e9; }
-double bytes_per_ms(const DeviceModel& m) { return m.bandwidth_gbs * m.bandwidth_fraction * 1e6; }
+double flops_per_ms(const DeviceModel& m) {
+    return m.fp32_tflops * m.compute_fraction * 1e9;
+}
+double bytes_per_ms(const DeviceModel& m) {
+    return m.bandwidth_gbs * m.bandwidth_fraction * 1e6;
+}
 
 }  // namespace
 
 AnalyticCostModel::AnalyticCostModel(NetShapes shapes, bool momentum)
     : shapes_(std::move(shapes)), momentum_(momentum) {}
 
-std::vector<LayerCost> AnalyticCostModel::layer_costs(const TopologyDevice& device, std::int64_t batch) const {
+std::vector<LayerCost> AnalyticCostModel::layer_costs(const TopologyDevice& device,
+                                                      std::int64_t batch) const {
     const DeviceModel& m = device_model(device.model);
     const auto b = static_cast<double>(batch);
     std::vector<LayerCost> costs;
@@ -26,12 +31,15 @@ std::vector<LayerCost> AnalyticCostModel::layer_costs(const TopologyDevice& devi
         // Forward reads the input and weights and writes the output (and what it saves);
         // backward reads the gradient, the input and what was saved and writes the input's
         // gradient and the weights' gradient.
-        const double moved = static_cast<double>(l.input_bytes + l.output_bytes + l.saved_bytes) * b +
-                             static_cast<double>(l.parameter_bytes);
-        const double forward = std::max(l.forward_flops * b / flops_per_ms(m), moved / bytes_per_ms(m));
+        const double moved =
+            static_cast<double>(l.input_bytes + l.output_bytes + l.saved_bytes) * b +
+            static_cast<double>(l.parameter_bytes);
+        const double forward =
+            std::max(l.forward_flops * b / flops_per_ms(m), moved / bytes_per_ms(m));
         const bool input_gradient = i > 0;
         const double backward_flops = l.forward_flops * b * (input_gradient ? 2.0 : 1.0);
-        const double backward = std::max(backward_flops / flops_per_ms(m), 2 * moved / bytes_per_ms(m));
+        const double backward =
+            std::max(backward_flops / flops_per_ms(m), 2 * moved / bytes_per_ms(m));
         LayerCost c;
         c.name = l.name;
         c.forward_ms = forward + l.kernels * m.launch_us / 1e3;
@@ -56,7 +64,8 @@ double AnalyticCostModel::loss_ms(const TopologyDevice& device, std::int64_t bat
     return bytes / bytes_per_ms(m) + 2 * m.launch_us / 1e3;
 }
 
-double AnalyticCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const {
+double AnalyticCostModel::update_ms(const TopologyDevice& device,
+                                    std::size_t parameter_bytes) const {
     const DeviceModel& m = device_model(device.model);
     // SGD reads weight and gradient (and momentum) and writes the weight (and momentum).
     const double passes = momentum_ ? 5.0 : 3.0;

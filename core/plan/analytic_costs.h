@@ -12,7 +12,8 @@ class AnalyticCostModel final : public CostModel {
 public:
     // `momentum`: the optimizer keeps a buffer per weight.
     AnalyticCostModel(NetShapes shapes, bool momentum);
-    std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
+    std::vector<LayerCost> layer_costs(const TopologyDevice& device,
+                                       std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
     double copy_gbs() const override { return 0; }

@@ -22,7 +22,9 @@ Shape with_batch(const Shape& sample, std::int64_t batch) {
     return Shape(dims);
 }
 
-std::size_t numel_bytes(const Shape& shape) { return static_cast<std::size_t>(shape.numel()) * sizeof(float); }
+std::size_t numel_bytes(const Shape& shape) {
+    return static_cast<std::size_t>(shape.numel()) * sizeof(float);
+}
 
 }  // namespace
 
@@ -54,7 +56,8 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         std::vector<Shape> in;
         for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
         const auto* merge = dynamic_cast<const Merge*>(&layer);
-        const MemoryEstimate m = merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
+        const MemoryEstimate m =
+            merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
         LayerShape l;
         l.name = unit.name;
         l.kind = std::string(layer.kind());
@@ -72,9 +75,11 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
     return shapes;
 }
 
-StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes, std::int64_t batch) {
+StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes,
+                           std::int64_t batch) {
     TANDEM_CHECK(shapes.layers.size() == placed.units.size())
-        << shapes.layers.size() << " layer shapes for a placement of " << placed.units.size() << " units";
+        << shapes.layers.size() << " layer shapes for a placement of " << placed.units.size()
+        << " units";
     StageGraph graph = placed.graph;
     for (StageEdge& edge : graph.edges) {
         const std::size_t v = placed.edge_values[static_cast<std::size_t>(edge.id)];

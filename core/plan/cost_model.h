@@ -27,21 +27,22 @@ namespace tandem {
 // FLOPs grow with the batch; weights do not).
 struct LayerShape {
     std::string name, kind;
-    double forward_flops = 0;         // one sample's forward
+    double forward_flops = 0;  // one sample's forward
     std::size_t parameter_bytes = 0;
-    std::vector<std::size_t> parameter_tensor_bytes;  // each parameter tensor (parameter_tensor_bytes())
-    std::size_t input_bytes = 0;      // one sample's input (a join's: all of them)
-    std::size_t output_bytes = 0;     // one sample's output
-    std::size_t saved_bytes = 0;      // what it keeps for backward besides its input
-    int kernels = 1;                  // leaf layers in it: kernels launched a pass
+    // each parameter tensor (parameter_tensor_bytes())
+    std::vector<std::size_t> parameter_tensor_bytes;
+    std::size_t input_bytes = 0;   // one sample's input (a join's: all of them)
+    std::size_t output_bytes = 0;  // one sample's output
+    std::size_t saved_bytes = 0;   // what it keeps for backward besides its input
+    int kernels = 1;               // leaf layers in it: kernels launched a pass
 };
 
 struct NetShapes {
     std::vector<LayerShape> layers;
-    Shape sample;                     // C x H x W
-    std::int64_t classes = 0;         // the last layer's width
+    Shape sample;              // C x H x W
+    std::int64_t classes = 0;  // the last layer's width
     std::size_t parameter_bytes() const;
-    double forward_flops() const;     // one sample
+    double forward_flops() const;  // one sample
 };
 
 // Per top-level layer.
@@ -51,13 +52,15 @@ NetShapes net_shapes(Sequential& net, const Shape& sample);
 NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& placed);
 // The placement's stage graph with each edge's bytes for micro-batches of `batch` samples:
 // the images, or the value a stage sends (its unit's output), as the simulator moves them.
-StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes, std::int64_t batch);
+StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes,
+                           std::int64_t batch);
 
 class CostModel {
 public:
     virtual ~CostModel() = default;
     // Cost of one micro-batch of `batch` samples through each top-level layer on `device`.
-    virtual std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const = 0;
+    virtual std::vector<LayerCost> layer_costs(const TopologyDevice& device,
+                                               std::int64_t batch) const = 0;
     // The loss's forward and backward on the last stage, and what else a step spends per
     // micro-batch there (label copy, bookkeeping).
     virtual double loss_ms(const TopologyDevice& device, std::int64_t batch) const = 0;

@@ -91,16 +91,26 @@ std::vector<std::string> names_of(const std::vector<Model>& table) {
 
 template <class Model>
 const Model& find(const std::vector<Model>& table, std::string_view name, const char* what) {
-    const auto it = std::find_if(table.begin(), table.end(), [&](const Model& m) { return m.name == name; });
+    const auto it =
+        std::find_if(table.begin(), table.end(), [&](const Model& m) { return m.name == name; });
     if (it != table.end()) return *it;
-    TANDEM_THROW(ConfigError) << "unknown " << what << " '" << name << "'; known: " << join(names_of(table), ", ");
+    TANDEM_THROW(ConfigError) << "unknown " << what << " '" << name
+                              << "'; known: " << join(names_of(table), ", ");
 }
 
 }  // namespace
 
-const DeviceModel& device_model(std::string_view name) { return find(device_table(), name, "device model"); }
-const LinkModel& link_model(std::string_view name) { return find(link_table(), name, "link model"); }
-std::vector<std::string> device_model_names() { return names_of(device_table()); }
-std::vector<std::string> link_model_names() { return names_of(link_table()); }
+const DeviceModel& device_model(std::string_view name) {
+    return find(device_table(), name, "device model");
+}
+const LinkModel& link_model(std::string_view name) {
+    return find(link_table(), name, "link model");
+}
+std::vector<std::string> device_model_names() {
+    return names_of(device_table());
+}
+std::vector<std::string> link_model_names() {
+    return names_of(link_table());
+}
 
 }  // namespace tandem

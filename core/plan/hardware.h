@@ -24,9 +24,9 @@ struct DeviceModel {
 };
 
 struct LinkModel {
-    std::string name;            // "pcie3_x16"
-    double bandwidth_gbs = 0;    // one direction, attainable by a large copy, GB/s
-    double latency_us = 0;       // one message's fixed cost on this hop
+    std::string name;          // "pcie3_x16"
+    double bandwidth_gbs = 0;  // one direction, attainable by a large copy, GB/s
+    double latency_us = 0;     // one message's fixed cost on this hop
 };
 
 // Throws ConfigError naming the known models when `name` is not one.

@@ -40,7 +40,8 @@ double measure_copy_gbs() {
     for (int i = 0; i < 5; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         std::memcpy(b.data(), a.data(), bytes);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         rates.push_back(static_cast<double>(bytes) / s / 1e9);
         std::swap(a, b);
     }
@@ -76,7 +77,8 @@ double measure_handoff_ms(int busy_cores) {
         changed.notify_all();
         changed.wait(lock, [&] { return token % 2 == 0; });
     }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     other.join();
     stop = true;
     for (auto& t : spinners) t.join();
@@ -113,7 +115,10 @@ double measure_crowded_handoff_ms(int cores) {
                         pair.changed.wait(lock, [&] { return pair.token % 2 == side; });
                         handed = pair.handed, first = pair.token == 0;
                     }
-                    if (!first) mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - handed).count());
+                    if (!first)
+                        mine.push_back(
+                            std::chrono::duration<double, std::milli>(Clock::now() - handed)
+                                .count());
                     const double until = thread_cpu_ms() + work_ms;
                     while (thread_cpu_ms() < until) {
                     }
@@ -158,7 +163,9 @@ double measure_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algor
                 const auto t0 = std::chrono::steady_clock::now();
                 comm->all_reduce_sum(r, data.data(), count, algorithm);
                 if (r == 0)
-                    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                    times.push_back(std::chrono::duration<double, std::milli>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count());
             }
         });
     for (auto& t : threads) t.join();
@@ -178,7 +185,8 @@ double measure_update_slowdown(std::size_t bytes, int threads, bool momentum) {
             workers.emplace_back([&, t] {
                 CpuDevice device(80 + t, CpuDeviceOptions{0, 1});
                 device.worker().run([&] {
-                    Parameter p{"weight", Tensor::empty(Shape{count}, device), Tensor::empty(Shape{count}, device)};
+                    Parameter p{"weight", Tensor::empty(Shape{count}, device),
+                                Tensor::empty(Shape{count}, device)};
                     tensor_ops(device).fill(p.value, 0.5f);
                     tensor_ops(device).fill(p.grad, 0.01f);
                     const std::vector<NamedParameter> params{{"weight", &p}};
@@ -189,7 +197,9 @@ double measure_update_slowdown(std::size_t bytes, int threads, bool momentum) {
                         const auto t0 = std::chrono::steady_clock::now();
                         sgd.step(params, 0.01f);
                         times[static_cast<std::size_t>(t)].push_back(
-                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                            std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count());
                     }
                 });
             });

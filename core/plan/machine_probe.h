@@ -12,10 +12,11 @@ namespace tandem {
 
 // This machine's figures for hand-offs and copies between CPU devices (measure_machine_figures).
 struct MachineFigures {
-    double copy_gbs = 0;            // one thread's copy rate
-    double handoff_ms = 0;          // waking a waiting worker on an idle core
-    double busy_handoff_ms = 0;     // ... with every core busy
-    double crowded_handoff_ms = 0;  // ... a woken worker's wait for a core, twice as many runnable as cores
+    double copy_gbs = 0;         // one thread's copy rate
+    double handoff_ms = 0;       // waking a waiting worker on an idle core
+    double busy_handoff_ms = 0;  // ... with every core busy
+    double crowded_handoff_ms =
+        0;  // ... a woken worker's wait for a core, twice as many runnable as cores
 };
 
 // This machine's single-thread copy rate (GB/s) and the time to wake a waiting thread (ms),

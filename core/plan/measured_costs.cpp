@@ -11,12 +11,14 @@
 
 namespace tandem {
 
-MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
-                                     int rounds)
-    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)), machine_(machine),
-      rounds_(rounds) {
-    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0) << "the copy rate must be positive, got " << machine_.copy_gbs;
-    TANDEM_CHECK_AS(ConfigError, rounds_ >= 1) << "profiling needs at least 1 round, got " << rounds_;
+MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler,
+                                     MachineFigures machine, int rounds)
+    : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)),
+      machine_(machine), rounds_(rounds) {
+    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0)
+        << "the copy rate must be positive, got " << machine_.copy_gbs;
+    TANDEM_CHECK_AS(ConfigError, rounds_ >= 1)
+        << "profiling needs at least 1 round, got " << rounds_;
 }
 
 namespace {
@@ -33,13 +35,15 @@ void keep_fastest(NetProfile& into, const NetProfile& other) {
     into.update_ms = std::min(into.update_ms, other.update_ms);
     for (std::size_t i = 0; i < into.layers.size() && i < other.layers.size(); ++i) {
         into.layers[i].forward_ms = std::min(into.layers[i].forward_ms, other.layers[i].forward_ms);
-        into.layers[i].backward_ms = std::min(into.layers[i].backward_ms, other.layers[i].backward_ms);
+        into.layers[i].backward_ms =
+            std::min(into.layers[i].backward_ms, other.layers[i].backward_ms);
     }
 }
 
 }  // namespace
 
-void MeasuredCostModel::prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const {
+void MeasuredCostModel::prefetch(const TopologyDevice& device,
+                                 std::vector<std::int64_t> batches) const {
     check_measurable(device);
     std::lock_guard lock(mutex_);
     std::sort(batches.begin(), batches.end());
@@ -49,23 +53,28 @@ void MeasuredCostModel::prefetch(const TopologyDevice& device, std::vector<std::
     for (int round = 0; round < rounds_; ++round)
         for (std::size_t i = 0; i < batches.size(); ++i) {
             NetProfile p = profiler_(device.threads, batches[i], nullptr);
-            if (round == 0) fastest[i] = std::move(p);
-            else keep_fastest(fastest[i], p);
+            if (round == 0)
+                fastest[i] = std::move(p);
+            else
+                keep_fastest(fastest[i], p);
         }
     for (std::size_t i = 0; i < batches.size(); ++i)
         cache_.emplace(std::make_pair(device.threads, batches[i]), std::move(fastest[i]));
 }
 
-const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device, std::int64_t batch) const {
+const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device,
+                                             std::int64_t batch) const {
     check_measurable(device);
     std::lock_guard lock(mutex_);
     const auto key = std::make_pair(device.threads, batch);
     auto it = cache_.find(key);
-    if (it == cache_.end()) it = cache_.emplace(key, profiler_(device.threads, batch, nullptr)).first;
+    if (it == cache_.end())
+        it = cache_.emplace(key, profiler_(device.threads, batch, nullptr)).first;
     return it->second;
 }
 
-std::vector<LayerCost> MeasuredCostModel::layer_costs(const TopologyDevice& device, std::int64_t batch) const {
+std::vector<LayerCost> MeasuredCostModel::layer_costs(const TopologyDevice& device,
+                                                      std::int64_t batch) const {
     return tandem::layer_costs(profile(device, batch), momentum_ ? 1 : 0);
 }
 
@@ -78,11 +87,14 @@ double MeasuredCostModel::loss_ms(const TopologyDevice& device, std::int64_t bat
     return std::max(0.0, p.step_ms - layers - p.update_ms);
 }
 
-double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const {
+double MeasuredCostModel::update_ms(const TopologyDevice& device,
+                                    std::size_t parameter_bytes) const {
     // The update does not depend on the batch: one profile's, the same whatever else is cached.
     const NetProfile& p = profile(device, 1);
     const std::size_t total = shapes_.parameter_bytes();
-    return total == 0 ? 0 : p.update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
+    return total == 0
+               ? 0
+               : p.update_ms * static_cast<double>(parameter_bytes) / static_cast<double>(total);
 }
 
 namespace {
@@ -100,7 +112,8 @@ double slowdown(int busy, int cores, double all, double over) {
 
 }  // namespace
 
-const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std::int64_t batch) const {
+const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores,
+                                                                 std::int64_t batch) const {
     const auto key = std::make_pair(cores, batch);
     {
         std::lock_guard lock(mutex_);
@@ -121,7 +134,8 @@ const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores, std:
         for (int c = 0; c < n; ++c)
             threads.emplace_back([&, c] {
                 try {
-                    times[static_cast<std::size_t>(c)] = profiler_(1, batch, [&] { steps.arrive_and_wait(); }).step_ms;
+                    times[static_cast<std::size_t>(c)] =
+                        profiler_(1, batch, [&] { steps.arrive_and_wait(); }).step_ms;
                 } catch (...) {
                     // Failed inside a step: leave the barrier, so the others do not wait for it.
                     errors[static_cast<std::size_t>(c)] = std::current_exception();
@@ -169,7 +183,8 @@ double MeasuredCostModel::update_contention(int busy, int cores, std::int64_t) c
     return it->second;
 }
 
-double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {
+double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks,
+                                            ReduceAlgorithm algorithm) const {
     if (ranks < 2) return 0;
     const auto key = std::make_pair(ranks, algorithm);
     std::lock_guard lock(mutex_);
@@ -180,7 +195,8 @@ double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, Reduce
         constexpr std::size_t small = std::size_t(64) << 10, large = std::size_t(8) << 20;
         const double t_small = measure_all_reduce_ms(small, ranks, algorithm);
         const double t_large = measure_all_reduce_ms(large, ranks, algorithm);
-        const double per_byte = std::max(0.0, (t_large - t_small) / static_cast<double>(large - small));
+        const double per_byte =
+            std::max(0.0, (t_large - t_small) / static_cast<double>(large - small));
         const double latency = std::max(0.0, t_small - per_byte * static_cast<double>(small));
         it = all_reduce_.emplace(key, std::make_pair(latency, per_byte)).first;
     }
@@ -196,7 +212,8 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     std::lock_guard lock(mutex_);
     Calibration c;
     c.machine = machine_;
-    for (const auto& [key, profile] : cache_) c.profiles.push_back({key.first, key.second, profile.step_ms});
+    for (const auto& [key, profile] : cache_)
+        c.profiles.push_back({key.first, key.second, profile.step_ms});
     for (const auto& [key, d] : slowdowns_)
         c.contention.push_back({key.first, key.second, d.all, std::max(d.all, d.over)});
     for (const auto& [busy, slowdown] : update_slowdowns_) c.updates.push_back({busy, slowdown});
@@ -205,13 +222,15 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     return c;
 }
 
-std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
-                                                       bool momentum, const ProfileOptions& options, int rounds,
-                                                       std::shared_ptr<const UnitPlacement> placed) {
+std::shared_ptr<MeasuredCostModel> measured_cost_model(
+    std::shared_ptr<Sequential> net, const Shape& sample, bool momentum,
+    const ProfileOptions& options, int rounds, std::shared_ptr<const UnitPlacement> placed) {
     TANDEM_CHECK_AS(ConfigError, net->size() > 0) << "the net has no layers to plan";
-    if (!placed) placed = std::make_shared<const UnitPlacement>(chain_units(*net, {0, net->size()}));
+    if (!placed)
+        placed = std::make_shared<const UnitPlacement>(chain_units(*net, {0, net->size()}));
     NetShapes shapes = net_shapes(*net, sample, *placed);
-    auto profiler = [net, sample, options, placed](int threads, std::int64_t batch, std::function<void()> after_step) {
+    auto profiler = [net, sample, options, placed](int threads, std::int64_t batch,
+                                                   std::function<void()> after_step) {
         // A copy of the net on a device of its own: the caller's net and devices stay as they are.
         auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
         ProfileOptions o = options;
@@ -225,8 +244,8 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequentia
         return p;
     };
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler, measure_machine_figures(cores),
-                                               rounds);
+    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler,
+                                               measure_machine_figures(cores), rounds);
 }
 
 }  // namespace tandem

@@ -21,10 +21,13 @@ class MeasuredCostModel final : public CostModel {
 public:
     // profile(threads, batch, after_step): the net profiled on a CPU device with that many
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
-    using Profiler = std::function<NetProfile(int threads, std::int64_t batch, std::function<void()> after_step)>;
+    using Profiler = std::function<NetProfile(int threads, std::int64_t batch,
+                                              std::function<void()> after_step)>;
     // `rounds`: how many times prefetch() profiles each batch size (see there).
-    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine, int rounds = 1);
-    std::vector<LayerCost> layer_costs(const TopologyDevice& device, std::int64_t batch) const override;
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
+                      int rounds = 1);
+    std::vector<LayerCost> layer_costs(const TopologyDevice& device,
+                                       std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
     double update_ms(const TopologyDevice& device, std::size_t parameter_bytes) const override;
     double copy_gbs() const override { return machine_.copy_gbs; }
@@ -47,7 +50,8 @@ public:
     double update_contention(int busy, int cores, std::int64_t batch) const override;
     // Measured: the in-process communicator's all-reduce at two sizes for each rank count and
     // algorithm (once each), as latency + bytes x time per byte.
-    double cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const override;
+    double cpu_all_reduce_ms(std::size_t bytes, int ranks,
+                             ReduceAlgorithm algorithm) const override;
     // How many profiles were taken (each distinct thread count and batch once).
     std::size_t profiles_taken() const;
 
@@ -66,8 +70,8 @@ public:
             double over = 1;  // twice as many busy as cores, beyond the proportional share
         };
         struct Update {
-            int busy = 0;          // devices updating at once
-            double slowdown = 1;   // against one alone, beyond the proportional share
+            int busy = 0;         // devices updating at once
+            double slowdown = 1;  // against one alone, beyond the proportional share
         };
         struct AllReduce {
             int ranks = 0;
@@ -100,7 +104,8 @@ private:
     const Slowdowns& slowdowns(int cores, std::int64_t batch) const;
     mutable std::map<std::pair<int, std::int64_t>, Slowdowns> slowdowns_;
     mutable std::map<int, double> update_slowdowns_;  // per busy devices
-    mutable std::map<std::pair<int, ReduceAlgorithm>, std::pair<double, double>> all_reduce_;  // ms, ms per byte
+    // ms, ms per byte
+    mutable std::map<std::pair<int, ReduceAlgorithm>, std::pair<double, double>> all_reduce_;
 };
 
 // A measured cost model of `net` on samples of `sample`: each profile is taken on a copy of
@@ -109,8 +114,9 @@ private:
 // `rounds` as MeasuredCostModel's. Measures this machine's figures now (a few milliseconds).
 // With `placed` (a placement of `net`), per unit of it in its order; otherwise per top-level
 // layer.
-std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net, const Shape& sample,
-                                                       bool momentum, const ProfileOptions& options, int rounds,
-                                                       std::shared_ptr<const UnitPlacement> placed = nullptr);
+std::shared_ptr<MeasuredCostModel> measured_cost_model(
+    std::shared_ptr<Sequential> net, const Shape& sample, bool momentum,
+    const ProfileOptions& options, int rounds,
+    std::shared_ptr<const UnitPlacement> placed = nullptr);
 
 }  // namespace tandem

@@ -28,7 +28,8 @@ struct StageSetting {
 };
 
 std::vector<StageSetting> settings(std::size_t layers, const PartitionOptions& o) {
-    TANDEM_CHECK_AS(ConfigError, o.stages >= 1) << "partition: stages must be at least 1, got " << o.stages;
+    TANDEM_CHECK_AS(ConfigError, o.stages >= 1)
+        << "partition: stages must be at least 1, got " << o.stages;
     TANDEM_CHECK_AS(ConfigError, o.micro_batches >= 1)
         << "partition: micro_batches must be at least 1, got " << o.micro_batches;
     const auto s_count = static_cast<std::size_t>(o.stages);
@@ -44,8 +45,11 @@ std::vector<StageSetting> settings(std::size_t layers, const PartitionOptions& o
     std::vector<StageSetting> out(s_count);
     for (std::size_t s = 0; s < s_count; ++s) {
         out[s].cap = o.caps.size() == 1 ? o.caps[0] : o.caps[s];
-        out[s].recompute = o.recompute.empty() ? false : o.recompute.size() == 1 ? o.recompute[0] : o.recompute[s];
-        out[s].in_flight = micro_batches_in_flight(o.schedule, o.stages, static_cast<int>(s), o.micro_batches);
+        out[s].recompute = o.recompute.empty()       ? false
+                           : o.recompute.size() == 1 ? o.recompute[0]
+                                                     : o.recompute[s];
+        out[s].in_flight =
+            micro_batches_in_flight(o.schedule, o.stages, static_cast<int>(s), o.micro_batches);
     }
     return out;
 }
@@ -137,8 +141,10 @@ std::string memory_report(const Partition& p, const std::vector<LayerCost>& cost
     };
     const double worst = minmax_table(L, S, ratio)[S - 1][L];
     std::vector<std::size_t> cuts;
-    if (worst != kInf) cuts = balanced_cuts(L, S, worst, ratio);
-    else for (std::size_t s = 1; s < S; ++s) cuts.push_back(s);  // a zero cap: any split shows it
+    if (worst != kInf)
+        cuts = balanced_cuts(L, S, worst, ratio);
+    else
+        for (std::size_t s = 1; s < S; ++s) cuts.push_back(s);  // a zero cap: any split shows it
     const Partition closest = evaluate_partition(costs, cuts, o);
 
     std::vector<std::string> after;
@@ -149,19 +155,20 @@ std::string memory_report(const Partition& p, const std::vector<LayerCost>& cost
     // micro-batches; under 1F1B at most S - s of them, so smaller micro-batches then help.
     if (std::any_of(closest.stages.begin(), closest.stages.end(),
                     [](const StagePlan& st) { return st.memory.activations > 0; }))
-        hint << (o.schedule == PipelineSchedule::gpipe ? ", the 1f1b schedule with more, smaller micro-batches"
-                                                       : ", more, smaller micro-batches");
+        hint << (o.schedule == PipelineSchedule::gpipe
+                     ? ", the 1f1b schedule with more, smaller micro-batches"
+                     : ", more, smaller micro-batches");
     if (std::any_of(set.begin(), set.end(), [](const StageSetting& st) { return !st.recompute; }))
         hint << ", activation recomputation";
     hint << " or devices with more memory";
 
-    TANDEM_THROW(ConfigError)
-        << "no split of " << count(L, "layer", "layers") << " into " << count(S, "stage", "stages")
-        << " fits the devices' memory (" << pipeline_schedule_name(o.schedule) << ", "
-        << count(std::size_t(o.micro_batches), "micro-batch", "micro-batches")
-        << "); the split needing the least"
-        << (S > 1 ? " (cut after " + join(after, ", ") + ")" : std::string()) << ":"
-        << memory_report(closest, costs) << "\ntry " << hint.str();
+    TANDEM_THROW(ConfigError) << "no split of " << count(L, "layer", "layers") << " into "
+                              << count(S, "stage", "stages") << " fits the devices' memory ("
+                              << pipeline_schedule_name(o.schedule) << ", "
+                              << count(std::size_t(o.micro_batches), "micro-batch", "micro-batches")
+                              << "); the split needing the least"
+                              << (S > 1 ? " (cut after " + join(after, ", ") + ")" : std::string())
+                              << ":" << memory_report(closest, costs) << "\ntry " << hint.str();
     std::abort();  // not reached: TANDEM_THROW throws
 }
 
@@ -171,7 +178,8 @@ bool Partition::fits() const {
     return std::all_of(stages.begin(), stages.end(), [](const StagePlan& s) { return s.fits(); });
 }
 
-Partition evaluate_partition(const std::vector<LayerCost>& costs, const std::vector<std::size_t>& cuts,
+Partition evaluate_partition(const std::vector<LayerCost>& costs,
+                             const std::vector<std::size_t>& cuts,
                              const PartitionOptions& options) {
     const auto set = settings(costs.size(), options);
     TANDEM_CHECK_AS(ConfigError, cuts.size() + 1 == set.size())
@@ -187,7 +195,8 @@ Partition evaluate_partition(const std::vector<LayerCost>& costs, const std::vec
         const std::size_t end = s < cuts.size() ? cuts[s] : costs.size();
         TANDEM_CHECK_AS(ConfigError, end > begin && end <= costs.size())
             << "partition: cut " << end << " leaves stage " << s + 1 << " empty or past the "
-            << costs.size() << " layers (cuts must increase within [1, " << costs.size() - 1 << "])";
+            << costs.size() << " layers (cuts must increase within [1, " << costs.size() - 1
+            << "])";
         StagePlan st;
         st.begin = begin;
         st.end = end;
@@ -260,10 +269,12 @@ std::vector<std::size_t> parse_cuts(const std::vector<CutSpec>& specs,
 std::string format_partition(const Partition& p, const std::vector<LayerCost>& costs) {
     std::ostringstream out;
     out << "partition of " << count(costs.size(), "layer", "layers") << " into "
-        << count(p.stages.size(), "stage", "stages") << " (" << pipeline_schedule_name(p.schedule) << ", "
-        << count(std::size_t(p.micro_batches), "micro-batch", "micro-batches") << "; time per micro-batch, activations for the micro-batches in flight)\n";
+        << count(p.stages.size(), "stage", "stages") << " (" << pipeline_schedule_name(p.schedule)
+        << ", " << count(std::size_t(p.micro_batches), "micro-batch", "micro-batches")
+        << "; time per micro-batch, activations for the micro-batches in flight)\n";
     std::size_t layers_width = 6;
-    for (const StagePlan& st : p.stages) layers_width = std::max(layers_width, stage_layers(costs, st).size());
+    for (const StagePlan& st : p.stages)
+        layers_width = std::max(layers_width, stage_layers(costs, st).size());
     // One row: left-aligned stage and layers, right-aligned numbers.
     auto row = [&](const std::string& stage, const std::string& layers, const std::string& time,
                    const std::string& weights, const std::string& grads, const std::string& optim,
@@ -271,9 +282,9 @@ std::string format_partition(const Partition& p, const std::vector<LayerCost>& c
                    const std::string& sends) {
         out << std::left << std::setw(6) << stage << ' ' << std::setw(int(layers_width)) << layers
             << std::right << ' ' << std::setw(9) << time << ' ' << std::setw(10) << weights << ' '
-            << std::setw(10) << grads << ' ' << std::setw(10) << optim << ' ' << std::setw(11) << acts
-            << ' ' << std::setw(9) << flight << ' ' << std::setw(23) << total << ' ' << std::setw(10)
-            << sends;
+            << std::setw(10) << grads << ' ' << std::setw(10) << optim << ' ' << std::setw(11)
+            << acts << ' ' << std::setw(9) << flight << ' ' << std::setw(23) << total << ' '
+            << std::setw(10) << sends;
     };
     row("stage", "layers", "time ms", "weights", "grads", "optim", "activations", "in flight",
         "total / cap", "sends");

@@ -67,8 +67,8 @@ Partition best_partition(const std::vector<LayerCost>& costs, const PartitionOpt
 
 // The time and memory of a given split, manual or automatic; does not require it to fit
 // (Partition::fits and StagePlan::fits say whether it does). Throws ConfigError on invalid cuts.
-Partition evaluate_partition(const std::vector<LayerCost>& costs, const std::vector<std::size_t>& cuts,
-                             const PartitionOptions& options);
+Partition evaluate_partition(const std::vector<LayerCost>& costs,
+                             const std::vector<std::size_t>& cuts, const PartitionOptions& options);
 
 // One manual cut: a 1-based layer index or a top-level layer name; the cut goes after it.
 using CutSpec = std::variant<std::int64_t, std::string>;

@@ -14,7 +14,8 @@ std::vector<int> placement(const std::string& kind, int groups, int stages) {
     std::vector<int> devices(static_cast<std::size_t>(groups * stages));
     for (int g = 0; g < groups; ++g)
         for (int s = 0; s < stages; ++s)
-            devices[static_cast<std::size_t>(g * stages + s)] = kind == "spread" ? s * groups + g : g * stages + s;
+            devices[static_cast<std::size_t>(g * stages + s)] =
+                kind == "spread" ? s * groups + g : g * stages + s;
     return devices;
 }
 
@@ -42,14 +43,16 @@ const RankedPlan* PlanSearch::pure_data_parallel() const {
 
 const RankedPlan* PlanSearch::pure_pipeline() const {
     for (const auto& p : plans)
-        if (p.plan.groups == 1 && p.plan.stages > 1 && p.plan.schedule == PipelineSchedule::gpipe) return &p;
+        if (p.plan.groups == 1 && p.plan.stages > 1 && p.plan.schedule == PipelineSchedule::gpipe)
+            return &p;
     return nullptr;
 }
 
 PlanSearch search_plans(const Topology& topology, const CostModel& costs, const PlannerOptions& o) {
     const int n = o.devices > 0 ? o.devices : topology.device_count();
     TANDEM_CHECK_AS(ConfigError, n <= topology.device_count())
-        << "cannot plan for " << n << " devices: topology '" << topology.name() << "' has " << topology.device_count();
+        << "cannot plan for " << n << " devices: topology '" << topology.name() << "' has "
+        << topology.device_count();
     TANDEM_CHECK_AS(ConfigError, o.batch >= 1) << "planning needs a batch size, got " << o.batch;
     TANDEM_CHECK_AS(ConfigError, o.devices >= 0)
         << "planning: devices must be a count (0 for all), got " << o.devices;
@@ -65,7 +68,8 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
     for (int groups = 1; groups <= n; ++groups)
         if (n % groups == 0 && o.batch % groups == 0)
             for (int micro_batches : o.micro_batches)
-                if ((o.batch / groups) % micro_batches == 0) sizes.push_back(o.batch / groups / micro_batches);
+                if ((o.batch / groups) % micro_batches == 0)
+                    sizes.push_back(o.batch / groups / micro_batches);
     costs.prefetch(first, sizes);
     for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);
     const std::size_t layers = search.layer_names.size();
@@ -78,40 +82,53 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
             stages == 1 ? std::vector{PipelineSchedule::gpipe}
                         : std::vector{PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
         // On a flat topology every placement is the same.
-        const std::vector<std::string> placements = groups > 1 && stages > 1 && !topology.flat()
-                                                        ? std::vector<std::string>{"packed", "spread"}
-                                                        : std::vector<std::string>{"packed"};
+        const std::vector<std::string> placements =
+            groups > 1 && stages > 1 && !topology.flat()
+                ? std::vector<std::string>{"packed", "spread"}
+                : std::vector<std::string>{"packed"};
         for (const auto schedule : schedules) {
             for (int micro_batches : o.micro_batches) {
                 if ((o.batch / groups) % micro_batches != 0) continue;
                 // With one micro-batch both schedules are the same.
                 if (micro_batches == 1 && schedule == PipelineSchedule::one_f_one_b) continue;
-                // One stage gains nothing from micro-batches but memory: more only when fewer did not fit.
+                // One stage gains nothing from micro-batches but memory: more only when fewer did
+                // not fit.
                 if (stages == 1 && micro_batches > 1 && !search.plans.empty() &&
-                    search.plans.back().plan.stages == 1 && search.plans.back().plan.groups == groups)
+                    search.plans.back().plan.stages == 1 &&
+                    search.plans.back().plan.groups == groups)
                     continue;
                 for (const auto& place : placements) {
                     ++search.considered;
                     bool placed = false;
                     for (bool recompute : {false, true}) {
                         Plan plan;
-                        plan.groups = groups, plan.stages = stages, plan.micro_batches = micro_batches;
+                        plan.groups = groups, plan.stages = stages,
+                        plan.micro_batches = micro_batches;
                         plan.schedule = schedule, plan.recompute = recompute;
-                        plan.batch = o.batch, plan.algorithm = o.algorithm, plan.bucket_bytes = o.bucket_bytes;
+                        plan.batch = o.batch, plan.algorithm = o.algorithm,
+                        plan.bucket_bytes = o.bucket_bytes;
                         plan.overlap_backward = o.overlap_backward;
                         plan.devices = placement(place, groups, stages);
                         plan.placement = place;
-                        // Cut for the devices of group 0; each stage's cap is the smallest among its replicas.
+                        // Cut for the devices of group 0; each stage's cap is the smallest among
+                        // its replicas.
                         PartitionOptions po;
-                        po.stages = stages, po.schedule = schedule, po.micro_batches = micro_batches;
+                        po.stages = stages, po.schedule = schedule,
+                        po.micro_batches = micro_batches;
                         po.recompute = {recompute};
                         for (int s = 0; s < stages; ++s) {
                             std::size_t cap = SIZE_MAX;
                             for (int g = 0; g < groups; ++g)
-                                cap = std::min(cap, topology.device(plan.devices[static_cast<std::size_t>(g * stages + s)]).memory_bytes);
+                                cap = std::min(
+                                    cap,
+                                    topology
+                                        .device(
+                                            plan.devices[static_cast<std::size_t>(g * stages + s)])
+                                        .memory_bytes);
                             po.caps.push_back(cap);
                         }
-                        const auto table = costs.layer_costs(topology.device(plan.devices[0]), plan.micro_batch());
+                        const auto table =
+                            costs.layer_costs(topology.device(plan.devices[0]), plan.micro_batch());
                         RankedPlan ranked;
                         try {
                             ranked.partition = best_partition(table, po);
@@ -125,9 +142,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         ranked.topology = topology.name();
                         ranked.threads = first.cpu ? first.threads : 0;
                         ranked.model = first.model;
-                        ranked.cores = first.cpu && first.pool >= 0
-                                           ? topology.pools().at(static_cast<std::size_t>(first.pool))
-                                           : 0;
+                        ranked.cores =
+                            first.cpu && first.pool >= 0
+                                ? topology.pools().at(static_cast<std::size_t>(first.pool))
+                                : 0;
                         search.plans.push_back(std::move(ranked));
                         placed = true;
                         break;
@@ -153,7 +171,8 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     std::ostringstream out;
     const RankedPlan* dp = search.pure_data_parallel();
     const double dp_rate = dp ? dp->simulation.images_per_s : 0;
-    out << "  #  plan (G x S x M)         placement  devices   step ms   images/s  bubble  exposed comm  peak memory    vs data parallel\n";
+    out << "  #  plan (G x S x M)         placement  devices   step ms   images/s  bubble  exposed "
+           "comm  peak memory    vs data parallel\n";
     auto row = [&](const std::string& rank, const RankedPlan& r) {
         const Simulation& s = r.simulation;
         std::string label = r.plan.label();
@@ -164,13 +183,16 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
         if (r.threads > 0) devices += " x " + std::to_string(r.threads) + "t";
         devices.resize(std::max<std::size_t>(devices.size(), 8), ' ');
         char line[256];
-        std::snprintf(line, sizeof line, "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s\n", rank.c_str(),
-                      label.c_str(), placement.c_str(), devices.c_str(), s.step_ms, s.images_per_s, 100 * s.bubble,
-                      s.exposed_comm_ms, format_bytes(double(s.peak_bytes())).c_str(),
-                      dp_rate > 0 ? (fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%").c_str() : "-");
+        std::snprintf(
+            line, sizeof line, "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s\n",
+            rank.c_str(), label.c_str(), placement.c_str(), devices.c_str(), s.step_ms,
+            s.images_per_s, 100 * s.bubble, s.exposed_comm_ms,
+            format_bytes(double(s.peak_bytes())).c_str(),
+            dp_rate > 0 ? (fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%").c_str() : "-");
         out << line;
     };
-    for (std::size_t i = 0; i < std::min(top, search.plans.size()); ++i) row(std::to_string(i + 1), search.plans[i]);
+    for (std::size_t i = 0; i < std::min(top, search.plans.size()); ++i)
+        row(std::to_string(i + 1), search.plans[i]);
     auto reference = [&](const RankedPlan* r, const char* what) {
         if (!r) {
             out << "     (" << what << ": no plan fits)\n";
@@ -182,19 +204,22 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     };
     reference(dp, "pure data parallel");
     reference(search.pure_pipeline(), "pure pipeline");
-    out << search.plans.size() << " plans ranked of " << search.considered << " layouts; " << search.over_memory
-        << " did not fit any device's memory\n";
+    out << search.plans.size() << " plans ranked of " << search.considered << " layouts; "
+        << search.over_memory << " did not fit any device's memory\n";
     return out.str();
 }
 
 std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
     const Plan& p = r.plan;
     std::ostringstream out;
-    out << "-- Written by `tandem plan`: the fastest simulated layout on topology '" << r.topology << "' for a batch of "
-        << p.batch << ".\n-- Use it with `tandem run RECIPE --plan=THIS_FILE`.\n";
+    out << "-- Written by `tandem plan`: the fastest simulated layout on topology '" << r.topology
+        << "' for a batch of " << p.batch
+        << ".\n-- Use it with `tandem run RECIPE --plan=THIS_FILE`.\n";
     out << "return {\n";
-    out << "  groups = " << p.groups << ", stages = " << p.stages << ", micro_batches = " << p.micro_batches << ",\n";
-    out << "  pipeline = '" << pipeline_schedule_name(p.schedule) << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
+    out << "  groups = " << p.groups << ", stages = " << p.stages
+        << ", micro_batches = " << p.micro_batches << ",\n";
+    out << "  pipeline = '" << pipeline_schedule_name(p.schedule)
+        << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
     out << "  split = {";
     for (std::size_t i = 0; i < p.cuts.size(); ++i)
         out << (i ? ", " : "") << "'" << search.layer_names.at(p.cuts[i] - 1) << "'";
@@ -202,12 +227,13 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
     out << "  placement = '" << p.placement << "', devices = {";
     for (std::size_t i = 0; i < p.devices.size(); ++i) out << (i ? ", " : "") << p.devices[i];
     out << "},\n";
-    out << "  threads = " << r.threads << ", batch = " << p.batch << ", topology = '" << r.topology << "',\n";
+    out << "  threads = " << r.threads << ", batch = " << p.batch << ", topology = '" << r.topology
+        << "',\n";
     // What it was planned for, which `tandem run --plan=` checks against the devices it gets.
     out << "  device = '" << (r.model == "cpu" ? "cpu" : "cuda") << "', model = '" << r.model
         << "', cores = " << r.cores << ",\n";
-    out << "  predicted_step_ms = " << fixed(r.simulation.step_ms, 3) << ", predicted_images_per_s = "
-        << fixed(r.simulation.images_per_s, 1) << ",\n";
+    out << "  predicted_step_ms = " << fixed(r.simulation.step_ms, 3)
+        << ", predicted_images_per_s = " << fixed(r.simulation.images_per_s, 1) << ",\n";
     out << "}\n";
     return out.str();
 }

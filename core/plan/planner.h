@@ -20,22 +20,22 @@
 namespace tandem {
 
 struct PlannerOptions {
-    std::int64_t batch = 0;                              // global batch
-    int devices = 0;                                     // 0: every device of the topology
+    std::int64_t batch = 0;  // global batch
+    int devices = 0;         // 0: every device of the topology
     std::vector<int> micro_batches = {1, 2, 4, 8, 16, 32};
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
-    bool overlap_backward = true;                        // as the engine's option
+    bool overlap_backward = true;  // as the engine's option
 };
 
 struct RankedPlan {
     Plan plan;
     Simulation simulation;
     Partition partition;
-    std::string topology;    // its name
-    int threads = 0;         // kernel threads of its devices (CPU topologies; 0 for GPUs)
-    std::string model;       // its devices' model: 'cpu', 'V100', ... (what a run checks against)
-    int cores = 0;           // CPU topologies: the cores the devices share (0 for GPUs)
+    std::string topology;  // its name
+    int threads = 0;       // kernel threads of its devices (CPU topologies; 0 for GPUs)
+    std::string model;     // its devices' model: 'cpu', 'V100', ... (what a run checks against)
+    int cores = 0;         // CPU topologies: the cores the devices share (0 for GPUs)
 };
 
 struct PlanSearch {
@@ -50,7 +50,8 @@ struct PlanSearch {
     const RankedPlan* pure_pipeline() const;
 };
 
-PlanSearch search_plans(const Topology& topology, const CostModel& costs, const PlannerOptions& options);
+PlanSearch search_plans(const Topology& topology, const CostModel& costs,
+                        const PlannerOptions& options);
 // Adds `other`'s plans (another topology of the same machine: other device counts) and ranks all.
 void merge_plans(PlanSearch& into, PlanSearch other);
 

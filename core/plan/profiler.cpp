@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "base/rng.h"
 #include "base/error.h"
+#include "base/rng.h"
 #include "device/device.h"
 #include "layers/merge.h"
 #include "optim/sgd.h"
@@ -48,8 +48,8 @@ NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape&
     return profile_net(net, chain_units(net, {0, net.size()}), loss, device, input, batch, o);
 }
 
-NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device, const Shape& input,
-                       std::int64_t batch, const ProfileOptions& o) {
+NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device,
+                       const Shape& input, std::int64_t batch, const ProfileOptions& o) {
     std::vector<std::int64_t> dims{batch};
     dims.insert(dims.end(), input.dims().begin(), input.dims().end());
     const Shape x_shape(dims);
@@ -99,9 +99,12 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
             const bool timed = it >= o.warmup && it < layer_steps;
             const bool step_timed = free_steps ? it >= layer_steps : timed;
             // Settles the device and reads the clock, when this step times its layers.
-            auto layer_clock = [&] { return it < layer_steps ? settled_now(device) : Clock::time_point{}; };
+            auto layer_clock = [&] {
+                return it < layer_steps ? settled_now(device) : Clock::time_point{};
+            };
             Tape tape;
-            Pass pass{device, Mode::train, 0, tape, rng_key(o.seed, static_cast<std::uint64_t>(it))};
+            Pass pass{device, Mode::train, 0, tape,
+                      rng_key(o.seed, static_cast<std::uint64_t>(it))};
             Optimizer::zero_grad(params);
             const auto step_start = settled_now(device);
             std::vector<Tensor> values(placed.values), grads(placed.values);
@@ -114,7 +117,8 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
             for (std::size_t v = 0; v < values.size(); ++v) value_shapes[v] = values[v].shape();
             const Tensor& output = values[placed.loss_value];
             loss.forward(output, labels, pass);
-            grads[placed.loss_value] = loss.backward(output, labels, 1.0f / static_cast<float>(batch), pass);
+            grads[placed.loss_value] =
+                loss.backward(output, labels, 1.0f / static_cast<float>(batch), pass);
             for (std::size_t i = n; i-- > 0;) {
                 const auto t0 = layer_clock();
                 // As the engine runs it: no gradient for the images (the part's nodes know).

@@ -19,11 +19,12 @@ struct LayerProfile {
     std::string name, kind, options;
     Shape output;
     std::int64_t parameters = 0;
-    double forward_ms = 0;   // over the timed iterations (ProfileOptions::quantile: the median)
+    double forward_ms = 0;  // over the timed iterations (ProfileOptions::quantile: the median)
     double backward_ms = 0;
-    double flops = 0;        // forward floating-point operations for the whole batch
+    double flops = 0;  // forward floating-point operations for the whole batch
     MemoryEstimate memory;
-    std::vector<std::size_t> parameter_tensor_bytes;  // each parameter tensor (parameter_tensor_bytes())
+    // each parameter tensor (parameter_tensor_bytes())
+    std::vector<std::size_t> parameter_tensor_bytes;
     // Memory its forward or backward needed at its peak beyond what was in use before or
     // after it (its output or gradients, kernel workspaces, layout reorders), measured.
     std::size_t transient_bytes = 0;
@@ -32,10 +33,10 @@ struct LayerProfile {
 struct NetProfile {
     std::vector<LayerProfile> layers;  // per top-level layer, or per unit in the placement's order
     std::int64_t batch = 0;
-    Shape input;               // the batch's input shape (batch x C x H x W): the first layer's input
-    double step_ms = 0;        // whole step: forward, loss, backward, SGD update
-    double update_ms = 0;      // SGD update alone
-    double train_flops = 0;    // per step: 3 x forward flops (forward, backward data, weights)
+    Shape input;             // the batch's input shape (batch x C x H x W): the first layer's input
+    double step_ms = 0;      // whole step: forward, loss, backward, SGD update
+    double update_ms = 0;    // SGD update alone
+    double train_flops = 0;  // per step: 3 x forward flops (forward, backward data, weights)
     std::size_t peak_bytes = 0;  // device memory peak during a step
 };
 
@@ -59,7 +60,7 @@ struct ProfileOptions {
 NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& options = {});
 // Per unit of `placed` (a placement of `net`), in its order.
-NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device, const Shape& input,
-                       std::int64_t batch, const ProfileOptions& options = {});
+NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device,
+                       const Shape& input, std::int64_t batch, const ProfileOptions& options = {});
 
 }  // namespace tandem

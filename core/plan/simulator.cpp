@@ -24,8 +24,8 @@ void StepSimulator::check_plan() {
         << "plan " << p.label() << ": groups, stages and micro-batches must be at least 1";
     count_ = p.groups * p.stages;
     TANDEM_CHECK_AS(ConfigError, p.batch > 0 && p.batch % (p.groups * p.micro_batches) == 0)
-        << "plan " << p.label() << ": a batch of " << p.batch << " does not split into " << p.groups << " x "
-        << p.micro_batches << " equal micro-batches";
+        << "plan " << p.label() << ": a batch of " << p.batch << " does not split into " << p.groups
+        << " x " << p.micro_batches << " equal micro-batches";
     if (p.devices.empty()) {
         for (int i = 0; i < count_; ++i) device_of_.push_back(i);
     } else {
@@ -45,8 +45,9 @@ void StepSimulator::check_plan() {
     }
 }
 
-void StepSimulator::span(int device, const std::string& suffix, const std::string& name, const std::string& category,
-                         double start, double end, std::vector<TraceArg> args) {
+void StepSimulator::span(int device, const std::string& suffix, const std::string& name,
+                         const std::string& category, double start, double end,
+                         std::vector<TraceArg> args) {
     if (!trace_) return;
     TraceEvent e;
     e.name = name, e.category = category;
@@ -57,13 +58,15 @@ void StepSimulator::span(int device, const std::string& suffix, const std::strin
 }
 
 void StepSimulator::set_signal(int signal, double at) {
-    timed_.push({at, seq_++, [this, signal] { signal_set_[static_cast<std::size_t>(signal)] = true; }});
+    timed_.push(
+        {at, seq_++, [this, signal] { signal_set_[static_cast<std::size_t>(signal)] = true; }});
 }
 
 double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
     // First come, first served: the copy waits for every channel on its route to be free,
     // then holds them all for its time.
-    const auto route = topology_.route(device_of_[static_cast<std::size_t>(from)], device_of_[static_cast<std::size_t>(to)]);
+    const auto route = topology_.route(device_of_[static_cast<std::size_t>(from)],
+                                       device_of_[static_cast<std::size_t>(to)]);
     double start = at;
     for (int c : route) start = std::max(start, channel_free_[static_cast<std::size_t>(c)]);
     const double end = start + topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
@@ -82,16 +85,18 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
         const int cores = topology_.pools()[static_cast<std::size_t>(receiver.pool)];
         // Beyond the cores, the wait for one grows towards its measure at twice as many.
         const double crowded = std::min(1.0, double(busy - cores) / double(cores));
-        const double handoff = busy > cores ? costs_.busy_handoff_ms() +
-                                                  (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded
-                               : busy == cores ? costs_.busy_handoff_ms()
-                                               : costs_.handoff_ms();
+        const double handoff =
+            busy > cores ? costs_.busy_handoff_ms() +
+                               (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded
+            : busy == cores ? costs_.busy_handoff_ms()
+                            : costs_.handoff_ms();
         set_signal(signal_id, at + handoff);
         return;
     }
     const double end = reserve(from, to, bytes, at);
-    span(to, " copy", "receive", "transfer", end - topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
-                                                                     device_of_[static_cast<std::size_t>(to)], bytes),
+    span(to, " copy", "receive", "transfer",
+         end - topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
+                                 device_of_[static_cast<std::size_t>(to)], bytes),
          end, {TraceArg("bytes", bytes)});
     set_signal(signal_id, end);
 }
@@ -108,7 +113,8 @@ void StepSimulator::start_item(int d) {
     auto& live = live_[static_cast<std::size_t>(d)];
     live += item.hold;
     auto& sd = sim_.devices[static_cast<std::size_t>(d)];
-    sd.peak_bytes = std::max(sd.peak_bytes, static_bytes_[static_cast<std::size_t>(d)] + live + item.transient);
+    sd.peak_bytes =
+        std::max(sd.peak_bytes, static_bytes_[static_cast<std::size_t>(d)] + live + item.transient);
     Activity a;
     a.remaining = item.work_ms;
     a.pool = device.cpu ? device.pool : -1;
@@ -156,7 +162,9 @@ void StepSimulator::start_collective(int ci) {
         a.done = [this, ci](double start, double end) {
             Collective& cc = collectives_[static_cast<std::size_t>(ci)];
             cc.finished = true;
-            for (int m : cc.members) span(m, " all-reduce", "all-reduce", "allreduce", start, end, {TraceArg("bytes", cc.bytes)});
+            for (int m : cc.members)
+                span(m, " all-reduce", "all-reduce", "allreduce", start, end,
+                     {TraceArg("bytes", cc.bytes)});
             ++lane_free_[static_cast<std::size_t>(cc.stage)];
             for (int m : cc.members) compute_phase_done(m);
         };
@@ -186,17 +194,20 @@ void StepSimulator::collective_step(int ci, int step) {
     int steps = 0;
     if (plan_.algorithm == ReduceAlgorithm::ring) {
         steps = 2 * (n - 1);
-        const std::size_t chunk = (c.bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+        const std::size_t chunk =
+            (c.bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
         if (c.ring.empty()) {
             // NCCL orders its ring by the topology: the members in a fast ring.
             std::vector<int> placed;
             for (int m : c.members) placed.push_back(device_of_[static_cast<std::size_t>(m)]);
             for (int device : topology_.ring_order(placed))
-                c.ring.push_back(c.members[static_cast<std::size_t>(std::find(placed.begin(), placed.end(), device) - placed.begin())]);
+                c.ring.push_back(c.members[static_cast<std::size_t>(
+                    std::find(placed.begin(), placed.end(), device) - placed.begin())]);
         }
         for (int r = 0; r < n; ++r)
-            end = std::max(end, reserve(c.ring[static_cast<std::size_t>(r)], c.ring[static_cast<std::size_t>((r + 1) % n)],
-                                        chunk, now_));
+            end =
+                std::max(end, reserve(c.ring[static_cast<std::size_t>(r)],
+                                      c.ring[static_cast<std::size_t>((r + 1) % n)], chunk, now_));
     } else {
         // Binomial tree: levels 1, 2, 4, ... reduce towards rank 0, then the same in reverse.
         const int levels = static_cast<int>(std::ceil(std::log2(n)));
@@ -204,8 +215,10 @@ void StepSimulator::collective_step(int ci, int step) {
         const int level = step < levels ? step : 2 * levels - 1 - step;
         const int stride = 1 << level;
         for (int r = 0; r + stride < n; r += 2 * stride) {
-            const int a = c.members[static_cast<std::size_t>(r)], b = c.members[static_cast<std::size_t>(r + stride)];
-            end = std::max(end, step < levels ? reserve(b, a, c.bytes, now_) : reserve(a, b, c.bytes, now_));
+            const int a = c.members[static_cast<std::size_t>(r)],
+                      b = c.members[static_cast<std::size_t>(r + stride)];
+            end = std::max(
+                end, step < levels ? reserve(b, a, c.bytes, now_) : reserve(a, b, c.bytes, now_));
         }
     }
     if (step + 1 < steps) {
@@ -213,12 +226,14 @@ void StepSimulator::collective_step(int ci, int step) {
         return;
     }
     timed_.push({end, seq_++, [this, ci] {
-        Collective& cc = collectives_[static_cast<std::size_t>(ci)];
-        cc.finished = true;
-        for (int m : cc.members) span(m, " all-reduce", "all-reduce", "allreduce", cc.start, now_, {TraceArg("bytes", cc.bytes)});
-        ++lane_free_[static_cast<std::size_t>(cc.stage)];
-        for (int m : cc.members) compute_phase_done(m);
-    }});
+                     Collective& cc = collectives_[static_cast<std::size_t>(ci)];
+                     cc.finished = true;
+                     for (int m : cc.members)
+                         span(m, " all-reduce", "all-reduce", "allreduce", cc.start, now_,
+                              {TraceArg("bytes", cc.bytes)});
+                     ++lane_free_[static_cast<std::size_t>(cc.stage)];
+                     for (int m : cc.members) compute_phase_done(m);
+                 }});
 }
 
 void StepSimulator::compute_phase_done(int d) {
@@ -227,7 +242,8 @@ void StepSimulator::compute_phase_done(int d) {
     const auto ud = static_cast<std::size_t>(d);
     if (compute_done_[ud] || position_[ud] < queues_[ud].size()) return;
     for (const auto& c : collectives_)
-        if (!c.finished && std::find(c.members.begin(), c.members.end(), d) != c.members.end()) return;
+        if (!c.finished && std::find(c.members.begin(), c.members.end(), d) != c.members.end())
+            return;
     compute_done_[ud] = true;
     if (++phase_done_ == count_) {
         all_compute_done_ = now_;
@@ -240,7 +256,8 @@ void StepSimulator::start_updates() {
     for (int d = 0; d < count_; ++d) {
         const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
         Activity a;
-        a.remaining = costs_.update_ms(device, sim_.devices[static_cast<std::size_t>(d)].memory.weights);
+        a.remaining =
+            costs_.update_ms(device, sim_.devices[static_cast<std::size_t>(d)].memory.weights);
         a.update = true;
         a.pool = device.cpu ? device.pool : -1;
         a.threads = device.threads;
@@ -271,7 +288,8 @@ void StepSimulator::start_ready() {
                 // Every member waits at the collective until all have arrived.
                 if (c.started) continue;
                 busy_[ud] = true;
-                if (++c.arrived == static_cast<int>(c.members.size())) start_collective(item.collective);
+                if (++c.arrived == static_cast<int>(c.members.size()))
+                    start_collective(item.collective);
                 changed = true;
                 continue;
             }
@@ -285,7 +303,8 @@ void StepSimulator::start_ready() {
         for (std::size_t c = 0; c < collectives_.size(); ++c) {
             Collective& col = collectives_[c];
             const bool posted = !on_cpu(col.members.front()) || plan_.overlap_backward;
-            if (col.started || !posted || col.arrived < static_cast<int>(col.members.size())) continue;
+            if (col.started || !posted || col.arrived < static_cast<int>(col.members.size()))
+                continue;
             int before = 0;
             for (std::size_t k = 0; k < c; ++k) before += collectives_[k].stage == col.stage;
             if (lane_free_[static_cast<std::size_t>(col.stage)] != before) continue;
@@ -304,11 +323,13 @@ Simulation StepSimulator::run() {
     live_.assign(static_cast<std::size_t>(count_), 0);
     compute_done_.assign(static_cast<std::size_t>(count_), false);
     span_start_.assign(static_cast<std::size_t>(count_), 0.0);
-    signal_set_.assign(static_cast<std::size_t>(2 * plan_.groups * static_cast<int>(graph_.edges.size()) *
-                                                plan_.micro_batches),
-                       false);
+    signal_set_.assign(
+        static_cast<std::size_t>(2 * plan_.groups * static_cast<int>(graph_.edges.size()) *
+                                 plan_.micro_batches),
+        false);
     lane_free_.assign(static_cast<std::size_t>(plan_.stages), 0);
-    for (int d = 0; d < count_; ++d) compute_phase_done(d);  // an empty queue (cannot happen) is done
+    for (int d = 0; d < count_; ++d)
+        compute_phase_done(d);  // an empty queue (cannot happen) is done
 
     const auto& pools = topology_.pools();
     while (true) {
@@ -333,7 +354,8 @@ Simulation StepSimulator::run() {
         for (const auto& a : running_) next = std::min(next, now_ + a.remaining / rate(a));
         for (auto& a : running_) a.remaining -= (next - now_) * rate(a);
         now_ = next;
-        // Finish activities first (their results may set signals at this instant), then timed events.
+        // Finish activities first (their results may set signals at this instant), then timed
+        // events.
         std::vector<Activity> finished;
         for (auto it = running_.begin(); it != running_.end();) {
             if (it->remaining <= kEpsilon) {
@@ -350,8 +372,9 @@ Simulation StepSimulator::run() {
             t.run();
         }
     }
-    TANDEM_CHECK(updates_left_ == 0) << "simulation of plan " << plan_.label() << " stalled at " << now_
-                                     << " ms (" << phase_done_ << " of " << count_ << " devices done): a bug";
+    TANDEM_CHECK(updates_left_ == 0)
+        << "simulation of plan " << plan_.label() << " stalled at " << now_ << " ms ("
+        << phase_done_ << " of " << count_ << " devices done): a bug";
 
     Simulation& s = sim_;
     s.step_ms = step_end_;
@@ -388,7 +411,8 @@ ParallelOptions Plan::parallel_options() const {
 }
 
 bool Simulation::fits() const {
-    return std::all_of(devices.begin(), devices.end(), [](const SimulatedDevice& d) { return d.peak_bytes <= d.cap; });
+    return std::all_of(devices.begin(), devices.end(),
+                       [](const SimulatedDevice& d) { return d.peak_bytes <= d.cap; });
 }
 
 std::size_t Simulation::peak_bytes() const {
@@ -397,13 +421,15 @@ std::size_t Simulation::peak_bytes() const {
     return peak;
 }
 
-Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace) {
+Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs,
+                    bool trace) {
     return simulation::StepSimulator(plan, topology, costs, trace).run();
 }
 
 void write_simulated_trace(const Simulation& simulation, const std::string& path) {
     Trace trace;
-    for (const auto& e : simulation.events) trace.add(e.track, e.name, e.category, e.start_us, e.duration_us, e.args);
+    for (const auto& e : simulation.events)
+        trace.add(e.track, e.name, e.category, e.start_us, e.duration_us, e.args);
     trace.write(path);
 }
 

@@ -6,9 +6,9 @@
 //    every micro-batch of its stage in the schedule's order, the loss on the last stage;
 //  - a micro-batch's activation goes along each of the stage's output edges after its forward
 //    (to the next stage of a chain, or to every branch of a stage graph), its gradient back
-//    after its backward; a receive waits for its edge's tensor. Between GPUs the copy crosses the topology's channels (one direction
-//    of each link on the route), which copies share first come, first served; between CPU
-//    devices the receiving worker copies it itself, as part of its op;
+//    after its backward; a receive waits for its edge's tensor. Between GPUs the copy crosses the
+//    topology's channels (one direction of each link on the route), which copies share first come,
+//    first served; between CPU devices the receiving worker copies it itself, as part of its op;
 //  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
 //    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree: a binomial reduce then
 //    broadcast), the buckets filled layer by layer in backward order. With overlap_backward
@@ -44,18 +44,18 @@ namespace tandem {
 struct Plan {
     int groups = 1, stages = 1, micro_batches = 1;
     PipelineSchedule schedule = PipelineSchedule::gpipe;
-    bool recompute = false;               // every stage recomputes its activations
-    std::vector<std::size_t> cuts;        // S - 1 cut points (partitioner.h)
+    bool recompute = false;         // every stage recomputes its activations
+    std::vector<std::size_t> cuts;  // S - 1 cut points (partitioner.h)
     // Or the stages as a graph over the cost model's layers (stage_graph.h; no cuts then), its
     // edges carrying their bytes: branches on different devices run at once.
     StageGraph graph;
     // The topology device running stage s of group g, at g * S + s; empty: 0, 1, 2, ...
     std::vector<int> devices;
-    std::int64_t batch = 0;               // global batch: G x M micro-batches of batch / (G M)
+    std::int64_t batch = 0;  // global batch: G x M micro-batches of batch / (G M)
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
-    bool overlap_backward = true;         // buckets reduced during the last backward (engine.h)
-    std::string placement;                // how devices were chosen, for the tables
+    bool overlap_backward = true;  // buckets reduced during the last backward (engine.h)
+    std::string placement;         // how devices were chosen, for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
     // The engine's options that run this plan (parallel/parallel_options.h).
@@ -67,29 +67,30 @@ struct Plan {
 struct SimulatedDevice {
     std::string name;
     int group = 0, stage = 0;
-    StageMemory memory;                   // static part and one micro-batch's activations
-    std::size_t peak_bytes = 0;           // simulated peak (static + live activations + transients)
+    StageMemory memory;          // static part and one micro-batch's activations
+    std::size_t peak_bytes = 0;  // simulated peak (static + live activations + transients)
     std::size_t cap = 0;
-    double busy_ms = 0;                   // forward and backward time
+    double busy_ms = 0;  // forward and backward time
 };
 
 struct Simulation {
     double step_ms = 0;
     double images_per_s = 0;
-    double compute_ms = 0;                // when the last backward ends
-    double bubble = 0;                    // devices' idle share of [0, compute_ms]
-    double exposed_comm_ms = 0;           // all-reduce after the last backward, before the updates
-    double update_ms = 0;                 // the optimizer phase
-    std::vector<SimulatedDevice> devices; // per plan device, g * S + s
-    std::vector<TraceEvent> events;       // when asked for
+    double compute_ms = 0;                 // when the last backward ends
+    double bubble = 0;                     // devices' idle share of [0, compute_ms]
+    double exposed_comm_ms = 0;            // all-reduce after the last backward, before the updates
+    double update_ms = 0;                  // the optimizer phase
+    std::vector<SimulatedDevice> devices;  // per plan device, g * S + s
+    std::vector<TraceEvent> events;        // when asked for
 
     bool fits() const;
-    std::size_t peak_bytes() const;       // the largest device peak
+    std::size_t peak_bytes() const;  // the largest device peak
 };
 
 // Throws ConfigError for a plan that does not fit the topology or the net (devices, cuts,
 // a batch that does not split into G x M equal micro-batches).
-Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs, bool trace = false);
+Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs,
+                    bool trace = false);
 
 // Writes the simulated spans as a Chrome trace (the format of Trace::write).
 void write_simulated_trace(const Simulation& simulation, const std::string& path);

@@ -39,8 +39,8 @@ struct Item {
     int collective = -1;      // for collectives: index into the step's collectives
     std::string name, category;
     int micro = -1;
-    std::size_t hold = 0;     // bytes held from the start of this op ...
-    std::size_t release = 0;  // ... bytes released at its end
+    std::size_t hold = 0;       // bytes held from the start of this op ...
+    std::size_t release = 0;    // ... bytes released at its end
     std::size_t transient = 0;  // bytes alive only during the op
     // A backward in parts is one span, as the engine records it: from the start of the part
     // that opens it to the end of the part that closes it.
@@ -76,11 +76,14 @@ private:
     void collective_step(int c, int step);
     double reserve(int from, int to, std::size_t bytes, double at);
     void set_signal(int signal, double at);
-    void span(int device, const std::string& track_suffix, const std::string& name, const std::string& category,
-              double start, double end, std::vector<TraceArg> args = {});
+    void span(int device, const std::string& track_suffix, const std::string& name,
+              const std::string& category, double start, double end,
+              std::vector<TraceArg> args = {});
     // The flag a receive waits for: an activation (direction 0) or gradient (1) along `edge`.
     int signal(int direction, int group, int edge, int micro) const;
-    bool on_cpu(int device) const { return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu; }
+    bool on_cpu(int device) const {
+        return topology_.device(device_of_[static_cast<std::size_t>(device)]).cpu;
+    }
     void compute_phase_done(int device);
     void start_updates();
 
@@ -88,9 +91,9 @@ private:
     const Topology& topology_;
     const CostModel& costs_;
     bool trace_;
-    int count_ = 0;  // plan devices
+    int count_ = 0;               // plan devices
     std::vector<int> device_of_;  // plan device -> topology device
-    StageGraph graph_;  // the plan's, or the chain its cuts make
+    StageGraph graph_;            // the plan's, or the chain its cuts make
     Simulation sim_;
 
     double now_ = 0;
@@ -101,7 +104,7 @@ private:
     std::vector<bool> signal_set_;
     std::vector<double> signal_at_;
     std::vector<Collective> collectives_;
-    std::vector<int> lane_free_;           // per stage: next collective index on its comm lane (GPUs)
+    std::vector<int> lane_free_;  // per stage: next collective index on its comm lane (GPUs)
     std::vector<double> channel_free_;
     std::vector<Activity> running_;
     struct Timed {

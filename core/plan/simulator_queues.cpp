@@ -16,7 +16,8 @@ void StepSimulator::build_queues() {
     const std::int64_t micro = p.micro_batch();
     std::vector<std::vector<LayerCost>> device_costs;
     for (int d = 0; d < count_; ++d)
-        device_costs.push_back(costs_.layer_costs(topology_.device(device_of_[static_cast<std::size_t>(d)]), micro));
+        device_costs.push_back(
+            costs_.layer_costs(topology_.device(device_of_[static_cast<std::size_t>(d)]), micro));
     const std::vector<LayerCost>& costs0 = device_costs.front();
 
     // The programs the engine runs for this plan: what every device's queue is made of.
@@ -33,13 +34,15 @@ void StepSimulator::build_queues() {
         for (std::size_t c : p.cuts) bounds.push_back(c);
         bounds.push_back(costs0.size());
         TANDEM_CHECK_AS(ConfigError, static_cast<int>(p.cuts.size()) == p.stages - 1)
-            << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages << " stages";
+            << "plan " << p.label() << " has " << p.cuts.size() << " cuts for " << p.stages
+            << " stages";
         for (std::size_t i = 1; i < bounds.size(); ++i)
             TANDEM_CHECK_AS(ConfigError, bounds[i - 1] < bounds[i])
                 << "plan " << p.label() << ": cuts must increase within 1.." << costs0.size() - 1;
         spec.bounds = bounds;
         spec.boundary_bytes.push_back(costs0.front().input_bytes);
-        for (std::size_t s = 1; s < bounds.size(); ++s) spec.boundary_bytes.push_back(costs0[bounds[s] - 1].output_bytes);
+        for (std::size_t s = 1; s < bounds.size(); ++s)
+            spec.boundary_bytes.push_back(costs0[bounds[s] - 1].output_bytes);
     } else {
         TANDEM_CHECK_AS(ConfigError, p.cuts.empty())
             << "plan " << p.label() << " gives cuts and a stage graph: one or the other";
@@ -86,7 +89,8 @@ void StepSimulator::build_queues() {
         static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
         // What one layer needs while it runs (its output or gradients, scratch): the largest.
         std::size_t workspace = 0;
-        for (std::size_t i = begin; i < end; ++i) workspace = std::max(workspace, costs[i].workspace_bytes);
+        for (std::size_t i = begin; i < end; ++i)
+            workspace = std::max(workspace, costs[i].workspace_bytes);
         // From a gradient's arrival to the end of its backward: the gradient received from a
         // reader of the output, and what recomputation rebuilds of one micro-batch (and its
         // output).
@@ -99,7 +103,8 @@ void StepSimulator::build_queues() {
         };
         auto layers_ms = [&](std::size_t from, std::size_t to, bool backward) {
             double ms = 0;
-            for (std::size_t i = from; i < to; ++i) ms += backward ? costs[i].backward_ms : costs[i].forward_ms;
+            for (std::size_t i = from; i < to; ++i)
+                ms += backward ? costs[i].backward_ms : costs[i].forward_ms;
             return ms;
         };
         auto& q = queues_[static_cast<std::size_t>(d)];
@@ -113,60 +118,69 @@ void StepSimulator::build_queues() {
                 TANDEM_CHECK(!q.empty()) << "a send before any op";
                 if (q.back().kind != Item::compute) {
                     Item hand_off;
-                    hand_off.name = std::string(op_name(op.kind)), hand_off.category = std::string(op_category(op.kind));
+                    hand_off.name = std::string(op_name(op.kind)),
+                    hand_off.category = std::string(op_category(op.kind));
                     hand_off.micro = op.micro_batch;
                     hand_off.opens_span = hand_off.closes_span = false;
                     q.push_back(std::move(hand_off));
                 }
-                q.back().sends.push_back({signal(direction, g, op.edge, op.micro_batch), op.peer, op.bytes});
+                q.back().sends.push_back(
+                    {signal(direction, g, op.edge, op.micro_batch), op.peer, op.bytes});
                 continue;
             }
             if (op.kind == OpKind::wait_lane) continue;  // compute_phase_done() waits for the lanes
             TANDEM_CHECK(op.micro_batch != kEveryMicroBatch)
-                << "the simulator has no model of op '" << op_name(op.kind) << "' over every micro-batch at once";
+                << "the simulator has no model of op '" << op_name(op.kind)
+                << "' over every micro-batch at once";
             Item it;
-            it.name = std::string(op_name(op.kind)), it.category = std::string(op_category(op.kind));
+            it.name = std::string(op_name(op.kind)),
+            it.category = std::string(op_category(op.kind));
             it.micro = op.micro_batch;
             switch (op.kind) {
-            case OpKind::load_input: it.work_ms = copy_ms(op.bytes); break;
-            case OpKind::receive_activation:
-                it.wait = signal(0, g, op.edge, op.micro_batch);
-                it.work_ms = copy_ms(op.bytes);
-                break;
-            case OpKind::forward:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
-                it.hold = kept;
-                it.transient = workspace;
-                break;
-            // The cost model's loss time covers its forward and its gradient both.
-            case OpKind::loss: it.work_ms = costs_.loss_ms(device, micro); break;
-            case OpKind::loss_gradient: it.transient = backward_transient; break;
-            // Gradients from several readers are added up as they come (Stage::run): an
-            // elementwise add beside the copy, not modelled apart.
-            case OpKind::receive_gradient:
-                it.wait = signal(1, g, op.edge, op.micro_batch);
-                it.work_ms = last ? 0 : copy_ms(op.bytes);
-                it.transient = backward_transient;
-                break;
-            case OpKind::recompute:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
-                it.transient = backward_transient;
-                break;
-            case OpKind::backward:
-                it.work_ms = layers_ms(op.layer_begin, op.layer_end, true);
-                it.transient = backward_transient;
-                it.opens_span = op.layer_end == end;
-                it.closes_span = op.layer_begin == begin;
-                if (it.closes_span) it.release = kept;  // the micro-batch's activations are spent
-                break;
-            // A pass reading the stage's gradients (CPU workers at their copy rate; on a GPU
-            // it is a small reduction beside the step, not modelled).
-            case OpKind::gradient_norm: it.work_ms = copy_ms(sim_.devices.back().memory.gradients); break;
-            case OpKind::all_reduce:
-                it.kind = Item::reduce;
-                it.collective = collective_of.at({s, op.bucket});
-                break;
-            default: TANDEM_THROW(Error) << "the simulator has no model of op '" << op_name(op.kind) << "'";
+                case OpKind::load_input: it.work_ms = copy_ms(op.bytes); break;
+                case OpKind::receive_activation:
+                    it.wait = signal(0, g, op.edge, op.micro_batch);
+                    it.work_ms = copy_ms(op.bytes);
+                    break;
+                case OpKind::forward:
+                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
+                    it.hold = kept;
+                    it.transient = workspace;
+                    break;
+                // The cost model's loss time covers its forward and its gradient both.
+                case OpKind::loss: it.work_ms = costs_.loss_ms(device, micro); break;
+                case OpKind::loss_gradient: it.transient = backward_transient; break;
+                // Gradients from several readers are added up as they come (Stage::run): an
+                // elementwise add beside the copy, not modelled apart.
+                case OpKind::receive_gradient:
+                    it.wait = signal(1, g, op.edge, op.micro_batch);
+                    it.work_ms = last ? 0 : copy_ms(op.bytes);
+                    it.transient = backward_transient;
+                    break;
+                case OpKind::recompute:
+                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
+                    it.transient = backward_transient;
+                    break;
+                case OpKind::backward:
+                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, true);
+                    it.transient = backward_transient;
+                    it.opens_span = op.layer_end == end;
+                    it.closes_span = op.layer_begin == begin;
+                    if (it.closes_span)
+                        it.release = kept;  // the micro-batch's activations are spent
+                    break;
+                // A pass reading the stage's gradients (CPU workers at their copy rate; on a GPU
+                // it is a small reduction beside the step, not modelled).
+                case OpKind::gradient_norm:
+                    it.work_ms = copy_ms(sim_.devices.back().memory.gradients);
+                    break;
+                case OpKind::all_reduce:
+                    it.kind = Item::reduce;
+                    it.collective = collective_of.at({s, op.bucket});
+                    break;
+                default:
+                    TANDEM_THROW(Error)
+                        << "the simulator has no model of op '" << op_name(op.kind) << "'";
             }
             q.push_back(std::move(it));
         }

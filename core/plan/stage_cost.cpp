@@ -29,11 +29,8 @@ std::vector<LayerCost> layer_costs(const NetProfile& profile, int optimizer_buff
 }
 
 StageCosts::StageCosts(const std::vector<LayerCost>& layers)
-    : layers_(layers.size()),
-      forward_(layers.size() + 1, 0.0),
-      backward_(layers.size() + 1, 0.0),
-      parameters_(layers.size() + 1, 0),
-      optimizer_(layers.size() + 1, 0),
+    : layers_(layers.size()), forward_(layers.size() + 1, 0.0), backward_(layers.size() + 1, 0.0),
+      parameters_(layers.size() + 1, 0), optimizer_(layers.size() + 1, 0),
       activations_(layers.size() + 1, 0) {
     inputs_.reserve(layers.size());
     for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -61,8 +58,8 @@ double StageCosts::time_ms(std::size_t begin, std::size_t end, bool recompute) c
 StageMemory StageCosts::memory(std::size_t begin, std::size_t end, int in_flight,
                                bool recompute) const {
     TANDEM_CHECK(begin < end && end <= layers_ && in_flight >= 1)
-        << "stage layers [" << begin << ", " << end << ") out of " << layers_ << ", "
-        << in_flight << " micro-batches in flight";
+        << "stage layers [" << begin << ", " << end << ") out of " << layers_ << ", " << in_flight
+        << " micro-batches in flight";
     StageMemory m;
     m.weights = parameters_[end] - parameters_[begin];
     m.gradients = m.weights;

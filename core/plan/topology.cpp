@@ -25,7 +25,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     const auto& nodes = spec_.nodes;
     const std::string where = "topology '" + spec_.name + "': ";
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        TANDEM_CHECK_AS(ConfigError, !nodes[i].name.empty()) << where << "node " << i + 1 << " has no name";
+        TANDEM_CHECK_AS(ConfigError, !nodes[i].name.empty())
+            << where << "node " << i + 1 << " has no name";
         for (std::size_t j = 0; j < i; ++j)
             TANDEM_CHECK_AS(ConfigError, nodes[j].name != nodes[i].name)
                 << where << "two nodes are called '" << nodes[i].name << "'";
@@ -39,16 +40,19 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
         const auto& node = nodes[static_cast<std::size_t>(i)];
         if (node.parent.empty()) {
             TANDEM_CHECK_AS(ConfigError, root < 0)
-                << where << "'" << nodes[static_cast<std::size_t>(root)].name << "' and '" << node.name
+                << where << "'" << nodes[static_cast<std::size_t>(root)].name << "' and '"
+                << node.name
                 << "' both have no parent: every node but the root must be linked to one";
             root = i;
             continue;
         }
         parent_[static_cast<std::size_t>(i)] = node_index(node.parent, node.name);
         TANDEM_CHECK_AS(ConfigError, !node.link.empty())
-            << where << "node '" << node.name << "' has parent '" << node.parent << "' but no link to it";
+            << where << "node '" << node.name << "' has parent '" << node.parent
+            << "' but no link to it";
     }
-    TANDEM_CHECK_AS(ConfigError, root >= 0) << where << "no root: every node has a parent, so they form a cycle";
+    TANDEM_CHECK_AS(ConfigError, root >= 0)
+        << where << "no root: every node has a parent, so they form a cycle";
     depth_.assign(static_cast<std::size_t>(n), -1);
     depth_[static_cast<std::size_t>(root)] = 0;
     for (int i = 0; i < n; ++i) {
@@ -66,7 +70,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
             at = parent_[static_cast<std::size_t>(at)];
         }
         for (auto it = path.rbegin(); it != path.rend(); ++it)
-            depth_[static_cast<std::size_t>(*it)] = depth_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(*it)])] + 1;
+            depth_[static_cast<std::size_t>(*it)] =
+                depth_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(*it)])] + 1;
     }
 
     // Channels for every tree link, devices and their CPU pools.
@@ -80,8 +85,8 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
             pool_cores_.push_back(node.cores);
         }
         if (parent_[static_cast<std::size_t>(i)] < 0) continue;
-        const LinkModel& link =
-            naming(where + "node '" + node.name + "': ", [&]() -> const LinkModel& { return link_model(node.link); });
+        const LinkModel& link = naming(where + "node '" + node.name + "': ",
+                                       [&]() -> const LinkModel& { return link_model(node.link); });
         up_[static_cast<std::size_t>(i)] = add_channel(node.name, node.parent, link, 1);
         down_[static_cast<std::size_t>(i)] = add_channel(node.parent, node.name, link, 1);
     }
@@ -98,21 +103,25 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
         if (d.cpu) {
             for (int at = i; at >= 0 && d.pool < 0; at = parent_[static_cast<std::size_t>(at)])
                 d.pool = pool_of_node[static_cast<std::size_t>(at)];
-            TANDEM_CHECK_AS(ConfigError, d.pool >= 0)
-                << where << "CPU device '" << node.name << "' is under no node that gives its cores";
+            TANDEM_CHECK_AS(ConfigError, d.pool >= 0) << where << "CPU device '" << node.name
+                                                      << "' is under no node that gives its cores";
             TANDEM_CHECK_AS(ConfigError, node.memory_bytes > 0)
                 << where << "CPU device '" << node.name << "' needs its memory";
             d.memory_bytes = node.memory_bytes;
         } else {
-            const DeviceModel& model = naming(where + "node '" + node.name + "': ",
-                                              [&]() -> const DeviceModel& { return device_model(node.device); });
-            d.memory_bytes = node.memory_bytes > 0 ? node.memory_bytes
-                                                   : static_cast<std::size_t>(model.memory_gib * double(1 << 30));
+            const DeviceModel& model =
+                naming(where + "node '" + node.name + "': ", [&]() -> const DeviceModel& {
+                    return device_model(node.device);
+                });
+            d.memory_bytes = node.memory_bytes > 0
+                                 ? node.memory_bytes
+                                 : static_cast<std::size_t>(model.memory_gib * double(1 << 30));
         }
         device_node_.push_back(i);
         devices_.push_back(std::move(d));
     }
-    TANDEM_CHECK_AS(ConfigError, !devices_.empty()) << where << "no devices (a node with device = ...)";
+    TANDEM_CHECK_AS(ConfigError, !devices_.empty())
+        << where << "no devices (a node with device = ...)";
 
     const std::size_t count = devices_.size();
     peer_.assign(count, std::vector<int>(count, -1));
@@ -123,8 +132,10 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
             << where << "peer link " << p.a << " - " << p.b << " has count " << p.count;
         const LinkModel& link = naming(where + "peer link " + p.a + " - " + p.b + ": ",
                                        [&]() -> const LinkModel& { return link_model(p.link); });
-        peer_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = add_channel(p.a, p.b, link, p.count);
-        peer_[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = add_channel(p.b, p.a, link, p.count);
+        peer_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] =
+            add_channel(p.a, p.b, link, p.count);
+        peer_[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] =
+            add_channel(p.b, p.a, link, p.count);
     }
 }
 
@@ -135,14 +146,16 @@ int Topology::node_index(const std::string& name, const std::string& referrer) c
                               << "' names an unknown parent '" << name << "'";
 }
 
-int Topology::add_channel(const std::string& from, const std::string& to, const LinkModel& link, int count) {
+int Topology::add_channel(const std::string& from, const std::string& to, const LinkModel& link,
+                          int count) {
     channels_.push_back({from + "->" + to, link.bandwidth_gbs * count, link.latency_us});
     return static_cast<int>(channels_.size()) - 1;
 }
 
 const TopologyDevice& Topology::device(int index) const {
     TANDEM_CHECK(index >= 0 && index < device_count())
-        << "device " << index << " of topology '" << spec_.name << "' (it has " << device_count() << ")";
+        << "device " << index << " of topology '" << spec_.name << "' (it has " << device_count()
+        << ")";
     return devices_[static_cast<std::size_t>(index)];
 }
 
@@ -160,7 +173,8 @@ std::vector<int> Topology::route(int from, int to) const {
     if (from == to) return {};
     const int direct = peer_[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
     if (direct >= 0) return {direct};
-    int a = device_node_[static_cast<std::size_t>(from)], b = device_node_[static_cast<std::size_t>(to)];
+    int a = device_node_[static_cast<std::size_t>(from)],
+        b = device_node_[static_cast<std::size_t>(to)];
     std::vector<int> up, down;
     while (a != b) {
         if (depth_[static_cast<std::size_t>(a)] >= depth_[static_cast<std::size_t>(b)]) {
@@ -224,7 +238,8 @@ std::vector<int> Topology::ring_order(const std::vector<int>& devices) const {
         while (ring.size() < n) {
             std::size_t pick = 0;
             for (std::size_t next = 1; next < n; ++next)
-                if (!used[next] && (pick == 0 || hop[ring.back()][next] < hop[ring.back()][pick])) pick = next;
+                if (!used[next] && (pick == 0 || hop[ring.back()][next] < hop[ring.back()][pick]))
+                    pick = next;
             used[pick] = true;
             ring.push_back(pick);
         }
@@ -253,7 +268,9 @@ std::string Topology::describe() const {
         out << std::string(2 * static_cast<std::size_t>(depth_[i]) + 2, ' ') << node.name;
         if (!node.device.empty())
             out << " [" << node.device << ", "
-                << format_bytes(double(devices_[static_cast<std::size_t>(device_index(node.name))].memory_bytes)) << "]";
+                << format_bytes(double(
+                       devices_[static_cast<std::size_t>(device_index(node.name))].memory_bytes))
+                << "]";
         if (node.cores > 0) out << " (" << node.cores << " cores)";
         if (!node.parent.empty()) out << "  <- " << node.link;
         out << "\n";

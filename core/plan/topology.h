@@ -36,9 +36,9 @@ struct TopologyNodeSpec {
 };
 
 struct PeerLinkSpec {
-    std::string a, b;   // two devices
-    std::string link;   // link model
-    int count = 1;      // parallel links (bandwidth adds up)
+    std::string a, b;  // two devices
+    std::string link;  // link model
+    int count = 1;     // parallel links (bandwidth adds up)
 };
 
 struct TopologySpec {
@@ -49,16 +49,16 @@ struct TopologySpec {
 
 struct TopologyDevice {
     std::string name;
-    std::string model;         // 'V100', 'cpu'
+    std::string model;  // 'V100', 'cpu'
     bool cpu = false;
     std::size_t memory_bytes = 0;
     int threads = 1;
-    int pool = -1;             // index into Topology::pools() for CPU devices, -1 otherwise
+    int pool = -1;  // index into Topology::pools() for CPU devices, -1 otherwise
 };
 
 // One direction of a link: what a copy occupies.
 struct Channel {
-    std::string name;          // "gpu0->switch0"
+    std::string name;  // "gpu0->switch0"
     double bandwidth_gbs = 0;
     double latency_us = 0;
 };
@@ -98,17 +98,18 @@ public:
 
 private:
     int node_index(const std::string& name, const std::string& referrer) const;
-    int add_channel(const std::string& from, const std::string& to, const LinkModel& link, int count);
+    int add_channel(const std::string& from, const std::string& to, const LinkModel& link,
+                    int count);
 
     TopologySpec spec_;
-    std::vector<int> parent_;                  // per node; -1 for the root
-    std::vector<int> depth_;                   // per node
-    std::vector<int> up_, down_;               // per node: channel to / from its parent
-    std::vector<int> device_node_;             // per device: its node
+    std::vector<int> parent_;       // per node; -1 for the root
+    std::vector<int> depth_;        // per node
+    std::vector<int> up_, down_;    // per node: channel to / from its parent
+    std::vector<int> device_node_;  // per device: its node
     std::vector<TopologyDevice> devices_;
     std::vector<Channel> channels_;
     std::vector<int> pool_cores_;
-    std::vector<std::vector<int>> peer_;       // [from device][to device]: channel or -1
+    std::vector<std::vector<int>> peer_;  // [from device][to device]: channel or -1
 };
 
 }  // namespace tandem

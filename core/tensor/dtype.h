@@ -28,9 +28,19 @@ constexpr std::string_view dtype_name(DType t) {
     return "?";
 }
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<int>() { return DType::i32; }
-template <> constexpr DType dtype_of<unsigned char>() { return DType::u8; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+    return DType::f32;
+}
+template <>
+constexpr DType dtype_of<int>() {
+    return DType::i32;
+}
+template <>
+constexpr DType dtype_of<unsigned char>() {
+    return DType::u8;
+}
 
 }  // namespace tandem

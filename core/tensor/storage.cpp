@@ -5,11 +5,11 @@
 namespace tandem {
 
 Storage::Storage(Device& device, std::size_t bytes)
-    : owner_(device.weak_from_this().lock()),
-      device_(&device),
-      bytes_(bytes),
+    : owner_(device.weak_from_this().lock()), device_(&device), bytes_(bytes),
       data_(device.allocator().allocate(bytes)) {}
 
-Storage::~Storage() { device_->allocator().deallocate(data_, bytes_); }
+Storage::~Storage() {
+    device_->allocator().deallocate(data_, bytes_);
+}
 
 }  // namespace tandem

@@ -13,7 +13,8 @@ std::string_view layout_name(Layout layout) {
 Layout parse_layout(std::string_view name) {
     if (name == "contiguous") return Layout::contiguous;
     if (name == "channels_last") return Layout::channels_last;
-    TANDEM_THROW(ConfigError) << "layout must be 'contiguous' or 'channels_last', got '" << name << "'";
+    TANDEM_THROW(ConfigError) << "layout must be 'contiguous' or 'channels_last', got '" << name
+                              << "'";
 }
 namespace {
 
@@ -101,7 +102,9 @@ Device& Tensor::device() const {
     return storage_->device();
 }
 
-std::vector<std::int64_t> Tensor::strides() const { return layout_strides(shape_, layout_); }
+std::vector<std::int64_t> Tensor::strides() const {
+    return layout_strides(shape_, layout_);
+}
 
 void* Tensor::raw() const {
     TANDEM_CHECK(defined()) << "use of an undefined tensor";
@@ -110,16 +113,15 @@ void* Tensor::raw() const {
 
 void Tensor::check_host_access(DType wanted) const {
     TANDEM_CHECK(defined()) << "use of an undefined tensor";
-    TANDEM_CHECK(dtype_ == wanted) << description() << " holds " << dtype_name(dtype_)
-                                   << ", read as " << dtype_name(wanted);
-    TANDEM_CHECK(device().host_accessible())
-        << description() << " is not in host-readable memory";
+    TANDEM_CHECK(dtype_ == wanted)
+        << description() << " holds " << dtype_name(dtype_) << ", read as " << dtype_name(wanted);
+    TANDEM_CHECK(device().host_accessible()) << description() << " is not in host-readable memory";
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
     TANDEM_CHECK_AS(ShapeError, shape.numel() == numel())
-        << "cannot reshape " << description() << " to " << shape.to_string() << " ("
-        << numel() << " elements, " << shape.numel() << " wanted)";
+        << "cannot reshape " << description() << " to " << shape.to_string() << " (" << numel()
+        << " elements, " << shape.numel() << " wanted)";
     TANDEM_CHECK_AS(ShapeError, layout_ == Layout::contiguous)
         << "cannot reshape " << description() << ": channels_last; convert it to contiguous first";
     Tensor t = *this;
@@ -128,8 +130,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::narrow_batch(std::int64_t begin, std::int64_t count) const {
-    TANDEM_CHECK_AS(ShapeError, shape_.rank() >= 1 && begin >= 0 && count >= 0 &&
-                                    begin + count <= shape_[0])
+    TANDEM_CHECK_AS(ShapeError,
+                    shape_.rank() >= 1 && begin >= 0 && count >= 0 && begin + count <= shape_[0])
         << "cannot take samples [" << begin << ", " << begin + count << ") of " << description();
     Tensor t = *this;
     t.shape_[0] = count;
@@ -162,7 +164,9 @@ Tensor Tensor::to(Device& target) const {
     return t;
 }
 
-Tensor Tensor::clone() const { return to(device()); }
+Tensor Tensor::clone() const {
+    return to(device());
+}
 
 std::vector<float> Tensor::to_vector() const {
     TANDEM_CHECK(dtype_ == DType::f32) << description() << " is not float32";

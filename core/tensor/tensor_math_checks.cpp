@@ -32,9 +32,12 @@ void check_dim(const Tensor& x, int dim, std::string_view function, std::string_
 Around around(const Shape& shape, int dim) {
     Around a;
     for (int i = 0; i < shape.rank(); ++i) {
-        if (i < dim) a.outer *= shape[i];
-        else if (i == dim) a.size = shape[i];
-        else a.inner *= shape[i];
+        if (i < dim)
+            a.outer *= shape[i];
+        else if (i == dim)
+            a.size = shape[i];
+        else
+            a.inner *= shape[i];
     }
     return a;
 }

@@ -68,8 +68,8 @@ void run(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float
     for (std::int64_t i = 0; i < n; ++i) out[i] = apply(Op, a[i * sa], b[i * sb]);
 }
 
-void run(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
-         float* out, std::int64_t n) {
+void run(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* out,
+         std::int64_t n) {
     switch (op) {
         case BinaryOp::add: return run<BinaryOp::add>(a, sa, b, sb, out, n);
         case BinaryOp::sub: return run<BinaryOp::sub>(a, sa, b, sb, out, n);

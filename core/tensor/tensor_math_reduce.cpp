@@ -24,8 +24,7 @@ Shape reduced_shape(const Shape& shape, int dim, bool keepdim) {
 
 // Sums along `dim`, each multiplied by `scale` (1 for sums, 1/size for means). The inner loop
 // runs over contiguous elements, adding one slice at a time into double accumulators.
-Tensor sum_scaled(const Tensor& x, int dim, bool keepdim, std::string_view function,
-                  bool is_mean) {
+Tensor sum_scaled(const Tensor& x, int dim, bool keepdim, std::string_view function, bool is_mean) {
     const Tensor in = host_input(x, function, "x");
     check_dim(in, dim, function, "dim");
     const Around a = around(in.shape(), dim);
@@ -48,7 +47,9 @@ Tensor sum_scaled(const Tensor& x, int dim, bool keepdim, std::string_view funct
 }
 
 // Whether `v` replaces `best` as the maximum: larger, or NaN (which then stays).
-bool beats(float v, float best) { return !std::isnan(best) && (v > best || std::isnan(v)); }
+bool beats(float v, float best) {
+    return !std::isnan(best) && (v > best || std::isnan(v));
+}
 
 }  // namespace
 

@@ -15,8 +15,8 @@
 namespace {
 
 // Names a topology file would use, and a few it would not: the fuzzer mixes both.
-const std::vector<std::string> kLinks = {"pcie3_x16", "pcie4_x16", "nvlink2", "qpi", "ib_hdr",
-                                         "shared_memory", "", "pcie9"};
+const std::vector<std::string> kLinks = {"pcie3_x16", "pcie4_x16",     "nvlink2", "qpi",
+                                         "ib_hdr",    "shared_memory", "",        "pcie9"};
 const std::vector<std::string> kDevices = {"", "", "cpu", "V100", "A100", "H100", "K20c", "TPU"};
 
 std::string pick(FuzzedDataProvider& in, const std::vector<std::string>& list) {

@@ -32,8 +32,9 @@ std::shared_ptr<Sequential> branch_net() {
     g->add(named(std::make_shared<Activation>(ActivationAlgorithm::tanh), "btanh"), {"b1"});
     g->add(named(std::make_shared<Concat>(1), "cat"), {"a2", "btanh"});
     g->set_outputs({"cat"});
-    return std::make_shared<Sequential>(std::vector<LayerPtr>{named(std::make_shared<Flatten>(), "flatten"),
-                                                              dense(64, 16, "embed"), g, dense(16, 3, "head")});
+    return std::make_shared<Sequential>(
+        std::vector<LayerPtr>{named(std::make_shared<Flatten>(), "flatten"), dense(64, 16, "embed"),
+                              g, dense(16, 3, "head")});
 }
 
 }  // namespace tandem::test

@@ -15,9 +15,9 @@ std::shared_ptr<Sequential> branch_net();
 
 using Placement = std::vector<std::vector<std::string>>;
 // The branches on devices of their own: 4 stages, and 3 (branch b with the stem).
-inline const Placement kFourStages{{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2"}, {"g.b1", "g.btanh"},
-                                   {"g.cat", "head"}};
-inline const Placement kThreeStages{{"flatten", "embed", "g.b1", "g.btanh"}, {"g.a1", "g.arelu", "g.a2"},
-                                    {"g.cat", "head"}};
+inline const Placement kFourStages{
+    {"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2"}, {"g.b1", "g.btanh"}, {"g.cat", "head"}};
+inline const Placement kThreeStages{
+    {"flatten", "embed", "g.b1", "g.btanh"}, {"g.a1", "g.arelu", "g.a2"}, {"g.cat", "head"}};
 
 }  // namespace tandem::test

@@ -7,10 +7,12 @@
 
 namespace tandem::test {
 
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol, const std::string& what) {
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol,
+                  const std::string& what) {
     ASSERT_EQ(a.size(), b.size()) << what;
     for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::fabs(double(b[i])))) << what << " [" << i << "]";
+        ASSERT_NEAR(a[i], b[i], rtol * std::max(1.0, std::fabs(double(b[i]))))
+            << what << " [" << i << "]";
 }
 
 void expect_close_to_scale(const Tensor& actual, const Tensor& expected, const std::string& what) {
@@ -19,7 +21,8 @@ void expect_close_to_scale(const Tensor& actual, const Tensor& expected, const s
     double scale = 1;
     for (float v : b) scale = std::max(scale, std::fabs(double(v)));
     for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], 1e-4 * scale) << what << " [" << i << "] of " << expected.description();
+        ASSERT_NEAR(a[i], b[i], 1e-4 * scale)
+            << what << " [" << i << "] of " << expected.description();
 }
 
 }  // namespace tandem::test

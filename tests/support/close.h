@@ -10,7 +10,8 @@
 namespace tandem::test {
 
 // Element-wise |a - b| <= rtol * max(1, |b|); a failure names `what` and the index.
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol, const std::string& what);
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol,
+                  const std::string& what);
 
 // |actual - expected| <= 1e-4 * max(1, max |expected|) everywhere: two kernels' sums of the
 // same products, in different orders, agree to the magnitude of the largest value.

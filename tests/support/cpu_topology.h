@@ -10,12 +10,14 @@ namespace tandem::test {
 
 // n CPU devices of `threads` threads each (and `memory` bytes) on a machine of `cores` cores;
 // with cores = n * threads nothing slows a device but waiting.
-inline Topology cpu_topology(int n, int cores, int threads = 1, std::size_t memory = std::size_t(1) << 30) {
+inline Topology cpu_topology(int n, int cores, int threads = 1,
+                             std::size_t memory = std::size_t(1) << 30) {
     TopologySpec spec;
     spec.name = "cpus";
     spec.nodes.push_back({"host", "", "", "", 0, 1, cores});
     for (int i = 0; i < n; ++i)
-        spec.nodes.push_back({"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", memory, threads, 0});
+        spec.nodes.push_back(
+            {"cpu:" + std::to_string(i), "host", "shared_memory", "cpu", memory, threads, 0});
     return Topology(spec);
 }
 

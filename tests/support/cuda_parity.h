@@ -20,8 +20,12 @@
 
 namespace tandem::test {
 
-inline Device& cpu() { return test_device(); }
-inline Device& gpu() { return cuda_test_device(0); }
+inline Device& cpu() {
+    return test_device();
+}
+inline Device& gpu() {
+    return cuda_test_device(0);
+}
 
 template <class K>
 std::unique_ptr<K> kernel_on(Device& device, const typename K::Config& config) {
@@ -29,7 +33,8 @@ std::unique_ptr<K> kernel_on(Device& device, const typename K::Config& config) {
 }
 
 // |got - want| <= tol * max(1, |want|) for every element; reports the worst one.
-inline void expect_near(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+inline void expect_near(const Tensor& got, const Tensor& want, double tol,
+                        const std::string& what) {
     const auto g = got.to_vector(), w = want.to_vector();
     ASSERT_EQ(g.size(), w.size()) << what;
     double worst = 0;
@@ -57,9 +62,10 @@ using Observe = std::function<Tensor(const Layer&)>;
 
 // One forward and backward of `layer` moved to `device`, from host inputs. Several inputs go
 // through Merge's merge/unmerge, one through forward/backward.
-inline LayerResults run_layer_on(Layer& layer, Device& device, const std::vector<Tensor>& xs, const Tensor& dy,
-                                 const Observe& observe = {}) {
-    for (Parameter* p : layer.parameters()) p->grad = Tensor::zeros(p->value.shape(), host_device());
+inline LayerResults run_layer_on(Layer& layer, Device& device, const std::vector<Tensor>& xs,
+                                 const Tensor& dy, const Observe& observe = {}) {
+    for (Parameter* p : layer.parameters())
+        p->grad = Tensor::zeros(p->value.shape(), host_device());
     // A merge has no one-input shape to bind with: its kernels are made on first use.
     if (xs.size() > 1)
         layer.to(device);
@@ -74,7 +80,8 @@ inline LayerResults run_layer_on(Layer& layer, Device& device, const std::vector
     r.y = (merge ? merge->merge(on, pass) : layer.forward(on[0], pass)).to(host_device());
     if (observe) r.observed = observe(layer).to(host_device());
     if (merge)
-        for (const Tensor& dx : merge->unmerge(on, dy.to(device), pass)) r.dxs.push_back(dx.to(host_device()));
+        for (const Tensor& dx : merge->unmerge(on, dy.to(device), pass))
+            r.dxs.push_back(dx.to(host_device()));
     else
         r.dxs.push_back(layer.backward(on[0], dy.to(device), pass).to(host_device()));
     for (Parameter* p : layer.parameters()) r.grads[p->name] = p->grad.to(host_device());
@@ -84,27 +91,36 @@ inline LayerResults run_layer_on(Layer& layer, Device& device, const std::vector
 
 // `layer` (initialised) on the CPU and a clone of it on the GPU give the same results within
 // `tolerance`; dy is drawn from `seed` in the output's shape and layout.
-inline void expect_same_on_gpu(const LayerPtr& layer, const std::vector<Tensor>& xs, std::uint64_t seed,
-                               const Observe& observe = {}, double tolerance = 1e-4) {
+inline void expect_same_on_gpu(const LayerPtr& layer, const std::vector<Tensor>& xs,
+                               std::uint64_t seed, const Observe& observe = {},
+                               double tolerance = 1e-4) {
     SCOPED_TRACE(layer->label() + " " + layer->options_text());
     LayerPtr copy = layer->clone();
     std::vector<Shape> shapes;
     for (const Tensor& x : xs) shapes.push_back(x.shape());
     const Shape out = xs.size() > 1 ? dynamic_cast<Merge&>(*layer).merged_shape(shapes)
                                     : layer->output_shape(xs[0].shape());
-    const Tensor dy = random_tensor(out, cpu(), seed, -1.f, 1.f, out.rank() == 4 ? xs[0].layout() : Layout::contiguous);
+    const Tensor dy = random_tensor(out, cpu(), seed, -1.f, 1.f,
+                                    out.rank() == 4 ? xs[0].layout() : Layout::contiguous);
     const LayerResults want = run_layer_on(*layer, cpu(), xs, dy, observe);
     const LayerResults got = run_layer_on(*copy, gpu(), xs, dy, observe);
     expect_near(got.y, want.y, tolerance, "output");
-    if (observe) expect_near(got.observed, want.observed, tolerance, "what the layer keeps after forward");
+    if (observe)
+        expect_near(got.observed, want.observed, tolerance, "what the layer keeps after forward");
     ASSERT_EQ(got.dxs.size(), want.dxs.size());
     for (std::size_t i = 0; i < want.dxs.size(); ++i)
-        if (want.dxs[i].defined()) expect_near(got.dxs[i], want.dxs[i], tolerance, "input gradient " + std::to_string(i + 1));
-    for (const auto& [name, grad] : want.grads) expect_near(got.grads.at(name), grad, tolerance, "gradient of " + name);
+        if (want.dxs[i].defined())
+            expect_near(got.dxs[i], want.dxs[i], tolerance,
+                        "input gradient " + std::to_string(i + 1));
+    for (const auto& [name, grad] : want.grads)
+        expect_near(got.grads.at(name), grad, tolerance, "gradient of " + name);
 }
 
-// A device owned elsewhere (the shared test devices, see support/cuda_test.h) as an engine takes it.
-inline std::shared_ptr<Device> unowned(Device& d) { return std::shared_ptr<Device>(&d, [](Device*) {}); }
+// A device owned elsewhere (the shared test devices, see support/cuda_test.h) as an engine takes
+// it.
+inline std::shared_ptr<Device> unowned(Device& d) {
+    return std::shared_ptr<Device>(&d, [](Device*) {});
+}
 
 using Weights = std::map<std::string, std::vector<float>>;
 
@@ -124,7 +140,8 @@ inline void expect_same_weights(const Weights& got, const Weights& want) {
         const auto& g = got.at(name);
         ASSERT_EQ(g.size(), values.size()) << name;
         for (std::size_t i = 0; i < g.size(); ++i)
-            ASSERT_NEAR(g[i], values[i], 1e-3 * std::max(1.f, std::fabs(values[i]))) << name << " [" << i << "]";
+            ASSERT_NEAR(g[i], values[i], 1e-3 * std::max(1.f, std::fabs(values[i])))
+                << name << " [" << i << "]";
     }
 }
 

@@ -30,8 +30,8 @@ std::shared_ptr<Device> own_cuda_device(CudaDeviceOptions options = {});
 
 }  // namespace tandem::test
 
-#define TANDEM_REQUIRE_GPUS(n)                                                          \
-    do {                                                                                \
+#define TANDEM_REQUIRE_GPUS(n)                                                         \
+    do {                                                                               \
         if (const std::string why = ::tandem::test::cuda_skip_reason(n); !why.empty()) \
-            GTEST_SKIP() << why;                                                        \
+            GTEST_SKIP() << why;                                                       \
     } while (0)

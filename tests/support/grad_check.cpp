@@ -75,9 +75,9 @@ void check_gradients(Layer& layer, const Tensor& x0, Device& device, const GradC
                        double plus, double minus) {
         const double scale = std::max({std::fabs(numeric), std::fabs(analytic), 1.0});
         EXPECT_LE(std::fabs(numeric - analytic), o.tolerance * scale)
-            << layer.label() << " input " << x0.shape().to_string() << ": d L / d " << what
-            << "[" << index << "]: numeric " << numeric << ", analytic " << analytic
-            << " (L+ " << plus << ", L- " << minus << ")";
+            << layer.label() << " input " << x0.shape().to_string() << ": d L / d " << what << "["
+            << index << "]: numeric " << numeric << ", analytic " << analytic << " (L+ " << plus
+            << ", L- " << minus << ")";
     };
 
     // Input gradient.

@@ -12,7 +12,8 @@ namespace tandem::test {
 
 TorchFixture::TorchFixture(const std::string& name) : name_(name) {
     const std::string path = std::string(TANDEM_TORCH_FIXTURES) + "/" + name + ".safetensors";
-    for (auto& [key, tensor] : load_safetensors(path, test_device()).tensors) tensors_[key] = tensor;
+    for (auto& [key, tensor] : load_safetensors(path, test_device()).tensors)
+        tensors_[key] = tensor;
 }
 
 const Tensor& TorchFixture::operator[](const std::string& key) const {
@@ -24,15 +25,15 @@ const Tensor& TorchFixture::operator[](const std::string& key) const {
     return it->second;
 }
 
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what,
-                  float rtol, float atol) {
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, float rtol,
+                  float atol) {
     ASSERT_TRUE(actual.defined()) << what << ": no tensor";
     ASSERT_EQ(actual.shape(), expected.shape()) << what;
     const auto a = actual.to_vector(), e = expected.to_vector();
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (!(std::fabs(a[i] - e[i]) <= atol + rtol * std::fabs(e[i]))) {
-            ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", PyTorch gives " << e[i]
-                          << " (rtol " << rtol << ", atol " << atol << ")";
+            ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", PyTorch gives "
+                          << e[i] << " (rtol " << rtol << ", atol " << atol << ")";
             return;
         }
     }

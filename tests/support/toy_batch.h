@@ -17,11 +17,13 @@ inline Batch make_batch(int step, std::int64_t n) {
     std::vector<float> x(static_cast<std::size_t>(n * 64));
     Tensor labels = Tensor::empty({n}, host_device(), DType::i32);
     for (std::int64_t i = 0; i < n; ++i) {
-        const int k = static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
+        const int k =
+            static_cast<int>(rng_bits(rng_key(99, std::uint64_t(step)), std::uint64_t(i)) % 3);
         labels.data<int>()[i] = k;
         for (int j = 0; j < 64; ++j)
             x[static_cast<std::size_t>(i * 64 + j)] =
-                float(k - 1) + 0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
+                float(k - 1) +
+                0.5f * rng_normal(rng_key(7, std::uint64_t(step)), std::uint64_t(i * 64 + j));
     }
     return {Tensor::from_vector({n, 1, 8, 8}, host_device(), x), labels};
 }

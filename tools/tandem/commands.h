@@ -29,7 +29,7 @@ struct ToolSpec {
     const char* description;  // what it does, a few lines ("" for none)
     std::vector<ToolOption> options;
     int min_positional = 0;
-    int max_positional = 0;   // -1: any number
+    int max_positional = 0;  // -1: any number
 };
 
 // The command stops here: its help (status 0, the text for stdout) or a command-line mistake
@@ -44,12 +44,12 @@ public:
 extern const ToolSpec kRunSpec, kTestSpec, kHelpSpec, kBenchSpec, kPlanSpec, kDevicesSpec;
 extern const ToolSpec kMkdbSpec, kImportIdxSpec, kMeanSpec, kDbinfoSpec, kGenImagesSpec, kPlotSpec;
 
-int command_run(const Args& args);    // run.cpp
-int command_repl(const Args& args);   // repl.cpp
-int command_test(const Args& args);   // test_runner.cpp
-int command_help(const Args& args);   // main.cpp
-int command_bench(const Args& args);  // bench.cpp
-int command_plan(const Args& args);   // plan.cpp
+int command_run(const Args& args);      // run.cpp
+int command_repl(const Args& args);     // repl.cpp
+int command_test(const Args& args);     // test_runner.cpp
+int command_help(const Args& args);     // main.cpp
+int command_bench(const Args& args);    // bench.cpp
+int command_plan(const Args& args);     // plan.cpp
 int command_devices(const Args& args);  // devices.cpp
 // The data tools (issue 3).
 int command_mkdb(const Args& args);        // mkdb.cpp
@@ -67,6 +67,7 @@ bool push_options(lua_State* L, const Args& args);
 
 // A sub-command written in Lua: require(module) (or its field `function` when given) called
 // with the options table of `args`. Returns the exit status. (run.cpp)
-int run_lua_command(const char* command, const char* module, const char* function, const Args& args);
+int run_lua_command(const char* command, const char* module, const char* function,
+                    const Args& args);
 
 }  // namespace tandem::tool

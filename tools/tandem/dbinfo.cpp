@@ -60,7 +60,9 @@ void write_grid(const DataSource& source, const std::string& path, std::int64_t 
 }  // namespace
 
 const ToolSpec kDbinfoSpec{
-    "dbinfo", "SOURCE", "count, classes, shapes, encodings; a grid of samples",
+    "dbinfo",
+    "SOURCE",
+    "count, classes, shapes, encodings; a grid of samples",
     "SOURCE: an LMDB database, an image folder or a list file. Damaged records are counted and\n"
     "named.",
     {{"limit", "N", "examine the first N records' shapes only (default: all)"},
@@ -68,7 +70,8 @@ const ToolSpec kDbinfoSpec{
      {"grid-count", "N", "samples in the grid (default 64)"},
      {"cell", "PX", "a grid cell's side (default 64)"},
      {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"}},
-    1, 1};
+    1,
+    1};
 
 int command_dbinfo(const Args& args) {
     const ToolArgs a(args, kDbinfoSpec);
@@ -139,8 +142,7 @@ int command_dbinfo(const Args& args) {
         std::printf("  %-16s %lld\n", sorted[i].second.c_str(),
                     static_cast<long long>(-sorted[i].first));
     if (sorted.size() > 8) std::printf("  ... and %zu more\n", sorted.size() - 8);
-    if (a.has("grid"))
-        write_grid(*source, grid, grid_count, cell);
+    if (a.has("grid")) write_grid(*source, grid, grid_count, cell);
     return 0;
 }
 

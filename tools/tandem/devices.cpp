@@ -8,7 +8,8 @@
 
 namespace tandem::tool {
 
-const ToolSpec kDevicesSpec{"devices", "", "list the compiled backends and the devices present", "", {}, 0, 0};
+const ToolSpec kDevicesSpec{
+    "devices", "", "list the compiled backends and the devices present", "", {}, 0, 0};
 
 int command_devices(const Args& args) {
     const ToolArgs a(args, kDevicesSpec);

@@ -10,19 +10,22 @@
 
 namespace tandem::tool {
 
-const ToolSpec kGenImagesSpec{
-    "gen-images", "DIR", "write a synthetic colour-image folder",
-    "Coloured shapes on noise, one sub-folder per class, for tests, benchmarks and the JPEG recipe.",
-    {{"classes", "N", "classes (default 4)"},
-     {"per-class", "N", "images a class (default 16)"},
-     {"min-size", "PX", "the smallest side (default 64)"},
-     {"max-size", "PX", "the largest side (default 256)"},
-     {"square", nullptr, "square images only"},
-     {"seed", "S", "the seed (default 1)"},
-     {"format", "jpg|png", "the file format (default jpg)"},
-     {"quality", "Q", "JPEG quality 1..100 (default 90)"},
-     {"overwrite", nullptr, "write into DIR even when it is not empty"}},
-    1, 1};
+const ToolSpec kGenImagesSpec{"gen-images",
+                              "DIR",
+                              "write a synthetic colour-image folder",
+                              "Coloured shapes on noise, one sub-folder per class, for tests, "
+                              "benchmarks and the JPEG recipe.",
+                              {{"classes", "N", "classes (default 4)"},
+                               {"per-class", "N", "images a class (default 16)"},
+                               {"min-size", "PX", "the smallest side (default 64)"},
+                               {"max-size", "PX", "the largest side (default 256)"},
+                               {"square", nullptr, "square images only"},
+                               {"seed", "S", "the seed (default 1)"},
+                               {"format", "jpg|png", "the file format (default jpg)"},
+                               {"quality", "Q", "JPEG quality 1..100 (default 90)"},
+                               {"overwrite", nullptr, "write into DIR even when it is not empty"}},
+                              1,
+                              1};
 
 int command_gen_images(const Args& args) {
     const ToolArgs a(args, kGenImagesSpec);
@@ -44,8 +47,9 @@ int command_gen_images(const Args& args) {
     std::error_code error;
     if (!a.flag("overwrite") && std::filesystem::is_directory(dir, error) &&
         !std::filesystem::is_empty(dir, error))
-        throw CommandExit(1, "tandem gen-images: " + dir + " is not empty; give a new or empty folder, or "
-                             "--overwrite to write into it");
+        throw CommandExit(1, "tandem gen-images: " + dir +
+                                 " is not empty; give a new or empty folder, or "
+                                 "--overwrite to write into it");
     const auto n = write_synthetic_images(dir, o);
     std::printf("wrote %lld %s images in %d classes to %s\n", static_cast<long long>(n),
                 o.format.c_str(), o.classes, a.positional()[0].c_str());

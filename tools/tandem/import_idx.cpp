@@ -11,13 +11,16 @@
 namespace tandem::tool {
 
 const ToolSpec kImportIdxSpec{
-    "import-idx", "IMAGES LABELS DB", "MNIST-style idx files into an LMDB database",
+    "import-idx",
+    "IMAGES LABELS DB",
+    "MNIST-style idx files into an LMDB database",
     "IMAGES and LABELS: idx files (gzipped or not), such as Debian's dataset-fashion-mnist.\n"
     "DB: the database folder to write, records in file order.",
     {{"encoding", "raw|png", "how records store pixels (default raw)"},
      {"overwrite", nullptr, "replace an existing DB"},
      {"threads", "N", "encode threads (default: the cores, at most 8)"}},
-    3, 3};
+    3,
+    3};
 
 int command_import_idx(const Args& args) {
     const ToolArgs a(args, kImportIdxSpec);

@@ -142,7 +142,8 @@ int report_error(lua_State* L) {
         const std::string message = lua_tostring(L, -1);
         lua_pop(L, 2);
         std::fflush(stdout);
-        std::fprintf(status == 0 ? stdout : stderr, status == 0 ? "%s\n" : "error: %s\n", message.c_str());
+        std::fprintf(status == 0 ? stdout : stderr, status == 0 ? "%s\n" : "error: %s\n",
+                     message.c_str());
         std::fflush(status == 0 ? stdout : stderr);
         return status;
     }

@@ -18,12 +18,18 @@ struct Command {
 
 // Every sub-command.
 const Command kCommands[] = {
-    {&kRunSpec, command_run},         {&kTestSpec, command_test},
-    {&kBenchSpec, command_bench},     {&kPlanSpec, command_plan},
-    {&kDevicesSpec, command_devices}, {&kMkdbSpec, command_mkdb},
-    {&kImportIdxSpec, command_import_idx}, {&kMeanSpec, command_mean},
-    {&kDbinfoSpec, command_dbinfo},   {&kGenImagesSpec, command_gen_images},
-    {&kPlotSpec, command_plot},       {&kHelpSpec, command_help},
+    {&kRunSpec, command_run},
+    {&kTestSpec, command_test},
+    {&kBenchSpec, command_bench},
+    {&kPlanSpec, command_plan},
+    {&kDevicesSpec, command_devices},
+    {&kMkdbSpec, command_mkdb},
+    {&kImportIdxSpec, command_import_idx},
+    {&kMeanSpec, command_mean},
+    {&kDbinfoSpec, command_dbinfo},
+    {&kGenImagesSpec, command_gen_images},
+    {&kPlotSpec, command_plot},
+    {&kHelpSpec, command_help},
 };
 
 const Command* find_command(const std::string& name) {
@@ -41,7 +47,8 @@ int command_help(const Args& args) {
     if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
         if (const Command* command = find_command(args[0])) return command->run({"--help"});
         std::string known;
-        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.spec->name;
+        for (const auto& c : kCommands)
+            known += std::string(known.empty() ? "" : ", ") + c.spec->name;
         throw CommandExit(2, "tandem help: no command '" + args[0] + "' (known: " + known + ")");
     }
     std::printf("Tandem %s: train CNNs on several devices, driven by Lua recipes.\n\n",
@@ -58,7 +65,8 @@ int command_help(const Args& args) {
             std::printf("  tandem %-35s %s\n", left.c_str(), s.summary);
     }
     std::printf(
-        "\n`tandem COMMAND --help` describes a command and its options; `tandem run RECIPE --help`\n"
+        "\n`tandem COMMAND --help` describes a command and its options; `tandem run RECIPE "
+        "--help`\n"
         "lists a recipe's options with their defaults.\n");
     return 0;
 }
@@ -80,8 +88,9 @@ int main(int argc, char** argv) {
     namespace mpi = tandem::mpi;
     if (mpi::launched()) {
         if (!mpi::built()) {
-            std::fprintf(stderr, "tandem: started by an MPI launcher, but this build has no MPI "
-                                 "(TANDEM_MPI): every process runs alone\n");
+            std::fprintf(stderr,
+                         "tandem: started by an MPI launcher, but this build has no MPI "
+                         "(TANDEM_MPI): every process runs alone\n");
         } else {
             try {
                 mpi::initialize();
@@ -108,13 +117,15 @@ int run_command(int argc, char** argv) {
         if (name == "--help" || name == "-h") return command_help(args);
         if (const Command* command = find_command(name)) return command->run(args);
         std::string known;
-        for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c.spec->name;
+        for (const auto& c : kCommands)
+            known += std::string(known.empty() ? "" : ", ") + c.spec->name;
         std::fprintf(stderr, "tandem: unknown command '%s' (known: %s; `tandem help` for usage)\n",
                      name.c_str(), known.c_str());
         return 2;
     } catch (const CommandExit& e) {
         // --help (0) or a mistake on the command line (2): the message alone.
-        std::fprintf(e.status == 0 ? stdout : stderr, e.status == 0 ? "%s" : "error: %s\n", e.what());
+        std::fprintf(e.status == 0 ? stdout : stderr, e.status == 0 ? "%s" : "error: %s\n",
+                     e.what());
         return e.status;
     } catch (const std::exception& e) {
         // Errors inside Lua are reported by each command; this is the tool's own failure.

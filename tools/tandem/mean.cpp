@@ -15,13 +15,16 @@
 namespace tandem::tool {
 
 const ToolSpec kMeanSpec{
-    "mean", "SOURCE", "per-channel mean and std of a database, folder or list",
+    "mean",
+    "SOURCE",
+    "per-channel mean and std of a database, folder or list",
     "SOURCE: an LMDB database, an image folder or a list file. The figures are on the 0..1 scale\n"
     "in RGB order: what a Loader's transforms take as mean and std.",
     {{"limit", "N", "read the first N images only (default: all)"},
      {"threads", "N", "decode threads (default: the cores, at most 8)"},
      {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"}},
-    1, 1};
+    1,
+    1};
 
 int command_mean(const Args& args) {
     const ToolArgs a(args, kMeanSpec);

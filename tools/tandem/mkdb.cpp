@@ -11,7 +11,9 @@
 namespace tandem::tool {
 
 const ToolSpec kMkdbSpec{
-    "mkdb", "SOURCE DB", "an image folder or list file into an LMDB database (--check DB verifies one)",
+    "mkdb",
+    "SOURCE DB",
+    "an image folder or list file into an LMDB database (--check DB verifies one)",
     "SOURCE: an image folder (one sub-folder per class) or a list file of 'path label' lines.\n"
     "DB: the database folder to write (docs/data-format.md). Files that do not decode are skipped\n"
     "and named; a SOURCE where nothing decodes writes nothing.",
@@ -21,12 +23,14 @@ const ToolSpec kMkdbSpec{
      {"shuffle", nullptr, "store the records in a random order (default: the source's)"},
      {"seed", "S", "the shuffle's seed (default 1)"},
      {"threads", "N", "decode threads (default: the cores, at most 8)"},
-     {"channels", "0|1|3", "decode to greyscale (1) or colour (3); 0 keeps each file's (default 0)"},
+     {"channels", "0|1|3",
+      "decode to greyscale (1) or colour (3); 0 keeps each file's (default 0)"},
      {"root", "DIR", "a list file's paths are relative to DIR (default: the list's folder)"},
      {"overwrite", nullptr, "replace an existing DB"},
      {"strict", nullptr, "stop at the first file that does not decode instead of skipping it"},
      {"check", "DB", "decode every record of DB and name those that fail (no SOURCE then)"}},
-    0, 2};
+    0,
+    2};
 
 int command_mkdb(const Args& args) {
     const ToolArgs a(args, kMkdbSpec);

@@ -23,9 +23,7 @@ std::string clock_text(double seconds) {
 }  // namespace
 
 ProgressLine::ProgressLine(std::string title, std::int64_t total)
-    : title_(std::move(title)),
-      total_(total > 0 ? total : 1),
-      start_(now()),
+    : title_(std::move(title)), total_(total > 0 ? total : 1), start_(now()),
       terminal_(isatty(STDOUT_FILENO) != 0) {}
 
 void ProgressLine::update(std::int64_t done) {

@@ -12,8 +12,8 @@
 
 #include "commands.h"
 #include "lua_state.h"
-#include "tool_args.h"
 #include "parallel/mpi_world.h"
+#include "tool_args.h"
 
 namespace tandem::tool {
 namespace {
@@ -82,7 +82,8 @@ bool push_options(lua_State* L, const Args& args) {
     return true;
 }
 
-int run_lua_command(const char* command, const char* module, const char* function, const Args& args) {
+int run_lua_command(const char* command, const char* module, const char* function,
+                    const Args& args) {
     LuaState state(command);
     lua_State* L = state.get();
     lua_getglobal(L, "require");
@@ -118,17 +119,25 @@ void set_recipe(lua_State* L, const std::string& recipe) {
 }  // namespace
 
 const ToolSpec kRunSpec{
-    "run", "RECIPE [options]", "run a Lua recipe with options",
+    "run",
+    "RECIPE [options]",
+    "run a Lua recipe with options",
     "`tandem run RECIPE --help` lists the recipe's options with their defaults. The recipe reads\n"
     "them with T.options (docs/lua-api.md): --epochs=3 or --epochs 3 gives opt.epochs = 3,\n"
     "--micro-batches=4 gives opt.micro_batches = 4, a true/false option alone is true.",
-    {}, 1, -1};
+    {},
+    1,
+    -1};
 
 int command_run(const Args& args) {
-    if (args.empty()) throw CommandExit(2, "tandem run: needs RECIPE (usage: tandem run RECIPE [--option=value ...])");
+    if (args.empty())
+        throw CommandExit(
+            2, "tandem run: needs RECIPE (usage: tandem run RECIPE [--option=value ...])");
     if (args[0] == "--help" || args[0] == "-h") throw CommandExit(0, tool_help(kRunSpec));
     if (args[0].compare(0, 2, "--") == 0)
-        throw CommandExit(2, "tandem run: the recipe comes first, then its options (tandem run RECIPE " + args[0] + ")");
+        throw CommandExit(
+            2, "tandem run: the recipe comes first, then its options (tandem run RECIPE " +
+                   args[0] + ")");
     const std::string& recipe = args[0];
     // Under MPI only rank 0 speaks on stdout (the progress bar, the summaries): the others'
     // lines would repeat it. Their errors still reach stderr. TANDEM_ALL_RANKS=1 keeps all.

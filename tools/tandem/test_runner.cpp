@@ -27,10 +27,14 @@ bool push_harness(lua_State* L, const char* name) {
 }  // namespace
 
 const ToolSpec kTestSpec{
-    "test", "FILE...", "run Lua test files (tandem.test harness)",
+    "test",
+    "FILE...",
+    "run Lua test files (tandem.test harness)",
     "Each file runs its tests through `require 'tandem.test'` and prints 'ok N - name' or\n"
     "'not ok N - name: why' for each; the exit status is 1 when any failed.",
-    {}, 1, -1};
+    {},
+    1,
+    -1};
 
 int command_test(const Args& args) {
     help_if_asked(kTestSpec, args);

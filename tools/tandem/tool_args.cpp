@@ -24,7 +24,9 @@ std::string usage_line(const ToolSpec& spec) {
     return line;
 }
 
-bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
+bool is_help(const std::string& arg) {
+    return arg == "--help" || arg == "-h";
+}
 
 }  // namespace
 
@@ -34,7 +36,8 @@ std::string tool_help(const ToolSpec& spec) {
     if (!spec.options.empty()) {
         text += "\noptions (--name=value or --name value; a flag alone is true):\n";
         for (const auto& o : spec.options) {
-            std::string left = std::string("  --") + o.name + (o.value ? std::string("=") + o.value : "");
+            std::string left =
+                std::string("  --") + o.name + (o.value ? std::string("=") + o.value : "");
             if (left.size() > 26) {
                 text += left + "\n";
                 left.clear();
@@ -60,12 +63,15 @@ ToolArgs::ToolArgs(const Args& args, const ToolSpec& spec) : spec_(spec) {
             continue;
         }
         const auto equals = a.find('=');
-        const std::string key = a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+        const std::string key =
+            a.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
         const ToolOption* option = find_option(spec, key);
         if (option == nullptr) {
             std::string list;
-            for (const auto& o : spec.options) list += std::string(list.empty() ? "" : ", ") + "--" + o.name;
-            mistake("unknown option --" + key + (list.empty() ? " (it takes none but --help)" : " (known: " + list + ")"));
+            for (const auto& o : spec.options)
+                list += std::string(list.empty() ? "" : ", ") + "--" + o.name;
+            mistake("unknown option --" + key +
+                    (list.empty() ? " (it takes none but --help)" : " (known: " + list + ")"));
         }
         if (equals != std::string::npos) {
             values_[key] = a.substr(equals + 1);
@@ -81,7 +87,8 @@ ToolArgs::ToolArgs(const Args& args, const ToolSpec& spec) : spec_(spec) {
     const std::string usage = " (usage: " + usage_line(spec) + "; --help says more)";
     if (n < spec.min_positional) mistake(std::string("needs ") + spec.arguments + usage);
     if (spec.max_positional >= 0 && n > spec.max_positional)
-        mistake("unexpected argument '" + positional_[static_cast<std::size_t>(spec.max_positional)] + "'" + usage);
+        mistake("unexpected argument '" +
+                positional_[static_cast<std::size_t>(spec.max_positional)] + "'" + usage);
 }
 
 void ToolArgs::mistake(const std::string& what) const {
@@ -112,7 +119,8 @@ std::int64_t ToolArgs::integer(const std::string& key, std::int64_t fallback, st
 
 bool ToolArgs::flag(const std::string& key) const {
     const std::string v = text(key, "false");
-    if (v != "true" && v != "false") mistake("--" + key + " is a flag (true or false), got '" + v + "'");
+    if (v != "true" && v != "false")
+        mistake("--" + key + " is a flag (true or false), got '" + v + "'");
     return v == "true";
 }
 

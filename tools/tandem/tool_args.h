@@ -26,7 +26,8 @@ void help_if_asked(const ToolSpec& spec, const Args& args);
 class ToolArgs {
 public:
     // Parses `args` by `spec`: CommandExit(2) "tandem mkdb: unknown option --x (known: ...)",
-    // for a missing value, and for a positional count outside the spec's; CommandExit(0) for --help.
+    // for a missing value, and for a positional count outside the spec's; CommandExit(0) for
+    // --help.
     ToolArgs(const Args& args, const ToolSpec& spec);
 
     const std::vector<std::string>& positional() const { return positional_; }

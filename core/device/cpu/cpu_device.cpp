@@ -16,12 +16,13 @@ std::size_t host_physical_memory() {
     return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
 }
 
-int host_core_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+int host_core_count() {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 CpuDevice::CpuDevice(int index, const CpuDeviceOptions& options)
     : Device(DeviceKind::cpu, index, options.threads > 0 ? options.threads : host_core_count()),
-      engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_) {
+      engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     allocator_ = std::make_unique<HostAllocator>(
         name(), options.memory > 0 ? options.memory : host_physical_memory());
     worker_ = std::make_unique<Worker>(name(), [this] { bind_calling_thread(); });
@@ -32,7 +33,9 @@ CpuDevice::~CpuDevice() {
     attachments_.clear();
 }
 
-void CpuDevice::bind_calling_thread() const { omp_set_num_threads(threads()); }
+void CpuDevice::bind_calling_thread() const {
+    omp_set_num_threads(threads());
+}
 
 void CpuDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
     std::memcpy(dst, src, bytes);

@@ -118,7 +118,8 @@ std::atomic<float> g_sink{0};  // keeps the kernels' results alive
 double fma_rate(const Kernel& kernel, int threads, std::int64_t rounds) {
     double best = 0;
     for (int repeat = 0; repeat < 7; ++repeat) {
-        const double s = run_together(threads, [&](int) { g_sink.store(kernel.run(rounds), std::memory_order_relaxed); });
+        const double s = run_together(
+            threads, [&](int) { g_sink.store(kernel.run(rounds), std::memory_order_relaxed); });
         best = std::max(best, kernel.flops_per_round * double(rounds) * threads / s / 1e9);
     }
     return best;
@@ -131,7 +132,8 @@ std::int64_t calibrate(const Kernel& kernel) {
         const auto start = std::chrono::steady_clock::now();
         g_sink.store(kernel.run(rounds), std::memory_order_relaxed);
         const double s = seconds_since(start);
-        if (s > 0.01 || rounds > (std::int64_t(1) << 40)) return std::max<std::int64_t>(1, std::int64_t(double(rounds) * 0.02 / s));
+        if (s > 0.01 || rounds > (std::int64_t(1) << 40))
+            return std::max<std::int64_t>(1, std::int64_t(double(rounds) * 0.02 / s));
         rounds *= 8;
     }
 }
@@ -169,7 +171,9 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
-int logical_cores() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+int logical_cores() {
+    return int(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
@@ -182,8 +186,10 @@ std::string utc_now() {
 
 std::filesystem::path cache_dir() {
     if (const char* dir = std::getenv("TANDEM_CACHE_DIR"); dir && *dir) return dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "tandem";
-    if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "tandem";
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+        return std::filesystem::path(xdg) / "tandem";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::filesystem::path(home) / ".cache" / "tandem";
     return {};
 }
 
@@ -192,7 +198,8 @@ std::filesystem::path cache_file(const std::string& model, const std::string& is
     const std::filesystem::path dir = cache_dir();
     if (dir.empty()) return {};
     char name[64];
-    std::snprintf(name, sizeof name, "cpu-peak-%016zx.json", std::hash<std::string>{}(model + "|" + isa + "|" + std::to_string(cores)));
+    std::snprintf(name, sizeof name, "cpu-peak-%016zx.json",
+                  std::hash<std::string>{}(model + "|" + isa + "|" + std::to_string(cores)));
     return dir / name;
 }
 
@@ -203,7 +210,8 @@ std::string to_json(const CpuPeak& p) {
     append_json_string(out, p.isa);
     char numbers[256];
     std::snprintf(numbers, sizeof numbers,
-                  ", \"cores\": %d, \"gflops_one_core\": %.3f, \"gflops_all_cores\": %.3f, \"bandwidth_gbs\": %.3f, "
+                  ", \"cores\": %d, \"gflops_one_core\": %.3f, \"gflops_all_cores\": %.3f, "
+                  "\"bandwidth_gbs\": %.3f, "
                   "\"measured_at\": ",
                   p.cores, p.gflops_one_core, p.gflops_all_cores, p.bandwidth_gbs);
     out += numbers;
@@ -221,17 +229,23 @@ bool read_cache(const std::filesystem::path& file, const CpuPeak& expected, CpuP
         int found = 0;
         for (const JsonMember& m : root.object) {
             const JsonValue& v = m.value;
-            const bool number = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::integer;
+            const bool number =
+                v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::integer;
             if (m.key == "model" && v.kind == JsonValue::Kind::string) p.model = v.string, ++found;
             if (m.key == "isa" && v.kind == JsonValue::Kind::string) p.isa = v.string, ++found;
-            if (m.key == "measured_at" && v.kind == JsonValue::Kind::string) p.measured_at = v.string, ++found;
-            if (m.key == "cores" && v.kind == JsonValue::Kind::integer) p.cores = int(v.integer), ++found;
+            if (m.key == "measured_at" && v.kind == JsonValue::Kind::string)
+                p.measured_at = v.string, ++found;
+            if (m.key == "cores" && v.kind == JsonValue::Kind::integer)
+                p.cores = int(v.integer), ++found;
             if (m.key == "gflops_one_core" && number) p.gflops_one_core = v.number, ++found;
             if (m.key == "gflops_all_cores" && number) p.gflops_all_cores = v.number, ++found;
             if (m.key == "bandwidth_gbs" && number) p.bandwidth_gbs = v.number, ++found;
         }
-        const bool whole = found == 7 && p.gflops_one_core > 0 && p.gflops_all_cores > 0 && p.bandwidth_gbs > 0;
-        if (!whole || p.model != expected.model || p.isa != expected.isa || p.cores != expected.cores) return false;
+        const bool whole =
+            found == 7 && p.gflops_one_core > 0 && p.gflops_all_cores > 0 && p.bandwidth_gbs > 0;
+        if (!whole || p.model != expected.model || p.isa != expected.isa ||
+            p.cores != expected.cores)
+            return false;
         p.cache_file = file.string();
         out = p;
         return true;

@@ -10,14 +10,14 @@
 namespace tandem {
 
 struct CpuPeak {
-    std::string model;              // the CPU's name, as /proc/cpuinfo gives it
-    std::string isa;                // the FMA kernel measured: "AVX-512", "AVX2+FMA" or "SSE2"
-    int cores = 1;                  // logical cores (std::thread::hardware_concurrency)
-    double gflops_one_core = 0;     // independent FMA chains on one thread
-    double gflops_all_cores = 0;    // the same on every core at once
-    double bandwidth_gbs = 0;       // a triad (a = b + s c) over arrays far beyond the caches
-    std::string measured_at;        // UTC, ISO 8601
-    std::string cache_file;         // where it was kept ("" when it could not be written)
+    std::string model;            // the CPU's name, as /proc/cpuinfo gives it
+    std::string isa;              // the FMA kernel measured: "AVX-512", "AVX2+FMA" or "SSE2"
+    int cores = 1;                // logical cores (std::thread::hardware_concurrency)
+    double gflops_one_core = 0;   // independent FMA chains on one thread
+    double gflops_all_cores = 0;  // the same on every core at once
+    double bandwidth_gbs = 0;     // a triad (a = b + s c) over arrays far beyond the caches
+    std::string measured_at;      // UTC, ISO 8601
+    std::string cache_file;       // where it was kept ("" when it could not be written)
 };
 
 // Measures now (about a second; the machine should be otherwise idle).

@@ -15,9 +15,11 @@ dnnl::memory memory_of(const Tensor& t, const dnnl::engine& engine) {
     return dnnl::memory(plain_desc(t.shape(), t.layout()), engine, t.raw());
 }
 
-dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc, const dnnl::engine& engine) {
+dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc,
+                       const dnnl::engine& engine) {
     TANDEM_CHECK(t.nbytes() >= desc.get_size())
-        << t.description() << " is too small for a oneDNN buffer of " << desc.get_size() << " bytes";
+        << t.description() << " is too small for a oneDNN buffer of " << desc.get_size()
+        << " bytes";
     return dnnl::memory(desc, engine, t.raw());
 }
 

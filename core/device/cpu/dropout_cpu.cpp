@@ -7,13 +7,12 @@
 namespace tandem::cpu {
 namespace {
 
-
 class DropoutCpu final : public DropoutKernel {
 public:
     explicit DropoutCpu(const DropoutConfig& config) : config_(config) {}
 
-    void forward(const Tensor& src, float p, std::uint64_t key, std::uint64_t first,
-                 Tensor& mask, Tensor& dst) override {
+    void forward(const Tensor& src, float p, std::uint64_t key, std::uint64_t first, Tensor& mask,
+                 Tensor& dst) override {
         check(src, "src");
         check(dst, "dst");
         TANDEM_CHECK_AS(ShapeError, mask.numel() == config_.numel && mask.dtype() == DType::u8 &&
@@ -53,16 +52,14 @@ public:
         }
     }
 
-    void backward(const Tensor& diff_dst, const Tensor& mask, float p,
-                  Tensor& diff_src) override {
+    void backward(const Tensor& diff_dst, const Tensor& mask, float p, Tensor& diff_src) override {
         check(diff_dst, "diff_dst");
         check(diff_src, "diff_src");
         TANDEM_CHECK_AS(ShapeError, mask.numel() == config_.numel && mask.dtype() == DType::u8 &&
                                         mask.layout() == diff_dst.layout() &&
                                         diff_src.layout() == diff_dst.layout())
-            << "Dropout: mask " << mask.description() << " and diff_src "
-            << diff_src.description() << " must be in the layout of diff_dst "
-            << diff_dst.description();
+            << "Dropout: mask " << mask.description() << " and diff_src " << diff_src.description()
+            << " must be in the layout of diff_dst " << diff_dst.description();
         // Both tensors are in the same storage order, so the mask applies element by element.
         const float* dy = diff_dst.data<float>();
         const unsigned char* m = mask.data<unsigned char>();

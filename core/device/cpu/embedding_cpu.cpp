@@ -18,7 +18,8 @@ public:
         float* out = dst.data<float>();
         for (std::int64_t i = 0; i < c_.count; ++i) {
             const std::int64_t row = checked(ids[i], i);
-            std::memcpy(out + i * c_.dim, table + row * c_.dim, static_cast<std::size_t>(c_.dim) * sizeof(float));
+            std::memcpy(out + i * c_.dim, table + row * c_.dim,
+                        static_cast<std::size_t>(c_.dim) * sizeof(float));
         }
     }
 
@@ -34,8 +35,10 @@ public:
 
 private:
     std::int64_t checked(float id, std::int64_t i) const {
-        TANDEM_CHECK_AS(DataError, id >= 0 && id < static_cast<float>(c_.rows) && std::floor(id) == id)
-            << "Embedding: index " << i + 1 << " is " << id << ", not a whole number in [0, " << c_.rows << ")";
+        TANDEM_CHECK_AS(DataError,
+                        id >= 0 && id < static_cast<float>(c_.rows) && std::floor(id) == id)
+            << "Embedding: index " << i + 1 << " is " << id << ", not a whole number in [0, "
+            << c_.rows << ")";
         return static_cast<std::int64_t>(id);
     }
 

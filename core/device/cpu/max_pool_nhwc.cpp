@@ -28,7 +28,8 @@ public:
     void forward(const Tensor& src, Tensor& dst, Tensor& workspace) override {
         const float* x = src.data<float>();
         float* y = dst.data<float>();
-        auto* won = workspace.defined() ? reinterpret_cast<std::uint16_t*>(workspace.raw()) : nullptr;
+        auto* won =
+            workspace.defined() ? reinterpret_cast<std::uint16_t*>(workspace.raw()) : nullptr;
         const std::int64_t channels = c_.c, rows = c_.n * out_h_;
 #pragma omp parallel for if (rows * out_w_ * channels > kParallelMin)
         for (std::int64_t row = 0; row < rows; ++row) {
@@ -44,16 +45,19 @@ public:
                 for (std::int64_t ih = h0; ih < h1; ++ih)
                     for (std::int64_t iw = w0; iw < w1; ++iw) {
                         const float* in = x + ((n * c_.h + ih) * c_.w + iw) * channels;
-                        const auto k = static_cast<std::uint16_t>((ih - (oh * c_.stride_h - c_.pad_h)) * c_.kernel_w +
-                                                                  (iw - (ow * c_.stride_w - c_.pad_w)));
+                        const auto k = static_cast<std::uint16_t>(
+                            (ih - (oh * c_.stride_h - c_.pad_h)) * c_.kernel_w +
+                            (iw - (ow * c_.stride_w - c_.pad_w)));
                         if (index) {
                             for (std::int64_t ch = 0; ch < channels; ++ch) {
-                                const bool larger = in[ch] > out[ch];  // strictly: the first maximum wins
+                                const bool larger =
+                                    in[ch] > out[ch];  // strictly: the first maximum wins
                                 out[ch] = larger ? in[ch] : out[ch];
                                 index[ch] = larger ? k : index[ch];
                             }
                         } else {
-                            for (std::int64_t ch = 0; ch < channels; ++ch) out[ch] = std::max(out[ch], in[ch]);
+                            for (std::int64_t ch = 0; ch < channels; ++ch)
+                                out[ch] = std::max(out[ch], in[ch]);
                         }
                     }
                 // A window of -inf (or NaN) inputs keeps its first element, as the others do.
@@ -74,11 +78,13 @@ public:
         // one thread, so no two threads write one element.
 #pragma omp parallel for if (c_.n * c_.h * c_.w * channels > kParallelMin)
         for (std::int64_t n = 0; n < c_.n; ++n) {
-            std::memset(dx + n * c_.h * c_.w * channels, 0, sizeof(float) * std::size_t(c_.h * c_.w * channels));
+            std::memset(dx + n * c_.h * c_.w * channels, 0,
+                        sizeof(float) * std::size_t(c_.h * c_.w * channels));
             for (std::int64_t oh = 0; oh < out_h_; ++oh)
                 for (std::int64_t ow = 0; ow < out_w_; ++ow) {
                     const std::int64_t at = ((n * out_h_ + oh) * out_w_ + ow) * channels;
-                    const std::int64_t top = oh * c_.stride_h - c_.pad_h, left = ow * c_.stride_w - c_.pad_w;
+                    const std::int64_t top = oh * c_.stride_h - c_.pad_h,
+                                       left = ow * c_.stride_w - c_.pad_w;
                     for (std::int64_t ch = 0; ch < channels; ++ch) {
                         const std::int64_t k = won[at + ch];
                         const std::int64_t ih = top + k / c_.kernel_w, iw = left + k % c_.kernel_w;
@@ -89,10 +95,10 @@ public:
     }
 
 private:
-
     // The input rows (or columns) [first, last) of output position `o`, clipped to the input.
-    static std::pair<std::int64_t, std::int64_t> window(std::int64_t o, std::int64_t stride, std::int64_t pad,
-                                                        std::int64_t kernel, std::int64_t in) {
+    static std::pair<std::int64_t, std::int64_t> window(std::int64_t o, std::int64_t stride,
+                                                        std::int64_t pad, std::int64_t kernel,
+                                                        std::int64_t in) {
         const std::int64_t start = o * stride - pad;
         return {std::max<std::int64_t>(start, 0), std::min(start + kernel, in)};
     }

@@ -13,8 +13,8 @@ class RnnCellCpu final : public RnnCellKernel {
 public:
     explicit RnnCellCpu(const RnnCellConfig& config) : config_(config) {}
 
-    void forward(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const Tensor& c_prev, Tensor& h, Tensor& c,
-                 Tensor& saved) override {
+    void forward(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const Tensor& c_prev,
+                 Tensor& h, Tensor& c, Tensor& saved) override {
         const std::int64_t n = config_.n, hidden = config_.hidden;
         const float* x = gx.data<float>();
         const float* y = gh.data<float>();
@@ -25,17 +25,20 @@ public:
             float* cell = c.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
-                for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::lstm_forward(b, j, hidden, x, y, cp, out, cell, s);
+                for (std::int64_t j = 0; j < hidden; ++j)
+                    rnn_cell::lstm_forward(b, j, hidden, x, y, cp, out, cell, s);
         } else {
             const float* hp = h_prev.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
-                for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::gru_forward(b, j, hidden, x, y, hp, out, s);
+                for (std::int64_t j = 0; j < hidden; ++j)
+                    rnn_cell::gru_forward(b, j, hidden, x, y, hp, out, s);
         }
     }
 
-    void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev, const Tensor& c, const Tensor& dh,
-                  const Tensor& dc, Tensor& dgx, Tensor& dgh, Tensor& dh_prev, Tensor& dc_prev) override {
+    void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev, const Tensor& c,
+                  const Tensor& dh, const Tensor& dc, Tensor& dgx, Tensor& dgh, Tensor& dh_prev,
+                  Tensor& dc_prev) override {
         const std::int64_t n = config_.n, hidden = config_.hidden;
         const float* s = saved.data<float>();
         const float* g = dh.data<float>();
@@ -55,7 +58,8 @@ public:
             const float* hp = h_prev.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
-                for (std::int64_t j = 0; j < hidden; ++j) rnn_cell::gru_backward(b, j, hidden, s, hp, g, dx, dy, dhp);
+                for (std::int64_t j = 0; j < hidden; ++j)
+                    rnn_cell::gru_backward(b, j, hidden, s, hp, g, dx, dy, dhp);
         }
     }
 

@@ -40,8 +40,8 @@ class LayerNormCpu final : public LayerNormKernel {
 public:
     explicit LayerNormCpu(const LayerNormConfig& c) : c_(c) {}
 
-    void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& dst, Tensor& mean,
-                 Tensor& rstd) override {
+    void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& dst,
+                 Tensor& mean, Tensor& rstd) override {
         const float* x = src.data<float>();
         float* y = dst.data<float>();
         const float* g = c_.affine ? gamma.data<float>() : nullptr;
@@ -50,11 +50,13 @@ public:
         float* r = rstd.data<float>();
 #pragma omp parallel for if (c_.rows * c_.cols > kParallelMin)
         for (std::int64_t row = 0; row < c_.rows; ++row)
-            row_math::layer_norm_forward(x + row * c_.cols, y + row * c_.cols, g, b, c_.cols, c_.eps, m + row, r + row);
+            row_math::layer_norm_forward(x + row * c_.cols, y + row * c_.cols, g, b, c_.cols,
+                                         c_.eps, m + row, r + row);
     }
 
-    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma, const Tensor& mean,
-                  const Tensor& rstd, Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) override {
+    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
+                  const Tensor& mean, const Tensor& rstd, Tensor& diff_src, Tensor& diff_gamma,
+                  Tensor& diff_beta) override {
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
         const float* g = c_.affine ? gamma.data<float>() : nullptr;
@@ -63,8 +65,8 @@ public:
         float* dx = diff_src.data<float>();
 #pragma omp parallel for if (c_.rows * c_.cols > kParallelMin)
         for (std::int64_t row = 0; row < c_.rows; ++row)
-            row_math::layer_norm_backward(x + row * c_.cols, dy + row * c_.cols, g, c_.cols, m[row], r[row],
-                                          dx + row * c_.cols);
+            row_math::layer_norm_backward(x + row * c_.cols, dy + row * c_.cols, g, c_.cols, m[row],
+                                          r[row], dx + row * c_.cols);
         if (!c_.affine) return;
         float* dg = diff_gamma.data<float>();
         float* db = diff_beta.data<float>();

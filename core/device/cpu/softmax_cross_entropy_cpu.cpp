@@ -71,8 +71,8 @@ public:
 
 private:
     void check(const Tensor& t, const char* what) const {
-        TANDEM_CHECK_AS(ShapeError, t.shape() == Shape({config_.n, config_.classes}) &&
-                                        t.dtype() == DType::f32)
+        TANDEM_CHECK_AS(ShapeError,
+                        t.shape() == Shape({config_.n, config_.classes}) && t.dtype() == DType::f32)
             << "SoftmaxCrossEntropy: " << what << " " << t.description() << " does not fit a kernel"
             << " built for " << config_.n << "x" << config_.classes << " f32";
     }
@@ -84,8 +84,8 @@ private:
         const int* y = labels.data<int>();
         for (std::int64_t i = 0; i < config_.n; ++i)
             TANDEM_CHECK_AS(DataError, y[i] >= 0 && y[i] < config_.classes)
-                << "label " << y[i] << " of sample " << i + 1 << " is outside [0, " << config_.classes
-                << ")";
+                << "label " << y[i] << " of sample " << i + 1 << " is outside [0, "
+                << config_.classes << ")";
     }
 
     SoftmaxCrossEntropyConfig config_;

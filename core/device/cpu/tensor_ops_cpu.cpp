@@ -101,11 +101,12 @@ public:
 #pragma omp parallel for if (c.rows * c.width > kElementwiseParallelMin)
         for (std::int64_t r = 0; r < c.rows; ++r)
             std::memcpy(to + static_cast<std::size_t>(c.dst_offset + r * c.dst_pitch) * element,
-                        from + static_cast<std::size_t>(c.src_offset + r * c.src_pitch) * element, bytes);
+                        from + static_cast<std::size_t>(c.src_offset + r * c.src_pitch) * element,
+                        bytes);
     }
 
-    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
-                    const SgdHyper& h, bool first_step) override {
+    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h,
+                    bool first_step) override {
         check_same(weights, grad, "sgd_update");
         float* w = weights.data<float>();
         const float* g = grad.data<float>();

@@ -22,9 +22,7 @@ struct Labels {
 class ActivationCudnn final : public ActivationKernel {
 public:
     ActivationCudnn(Device& device, const ActivationConfig& c, cudnnActivationMode_t mode)
-        : device_(as_cuda(device)),
-          numel_(c.shape.numel()),
-          labels_(c.algorithm),
+        : device_(as_cuda(device)), numel_(c.shape.numel()), labels_(c.algorithm),
           desc_(dims4(1, 1, 1, numel_, Layout::contiguous, labels_.name)) {
         TANDEM_CUDNN_CALL(cudnnCreateActivationDescriptor(&act_));
         try {

@@ -21,11 +21,8 @@ namespace {
 class BatchNormCudnn final : public BatchNormKernel {
 public:
     BatchNormCudnn(Device& device, const BatchNormConfig& c)
-        : device_(as_cuda(device)),
-          config_(c),
-          numel_(c.n * c.c * c.h * c.w),
-          nhwc_(c.layout == Layout::channels_last),
-          rows_(c.n * c.h * c.w),
+        : device_(as_cuda(device)), config_(c), numel_(c.n * c.c * c.h * c.w),
+          nhwc_(c.layout == Layout::channels_last), rows_(c.n * c.h * c.w),
           x_(dims4(c.n, c.c, c.h, c.w, c.layout, "BatchNorm2d src")),
           stats_(dims4(1, c.c, 1, 1, Layout::contiguous, "BatchNorm2d statistics")) {}
 
@@ -90,8 +87,8 @@ public:
             return;
         }
         if (!c.training) {
-            kernels::batch_norm_backward_constant_stats(
-                x, dy, g, m, v, c.epsilon, dx, dg, db, c.n, c.c, c.h * c.w, s);
+            kernels::batch_norm_backward_constant_stats(x, dy, g, m, v, c.epsilon, dx, dg, db, c.n,
+                                                        c.c, c.h * c.w, s);
             check_launch("batch_norm_backward_constant_stats");
             return;
         }

@@ -12,10 +12,10 @@
 namespace tandem::cuda::kernels {
 namespace {
 
-constexpr int kLanes = 32;         // channels per block
-constexpr int kRowLanes = 8;       // rows a block takes at once
+constexpr int kLanes = 32;          // channels per block
+constexpr int kRowLanes = 8;        // rows a block takes at once
 constexpr int kRowsPerThread = 16;  // rows each thread sums, where the grid allows
-constexpr int kMaxBlocks = 4096;   // enough to fill an H100 (132 SMs) several times over
+constexpr int kMaxBlocks = 4096;    // enough to fill an H100 (132 SMs) several times over
 
 struct Grid {
     dim3 blocks, threads;
@@ -24,7 +24,8 @@ struct Grid {
 
 Grid grid_for(std::int64_t rows, std::int64_t channels) {
     const std::int64_t lanes = (channels + kLanes - 1) / kLanes;
-    const std::int64_t wanted = (rows + kRowLanes * kRowsPerThread - 1) / (kRowLanes * kRowsPerThread);
+    const std::int64_t wanted =
+        (rows + kRowLanes * kRowsPerThread - 1) / (kRowLanes * kRowsPerThread);
     const std::int64_t slices =
         std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(1, kMaxBlocks / lanes));
     return {dim3(unsigned(lanes), unsigned(std::min<std::int64_t>(slices, 65535))),
@@ -100,8 +101,8 @@ __global__ void channel_totals_kernel(const double* partials, std::int64_t slice
 }
 
 __global__ void normalize_kernel(const float* x, const float* mean, const float* var, float eps,
-                                 const float* gamma, const float* beta, float* y,
-                                 std::int64_t rows, std::int64_t channels) {
+                                 const float* gamma, const float* beta, float* y, std::int64_t rows,
+                                 std::int64_t channels) {
     const std::int64_t c = std::int64_t(blockIdx.x) * kLanes + threadIdx.x;
     if (c >= channels) return;
     const float mu = mean[c], scale = gamma[c] * rsqrtf(var[c] + eps), shift = beta[c];
@@ -125,8 +126,8 @@ __global__ void diff_src_kernel(const float* x, const float* dy, const float* ga
     for (std::int64_t r = std::int64_t(blockIdx.y) * kRowLanes + threadIdx.y; r < rows;
          r += std::int64_t(gridDim.y) * kRowLanes) {
         const std::int64_t i = r * channels + c;
-        dx[i] = totals ? scale * (dy[i] - mean_dy - (x[i] - mu) * inv * mean_dy_xhat)
-                       : scale * dy[i];
+        dx[i] =
+            totals ? scale * (dy[i] - mean_dy - (x[i] - mu) * inv * mean_dy_xhat) : scale * dy[i];
     }
 }
 
@@ -154,14 +155,14 @@ void bn_nhwc_normalize(const float* src, const float* mean, const float* varianc
                        const float* gamma, const float* beta, float* dst, std::int64_t rows,
                        std::int64_t channels, cudaStream_t stream) {
     const Grid g = grid_for(rows, channels);
-    normalize_kernel<<<g.blocks, g.threads, 0, stream>>>(src, mean, variance, epsilon, gamma,
-                                                         beta, dst, rows, channels);
+    normalize_kernel<<<g.blocks, g.threads, 0, stream>>>(src, mean, variance, epsilon, gamma, beta,
+                                                         dst, rows, channels);
 }
 
 void bn_nhwc_backward(const float* src, const float* diff_dst, const float* gamma,
                       const float* mean, const float* variance, float epsilon,
-                      bool batch_statistics, float* diff_src, float* diff_gamma,
-                      float* diff_beta, std::int64_t rows, std::int64_t channels, double* scratch,
+                      bool batch_statistics, float* diff_src, float* diff_gamma, float* diff_beta,
+                      std::int64_t rows, std::int64_t channels, double* scratch,
                       cudaStream_t stream) {
     const Grid g = grid_for(rows, channels);
     double* totals = scratch + g.slices * 2 * channels;
@@ -169,9 +170,9 @@ void bn_nhwc_backward(const float* src, const float* diff_dst, const float* gamm
         src, diff_dst, mean, variance, epsilon, rows, channels, scratch);
     channel_totals_kernel<Sum::backward><<<unsigned(channels), kBlockSumThreads, 0, stream>>>(
         scratch, g.slices, channels, rows, nullptr, totals, diff_gamma, diff_beta);
-    diff_src_kernel<<<g.blocks, g.threads, 0, stream>>>(src, diff_dst, gamma, mean, variance,
-                                                        epsilon, batch_statistics ? totals : nullptr,
-                                                        diff_src, rows, channels);
+    diff_src_kernel<<<g.blocks, g.threads, 0, stream>>>(
+        src, diff_dst, gamma, mean, variance, epsilon, batch_statistics ? totals : nullptr,
+        diff_src, rows, channels);
 }
 
 }  // namespace tandem::cuda::kernels

@@ -33,8 +33,8 @@ void bn_nhwc_normalize(const float* src, const float* mean, const float* varianc
 //   constant statistics: diff_src = gamma / std x diff_dst   (evaluation mode)
 void bn_nhwc_backward(const float* src, const float* diff_dst, const float* gamma,
                       const float* mean, const float* variance, float epsilon,
-                      bool batch_statistics, float* diff_src, float* diff_gamma,
-                      float* diff_beta, std::int64_t rows, std::int64_t channels, double* scratch,
+                      bool batch_statistics, float* diff_src, float* diff_gamma, float* diff_beta,
+                      std::int64_t rows, std::int64_t channels, double* scratch,
                       cudaStream_t stream);
 
 }  // namespace tandem::cuda::kernels

@@ -30,8 +30,7 @@ namespace {
 class Conv2dCudnn final : public Conv2dKernel {
 public:
     Conv2dCudnn(Device& device, const Conv2dConfig& c)
-        : device_(as_cuda(device)),
-          config_(c),
+        : device_(as_cuda(device)), config_(c),
           x_(dims4(c.n, c.c, c.h, c.w, c.layout, "Conv2d src")),
           y_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst")),
           bias_(dims4(1, c.out_channels, 1, 1, Layout::contiguous, "Conv2d bias")),
@@ -40,17 +39,17 @@ public:
              checked_int(c.c / c.groups, "Conv2d in_channels / groups"),
              checked_int(c.kernel_h, "Conv2d kernel"), checked_int(c.kernel_w, "Conv2d kernel"),
              khwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW),
-          w_kchw_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
-                        Layout::contiguous, "Conv2d weights")),
+          w_kchw_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w, Layout::contiguous,
+                        "Conv2d weights")),
           w_khwc_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
                         Layout::channels_last, "Conv2d weights")),
           conv_(c, device_.tf32()) {
         device_.activate();
         int n = 0, ch = 0, h = 0, w = 0;
-        TANDEM_CUDNN_CALL(
-            cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), w_.get(), &n, &ch, &h, &w));
-        TANDEM_CHECK_AS(ShapeError, n == c.n && ch == c.out_channels && h == c.out_h() &&
-                                        w == c.out_w())
+        TANDEM_CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), w_.get(), &n,
+                                                                &ch, &h, &w));
+        TANDEM_CHECK_AS(ShapeError,
+                        n == c.n && ch == c.out_channels && h == c.out_h() && w == c.out_w())
             << "Conv2d: cuDNN computes a " << n << "x" << ch << "x" << h << "x" << w
             << " output, the layer expects " << c.n << "x" << c.out_channels << "x" << c.out_h()
             << "x" << c.out_w();
@@ -67,13 +66,13 @@ public:
         follow_deterministic_mode();
         use_math(fwd_math_);
         w = as_filter(w);
-        TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(),
-                                                  w, conv_.get(), fwd_, workspace(fwd_bytes_),
+        TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(), w,
+                                                  conv_.get(), fwd_, workspace(fwd_bytes_),
                                                   fwd_bytes_, &kZero, y_.get(), y));
         if (c.bias) {
             const void* b = float_ptr(bias, device_, c.out_channels, "Conv2d forward bias");
-            TANDEM_CUDNN_CALL(cudnnAddTensor(device_.cudnn(), &kOne, bias_.get(), b, &kOne,
-                                             y_.get(), y));
+            TANDEM_CUDNN_CALL(
+                cudnnAddTensor(device_.cudnn(), &kOne, bias_.get(), b, &kOne, y_.get(), y));
         }
     }
 
@@ -172,7 +171,8 @@ private:
     // type the candidate would run with); `size` returns the status of the workspace query
     // for algorithm `a` and fills `bytes`.
     template <class Perf, class SizeFn>
-    std::vector<AlgoCandidate> candidates(const std::vector<Perf>& perf, int returned, SizeFn size) {
+    std::vector<AlgoCandidate> candidates(const std::vector<Perf>& perf, int returned,
+                                          SizeFn size) {
         std::vector<AlgoCandidate> out;
         for (int i = 0; i < returned; ++i) {
             const Perf& p = perf[std::size_t(i)];
@@ -242,7 +242,8 @@ private:
                 return cudnnGetConvolutionBackwardDataWorkspaceSize(
                     h, w_.get(), y_.get(), conv_.get(), x_.get(), algo, &bytes);
             });
-            const std::size_t pick = choose_algorithm(list, budget, what("backward data"), deterministic);
+            const std::size_t pick =
+                choose_algorithm(list, budget, what("backward data"), deterministic);
             data_ = perf[pick].algo;
             data_math_ = perf[pick].mathType;
             data_bytes_ = list[pick].memory;
@@ -263,7 +264,8 @@ private:
                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                     h, x_.get(), y_.get(), conv_.get(), w_.get(), algo, &bytes);
             });
-            const std::size_t pick = choose_algorithm(list, budget, what("backward filter"), deterministic);
+            const std::size_t pick =
+                choose_algorithm(list, budget, what("backward filter"), deterministic);
             filter_ = perf[pick].algo;
             filter_math_ = perf[pick].mathType;
             filter_bytes_ = list[pick].memory;
@@ -275,7 +277,7 @@ private:
     CudaDevice& device_;
     Conv2dConfig config_;
     TensorDesc x_, y_, bias_;
-    bool khwc_;                  // channels-last activations: the filter is khwc
+    bool khwc_;  // channels-last activations: the filter is khwc
     FilterDesc w_;
     TensorDesc w_kchw_, w_khwc_;  // the weights as plain tensors, for the transforms
     Tensor w_khwc_copy_, dw_khwc_;
@@ -284,7 +286,8 @@ private:
     cudnnConvolutionBwdDataAlgo_t data_{};
     cudnnConvolutionBwdFilterAlgo_t filter_{};
     std::size_t fwd_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
-    cudnnMathType_t fwd_math_ = CUDNN_FMA_MATH, data_math_ = CUDNN_FMA_MATH, filter_math_ = CUDNN_FMA_MATH;
+    cudnnMathType_t fwd_math_ = CUDNN_FMA_MATH, data_math_ = CUDNN_FMA_MATH,
+                    filter_math_ = CUDNN_FMA_MATH;
     bool chosen_deterministic_ = false;  // the device's mode when the algorithms were chosen
 };
 

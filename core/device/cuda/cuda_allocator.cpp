@@ -10,7 +10,9 @@ namespace tandem {
 CudaAllocator::CudaAllocator(std::string device_name, std::size_t cap, int ordinal)
     : Allocator(std::move(device_name), cap), ordinal_(ordinal) {}
 
-CudaAllocator::~CudaAllocator() { release_cache(); }
+CudaAllocator::~CudaAllocator() {
+    release_cache();
+}
 
 void* CudaAllocator::raw_allocate(std::size_t bytes) {
     DeviceGuard guard(ordinal_);

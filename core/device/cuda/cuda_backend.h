@@ -30,7 +30,7 @@ struct CudaProbe {
     std::string reason;                // empty when count > 0
     std::vector<std::string> devices;  // "cuda:0 NVIDIA H100 80GB HBM3, 79.1 GB, sm_90"
     std::vector<std::string> bus_ids;  // each GPU's PCI bus id, "0000:3b:00.0" (or "cuda:N?")
-    std::string versions;              // "CUDA runtime 13.0, driver 13.0, cuDNN 9.19.0, NCCL 2.28.3"
+    std::string versions;  // "CUDA runtime 13.0, driver 13.0, cuDNN 9.19.0, NCCL 2.28.3"
 };
 CudaProbe probe_cuda();
 

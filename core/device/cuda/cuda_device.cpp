@@ -81,8 +81,8 @@ CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
     TANDEM_CUBLAS_CALL(cublasSetStream(cublas_, compute_));
     // Plain FP32 GEMMs (no TF32 tensor cores), so results match the CPU backend to float
     // rounding, which the parity tests rely on; TF32 tensor cores only when asked for.
-    TANDEM_CUBLAS_CALL(
-        cublasSetMathMode(cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    TANDEM_CUBLAS_CALL(cublasSetMathMode(
+        cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     // The worker's thread starts with this GPU current; a failure here shows up again, as an
     // error naming the call, at the first activate() of the first task.
     worker_ = std::make_unique<Worker>(name(), [index] {
@@ -107,7 +107,9 @@ CudaDevice::~CudaDevice() {
     cudaGetLastError();
 }
 
-void CudaDevice::activate() const { TANDEM_CUDA_CALL(cudaSetDevice(index())); }
+void CudaDevice::activate() const {
+    TANDEM_CUDA_CALL(cudaSetDevice(index()));
+}
 
 void CudaDevice::copy_within(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
@@ -201,8 +203,7 @@ bool CudaDevice::copy_from_device(void* dst, Device& src_device, const void* src
     stream_wait(copy_, from.compute_stream(), from.index());
     stream_wait(copy_, compute_, index());
     if (peer_access(from)) {
-        TANDEM_CUDA_CALL(
-            cudaMemcpyPeerAsync(dst, index(), src, from.index(), bytes, copy_));
+        TANDEM_CUDA_CALL(cudaMemcpyPeerAsync(dst, index(), src, from.index(), bytes, copy_));
     } else {
         copy_staged(dst, from, src, bytes);
     }

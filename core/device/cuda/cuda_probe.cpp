@@ -20,15 +20,15 @@ std::string versions() {
     int runtime = 0, driver = 0;
     text += cudaRuntimeGetVersion(&runtime) == cudaSuccess ? version_text(runtime) : "?";
     text += ", driver ";
-    text += cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0 ? version_text(driver)
-                                                                        : "none";
+    text +=
+        cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0 ? version_text(driver) : "none";
     const std::size_t cudnn = cudnnGetVersion();  // 91900 for 9.19.0
     text += ", cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn % 10000 / 100) +
             "." + std::to_string(cudnn % 100);
     int nccl = 0;  // 22803 for 2.28.3
     if (ncclGetVersion(&nccl) == ncclSuccess)
-        text += ", NCCL " + std::to_string(nccl / 10000) + "." + std::to_string(nccl % 10000 / 100) +
-                "." + std::to_string(nccl % 100);
+        text += ", NCCL " + std::to_string(nccl / 10000) + "." +
+                std::to_string(nccl % 10000 / 100) + "." + std::to_string(nccl % 100);
     cudaGetLastError();
     return text;
 }
@@ -45,8 +45,9 @@ CudaProbe probe_cuda() {
         // an outdated driver: say what it is. Other failures keep CUDA's own words.
         int driver = 0;
         const bool no_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0;
-        probe.reason = no_driver ? std::string("no NVIDIA driver on this machine")
-                                 : std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+        probe.reason =
+            no_driver ? std::string("no NVIDIA driver on this machine")
+                      : std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
         cudaGetLastError();
         return probe;
     }

@@ -8,8 +8,8 @@ namespace tandem::cuda {
 TensorDesc::TensorDesc(const Dims4& d) {
     TANDEM_CUDNN_CALL(cudnnCreateTensorDescriptor(&desc_));
     try {
-        TANDEM_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc_, CUDNN_DATA_FLOAT, d.n, d.c, d.h,
-                                                       d.w, d.stride_n, d.stride_c, d.stride_h,
+        TANDEM_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc_, CUDNN_DATA_FLOAT, d.n, d.c, d.h, d.w,
+                                                       d.stride_n, d.stride_c, d.stride_h,
                                                        d.stride_w));
     } catch (...) {
         cudnnDestroyTensorDescriptor(desc_);
@@ -17,7 +17,9 @@ TensorDesc::TensorDesc(const Dims4& d) {
     }
 }
 
-TensorDesc::~TensorDesc() { cudnnDestroyTensorDescriptor(desc_); }
+TensorDesc::~TensorDesc() {
+    cudnnDestroyTensorDescriptor(desc_);
+}
 
 FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format) {
     TANDEM_CUDNN_CALL(cudnnCreateFilterDescriptor(&desc_));
@@ -29,7 +31,9 @@ FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format) {
     }
 }
 
-FilterDesc::~FilterDesc() { cudnnDestroyFilterDescriptor(desc_); }
+FilterDesc::~FilterDesc() {
+    cudnnDestroyFilterDescriptor(desc_);
+}
 
 ConvDesc::ConvDesc(const Conv2dConfig& c, bool tf32) {
     TANDEM_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&desc_));
@@ -42,14 +46,17 @@ ConvDesc::ConvDesc(const Conv2dConfig& c, bool tf32) {
         TANDEM_CUDNN_CALL(cudnnSetConvolutionGroupCount(desc_, checked_int(c.groups, "groups")));
         // FMA only unless TF32 is asked for: no TF32 tensor-core kernels, so results match
         // the CPU to float rounding.
-        TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(desc_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+        TANDEM_CUDNN_CALL(
+            cudnnSetConvolutionMathType(desc_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     } catch (...) {
         cudnnDestroyConvolutionDescriptor(desc_);
         throw;
     }
 }
 
-ConvDesc::~ConvDesc() { cudnnDestroyConvolutionDescriptor(desc_); }
+ConvDesc::~ConvDesc() {
+    cudnnDestroyConvolutionDescriptor(desc_);
+}
 
 void* device_ptr(const Tensor& t, const CudaDevice& device, DType dtype, std::int64_t numel,
                  std::string_view what) {

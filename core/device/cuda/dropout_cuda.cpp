@@ -26,8 +26,8 @@ public:
         const bool nhwc = src.layout() == Layout::channels_last;
         const Shape& s = src.shape();
         device_.activate();
-        kernels::dropout_forward(x, y, m, n, p, key, first, nhwc, nhwc ? s[1] : 1,
-                                 nhwc ? s[2] : 1, nhwc ? s[3] : 1, device_.compute_stream());
+        kernels::dropout_forward(x, y, m, n, p, key, first, nhwc, nhwc ? s[1] : 1, nhwc ? s[2] : 1,
+                                 nhwc ? s[3] : 1, device_.compute_stream());
         check_launch("dropout_forward");
     }
 
@@ -39,9 +39,8 @@ public:
             device_ptr(mask, device_, DType::u8, n, "Dropout backward mask"));
         TANDEM_CHECK_AS(ShapeError, mask.layout() == diff_dst.layout() &&
                                         diff_src.layout() == diff_dst.layout())
-            << "Dropout: mask " << mask.description() << " and diff_src "
-            << diff_src.description() << " must be in the layout of diff_dst "
-            << diff_dst.description();
+            << "Dropout: mask " << mask.description() << " and diff_src " << diff_src.description()
+            << " must be in the layout of diff_dst " << diff_dst.description();
         device_.activate();
         kernels::dropout_backward(dy, m, dx, n, p, device_.compute_stream());
         check_launch("dropout_backward");

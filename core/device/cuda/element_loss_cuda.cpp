@@ -11,7 +11,8 @@ namespace {
 
 class ElementLossCuda final : public ElementLossKernel {
 public:
-    ElementLossCuda(Device& device, const ElementLossConfig& c) : device_(as_cuda(device)), config_(c) {}
+    ElementLossCuda(Device& device, const ElementLossConfig& c)
+        : device_(as_cuda(device)), config_(c) {}
 
     LossSums forward(const Tensor& output, const Tensor& targets) override {
         const auto& c = config_;
@@ -21,8 +22,9 @@ public:
         device_.activate();
         Tensor loss = Tensor::empty({c.n * 2}, device_);  // n doubles
         Tensor correct = Tensor::empty({c.n}, device_, DType::i32);
-        kernels::element_loss_forward(y, t, static_cast<double*>(loss.raw()), static_cast<int*>(correct.raw()), c.n,
-                                      c.elements, bce(), device_.compute_stream());
+        kernels::element_loss_forward(y, t, static_cast<double*>(loss.raw()),
+                                      static_cast<int*>(correct.raw()), c.n, c.elements, bce(),
+                                      device_.compute_stream());
         check_launch("element_loss_forward");
         return sum_per_sample(device_, loss, correct, c.n, bce());
     }
@@ -34,7 +36,8 @@ public:
         const float* t = float_ptr(targets, device_, total, "ElementLoss targets");
         float* d = float_ptr(diff, device_, total, "ElementLoss diff");
         device_.activate();
-        kernels::element_loss_backward(y, t, d, c.n, c.elements, bce(), scale, device_.compute_stream());
+        kernels::element_loss_backward(y, t, d, c.n, c.elements, bce(), scale,
+                                       device_.compute_stream());
         check_launch("element_loss_backward");
     }
 
@@ -47,7 +50,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device& device, const ElementLossConfig& config) {
+std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device& device,
+                                                          const ElementLossConfig& config) {
     return std::make_unique<ElementLossCuda>(device, config);
 }
 

@@ -22,16 +22,18 @@ public:
         device_.activate();
         Tensor flag = Tensor::empty({2}, device_);  // one unsigned long long
         auto* bad = static_cast<unsigned long long*>(flag.raw());
-        TANDEM_CUDA_CALL(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), device_.compute_stream()));
-        kernels::embedding_forward(ids, table, out, c_.count, c_.rows, c_.dim, bad, device_.compute_stream());
+        TANDEM_CUDA_CALL(
+            cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), device_.compute_stream()));
+        kernels::embedding_forward(ids, table, out, c_.count, c_.rows, c_.dim, bad,
+                                   device_.compute_stream());
         check_launch("embedding_forward");
         unsigned long long first = 0;
         device_.copy_to_host(&first, bad, sizeof(first));
         if (first == ULLONG_MAX) return;
         float id = 0;
         device_.copy_to_host(&id, ids + (first - 1), sizeof(id));
-        TANDEM_THROW(DataError) << "Embedding: index " << first << " is " << id << ", not a whole number in [0, "
-                                << c_.rows << ")";
+        TANDEM_THROW(DataError) << "Embedding: index " << first << " is " << id
+                                << ", not a whole number in [0, " << c_.rows << ")";
     }
 
     void backward(const Tensor& indices, const Tensor& diff_dst, Tensor& diff_weights) override {
@@ -39,7 +41,8 @@ public:
         const float* dy = float_ptr(diff_dst, device_, c_.count * c_.dim, "Embedding diff_dst");
         float* table = float_ptr(diff_weights, device_, c_.rows * c_.dim, "Embedding diff_weights");
         device_.activate();
-        kernels::embedding_backward(ids, dy, table, c_.count, c_.rows, c_.dim, device_.compute_stream());
+        kernels::embedding_backward(ids, dy, table, c_.count, c_.rows, c_.dim,
+                                    device_.compute_stream());
         check_launch("embedding_backward");
     }
 

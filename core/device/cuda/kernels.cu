@@ -48,8 +48,9 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, std::int64_t n,
     }
 }
 
-__global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::int64_t n, float shrink, float l2,
-                            float beta1, float beta2, float eps, float step_size, float bias_correction2_sqrt) {
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::int64_t n,
+                            float shrink, float l2, float beta1, float beta2, float eps,
+                            float step_size, float bias_correction2_sqrt) {
     TANDEM_GRID_STRIDE(i, n) {
         // Same operation order as the CPU loop (tensor_ops_cpu.cpp).
         const float wi = w[i] * shrink;
@@ -61,8 +62,9 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::i
     }
 }
 
-__global__ void element_loss_forward_kernel(const float* y, const float* t, double* loss, int* correct,
-                                            std::int64_t n, std::int64_t elements, bool bce) {
+__global__ void element_loss_forward_kernel(const float* y, const float* t, double* loss,
+                                            int* correct, std::int64_t n, std::int64_t elements,
+                                            bool bce) {
     TANDEM_GRID_STRIDE(i, n) {
         double sum = 0;
         bool right = true;
@@ -76,8 +78,8 @@ __global__ void element_loss_forward_kernel(const float* y, const float* t, doub
     }
 }
 
-__global__ void element_loss_backward_kernel(const float* y, const float* t, float* d, std::int64_t total,
-                                             float factor, bool bce) {
+__global__ void element_loss_backward_kernel(const float* y, const float* t, float* d,
+                                             std::int64_t total, float factor, bool bce) {
     TANDEM_GRID_STRIDE(j, total) {
         d[j] = factor * (bce ? 1.f / (1.f + expf(-y[j])) - t[j] : 2.f * (y[j] - t[j]));
     }
@@ -90,8 +92,9 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* parti
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-__global__ void embedding_forward_kernel(const float* ids, const float* table, float* dst, std::int64_t count,
-                                         std::int64_t rows, std::int64_t dim, unsigned long long* bad) {
+__global__ void embedding_forward_kernel(const float* ids, const float* table, float* dst,
+                                         std::int64_t count, std::int64_t rows, std::int64_t dim,
+                                         unsigned long long* bad) {
     TANDEM_GRID_STRIDE(e, count * dim) {
         const std::int64_t i = e / dim;
         const float id = ids[i];
@@ -104,8 +107,8 @@ __global__ void embedding_forward_kernel(const float* ids, const float* table, f
     }
 }
 
-__global__ void embedding_backward_kernel(const float* ids, const float* dy, float* table, std::int64_t count,
-                                          std::int64_t rows, std::int64_t dim) {
+__global__ void embedding_backward_kernel(const float* ids, const float* dy, float* table,
+                                          std::int64_t count, std::int64_t rows, std::int64_t dim) {
     TANDEM_GRID_STRIDE(e, count * dim) {
         const float id = ids[e / dim];
         if (id >= 0 && id < static_cast<float>(rows) && floorf(id) == id)
@@ -113,58 +116,73 @@ __global__ void embedding_backward_kernel(const float* ids, const float* dy, flo
     }
 }
 
-__global__ void softmax_forward_kernel(const float* x, float* y, std::int64_t outer, std::int64_t size,
-                                       std::int64_t inner, bool log) {
+__global__ void softmax_forward_kernel(const float* x, float* y, std::int64_t outer,
+                                       std::int64_t size, std::int64_t inner, bool log) {
     TANDEM_GRID_STRIDE(r, outer * inner) {
         const std::int64_t at = (r / inner) * size * inner + r % inner;
         row_math::softmax_forward(x + at, y + at, size, inner, log);
     }
 }
 
-__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t outer,
-                                        std::int64_t size, std::int64_t inner, bool log) {
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx,
+                                        std::int64_t outer, std::int64_t size, std::int64_t inner,
+                                        bool log) {
     TANDEM_GRID_STRIDE(r, outer * inner) {
         const std::int64_t at = (r / inner) * size * inner + r % inner;
         row_math::softmax_backward(y + at, dy + at, dx + at, size, inner, log);
     }
 }
 
-__global__ void layer_norm_forward_kernel(const float* x, float* y, const float* gamma, const float* beta,
-                                          std::int64_t rows, std::int64_t cols, float eps, float* mean, float* rstd) {
+__global__ void layer_norm_forward_kernel(const float* x, float* y, const float* gamma,
+                                          const float* beta, std::int64_t rows, std::int64_t cols,
+                                          float eps, float* mean, float* rstd) {
     TANDEM_GRID_STRIDE(r, rows) {
-        row_math::layer_norm_forward(x + r * cols, y + r * cols, gamma, beta, cols, eps, mean + r, rstd + r);
+        row_math::layer_norm_forward(x + r * cols, y + r * cols, gamma, beta, cols, eps, mean + r,
+                                     rstd + r);
     }
 }
 
-__global__ void layer_norm_backward_kernel(const float* x, const float* dy, const float* gamma, const float* mean,
-                                           const float* rstd, std::int64_t rows, std::int64_t cols, float* dx) {
+__global__ void layer_norm_backward_kernel(const float* x, const float* dy, const float* gamma,
+                                           const float* mean, const float* rstd, std::int64_t rows,
+                                           std::int64_t cols, float* dx) {
     TANDEM_GRID_STRIDE(r, rows) {
-        row_math::layer_norm_backward(x + r * cols, dy + r * cols, gamma, cols, mean[r], rstd[r], dx + r * cols);
+        row_math::layer_norm_backward(x + r * cols, dy + r * cols, gamma, cols, mean[r], rstd[r],
+                                      dx + r * cols);
     }
 }
 
-__global__ void layer_norm_parameter_kernel(const float* x, const float* dy, const float* mean, const float* rstd,
-                                            std::int64_t rows, std::int64_t cols, float* dgamma, float* dbeta) {
-    TANDEM_GRID_STRIDE(c, cols) { row_math::layer_norm_parameter_grads(x, dy, mean, rstd, rows, cols, c, dgamma, dbeta); }
+__global__ void layer_norm_parameter_kernel(const float* x, const float* dy, const float* mean,
+                                            const float* rstd, std::int64_t rows, std::int64_t cols,
+                                            float* dgamma, float* dbeta) {
+    TANDEM_GRID_STRIDE(c, cols) {
+        row_math::layer_norm_parameter_grads(x, dy, mean, rstd, rows, cols, c, dgamma, dbeta);
+    }
 }
 
-__global__ void rnn_cell_forward_kernel(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx,
-                                        const float* gh, const float* h_prev, const float* c_prev, float* h, float* c,
-                                        float* saved) {
+__global__ void rnn_cell_forward_kernel(bool lstm, std::int64_t n, std::int64_t hidden,
+                                        const float* gx, const float* gh, const float* h_prev,
+                                        const float* c_prev, float* h, float* c, float* saved) {
     TANDEM_GRID_STRIDE(i, n * hidden) {
         const std::int64_t b = i / hidden, j = i % hidden;
-        if (lstm) rnn_cell::lstm_forward(b, j, hidden, gx, gh, c_prev, h, c, saved);
-        else rnn_cell::gru_forward(b, j, hidden, gx, gh, h_prev, h, saved);
+        if (lstm)
+            rnn_cell::lstm_forward(b, j, hidden, gx, gh, c_prev, h, c, saved);
+        else
+            rnn_cell::gru_forward(b, j, hidden, gx, gh, h_prev, h, saved);
     }
 }
 
-__global__ void rnn_cell_backward_kernel(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved,
-                                         const float* h_prev, const float* c_prev, const float* c, const float* dh,
-                                         const float* dc, float* dgx, float* dgh, float* dh_prev, float* dc_prev) {
+__global__ void rnn_cell_backward_kernel(bool lstm, std::int64_t n, std::int64_t hidden,
+                                         const float* saved, const float* h_prev,
+                                         const float* c_prev, const float* c, const float* dh,
+                                         const float* dc, float* dgx, float* dgh, float* dh_prev,
+                                         float* dc_prev) {
     TANDEM_GRID_STRIDE(i, n * hidden) {
         const std::int64_t b = i / hidden, j = i % hidden;
-        if (lstm) rnn_cell::lstm_backward(b, j, hidden, saved, c_prev, c, dh, dc, dgx, dgh, dh_prev, dc_prev);
-        else rnn_cell::gru_backward(b, j, hidden, saved, h_prev, dh, dgx, dgh, dh_prev);
+        if (lstm)
+            rnn_cell::lstm_backward(b, j, hidden, saved, c_prev, c, dh, dc, dgx, dgh, dh_prev,
+                                    dc_prev);
+        else
+            rnn_cell::gru_backward(b, j, hidden, saved, h_prev, dh, dgx, dgh, dh_prev);
     }
 }
 
@@ -180,8 +198,7 @@ __global__ void activation_backward_kernel(ActivationAlgorithm a, float alpha, c
 
 __global__ void dropout_forward_kernel(const float* x, float* y, unsigned char* m, std::int64_t n,
                                        float p, std::uint64_t key, std::uint64_t first, bool nhwc,
-                                       std::int64_t c_dim, std::int64_t h_dim,
-                                       std::int64_t w_dim) {
+                                       std::int64_t c_dim, std::int64_t h_dim, std::int64_t w_dim) {
     const float keep_scale = 1.f / (1.f - p);
     TANDEM_GRID_STRIDE(i, n) {
         std::int64_t logical = i;
@@ -276,68 +293,63 @@ __global__ void bn_constant_stats_backward_kernel(const float* x, const float* d
     }
 }
 
-__global__ void lrn_forward_kernel(lrn::Shape s, const float* x, float* y, float* scale) {
-    TANDEM_GRID_STRIDE(p, s.pixels()) {
-        const std::int64_t b = s.base(p);
-        lrn::forward_pixel(s, x + b, y + b, scale ? scale + b : nullptr);
-    }
-}
-
-__global__ void lrn_backward_kernel(lrn::Shape s, const float* x, const float* dy,
-                                    const float* scale, float* dx) {
-    TANDEM_GRID_STRIDE(p, s.pixels()) {
-        const std::int64_t b = s.base(p);
-        lrn::backward_pixel(s, x + b, dy + b, scale + b, dx + b);
-    }
-}
-
 }  // namespace
 
-void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count, std::int64_t rows,
-                       std::int64_t dim, unsigned long long* bad, cudaStream_t stream) {
-    embedding_forward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(ids, table, dst, count, rows, dim, bad);
+void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count,
+                       std::int64_t rows, std::int64_t dim, unsigned long long* bad,
+                       cudaStream_t stream) {
+    embedding_forward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(
+        ids, table, dst, count, rows, dim, bad);
 }
 
-void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count, std::int64_t rows,
-                        std::int64_t dim, cudaStream_t stream) {
-    embedding_backward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(ids, dy, table, count, rows, dim);
+void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count,
+                        std::int64_t rows, std::int64_t dim, cudaStream_t stream) {
+    embedding_backward_kernel<<<blocks_for(count * dim), kThreads, 0, stream>>>(ids, dy, table,
+                                                                                count, rows, dim);
 }
 
-void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size, std::int64_t inner, bool log,
-                     cudaStream_t stream) {
-    softmax_forward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, size, inner, log);
+void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size,
+                     std::int64_t inner, bool log, cudaStream_t stream) {
+    softmax_forward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, size,
+                                                                               inner, log);
 }
 
-void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t size,
-                      std::int64_t inner, bool log, cudaStream_t stream) {
-    softmax_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(y, dy, dx, outer, size, inner, log);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer,
+                      std::int64_t size, std::int64_t inner, bool log, cudaStream_t stream) {
+    softmax_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(y, dy, dx, outer,
+                                                                                size, inner, log);
 }
 
-void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta, std::int64_t rows,
-                        std::int64_t cols, float eps, float* mean, float* rstd, cudaStream_t stream) {
-    layer_norm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, y, gamma, beta, rows, cols, eps, mean, rstd);
+void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta,
+                        std::int64_t rows, std::int64_t cols, float eps, float* mean, float* rstd,
+                        cudaStream_t stream) {
+    layer_norm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, y, gamma, beta, rows,
+                                                                         cols, eps, mean, rstd);
 }
 
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         std::int64_t rows, std::int64_t cols, float* dx, float* dgamma, float* dbeta,
-                         cudaStream_t stream) {
-    layer_norm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, dy, gamma, mean, rstd, rows, cols, dx);
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                         const float* rstd, std::int64_t rows, std::int64_t cols, float* dx,
+                         float* dgamma, float* dbeta, cudaStream_t stream) {
+    layer_norm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, dy, gamma, mean, rstd,
+                                                                          rows, cols, dx);
     if (dgamma != nullptr)
-        layer_norm_parameter_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(x, dy, mean, rstd, rows, cols, dgamma,
-                                                                               dbeta);
+        layer_norm_parameter_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(
+            x, dy, mean, rstd, rows, cols, dgamma, dbeta);
 }
 
-void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,
-                      const float* h_prev, const float* c_prev, float* h, float* c, float* saved, cudaStream_t stream) {
-    rnn_cell_forward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(lstm, n, hidden, gx, gh, h_prev, c_prev,
-                                                                             h, c, saved);
+void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx,
+                      const float* gh, const float* h_prev, const float* c_prev, float* h, float* c,
+                      float* saved, cudaStream_t stream) {
+    rnn_cell_forward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(
+        lstm, n, hidden, gx, gh, h_prev, c_prev, h, c, saved);
 }
 
-void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved, const float* h_prev,
-                       const float* c_prev, const float* c, const float* dh, const float* dc, float* dgx, float* dgh,
-                       float* dh_prev, float* dc_prev, cudaStream_t stream) {
-    rnn_cell_backward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(lstm, n, hidden, saved, h_prev, c_prev,
-                                                                              c, dh, dc, dgx, dgh, dh_prev, dc_prev);
+void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved,
+                       const float* h_prev, const float* c_prev, const float* c, const float* dh,
+                       const float* dc, float* dgx, float* dgh, float* dh_prev, float* dc_prev,
+                       cudaStream_t stream) {
+    rnn_cell_backward_kernel<<<blocks_for(n * hidden), kThreads, 0, stream>>>(
+        lstm, n, hidden, saved, h_prev, c_prev, c, dh, dc, dgx, dgh, dh_prev, dc_prev);
 }
 
 void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
@@ -365,27 +377,29 @@ void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
     blend_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, keep, src, take, n);
 }
 
-void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
-                float lr, float momentum, float dampening, float weight_decay, bool nesterov,
-                bool first_step, cudaStream_t stream) {
+void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n, float lr,
+                float momentum, float dampening, float weight_decay, bool nesterov, bool first_step,
+                cudaStream_t stream) {
     sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, momentum_buffer, n, lr,
-                                                       momentum, dampening, weight_decay,
-                                                       nesterov, first_step);
+                                                       momentum, dampening, weight_decay, nesterov,
+                                                       first_step);
 }
 
-void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, float lr,
-                 float beta1, float beta2, float eps, float weight_decay, bool decoupled, float step_size,
-                 float bias_correction2_sqrt, cudaStream_t stream) {
+void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq,
+                 std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                 bool decoupled, float step_size, float bias_correction2_sqrt,
+                 cudaStream_t stream) {
     const float shrink = decoupled ? 1.0f - lr * weight_decay : 1.0f;
     const float l2 = decoupled ? 0.0f : weight_decay;
-    adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, exp_avg, exp_avg_sq, n, shrink, l2, beta1,
-                                                        beta2, eps, step_size, bias_correction2_sqrt);
+    adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(weights, grad, exp_avg, exp_avg_sq, n,
+                                                        shrink, l2, beta1, beta2, eps, step_size,
+                                                        bias_correction2_sqrt);
 }
 
-void element_loss_forward(const float* output, const float* targets, double* loss, int* correct, std::int64_t n,
-                          std::int64_t elements, bool bce, cudaStream_t stream) {
-    element_loss_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(output, targets, loss, correct, n, elements,
-                                                                        bce);
+void element_loss_forward(const float* output, const float* targets, double* loss, int* correct,
+                          std::int64_t n, std::int64_t elements, bool bce, cudaStream_t stream) {
+    element_loss_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(output, targets, loss,
+                                                                        correct, n, elements, bce);
 }
 
 void element_loss_backward(const float* output, const float* targets, float* diff, std::int64_t n,
@@ -415,14 +429,13 @@ void activation_backward(ActivationAlgorithm algorithm, float alpha, const float
 void dropout_forward(const float* src, float* dst, unsigned char* mask, std::int64_t n, float p,
                      std::uint64_t key, std::uint64_t first, bool nhwc, std::int64_t channels,
                      std::int64_t height, std::int64_t width, cudaStream_t stream) {
-    dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-        src, dst, mask, n, p, key, first, nhwc, channels, height, width);
+    dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, mask, n, p, key, first,
+                                                                   nhwc, channels, height, width);
 }
 
 void dropout_backward(const float* diff_dst, const unsigned char* mask, float* diff_src,
                       std::int64_t n, float p, cudaStream_t stream) {
-    dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(diff_dst, mask, diff_src, n,
-                                                                     p);
+    dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(diff_dst, mask, diff_src, n, p);
 }
 
 void cross_entropy_forward(const float* logits, const float* log_p, const int* labels,
@@ -442,8 +455,7 @@ void cross_entropy_backward(const float* probabilities, const int* labels, float
 
 void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t features,
                    cudaStream_t stream) {
-    add_bias_rows_kernel<<<blocks_for(n * features), kThreads, 0, stream>>>(dst, bias, n,
-                                                                            features);
+    add_bias_rows_kernel<<<blocks_for(n * features), kThreads, 0, stream>>>(dst, bias, n, features);
 }
 
 void inverse_std(const float* variance, float epsilon, float* inv_std, std::int64_t channels,
@@ -452,26 +464,14 @@ void inverse_std(const float* variance, float epsilon, float* inv_std, std::int6
                                                                       channels);
 }
 
-void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
-                                        const float* gamma, const float* mean,
-                                        const float* variance, float epsilon, float* diff_src,
-                                        float* diff_gamma, float* diff_beta, std::int64_t n,
-                                        std::int64_t channels, std::int64_t spatial,
+void batch_norm_backward_constant_stats(const float* src, const float* diff_dst, const float* gamma,
+                                        const float* mean, const float* variance, float epsilon,
+                                        float* diff_src, float* diff_gamma, float* diff_beta,
+                                        std::int64_t n, std::int64_t channels, std::int64_t spatial,
                                         cudaStream_t stream) {
     bn_constant_stats_backward_kernel<<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(
-        src, diff_dst, gamma, mean, variance, epsilon, diff_src, diff_gamma, diff_beta, n,
-        channels, spatial);
-}
-
-void lrn_forward(const lrn::Shape& s, const float* src, float* dst, float* scale,
-                 cudaStream_t stream) {
-    lrn_forward_kernel<<<blocks_for(s.pixels()), kThreads, 0, stream>>>(s, src, dst, scale);
-}
-
-void lrn_backward(const lrn::Shape& s, const float* src, const float* diff_dst,
-                  const float* scale, float* diff_src, cudaStream_t stream) {
-    lrn_backward_kernel<<<blocks_for(s.pixels()), kThreads, 0, stream>>>(s, src, diff_dst, scale,
-                                                                         diff_src);
+        src, diff_dst, gamma, mean, variance, epsilon, diff_src, diff_gamma, diff_beta, n, channels,
+        spatial);
 }
 
 }  // namespace tandem::cuda::kernels

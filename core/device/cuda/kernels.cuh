@@ -25,13 +25,13 @@ void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream);
 void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
            cudaStream_t stream);
 // PyTorch's SGD (see TensorOpsKernel::sgd_update); momentum_buffer is null without momentum.
-void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n,
-                float lr, float momentum, float dampening, float weight_decay, bool nesterov,
-                bool first_step, cudaStream_t stream);
+void sgd_update(float* weights, const float* grad, float* momentum_buffer, std::int64_t n, float lr,
+                float momentum, float dampening, float weight_decay, bool nesterov, bool first_step,
+                cudaStream_t stream);
 // PyTorch's Adam and AdamW (see TensorOpsKernel::adam_update), moments updated in place.
-void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, float lr,
-                 float beta1, float beta2, float eps, float weight_decay, bool decoupled, float step_size,
-                 float bias_correction2_sqrt, cudaStream_t stream);
+void adam_update(float* weights, const float* grad, float* exp_avg, float* exp_avg_sq,
+                 std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                 bool decoupled, float step_size, float bias_correction2_sqrt, cudaStream_t stream);
 // Per-block partial sums of squares in double: `blocks` values into partials (device).
 constexpr int kSumBlocks = 256;
 void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_t stream);
@@ -39,31 +39,35 @@ void sum_squares(const float* src, std::int64_t n, double* partials, cudaStream_
 // Softmax (log_softmax) along rows of `size` elements `inner` apart (outer * inner rows), and
 // layer norm over `rows` rows of `cols` (gamma, beta null without affine; backward adds into
 // dgamma, dbeta when given): row_math.h's definitions, one thread per row.
-void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size, std::int64_t inner, bool log,
-                     cudaStream_t stream);
-void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t size,
-                      std::int64_t inner, bool log, cudaStream_t stream);
-void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta, std::int64_t rows,
-                        std::int64_t cols, float eps, float* mean, float* rstd, cudaStream_t stream);
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         std::int64_t rows, std::int64_t cols, float* dx, float* dgamma, float* dbeta,
-                         cudaStream_t stream);
+void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t size,
+                     std::int64_t inner, bool log, cudaStream_t stream);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer,
+                      std::int64_t size, std::int64_t inner, bool log, cudaStream_t stream);
+void layer_norm_forward(const float* x, float* y, const float* gamma, const float* beta,
+                        std::int64_t rows, std::int64_t cols, float eps, float* mean, float* rstd,
+                        cudaStream_t stream);
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                         const float* rstd, std::int64_t rows, std::int64_t cols, float* dx,
+                         float* dgamma, float* dbeta, cudaStream_t stream);
 
 // Embedding rows: dst[i] = table[ids[i]]; an index that is not a whole number in [0, rows)
 // sets *bad to its position + 1 (the smallest such) and writes zeros. Backward adds rows with
 // atomicAdd (in no fixed order).
-void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count, std::int64_t rows,
-                       std::int64_t dim, unsigned long long* bad, cudaStream_t stream);
-void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count, std::int64_t rows,
-                        std::int64_t dim, cudaStream_t stream);
+void embedding_forward(const float* ids, const float* table, float* dst, std::int64_t count,
+                       std::int64_t rows, std::int64_t dim, unsigned long long* bad,
+                       cudaStream_t stream);
+void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count,
+                        std::int64_t rows, std::int64_t dim, cudaStream_t stream);
 
 // One LSTM (lstm true) or GRU cell step over n samples x hidden units, rnn_cell_math.h's
 // definitions; c_prev, c, dc and dc_prev are null for the GRU.
-void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx, const float* gh,
-                      const float* h_prev, const float* c_prev, float* h, float* c, float* saved, cudaStream_t stream);
-void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved, const float* h_prev,
-                       const float* c_prev, const float* c, const float* dh, const float* dc, float* dgx, float* dgh,
-                       float* dh_prev, float* dc_prev, cudaStream_t stream);
+void rnn_cell_forward(bool lstm, std::int64_t n, std::int64_t hidden, const float* gx,
+                      const float* gh, const float* h_prev, const float* c_prev, float* h, float* c,
+                      float* saved, cudaStream_t stream);
+void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const float* saved,
+                       const float* h_prev, const float* c_prev, const float* c, const float* dh,
+                       const float* dc, float* dgx, float* dgh, float* dh_prev, float* dc_prev,
+                       cudaStream_t stream);
 
 // Element-wise activations with activation_math.h's definitions: dst = f(src), and
 // diff_src = f'(...) diff_dst from `saved` (dst or src, as activation_backward_uses_dst says).
@@ -97,8 +101,8 @@ void cross_entropy_backward(const float* probabilities, const int* labels, float
 // MSE (bce = false) or BCEWithLogits over n samples of `elements` each (ElementLossKernel),
 // one thread per sample: each sample's mean loss (double) and whether every element is on
 // its target's side.
-void element_loss_forward(const float* output, const float* targets, double* loss, int* correct, std::int64_t n,
-                          std::int64_t elements, bool bce, cudaStream_t stream);
+void element_loss_forward(const float* output, const float* targets, double* loss, int* correct,
+                          std::int64_t n, std::int64_t elements, bool bce, cudaStream_t stream);
 // diff = scale / elements * (MSE 2 (y - t) | BCEWithLogits sigmoid(y) - t), over n * elements.
 void element_loss_backward(const float* output, const float* targets, float* diff, std::int64_t n,
                            std::int64_t elements, bool bce, float scale, cudaStream_t stream);
@@ -114,11 +118,10 @@ void inverse_std(const float* variance, float epsilon, float* inv_std, std::int6
 // ones have batch_norm_nhwc.cuh), one block per channel:
 //   diff_src = diff_dst * gamma * inv_std;  diff_gamma += sum diff_dst * (x - mean) * inv_std;
 //   diff_beta += sum diff_dst.
-void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
-                                        const float* gamma, const float* mean,
-                                        const float* variance, float epsilon, float* diff_src,
-                                        float* diff_gamma, float* diff_beta, std::int64_t n,
-                                        std::int64_t channels, std::int64_t spatial,
+void batch_norm_backward_constant_stats(const float* src, const float* diff_dst, const float* gamma,
+                                        const float* mean, const float* variance, float epsilon,
+                                        float* diff_src, float* diff_gamma, float* diff_beta,
+                                        std::int64_t n, std::int64_t channels, std::int64_t spatial,
                                         cudaStream_t stream);
 
 // Pooling with the reference kernel's rules (core/device/cpu/reference/pool2d_reference.cpp):
@@ -142,7 +145,7 @@ void pool_backward(const PoolShape& s, const float* diff_dst, const std::int32_t
 // the tensor; null in evaluation), which backward reads.
 void lrn_forward(const lrn::Shape& s, const float* src, float* dst, float* scale,
                  cudaStream_t stream);
-void lrn_backward(const lrn::Shape& s, const float* src, const float* diff_dst,
-                  const float* scale, float* diff_src, cudaStream_t stream);
+void lrn_backward(const lrn::Shape& s, const float* src, const float* diff_dst, const float* scale,
+                  float* diff_src, cudaStream_t stream);
 
 }  // namespace tandem::cuda::kernels

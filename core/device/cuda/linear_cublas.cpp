@@ -14,11 +14,8 @@ namespace {
 class LinearCublas final : public LinearKernel {
 public:
     LinearCublas(Device& device, const LinearConfig& c)
-        : device_(as_cuda(device)),
-          config_(c),
-          forward_(linear_forward_gemm(c)),
-          data_(linear_backward_data_gemm(c)),
-          weights_(linear_backward_weights_gemm(c)) {
+        : device_(as_cuda(device)), config_(c), forward_(linear_forward_gemm(c)),
+          data_(linear_backward_data_gemm(c)), weights_(linear_backward_weights_gemm(c)) {
         if (c.bias) {
             ones_ = Tensor::empty({c.n}, device_);
             device_.activate();
@@ -31,8 +28,8 @@ public:
                  Tensor& dst) override {
         const auto& c = config_;
         const float* x = float_ptr(src, device_, c.n * c.in_features, "Linear forward src");
-        const float* w = float_ptr(weights, device_, c.out_features * c.in_features,
-                                   "Linear forward weights");
+        const float* w =
+            float_ptr(weights, device_, c.out_features * c.in_features, "Linear forward weights");
         float* y = float_ptr(dst, device_, c.n * c.out_features, "Linear forward dst");
         device_.activate();
         gemm(forward_, w, x, y, "cublasSgemm (Linear forward)");
@@ -44,10 +41,10 @@ public:
 
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
         const auto& c = config_;
-        const float* dy = float_ptr(diff_dst, device_, c.n * c.out_features,
-                                    "Linear backward diff_dst");
-        const float* w = float_ptr(weights, device_, c.out_features * c.in_features,
-                                   "Linear backward weights");
+        const float* dy =
+            float_ptr(diff_dst, device_, c.n * c.out_features, "Linear backward diff_dst");
+        const float* w =
+            float_ptr(weights, device_, c.out_features * c.in_features, "Linear backward weights");
         float* dx = float_ptr(diff_src, device_, c.n * c.in_features, "Linear backward diff_src");
         device_.activate();
         gemm(data_, w, dy, dx, "cublasSgemm (Linear backward_data)");
@@ -57,10 +54,10 @@ public:
                           Tensor& diff_bias) override {
         const auto& c = config_;
         const float* x = float_ptr(src, device_, c.n * c.in_features, "Linear backward src");
-        const float* dy = float_ptr(diff_dst, device_, c.n * c.out_features,
-                                    "Linear backward diff_dst");
-        float* dw = float_ptr(diff_weights, device_, c.out_features * c.in_features,
-                              "Linear diff_weights");
+        const float* dy =
+            float_ptr(diff_dst, device_, c.n * c.out_features, "Linear backward diff_dst");
+        float* dw =
+            float_ptr(diff_weights, device_, c.out_features * c.in_features, "Linear diff_weights");
         device_.activate();
         gemm(weights_, x, dy, dw, "cublasSgemm (Linear backward_weights)");
         if (!c.bias) return;
@@ -75,8 +72,8 @@ public:
 private:
     void gemm(const Gemm& g, const float* a, const float* b, float* c, const char* call) {
         check_cublas(cublasSgemm(device_.cublas(), g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &kOne,
-                                 a, g.lda, b, g.ldb, &g.beta, c, g.ldc),
+                                 g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &kOne, a,
+                                 g.lda, b, g.ldb, &g.beta, c, g.ldc),
                      call);
     }
 

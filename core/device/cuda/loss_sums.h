@@ -11,8 +11,8 @@
 
 namespace tandem::cuda {
 
-inline LossSums sum_per_sample(CudaDevice& device, const Tensor& losses, const Tensor& hits, std::int64_t n,
-                               bool count_correct) {
+inline LossSums sum_per_sample(CudaDevice& device, const Tensor& losses, const Tensor& hits,
+                               std::int64_t n, bool count_correct) {
     std::vector<double> loss(static_cast<std::size_t>(n));
     std::vector<int> right(static_cast<std::size_t>(n));
     device.copy_to_host(loss.data(), losses.raw(), loss.size() * sizeof(double));

@@ -17,7 +17,8 @@ public:
     std::size_t workspace_bytes() const override { return std::size_t(numel_) * sizeof(float); }
 
 protected:
-    LrnOnGpu(Device& device, const LrnConfig& c) : device_(as_cuda(device)), numel_(c.n * c.c * c.h * c.w) {}
+    LrnOnGpu(Device& device, const LrnConfig& c)
+        : device_(as_cuda(device)), numel_(c.n * c.c * c.h * c.w) {}
 
     struct Forward {
         const float* x;
@@ -38,7 +39,8 @@ protected:
     };
     Backward backward_operands(const Tensor& src, const Tensor& diff_dst, const Tensor& workspace,
                                Tensor& diff_src) {
-        TANDEM_CHECK(workspace.defined()) << "LRN backward needs the workspace of a training forward";
+        TANDEM_CHECK(workspace.defined())
+            << "LRN backward needs the workspace of a training forward";
         return {float_ptr(src, device_, numel_, "LRN backward src"),
                 float_ptr(diff_dst, device_, numel_, "LRN backward diff_dst"),
                 saved(workspace, "LRN backward workspace"),
@@ -74,8 +76,8 @@ public:
         const Forward o = forward_operands(src, dst, workspace);
         device_.activate();
         TANDEM_CUDNN_CALL(cudnnLRNCrossChannelForward(device_.cudnn(), lrn_,
-                                                      CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne,
-                                                      x_.get(), o.x, &kZero, x_.get(), o.y));
+                                                      CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne, x_.get(),
+                                                      o.x, &kZero, x_.get(), o.y));
         if (!o.saved) return;
         TANDEM_CUDA_CALL(cudaMemcpyAsync(o.saved, o.y, workspace_bytes(), cudaMemcpyDeviceToDevice,
                                          device_.compute_stream()));
@@ -98,10 +100,11 @@ private:
 class LrnCuda final : public LrnOnGpu {
 public:
     LrnCuda(Device& device, const LrnConfig& c)
-        : LrnOnGpu(device, c),
-          shape_{c.n, c.c, c.h * c.w, c.layout == Layout::channels_last, c.size, c.alpha, c.beta, c.k} {
-        TANDEM_CHECK_AS(ConfigError, c.size >= 1) << "LRN on " << device.name()
-                                                  << ": the window must hold at least one channel, not " << c.size;
+        : LrnOnGpu(device, c), shape_{c.n,    c.c,     c.h * c.w, c.layout == Layout::channels_last,
+                                      c.size, c.alpha, c.beta,    c.k} {
+        TANDEM_CHECK_AS(ConfigError, c.size >= 1)
+            << "LRN on " << device.name() << ": the window must hold at least one channel, not "
+            << c.size;
     }
 
     void forward(const Tensor& src, Tensor& dst, Tensor& workspace) override {

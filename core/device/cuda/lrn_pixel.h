@@ -43,7 +43,8 @@ TANDEM_HOST_DEVICE inline float scale_at(const Shape& s, const float* x, std::in
 }
 
 // y = x s^-beta over one pixel's channels; its scales into `scale` when given (training).
-TANDEM_HOST_DEVICE inline void forward_pixel(const Shape& s, const float* x, float* y, float* scale) {
+TANDEM_HOST_DEVICE inline void forward_pixel(const Shape& s, const float* x, float* y,
+                                             float* scale) {
     const std::int64_t step = s.stride();
     for (std::int64_t ch = 0; ch < s.c; ++ch) {
         const float sc = scale_at(s, x, ch);

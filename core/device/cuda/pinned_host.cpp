@@ -8,7 +8,9 @@
 
 namespace tandem {
 
-PinnedHostAllocator::~PinnedHostAllocator() { release_cache(); }
+PinnedHostAllocator::~PinnedHostAllocator() {
+    release_cache();
+}
 
 void* PinnedHostAllocator::raw_allocate(std::size_t bytes) {
     void* ptr = nullptr;

@@ -82,9 +82,9 @@ std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::siz
         std::string statuses;
         for (const auto& a : candidates)
             statuses += (statuses.empty() ? "" : ", ") + std::to_string(a.algo) + ": " + a.status;
-        TANDEM_THROW(BackendError) << what << ": cuDNN offers no usable algorithm ("
-                                   << candidates.size() << " candidates, none with a success status: "
-                                   << statuses << ")";
+        TANDEM_THROW(BackendError)
+            << what << ": cuDNN offers no usable algorithm (" << candidates.size()
+            << " candidates, none with a success status: " << statuses << ")";
     }
     TANDEM_THROW(BackendError) << what << ": no " << (deterministic_only ? "deterministic " : "")
                                << "algorithm fits the workspace budget of "

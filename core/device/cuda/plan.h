@@ -50,9 +50,9 @@ Gemm linear_backward_weights_gemm(const LinearConfig& c);
 // time, or cudnnGet*Algorithm_v7, sorted by its heuristics).
 struct AlgoCandidate {
     int algo = 0;
-    bool ok = false;      // status == CUDNN_STATUS_SUCCESS
-    std::string status;   // cuDNN's name for the status when not ok, for the error
-    float time_ms = -1;   // measured time (Find) or -1 (heuristics)
+    bool ok = false;     // status == CUDNN_STATUS_SUCCESS
+    std::string status;  // cuDNN's name for the status when not ok, for the error
+    float time_ms = -1;  // measured time (Find) or -1 (heuristics)
     std::size_t memory = 0;
     // CUDNN_DETERMINISTIC: the same bits every run (not so the algorithms that sum with
     // atomics: backward filter 0 and 3, backward data 0).

@@ -25,8 +25,8 @@ __device__ Window pool_window(const PoolShape& s, std::int64_t oh, std::int64_t 
     const std::int64_t he = min(hs + s.kernel_h, s.h + s.pad_h);
     const std::int64_t we = min(ws + s.kernel_w, s.w + s.pad_w);
     Window win{max(hs, std::int64_t(0)), min(he, s.h), max(ws, std::int64_t(0)), min(we, s.w), 0};
-    win.divisor = s.count_include_pad ? (he - hs) * (we - ws)
-                                      : (win.h1 - win.h0) * (win.w1 - win.w0);
+    win.divisor =
+        s.count_include_pad ? (he - hs) * (we - ws) : (win.h1 - win.h0) * (win.w1 - win.w0);
     return win;
 }
 
@@ -62,8 +62,8 @@ __global__ void pool_forward_kernel(PoolShape s, const float* x, float* y, std::
 }
 
 // First and last output index along one axis whose window holds input position `i`.
-__device__ void covering(std::int64_t i, std::int64_t kernel, std::int64_t stride,
-                         std::int64_t pad, std::int64_t out, std::int64_t& lo, std::int64_t& hi) {
+__device__ void covering(std::int64_t i, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                         std::int64_t out, std::int64_t& lo, std::int64_t& hi) {
     // o * stride - pad <= i < o * stride - pad + kernel
     const std::int64_t a = i + pad - kernel + 1;
     lo = a <= 0 ? 0 : (a + stride - 1) / stride;

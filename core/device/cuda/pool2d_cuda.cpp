@@ -13,10 +13,20 @@ namespace {
 class Pool2dCuda final : public Pool2dKernel {
 public:
     Pool2dCuda(Device& device, const Pool2dConfig& c) : device_(as_cuda(device)) {
-        shape_ = kernels::PoolShape{c.n,        c.c,        c.h,        c.w,
-                                    c.out_h(),  c.out_w(),  c.kernel_h, c.kernel_w,
-                                    c.stride_h, c.stride_w, c.pad_h,    c.pad_w,
-                                    c.kind == PoolKind::max, c.count_include_pad,
+        shape_ = kernels::PoolShape{c.n,
+                                    c.c,
+                                    c.h,
+                                    c.w,
+                                    c.out_h(),
+                                    c.out_w(),
+                                    c.kernel_h,
+                                    c.kernel_w,
+                                    c.stride_h,
+                                    c.stride_w,
+                                    c.pad_h,
+                                    c.pad_w,
+                                    c.kind == PoolKind::max,
+                                    c.count_include_pad,
                                     c.layout == Layout::channels_last};
         // Argmax indices are int32 h * W + w.
         checked_int(c.h * c.w, "Pool2d input plane");

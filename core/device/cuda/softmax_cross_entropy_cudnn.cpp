@@ -14,16 +14,15 @@ namespace {
 class SoftmaxCrossEntropyCudnn final : public SoftmaxCrossEntropyKernel {
 public:
     SoftmaxCrossEntropyCudnn(Device& device, const SoftmaxCrossEntropyConfig& c)
-        : device_(as_cuda(device)),
-          config_(c),
+        : device_(as_cuda(device)), config_(c),
           desc_(dims4(c.n, c.classes, 1, 1, Layout::contiguous, "SoftmaxCrossEntropy logits")) {}
 
     LossSums forward(const Tensor& logits, const Tensor& labels, float smoothing,
                      Tensor& probabilities) override {
         const auto& c = config_;
         const float* x = float_ptr(logits, device_, c.n * c.classes, "SoftmaxCrossEntropy logits");
-        float* prob = float_ptr(probabilities, device_, c.n * c.classes,
-                                "SoftmaxCrossEntropy probabilities");
+        float* prob =
+            float_ptr(probabilities, device_, c.n * c.classes, "SoftmaxCrossEntropy probabilities");
         const Tensor y = on_device(labels);
         const int* label = static_cast<const int*>(y.raw());
         device_.activate();
@@ -57,14 +56,14 @@ public:
     void backward(const Tensor& probabilities, const Tensor& labels, float smoothing, float scale,
                   Tensor& diff_logits) override {
         const auto& c = config_;
-        const float* prob = float_ptr(probabilities, device_, c.n * c.classes,
-                                      "SoftmaxCrossEntropy probabilities");
-        float* dx = float_ptr(diff_logits, device_, c.n * c.classes,
-                              "SoftmaxCrossEntropy diff_logits");
+        const float* prob =
+            float_ptr(probabilities, device_, c.n * c.classes, "SoftmaxCrossEntropy probabilities");
+        float* dx =
+            float_ptr(diff_logits, device_, c.n * c.classes, "SoftmaxCrossEntropy diff_logits");
         const Tensor y = on_device(labels);
         device_.activate();
-        kernels::cross_entropy_backward(prob, static_cast<const int*>(y.raw()), dx, c.n,
-                                        c.classes, smoothing, scale, device_.compute_stream());
+        kernels::cross_entropy_backward(prob, static_cast<const int*>(y.raw()), dx, c.n, c.classes,
+                                        smoothing, scale, device_.compute_stream());
         check_launch("cross_entropy_backward");
     }
 
@@ -73,8 +72,8 @@ private:
     Tensor on_device(const Tensor& labels) const {
         TANDEM_CHECK_AS(ShapeError, labels.defined() && labels.numel() == config_.n &&
                                         labels.dtype() == DType::i32)
-            << "SoftmaxCrossEntropy: labels " << labels.description() << " must be "
-            << config_.n << " i32 values";
+            << "SoftmaxCrossEntropy: labels " << labels.description() << " must be " << config_.n
+            << " i32 values";
         return &labels.device() == &device_ ? labels : labels.to(device_);
     }
 

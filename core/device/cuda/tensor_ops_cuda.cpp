@@ -86,8 +86,8 @@ public:
         const void* from = device_ptr(src, device_, src.dtype(), -1, "copy src");
         device_.activate();
         if (src.layout() == dst.layout()) {
-            TANDEM_CUDA_CALL(cudaMemcpyAsync(to, from, src.nbytes(), cudaMemcpyDeviceToDevice,
-                                             stream()));
+            TANDEM_CUDA_CALL(
+                cudaMemcpyAsync(to, from, src.nbytes(), cudaMemcpyDeviceToDevice, stream()));
             return;
         }
         if (src.dtype() != DType::f32) {  // integer tensors across layouts: rare, via the host
@@ -105,16 +105,17 @@ public:
         check_row_copy(src, dst, c);
         if (c.rows == 0 || c.width == 0) return;
         const std::size_t element = dtype_size(src.dtype());
-        const auto* from = static_cast<const char*>(device_ptr(src, device_, src.dtype(), -1, "copy_rows src"));
+        const auto* from =
+            static_cast<const char*>(device_ptr(src, device_, src.dtype(), -1, "copy_rows src"));
         auto* to = static_cast<char*>(device_ptr(dst, device_, dst.dtype(), -1, "copy_rows dst"));
         device_.activate();
-        TANDEM_CUDA_CALL(cudaMemcpy2DAsync(to + c.dst_offset * element, c.dst_pitch * element,
-                                           from + c.src_offset * element, c.src_pitch * element,
-                                           c.width * element, c.rows, cudaMemcpyDeviceToDevice, stream()));
+        TANDEM_CUDA_CALL(cudaMemcpy2DAsync(
+            to + c.dst_offset * element, c.dst_pitch * element, from + c.src_offset * element,
+            c.src_pitch * element, c.width * element, c.rows, cudaMemcpyDeviceToDevice, stream()));
     }
 
-    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer,
-                    const SgdHyper& h, bool first_step) override {
+    void sgd_update(Tensor& weights, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h,
+                    bool first_step) override {
         check_same(weights, grad, "sgd_update");
         const auto n = weights.numel();
         float* w = float_ptr(weights, device_, n, "sgd_update weights");
@@ -123,8 +124,8 @@ public:
                          ? float_ptr(momentum_buffer, device_, n, "sgd_update momentum buffer")
                          : nullptr;
         device_.activate();
-        kernels::sgd_update(w, g, buf, n, h.lr, h.momentum, h.dampening, h.weight_decay,
-                            h.nesterov, first_step, stream());
+        kernels::sgd_update(w, g, buf, n, h.lr, h.momentum, h.dampening, h.weight_decay, h.nesterov,
+                            first_step, stream());
         check_launch("sgd_update");
     }
 
@@ -139,8 +140,8 @@ public:
         float* m = float_ptr(exp_avg, device_, n, "adam_update exp_avg");
         float* v = float_ptr(exp_avg_sq, device_, n, "adam_update exp_avg_sq");
         device_.activate();
-        kernels::adam_update(w, g, m, v, n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled,
-                             h.step_size, h.bias_correction2_sqrt, stream());
+        kernels::adam_update(w, g, m, v, n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay,
+                             h.decoupled, h.step_size, h.bias_correction2_sqrt, stream());
         check_launch("adam_update");
     }
 

@@ -27,7 +27,8 @@ TEST(ScriptLock, AWorkerIsToldWhenTheLockIsNotLent) {
         }
     });
     worker.join();
-    EXPECT_NE(message.find("layer 'scale' (written in Lua) runs Lua code"), std::string::npos) << message;
+    EXPECT_NE(message.find("layer 'scale' (written in Lua) runs Lua code"), std::string::npos)
+        << message;
 }
 
 TEST(ScriptLock, WorkersTakeTheLentLockOneAtATime) {

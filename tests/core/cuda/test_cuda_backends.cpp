@@ -36,7 +36,8 @@ BackendStatus two_gpus() {
 
 TEST(CudaBackends, LineSaysWhatIsCompiledAndPresent) {
     BackendStatus off;
-    EXPECT_EQ(backends_line(off), "backends: cpu (oneDNN); cuda: not compiled in (TANDEM_CUDA=OFF)");
+    EXPECT_EQ(backends_line(off),
+              "backends: cpu (oneDNN); cuda: not compiled in (TANDEM_CUDA=OFF)");
     BackendStatus none;
     none.cuda_compiled = true;
     none.cuda_reason = "cudaErrorNoDevice: no CUDA-capable device is detected";

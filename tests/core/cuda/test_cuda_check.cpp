@@ -24,26 +24,38 @@ std::string message_of(F&& f) {
 TEST(CudaCheck, CudaStatusNamesCallAndError) {
     const std::string text = cuda_error_text(cudaErrorMemoryAllocation, "cudaMalloc(&ptr, bytes)");
     EXPECT_EQ(text, "cudaMalloc(&ptr, bytes) failed: cudaErrorMemoryAllocation (out of memory)");
-    EXPECT_NE(message_of([] { check_cuda(cudaErrorInvalidValue, "cudaMemcpyAsync(...)"); })
-                  .find("cudaMemcpyAsync(...) failed: cudaErrorInvalidValue"),
+    EXPECT_NE(message_of([] {
+                  check_cuda(cudaErrorInvalidValue, "cudaMemcpyAsync(...)");
+              }).find("cudaMemcpyAsync(...) failed: cudaErrorInvalidValue"),
               std::string::npos);
     EXPECT_NO_THROW(check_cuda(cudaSuccess, "cudaFree(p)"));
 }
 
-cudnnStatus_t fake_cudnn_call() { return CUDNN_STATUS_BAD_PARAM; }
-cublasStatus_t fake_cublas_call() { return CUBLAS_STATUS_INVALID_VALUE; }
-ncclResult_t fake_nccl_call() { return ncclInvalidArgument; }
-cudaError_t fake_cuda_call() { return cudaErrorInvalidDevice; }
+cudnnStatus_t fake_cudnn_call() {
+    return CUDNN_STATUS_BAD_PARAM;
+}
+cublasStatus_t fake_cublas_call() {
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+ncclResult_t fake_nccl_call() {
+    return ncclInvalidArgument;
+}
+cudaError_t fake_cuda_call() {
+    return cudaErrorInvalidDevice;
+}
 
 TEST(CudaCheck, MacrosQuoteTheCall) {
-    EXPECT_NE(message_of([] { TANDEM_CUDA_CALL(fake_cuda_call()); })
-                  .find("fake_cuda_call() failed: cudaErrorInvalidDevice (invalid device ordinal)"),
+    EXPECT_NE(message_of([] {
+                  TANDEM_CUDA_CALL(fake_cuda_call());
+              }).find("fake_cuda_call() failed: cudaErrorInvalidDevice (invalid device ordinal)"),
               std::string::npos);
-    EXPECT_NE(message_of([] { TANDEM_CUDNN_CALL(fake_cudnn_call()); })
-                  .find("fake_cudnn_call() failed: CUDNN_STATUS_BAD_PARAM"),
+    EXPECT_NE(message_of([] {
+                  TANDEM_CUDNN_CALL(fake_cudnn_call());
+              }).find("fake_cudnn_call() failed: CUDNN_STATUS_BAD_PARAM"),
               std::string::npos);
-    EXPECT_NE(message_of([] { TANDEM_CUBLAS_CALL(fake_cublas_call()); })
-                  .find("fake_cublas_call() failed: CUBLAS_STATUS_INVALID_VALUE"),
+    EXPECT_NE(message_of([] {
+                  TANDEM_CUBLAS_CALL(fake_cublas_call());
+              }).find("fake_cublas_call() failed: CUBLAS_STATUS_INVALID_VALUE"),
               std::string::npos);
     const std::string nccl = message_of([] { TANDEM_NCCL_CALL(fake_nccl_call()); });
     EXPECT_NE(nccl.find("fake_nccl_call() failed: ncclInvalidArgument ("), std::string::npos)

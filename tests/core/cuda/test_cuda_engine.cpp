@@ -34,7 +34,6 @@ std::shared_ptr<Sequential> gpu_net() {
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
-
 // How train_on() lays the net out: one stage, group and micro-batch by default (batch norm then
 // sees the same samples as on one device).
 struct TrainingRun {
@@ -74,7 +73,7 @@ TEST(CudaEngine, OneGpuTrainsLikeTheCpu) {
         SCOPED_TRACE(layout_name(layout));
         expect_same_weights(train_on({unowned(gpu())}, {.layout = layout}),
                             train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
-                                  {.layout = layout}));
+                                     {.layout = layout}));
     }
 }
 
@@ -93,8 +92,9 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
     const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train_on({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
-                            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2}));
+        expect_same_weights(
+            train_on({unowned(gpu()), second}, {.stages = 2, .layout = layout, .micro_batches = 2}),
+            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2}));
     }
 }
 
@@ -105,7 +105,8 @@ TEST(CudaEngine, TwoStagesOnTwoDevicesOfOneGpuTrainLikeOne) {
 TEST(CudaEngine, TwoGroupsOnTwoGpusTrainLikeOne) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
-        train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))}, {.groups = 2, .buffers = false}),
+        train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))},
+                 {.groups = 2, .buffers = false}),
         train_on({unowned(cuda_test_device(0))}, {.micro_batches = 2, .buffers = false}));
 }
 
@@ -117,12 +118,15 @@ TEST(CudaEngine, TwoGroupsOnTwoDevicesOfOneGpuTrainLikeOne) {
     const std::shared_ptr<Device> second = own_cuda_device();
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_weights(train_on({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
-                            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2, .buffers = false}));
         expect_same_weights(
-            train_on({unowned(gpu()), second},
-                  {.layout = layout, .groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
-            train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {.layout = layout}));
+            train_on({unowned(gpu()), second}, {.layout = layout, .groups = 2, .buffers = false}),
+            train_on({unowned(gpu())}, {.layout = layout, .micro_batches = 2, .buffers = false}));
+        expect_same_weights(train_on({unowned(gpu()), second}, {.layout = layout,
+                                                                .groups = 2,
+                                                                .micro_batches = 2,
+                                                                .batch_norm = BatchNormMode::sync}),
+                            train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+                                     {.layout = layout}));
     }
 }
 
@@ -133,7 +137,7 @@ TEST(CudaEngine, SyncBatchNormOnTwoGpusTrainsLikeOneCpuDevice) {
     TANDEM_REQUIRE_GPUS(2);
     expect_same_weights(
         train_on({unowned(cuda_test_device(0)), unowned(cuda_test_device(1))},
-              {.groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
+                 {.groups = 2, .micro_batches = 2, .batch_norm = BatchNormMode::sync}),
         train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})}, {}));
 }
 
@@ -149,13 +153,16 @@ TEST(CudaEngine, DeterministicTwoGroupsOnOneGpuGiveTheBitsOfOneDevice) {
     const std::shared_ptr<Device> a = own_cuda_device(options), b = own_cuda_device(options);
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        const TrainingRun two_groups{.layout = layout, .groups = 2, .buffers = false, .deterministic = true};
-        const TrainingRun two_micro_batches{.layout = layout, .micro_batches = 2, .buffers = false, .deterministic = true};
+        const TrainingRun two_groups{
+            .layout = layout, .groups = 2, .buffers = false, .deterministic = true};
+        const TrainingRun two_micro_batches{
+            .layout = layout, .micro_batches = 2, .buffers = false, .deterministic = true};
         const auto want = train_on({a}, two_micro_batches);
         EXPECT_EQ(train_on({a, b}, two_groups), want);
         EXPECT_EQ(train_on({b}, two_micro_batches), want);
-        expect_same_weights(want, train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
-                                        two_micro_batches));
+        expect_same_weights(want,
+                            train_on({std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})},
+                                     two_micro_batches));
     }
 }
 

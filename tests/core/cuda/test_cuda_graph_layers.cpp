@@ -36,14 +36,18 @@ TEST(CudaGraphLayers, LstmAndGru) {
     TANDEM_REQUIRE_GPUS(1);
     const Tensor x = random_tensor({3, 5, 6}, cpu(), 1);
     // Two layers, the whole sequence, initial states given (the merge of three inputs).
-    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 6, 8, 2, true, false)),
-                       {x, random_tensor({3, 2, 8}, cpu(), 2), random_tensor({3, 2, 8}, cpu(), 3)}, 4);
-    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 2, true, false)),
-                       {x, random_tensor({3, 2, 8}, cpu(), 5)}, 6);
-    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 1, false, true)), {x}, 7);
+    expect_same_on_gpu(
+        initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 6, 8, 2, true, false)),
+        {x, random_tensor({3, 2, 8}, cpu(), 2), random_tensor({3, 2, 8}, cpu(), 3)}, 4);
+    expect_same_on_gpu(
+        initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 2, true, false)),
+        {x, random_tensor({3, 2, 8}, cpu(), 5)}, 6);
+    expect_same_on_gpu(
+        initialised<Recurrent>(recurrent_options(RnnCellKind::gru, 6, 8, 1, false, true)), {x}, 7);
     // Wide enough that the cell kernel runs many blocks, long enough that errors would add up.
-    expect_same_on_gpu(initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 32, 256, 1, true, true)),
-                       {random_tensor({16, 12, 32}, cpu(), 8)}, 9);
+    expect_same_on_gpu(
+        initialised<Recurrent>(recurrent_options(RnnCellKind::lstm, 32, 256, 1, true, true)),
+        {random_tensor({16, 12, 32}, cpu(), 8)}, 9);
 }
 
 TEST(CudaGraphLayers, SoftmaxLayerNormEmbedding) {
@@ -53,17 +57,19 @@ TEST(CudaGraphLayers, SoftmaxLayerNormEmbedding) {
     expect_same_on_gpu(initialised<Softmax>(1, true), {x3}, 13);
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         SCOPED_TRACE(layout_name(layout));
-        expect_same_on_gpu(initialised<Softmax>(1, false), {random_tensor({2, 6, 3, 5}, cpu(), 14, -3.f, 3.f, layout)},
-                           15);
+        expect_same_on_gpu(initialised<Softmax>(1, false),
+                           {random_tensor({2, 6, 3, 5}, cpu(), 14, -3.f, 3.f, layout)}, 15);
     }
     expect_same_on_gpu(initialised<LayerNorm>(std::vector<std::int64_t>{7}, 1e-5f, true), {x3}, 16);
-    expect_same_on_gpu(initialised<LayerNorm>(std::vector<std::int64_t>{5, 7}, 1e-5f, false), {x3}, 17);
+    expect_same_on_gpu(initialised<LayerNorm>(std::vector<std::int64_t>{5, 7}, 1e-5f, false), {x3},
+                       17);
     expect_same_on_gpu(initialised<LayerNorm>(std::vector<std::int64_t>{1000}, 1e-5f, true),
                        {random_tensor({3, 1000}, cpu(), 18)}, 19);
     // Indices as whole numbers, some repeated, so that rows gather several gradients.
     std::vector<float> ids;
     for (int i = 0; i < 24; ++i) ids.push_back(float((i * 7) % 10));
-    expect_same_on_gpu(initialised<Embedding>(10, 6), {Tensor::from_vector({4, 6}, cpu(), ids)}, 20);
+    expect_same_on_gpu(initialised<Embedding>(10, 6), {Tensor::from_vector({4, 6}, cpu(), ids)},
+                       20);
 }
 
 TEST(CudaGraphLayers, JoinsAndSlices) {
@@ -80,8 +86,8 @@ TEST(CudaGraphLayers, JoinsAndSlices) {
         expect_same_on_gpu(initialised<Narrow>(1, 1, 2), {a}, 28);
         expect_same_on_gpu(initialised<Narrow>(3, 2, 3), {a}, 29);
     }
-    expect_same_on_gpu(initialised<Reshape>(std::vector<std::int64_t>{5, 12}), {random_tensor({2, 3, 4, 5}, cpu(), 30)},
-                       31);
+    expect_same_on_gpu(initialised<Reshape>(std::vector<std::int64_t>{5, 12}),
+                       {random_tensor({2, 3, 4, 5}, cpu(), 30)}, 31);
 }
 
 // An Inception-style block (three convolution branches joined along channels) bound to the GPU.
@@ -89,7 +95,8 @@ TEST(CudaGraphLayers, InceptionBlock) {
     TANDEM_REQUIRE_GPUS(1);
     auto conv = [](std::int64_t in, std::int64_t out, std::int64_t k, const char* name) {
         Conv2dOptions o;
-        o.in_channels = in, o.out_channels = out, o.kernel_h = o.kernel_w = k, o.pad_h = o.pad_w = k / 2;
+        o.in_channels = in, o.out_channels = out, o.kernel_h = o.kernel_w = k,
+        o.pad_h = o.pad_w = k / 2;
         LayerPtr layer = std::make_shared<Conv2d>(o);
         layer->set_name(name);
         return layer;
@@ -130,7 +137,8 @@ TEST(CudaGraphLayers, SequenceNetTrainsLikeTheCpu) {
         }
         return weights_of(engine.net());
     };
-    expect_same_weights(train(unowned(gpu())), train(std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})));
+    expect_same_weights(train(unowned(gpu())),
+                        train(std::make_shared<CpuDevice>(0, CpuDeviceOptions{1 << 30, 1})));
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ TEST(CudaLayers, Conv2dInDeterministicMode) {
             expect_near(Tensor::from_vector({std::int64_t(first[i].size())}, cpu(), first[i]),
                         Tensor::from_vector({std::int64_t(before[i].size())}, cpu(), before[i]),
                         kSumTol, "gradient " + std::to_string(i));
-        for (int repeat = 0; repeat < 3; ++repeat) EXPECT_EQ(gradients(), first) << "repeat " << repeat;
+        for (int repeat = 0; repeat < 3; ++repeat)
+            EXPECT_EQ(gradients(), first) << "repeat " << repeat;
     }
 }
 
@@ -99,13 +100,17 @@ TEST(CudaLayers, Tf32) {
         auto ck = kernel_on<Conv2dKernel>(cpu(), c);
         auto gk = kernel_on<Conv2dKernel>(*device, c);
         const Shape in{8, 16, 12, 12}, out{8, 24, 12, 12};
-        const Tensor x = random_tensor(in, cpu(), 41, -1, 1, layout), w = random_tensor({24, 16, 3, 3}, cpu(), 42);
-        const Tensor b = random_tensor({24}, cpu(), 43), dy = random_tensor(out, cpu(), 44, -1, 1, layout);
-        Tensor y = Tensor::empty(out, cpu(), DType::f32, layout), gy = Tensor::empty(out, *device, DType::f32, layout);
+        const Tensor x = random_tensor(in, cpu(), 41, -1, 1, layout),
+                     w = random_tensor({24, 16, 3, 3}, cpu(), 42);
+        const Tensor b = random_tensor({24}, cpu(), 43),
+                     dy = random_tensor(out, cpu(), 44, -1, 1, layout);
+        Tensor y = Tensor::empty(out, cpu(), DType::f32, layout),
+               gy = Tensor::empty(out, *device, DType::f32, layout);
         ck->forward(x, w, b, y);
         gk->forward(x.to(*device), w.to(*device), b.to(*device), gy);
         expect_near(gy, y, kTf32Tol, "forward");
-        Tensor dx = Tensor::empty(in, cpu(), DType::f32, layout), gdx = Tensor::empty(in, *device, DType::f32, layout);
+        Tensor dx = Tensor::empty(in, cpu(), DType::f32, layout),
+               gdx = Tensor::empty(in, *device, DType::f32, layout);
         ck->backward_data(dy, w, dx);
         gk->backward_data(dy.to(*device), w.to(*device), gdx);
         expect_near(gdx, dx, kTf32Tol, "backward_data");
@@ -144,7 +149,8 @@ TEST(CudaLayers, BatchNorm) {
                 const Tensor dy = random_tensor(x.shape(), cpu(), 8, -1, 1, layout);
                 const Tensor gamma = random_tensor({ch}, cpu(), 9, 0.5f, 1.5f);
                 const Tensor beta = random_tensor({ch}, cpu(), 10);
-                Tensor mean = random_tensor({ch}, cpu(), 11), var = random_tensor({ch}, cpu(), 12, 0.5f, 2);
+                Tensor mean = random_tensor({ch}, cpu(), 11),
+                       var = random_tensor({ch}, cpu(), 12, 0.5f, 2);
                 Tensor gmean = mean.to(gpu()), gvar = var.to(gpu());
                 Tensor y = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
                 Tensor gy = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
@@ -159,7 +165,8 @@ TEST(CudaLayers, BatchNorm) {
                 Tensor dg = random_tensor({ch}, cpu(), 13), dbeta = random_tensor({ch}, cpu(), 14);
                 Tensor gdg = dg.to(gpu()), gdbeta = dbeta.to(gpu());
                 ck->backward(x, dy, gamma, mean, var, dx, dg, dbeta);
-                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg, gdbeta);
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg,
+                             gdbeta);
                 expect_near(gdx, dx, 5 * kLayerTol, "diff_src");
                 expect_near(gdg, dg, 5 * kLayerTol, "diff_gamma");
                 expect_near(gdbeta, dbeta, kLayerTol, "diff_beta");
@@ -168,8 +175,10 @@ TEST(CudaLayers, BatchNorm) {
                 Tensor again = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
                 Tensor gdg2 = Tensor::zeros({ch}, gpu()), gdbeta2 = Tensor::zeros({ch}, gpu());
                 Tensor gdg1 = Tensor::zeros({ch}, gpu()), gdbeta1 = Tensor::zeros({ch}, gpu());
-                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg1, gdbeta1);
-                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, again, gdg2, gdbeta2);
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, gdx, gdg1,
+                             gdbeta1);
+                gk->backward(x.to(gpu()), dy.to(gpu()), gamma.to(gpu()), gmean, gvar, again, gdg2,
+                             gdbeta2);
                 EXPECT_EQ(again.to_vector(), gdx.to_vector());
                 EXPECT_EQ(gdg2.to_vector(), gdg1.to_vector());
                 EXPECT_EQ(gdbeta2.to_vector(), gdbeta1.to_vector());
@@ -186,8 +195,8 @@ TEST(CudaLayers, Activation) {
                                             std::pair{Shape{4, 3, 5, 5}, Layout::channels_last},
                                             std::pair{Shape{6, 7}, Layout::contiguous}}) {
             const ActivationConfig c{shape, layout, a, a == A::leaky_relu ? 0.2f : 0.f};
-            SCOPED_TRACE(std::string(activation_name(a)) + " " + std::string(layout_name(layout)) + " " +
-                         std::to_string(shape.rank()) + "-D");
+            SCOPED_TRACE(std::string(activation_name(a)) + " " + std::string(layout_name(layout)) +
+                         " " + std::to_string(shape.rank()) + "-D");
             auto ck = kernel_on<ActivationKernel>(cpu(), c);
             auto gk = kernel_on<ActivationKernel>(gpu(), c);
             const Tensor x = random_tensor(shape, cpu(), 15, -3, 3, layout);
@@ -212,8 +221,8 @@ TEST(CudaLayers, Pool2d) {
         for (PoolKind kind : {PoolKind::max, PoolKind::average})
             for (bool ceil : {false, true})
                 for (bool include_pad : {false, true}) {
-                    const Pool2dConfig c{kind, 2, 3, 7, 8, 3, 3, 2, 2, 1, 1, ceil, include_pad,
-                                         layout};
+                    const Pool2dConfig c{kind, 2, 3, 7, 8,    3,           3,
+                                         2,    2, 1, 1, ceil, include_pad, layout};
                     SCOPED_TRACE(std::string(layout_name(layout)) +
                                  (kind == PoolKind::max ? " max" : " avg") + (ceil ? " ceil" : "") +
                                  (include_pad ? " include_pad" : ""));
@@ -222,7 +231,8 @@ TEST(CudaLayers, Pool2d) {
                     const Shape out{2, 3, c.out_h(), c.out_w()};
                     const Tensor x = random_tensor({2, 3, 7, 8}, cpu(), 17, -1, 1, layout);
                     const Tensor dy = random_tensor(out, cpu(), 18, -1, 1, layout);
-                    Tensor ws = Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
+                    Tensor ws =
+                        Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
                     Tensor gws =
                         Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
                     Tensor y = Tensor::empty(out, cpu(), DType::f32, layout);
@@ -365,7 +375,8 @@ TEST(CudaLayers, ElementLosses) {
         const ElementLossConfig c{kind, 5, 12};
         auto ck = kernel_on<ElementLossKernel>(cpu(), c);
         auto gk = kernel_on<ElementLossKernel>(gpu(), c);
-        const Tensor y = random_tensor({5, 12}, cpu(), 41, -30, 30), t = random_tensor({5, 12}, cpu(), 42, 0, 1);
+        const Tensor y = random_tensor({5, 12}, cpu(), 41, -30, 30),
+                     t = random_tensor({5, 12}, cpu(), 42, 0, 1);
         const LossSums want = ck->forward(y, t), got = gk->forward(y.to(gpu()), t.to(gpu()));
         EXPECT_NEAR(got.loss, want.loss, 1e-5 * std::max(1.0, want.loss));
         EXPECT_EQ(got.correct, want.correct);
@@ -422,7 +433,8 @@ TEST(CudaLayers, TensorOps) {
     Tensor gm = m.to(gpu()), gv = v.to(gpu());
     for (int t = 1; t <= 2; ++t) {
         AdamHyper a;
-        a.lr = 0.01f, a.beta1 = 0.9f, a.beta2 = 0.999f, a.eps = 1e-8f, a.weight_decay = 0.01f, a.decoupled = true;
+        a.lr = 0.01f, a.beta1 = 0.9f, a.beta2 = 0.999f, a.eps = 1e-8f, a.weight_decay = 0.01f,
+        a.decoupled = true;
         a.step_size = a.lr / (1.f - std::pow(a.beta1, float(t)));
         a.bias_correction2_sqrt = std::sqrt(1.f - std::pow(a.beta2, float(t)));
         c.adam_update(w, b, m, v, a);
@@ -444,7 +456,8 @@ TEST(CudaLayers, WrongDeviceIsABackendError) {
         gk->forward(x, y);
         ADD_FAILURE();
     } catch (const BackendError& e) {
-        EXPECT_NE(std::string(e.what()).find("ReLU forward src: Tensor(8, f32, "), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("ReLU forward src: Tensor(8, f32, "),
+                  std::string::npos)
             << e.what();
     }
 }

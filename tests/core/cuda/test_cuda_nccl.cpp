@@ -48,13 +48,15 @@ TEST(CudaNccl, AllReduceBroadcastReduceMatchTheCpu) {
     EXPECT_GT(comm->bytes_sent(0), 0u);
 
     const auto root_values = host[1].to_vector();
-    for (int r = 0; r < ranks; ++r) data[std::size_t(r)] = host[std::size_t(r)].to(*devices[std::size_t(r)]);
+    for (int r = 0; r < ranks; ++r)
+        data[std::size_t(r)] = host[std::size_t(r)].to(*devices[std::size_t(r)]);
     on_ranks(ranks, [&](int r) {
         comm->broadcast(r, static_cast<float*>(data[std::size_t(r)].raw()), std::size_t(n), 1);
     });
     EXPECT_EQ(data[0].to_vector(), root_values);
 
-    for (int r = 0; r < ranks; ++r) data[std::size_t(r)] = host[std::size_t(r)].to(*devices[std::size_t(r)]);
+    for (int r = 0; r < ranks; ++r)
+        data[std::size_t(r)] = host[std::size_t(r)].to(*devices[std::size_t(r)]);
     on_ranks(ranks, [&](int r) {
         comm->reduce_sum(r, static_cast<float*>(data[std::size_t(r)].raw()), std::size_t(n), 0);
     });
@@ -89,7 +91,8 @@ TEST(CudaNccl, RanksJoinedFromOneIdAsProcessesDo) {
     std::vector<std::unique_ptr<Communicator>> apart(2);
     std::string hooked;
     {
-        std::thread other([&] { apart[1] = make_nccl_communicator(id, 2, 1, {&cuda_test_device(1)}); });
+        std::thread other(
+            [&] { apart[1] = make_nccl_communicator(id, 2, 1, {&cuda_test_device(1)}); });
         apart[0] = make_nccl_communicator(id, 2, 0, {&cuda_test_device(0)},
                                           [&](const std::string& why) { hooked = why; });
         other.join();
@@ -100,11 +103,13 @@ TEST(CudaNccl, RanksJoinedFromOneIdAsProcessesDo) {
     for (int form = 0; form < 2; ++form) {
         SCOPED_TRACE(form == 0 ? "one rank per communicator" : "both ranks in one");
         std::vector<Tensor> data;
-        for (int r = 0; r < 2; ++r) data.push_back(random_tensor({n}, cpu(), 70 + std::uint64_t(r)));
+        for (int r = 0; r < 2; ++r)
+            data.push_back(random_tensor({n}, cpu(), 70 + std::uint64_t(r)));
         std::vector<float> sum = data[0].to_vector();
         const auto second = data[1].to_vector();
         for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += second[i];
-        for (int r = 0; r < 2; ++r) data[std::size_t(r)] = data[std::size_t(r)].to(cuda_test_device(r));
+        for (int r = 0; r < 2; ++r)
+            data[std::size_t(r)] = data[std::size_t(r)].to(cuda_test_device(r));
         on_ranks(2, [&](int r) {
             Communicator& comm = form == 0 ? *apart[std::size_t(r)] : *together;
             comm.all_reduce_sum(r, static_cast<float*>(data[std::size_t(r)].raw()), std::size_t(n),
@@ -136,11 +141,12 @@ TEST(CudaNccl, TwoGpusComputeWhatOneDoes) {
     // dW on `device` for samples [begin, begin + count), loss scaled by 1 / batch.
     auto gradient = [&](Device& device, std::int64_t begin, std::int64_t count) {
         auto linear = kernel_on<LinearKernel>(device, LinearConfig{count, in, out, true});
-        auto loss = kernel_on<SoftmaxCrossEntropyKernel>(device,
-                                                         SoftmaxCrossEntropyConfig{count, out});
+        auto loss =
+            kernel_on<SoftmaxCrossEntropyKernel>(device, SoftmaxCrossEntropyConfig{count, out});
         const Tensor xs = x.narrow_batch(begin, count).to(device);
         const Tensor ys = labels.narrow_batch(begin, count).to(device);
-        Tensor logits = Tensor::empty({count, out}, device), p = Tensor::empty({count, out}, device);
+        Tensor logits = Tensor::empty({count, out}, device),
+               p = Tensor::empty({count, out}, device);
         linear->forward(xs, w.to(device), b.to(device), logits);
         loss->forward(logits, ys, 0.f, p);
         Tensor dlogits = Tensor::empty({count, out}, device);

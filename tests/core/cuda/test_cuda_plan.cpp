@@ -54,8 +54,7 @@ void host_gemm(const Gemm& g, const float* a, const float* b, float* c) {
         }
 }
 
-void expect_near(const std::vector<float>& got, const std::vector<float>& want,
-                  const char* what) {
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
     ASSERT_EQ(got.size(), want.size()) << what;
     for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.f, std::fabs(want[i]))) << what << " " << i;
@@ -92,8 +91,8 @@ TEST(CudaPlan, LinearGemmsMatchTheReferenceKernel) {
 }
 
 // The text of the BackendError choose_algorithm throws; "" when it chooses.
-std::string choice_error(std::span<const AlgoCandidate> list, std::size_t budget, std::string_view what,
-                         bool deterministic = false) {
+std::string choice_error(std::span<const AlgoCandidate> list, std::size_t budget,
+                         std::string_view what, bool deterministic = false) {
     try {
         choose_algorithm(list, budget, what, deterministic);
     } catch (const BackendError& e) {
@@ -128,9 +127,9 @@ TEST(CudaPlan, AlgorithmChoiceUnderBudget) {
 // Deterministic mode passes over the algorithms that sum with atomics, whatever their speed.
 TEST(CudaPlan, DeterministicAlgorithmChoice) {
     const std::vector<AlgoCandidate> list{
-        {0, true, "", 0.1f, 0, false},     // fastest, atomics
-        {3, true, "", 0.2f, 100, false},   // atomics
-        {1, true, "", 0.3f, 5000, true},   // deterministic, over a small budget
+        {0, true, "", 0.1f, 0, false},    // fastest, atomics
+        {3, true, "", 0.2f, 100, false},  // atomics
+        {1, true, "", 0.3f, 5000, true},  // deterministic, over a small budget
         {5, true, "", 0.4f, 1000, true},
     };
     EXPECT_EQ(choose_algorithm(list, 8000, "Conv2d backward filter"), 0u);
@@ -140,10 +139,11 @@ TEST(CudaPlan, DeterministicAlgorithmChoice) {
               "Conv2d backward filter (2x3x8x8): no deterministic algorithm fits the workspace "
               "budget of 500 B (the smallest, algorithm 5, needs 1000 B); raise the device's "
               "workspace option");
-    EXPECT_EQ(choice_error(std::span(list).first(2), 1 << 20, "Conv2d backward filter (2x3x8x8)", true),
-              "Conv2d backward filter (2x3x8x8): cuDNN offers no deterministic algorithm (the "
-              "usable ones, 0, 3, sum with atomics); this layer cannot run in deterministic "
-              "mode on this GPU");
+    EXPECT_EQ(
+        choice_error(std::span(list).first(2), 1 << 20, "Conv2d backward filter (2x3x8x8)", true),
+        "Conv2d backward filter (2x3x8x8): cuDNN offers no deterministic algorithm (the "
+        "usable ones, 0, 3, sum with atomics); this layer cannot run in deterministic "
+        "mode on this GPU");
 }
 
 // The nhwc batch-norm kernels' partial sums: (slices + 1) x 2 x channels doubles, a slice per
@@ -195,7 +195,8 @@ TEST(CudaPlan, OwnLrnKernelMatchesTheReference) {
         for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
             c.layout = layout;
             SCOPED_TRACE("size " + std::to_string(c.size) + " k " + std::to_string(c.k) + " beta " +
-                         std::to_string(c.beta) + (layout == Layout::channels_last ? " nhwc" : " nchw"));
+                         std::to_string(c.beta) +
+                         (layout == Layout::channels_last ? " nhwc" : " nchw"));
             Device& host = test_device();
             const Shape shape{c.n, c.c, c.h, c.w};
             auto reference = KernelRegistry::instance().make<LrnKernel>(host, c, "reference");
@@ -206,8 +207,10 @@ TEST(CudaPlan, OwnLrnKernelMatchesTheReference) {
             reference->forward(x, want_y, none);
             reference->backward(x, dy, none, want_dx);
 
-            const lrn::Shape s{c.n, c.c, c.h * c.w, layout == Layout::channels_last, c.size, c.alpha, c.beta, c.k};
-            Tensor y = Tensor::empty(shape, host, DType::f32, layout), dx = Tensor::empty(shape, host, DType::f32, layout);
+            const lrn::Shape s{c.n,    c.c,     c.h * c.w, layout == Layout::channels_last,
+                               c.size, c.alpha, c.beta,    c.k};
+            Tensor y = Tensor::empty(shape, host, DType::f32, layout),
+                   dx = Tensor::empty(shape, host, DType::f32, layout);
             std::vector<float> scale(std::size_t(shape.numel()));
             for (std::int64_t p = 0; p < s.pixels(); ++p) {
                 const std::int64_t b = s.base(p);

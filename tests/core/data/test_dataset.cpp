@@ -40,7 +40,9 @@ struct Files {
     }
 };
 
-float normalized(unsigned char p, float mean, float std) { return (float(p) / 255.f - mean) / std; }
+float normalized(unsigned char p, float mean, float std) {
+    return (float(p) / 255.f - mean) / std;
+}
 
 TEST(Dataset, FromIdxNormalizesAndGathers) {
     Files files;
@@ -103,9 +105,11 @@ TEST(Dataset, GathersF32Targets) {
         EXPECT_EQ(y.to_vector(), (std::vector<float>{2.f, 2.5f, 0.f, 0.5f}));
         EXPECT_EQ(x.to_layout(Layout::contiguous).to_vector()[0], 8.f);
     }
-    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()), Tensor::zeros({3, 2}, host_device(), DType::i32)),
+    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()),
+                                 Tensor::zeros({3, 2}, host_device(), DType::i32)),
                  ShapeError);  // i32 targets are class labels: one per image
-    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()), Tensor::zeros({2, 2}, host_device())),
+    EXPECT_THROW(InMemoryDataset(Tensor::zeros({3, 1, 2, 2}, host_device()),
+                                 Tensor::zeros({2, 2}, host_device())),
                  ShapeError);
 }
 

@@ -10,7 +10,7 @@ namespace {
 
 // An idx file: two zero bytes, type, rank, big-endian dims, then `data`.
 std::string idx_file_bytes(unsigned char type, const std::vector<std::uint32_t>& dims,
-                      const std::string& data) {
+                           const std::string& data) {
     std::string out = {'\0', '\0', char(type), char(dims.size())};
     for (auto d : dims)
         for (int shift = 24; shift >= 0; shift -= 8) out += char((d >> shift) & 0xFF);

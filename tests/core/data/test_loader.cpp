@@ -189,13 +189,12 @@ TEST(Loader, CorruptAndTruncatedRecordsAreSkippedAndCounted) {
 }
 
 // The pixels the loader must give sample `index` in `epoch`: its transform, alone.
-std::vector<float> transformed(const DataSource& source, const LoaderOptions& o,
-                               std::int64_t epoch, std::int64_t index) {
+std::vector<float> transformed(const DataSource& source, const LoaderOptions& o, std::int64_t epoch,
+                               std::int64_t index) {
     std::vector<float> out;
     ImageTransform(o.transform)
         .apply(source.open_reader()->read(index),
-               rng_key(rng_key(o.seed, std::uint64_t(epoch)), std::uint64_t(index)), o.layout,
-               out);
+               rng_key(rng_key(o.seed, std::uint64_t(epoch)), std::uint64_t(index)), o.layout, out);
     return out;
 }
 

@@ -31,7 +31,8 @@ void fix_crcs(std::string& b) {
                                      std::uint32_t(static_cast<unsigned char>(b[at + 2])) << 8 |
                                      static_cast<unsigned char>(b[at + 3]);
         if (length > b.size() - at - 12) return;
-        put_u32(b, at + 8 + length, crc32(0, reinterpret_cast<const Bytef*>(b.data() + at + 4), length + 4));
+        put_u32(b, at + 8 + length,
+                crc32(0, reinterpret_cast<const Bytef*>(b.data() + at + 4), length + 4));
         at += 12 + length;
     }
 }
@@ -40,7 +41,8 @@ std::string chunk(const std::string& type, const std::string& data) {
     std::string c(4, '\0');
     put_u32(c, 0, std::uint32_t(data.size()));
     c += type + data + std::string(4, '\0');
-    put_u32(c, c.size() - 4, crc32(0, reinterpret_cast<const Bytef*>(c.data() + 4), uInt(data.size() + 4)));
+    put_u32(c, c.size() - 4,
+            crc32(0, reinterpret_cast<const Bytef*>(c.data() + 4), uInt(data.size() + 4)));
     return c;
 }
 
@@ -52,9 +54,11 @@ std::string grey_png(const std::string& rows) {
     ihdr[8] = 8;
     uLongf size = compressBound(uLong(rows.size()));
     std::string z(size, '\0');
-    compress(reinterpret_cast<Bytef*>(z.data()), &size, reinterpret_cast<const Bytef*>(rows.data()), uLong(rows.size()));
+    compress(reinterpret_cast<Bytef*>(z.data()), &size, reinterpret_cast<const Bytef*>(rows.data()),
+             uLong(rows.size()));
     z.resize(size);
-    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
+    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) +
+           chunk("IEND", "");
 }
 
 std::string decode_error(const std::string& bytes, ImageCheck check = ImageCheck::fast) {
@@ -83,22 +87,27 @@ TEST(PngCheck, DamageIsNamedBeforeTheDecoderSeesIt) {
 
     // The loader's test file: a signature, then no chunk (libpng: "[20]rea: invalid chunk type").
     const std::string e1 = decode_error("\x89PNG\r\n\x1a\n not really a PNG file");
-    EXPECT_HAS(e1, "cannot decode image 'cat.png' (png, 30 bytes): the chunk at byte 8 has no valid type");
-    EXPECT_HAS(decode_error("\x89PNG\r\n\x1a\n not really"), "truncated: the chunk at byte 8 is cut short");
+    EXPECT_HAS(
+        e1, "cannot decode image 'cat.png' (png, 30 bytes): the chunk at byte 8 has no valid type");
+    EXPECT_HAS(decode_error("\x89PNG\r\n\x1a\n not really"),
+               "truncated: the chunk at byte 8 is cut short");
     std::string flipped = good;
     flipped[good.size() - 20] ^= 0x10;  // inside the (last) IDAT
     EXPECT_HAS(decode_error(flipped), "chunk 'IDAT' at byte");
     EXPECT_HAS(decode_error(flipped), "fails its CRC check");
-    EXPECT_HAS(decode_error(good.substr(0, good.size() - 12)), "truncated: it ends without an IEND chunk");
+    EXPECT_HAS(decode_error(good.substr(0, good.size() - 12)),
+               "truncated: it ends without an IEND chunk");
     EXPECT_HAS(decode_error(good.substr(0, 50)), "truncated: chunk 'IDAT' at byte 33 states");
-    EXPECT_HAS(decode_error(std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IDAT", "x")), "its first chunk is 'IDAT'");
+    EXPECT_HAS(decode_error(std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IDAT", "x")),
+               "its first chunk is 'IDAT'");
     std::string depth = good;
     depth[24] = 3;  // bit depth 3 for RGB
     fix_crcs(depth);
     EXPECT_HAS(decode_error(depth), "IHDR states bit depth 3 with colour type 2");
     std::string critical = good;
     critical.insert(33, chunk("ABCD", "x"));
-    EXPECT_HAS(decode_error(critical), "chunk 'ABCD' at byte 33 is a critical chunk PNG readers do not know");
+    EXPECT_HAS(decode_error(critical),
+               "chunk 'ABCD' at byte 33 is a critical chunk PNG readers do not know");
     std::string gamma = good;
     gamma.insert(33, chunk("gAMA", std::string(3, '\0')));
     EXPECT_HAS(decode_error(gamma), "chunk 'gAMA' at byte 33 has 3 bytes, not 4");
@@ -111,7 +120,8 @@ TEST(PngCheck, TheFullCheckInflatesThePixelStream) {
     std::string filter = rows;
     filter[4] = 7;
     EXPECT_EQ(png_problem(grey_png(filter), PngCheck::chunks), "") << "valid chunks";
-    EXPECT_HAS(decode_error(grey_png(filter), ImageCheck::full), "row 2 has filter type 7 (PNG has 0 to 4)");
+    EXPECT_HAS(decode_error(grey_png(filter), ImageCheck::full),
+               "row 2 has filter type 7 (PNG has 0 to 4)");
     EXPECT_HAS(decode_error(grey_png(rows.substr(0, 6)), ImageCheck::full),
                "its pixel data ends early (6 of the 8 bytes its IHDR states)");
     EXPECT_HAS(decode_error(grey_png(rows + std::string("\0\7\7\7", 4)), ImageCheck::full),
@@ -119,17 +129,20 @@ TEST(PngCheck, TheFullCheckInflatesThePixelStream) {
     std::string stream = grey_png(rows);
     stream[41 + 3] ^= 0x55;  // inside the deflate data of IDAT (data from byte 41), CRC made valid
     fix_crcs(stream);
-    EXPECT_HAS(decode_error(stream, ImageCheck::full), "its compressed pixel data is damaged (zlib: ");
+    EXPECT_HAS(decode_error(stream, ImageCheck::full),
+               "its compressed pixel data is damaged (zlib: ");
 }
 
 // Every single flipped bit of a PNG, with its CRC left (accidental damage) or made valid (the
 // fuzzer's kind, under the full check): decoded or a CorruptSampleError, and nothing on stderr.
 TEST(PngCheck, NoFlippedBitReachesLibpng) {
-    for (const std::string& good : {encode_png(pattern_image(2, 5, 6, 3)), encode_png(pattern_image(3, 4, 9, 1))}) {
+    for (const std::string& good :
+         {encode_png(pattern_image(2, 5, 6, 3)), encode_png(pattern_image(3, 4, 9, 1))}) {
         for (std::size_t at = 8; at < good.size(); ++at) {
             std::string bad = good;
             bad[at] ^= static_cast<char>(1 << (at % 8));
-            EXPECT_NE(decode_error(bad), "(decoded)") << "byte " << at << ": the CRC check lets it through";
+            EXPECT_NE(decode_error(bad), "(decoded)")
+                << "byte " << at << ": the CRC check lets it through";
             fix_crcs(bad);
             decode_error(bad, ImageCheck::full);
         }

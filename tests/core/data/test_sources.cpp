@@ -48,12 +48,14 @@ TEST(Sources, FolderErrors) {
     TempDir dir;
     EXPECT_NE(source_message_of([&] { folder_source(dir.file("nope")); }).find("no such directory"),
               std::string::npos);
-    EXPECT_NE(
-        source_message_of([&] { folder_source(dir.path().string()); }).find("has no class sub-folders"),
-        std::string::npos);
-    std::filesystem::create_directories(dir.file("cat"));
-    EXPECT_NE(source_message_of([&] { folder_source(dir.path().string()); }).find("holds no images"),
+    EXPECT_NE(source_message_of([&] {
+                  folder_source(dir.path().string());
+              }).find("has no class sub-folders"),
               std::string::npos);
+    std::filesystem::create_directories(dir.file("cat"));
+    EXPECT_NE(
+        source_message_of([&] { folder_source(dir.path().string()); }).find("holds no images"),
+        std::string::npos);
 }
 
 TEST(Sources, ListFileLikeCaffe) {
@@ -92,10 +94,12 @@ TEST(Sources, ListFileLikeCaffe) {
               }).find("is not a non-negative integer"),
               std::string::npos);
     test::write_bytes(dir.file("empty.txt"), "\n");
-    EXPECT_NE(source_message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"),
-              std::string::npos);
-    EXPECT_NE(source_message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"),
-              std::string::npos);
+    EXPECT_NE(
+        source_message_of([&] { list_source(dir.file("empty.txt")); }).find("holds no images"),
+        std::string::npos);
+    EXPECT_NE(
+        source_message_of([&] { list_source(dir.file("none.txt")); }).find("cannot open list file"),
+        std::string::npos);
 }
 
 TEST(Sources, LmdbReadsRecordsAndLabels) {
@@ -136,7 +140,8 @@ TEST(Sources, TruncatedLmdbFileIsRefusedNotMapped) {
                                    std::filesystem::copy_options::overwrite_existing);
         std::filesystem::resize_file(data, static_cast<std::uintmax_t>(double(full) * keep));
         const std::string message = source_message_of([&] { LmdbSource source(dir.file("db")); });
-        EXPECT_NE(message.find("is damaged: " + data), std::string::npos) << keep << ": " << message;
+        EXPECT_NE(message.find("is damaged: " + data), std::string::npos)
+            << keep << ": " << message;
         EXPECT_NE(message.find("cut short"), std::string::npos) << message;
     }
     // Shorter than the two meta pages: LMDB itself refuses it.
@@ -152,7 +157,7 @@ TEST(Sources, DamagedRecordHasNoLabel) {
     std::vector<std::string> records;
     for (int i = 0; i < 4; ++i)
         records.push_back(encode_image_record(pattern_image(i, 4, 4, 1), i % 2, Encoding::raw, 95));
-    records[1].replace(0, 4, "XXXX");      // bad magic
+    records[1].replace(0, 4, "XXXX");                         // bad magic
     records[2].replace(12, 4, std::string("\0\0\0\x40", 4));  // height 2^30
     write_records(dir.file("db"), records);
     const LmdbSource s(dir.file("db"));

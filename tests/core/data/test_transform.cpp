@@ -175,16 +175,21 @@ TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
         decode_image(s, 0);
         FAIL() << "expected a CorruptSampleError";
     } catch (const CorruptSampleError& e) {
-        EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos)
+            << e.what();
     }
-    s.bytes.insert(2, "stray bytes libjpeg skips");  // before the frame, as the fuzzer's second find
+    s.bytes.insert(2,
+                   "stray bytes libjpeg skips");  // before the frame, as the fuzzer's second find
     EXPECT_THROW(decode_image(s, 0), CorruptSampleError);
-    s.bytes.insert(2, std::string("\xFF\x00", 2));  // a stuffed FF among them: no marker, skipped too
+    s.bytes.insert(2,
+                   std::string("\xFF\x00", 2));  // a stuffed FF among them: no marker, skipped too
     try {
         decode_image(s, 0);
         FAIL() << "expected a CorruptSampleError";
-    } catch (const CorruptSampleError& e) {  // found by the header check, before the decoder allocates
-        EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos) << e.what();
+    } catch (
+        const CorruptSampleError& e) {  // found by the header check, before the decoder allocates
+        EXPECT_NE(std::string(e.what()).find("claims 65535x65535 pixels"), std::string::npos)
+            << e.what();
     }
     std::vector<unsigned char> png;
     cv::imencode(".png", pattern_image(0, 8, 6, 3), png);
@@ -201,7 +206,9 @@ TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
         decode_image(s, 3);
         FAIL() << "expected a CorruptSampleError";
     } catch (const CorruptSampleError& e) {
-        EXPECT_NE(std::string(e.what()).find("its header states 8x6, the record 9x6"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("its header states 8x6, the record 9x6"),
+                  std::string::npos)
+            << e.what();
     }
 }
 

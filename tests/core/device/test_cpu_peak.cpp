@@ -33,13 +33,16 @@ private:
     bool had_ = false;
 };
 
-void overwrite(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::trunc) << text; }
+void overwrite(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::trunc) << text;
+}
 
 TEST(CpuPeak, MeasuredOnceThenReadFromItsFile) {
     CacheDir cache;
     const CpuPeak first = cpu_peak();
     EXPECT_FALSE(first.model.empty());
-    EXPECT_TRUE(first.isa == "AVX-512" || first.isa == "AVX2+FMA" || first.isa == "SSE2") << first.isa;
+    EXPECT_TRUE(first.isa == "AVX-512" || first.isa == "AVX2+FMA" || first.isa == "SSE2")
+        << first.isa;
     EXPECT_GE(first.cores, 1);
     EXPECT_GT(first.gflops_one_core, 0);
     EXPECT_GT(first.gflops_all_cores, 0);
@@ -53,10 +56,11 @@ TEST(CpuPeak, MeasuredOnceThenReadFromItsFile) {
     EXPECT_EQ(again.cache_file, first.cache_file);
 
     // A damaged file, or one naming another CPU, is measured over; nothing is raised.
-    for (const std::string& text : {std::string("{\"model\": \"x\""),
-                                    std::string("{\"model\": \"Another CPU\", \"isa\": \"SSE2\", \"cores\": 1, "
-                                                "\"gflops_one_core\": 1, \"gflops_all_cores\": 1, "
-                                                "\"bandwidth_gbs\": 1, \"measured_at\": \"then\"}")}) {
+    for (const std::string& text :
+         {std::string("{\"model\": \"x\""),
+          std::string("{\"model\": \"Another CPU\", \"isa\": \"SSE2\", \"cores\": 1, "
+                      "\"gflops_one_core\": 1, \"gflops_all_cores\": 1, "
+                      "\"bandwidth_gbs\": 1, \"measured_at\": \"then\"}")}) {
         overwrite(first.cache_file, text);
         const CpuPeak fresh = cpu_peak();
         EXPECT_GT(fresh.gflops_one_core, 1.0);

@@ -68,8 +68,9 @@ TEST(GpuShare, TooFewGpusOrOverlapsAreClearErrors) {
               "ask for at most 2 per rank, or 'all'");
     const Seen overlap{{kNode[0], kNode[1]}, {kNode[1], kNode[2]}};
     const std::string e = share_error(overlap, 0, -1);
-    EXPECT_NE(e.find("MPI ranks 0 and 1 on this node both see GPU 0000:1b:00.0, but not the same GPUs"),
-              std::string::npos)
+    EXPECT_NE(
+        e.find("MPI ranks 0 and 1 on this node both see GPU 0000:1b:00.0, but not the same GPUs"),
+        std::string::npos)
         << e;
     EXPECT_EQ(share_error(overlap, 1, -1), e);  // both ranks stop, with the same words
 }

@@ -12,7 +12,9 @@
 namespace tandem::test {
 namespace {
 
-std::span<const char> span_of(const std::string& s) { return {s.data(), s.size()}; }
+std::span<const char> span_of(const std::string& s) {
+    return {s.data(), s.size()};
+}
 
 void expect_data_error_naming(const std::function<void()>& f, const std::string& path) {
     try {

@@ -11,7 +11,9 @@
 namespace tandem::test {
 namespace {
 
-cv::Mat read_png(const std::string& path) { return cv::imread(path, cv::IMREAD_COLOR); }
+cv::Mat read_png(const std::string& path) {
+    return cv::imread(path, cv::IMREAD_COLOR);
+}
 
 TEST(ImageGrid, PixelsLandInTheirTiles) {
     TempDir dir;
@@ -19,19 +21,19 @@ TEST(ImageGrid, PixelsLandInTheirTiles) {
     // Three 2 x 3 grey images, two columns: the third starts the second row.
     std::vector<float> v(18);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i) / 17.f;
-    v[5] = 2.f;    // clamped to white
-    v[6] = -1.f;   // clamped to black
+    v[5] = 2.f;   // clamped to white
+    v[6] = -1.f;  // clamped to black
     save_image_grid(path, Tensor::from_vector({3, 1, 2, 3}, test_device(), v), {.columns = 2});
     const cv::Mat grid = read_png(path);
     ASSERT_EQ(grid.rows, 2 + 2 * (2 + 2));
     ASSERT_EQ(grid.cols, 2 + 2 * (3 + 2));
     auto grey = [&](int row, int col) { return int(grid.at<cv::Vec3b>(row, col)[0]); };
-    EXPECT_EQ(grey(2, 2), 0);                              // image 0, pixel (0, 0)
-    EXPECT_EQ(grey(2, 3), int(1.f / 17.f * 255.f + 0.5f)); // image 0, pixel (0, 1)
-    EXPECT_EQ(grey(3, 4), 255);                            // image 0, pixel (1, 2): 2 clamped
-    EXPECT_EQ(grey(2, 7), 0);                              // image 1, pixel (0, 0): -1 clamped
-    EXPECT_EQ(grey(6, 2), int(12.f / 17.f * 255.f + 0.5f)); // image 2 on the second row
-    EXPECT_EQ(grey(0, 0), 64);                             // the gap
+    EXPECT_EQ(grey(2, 2), 0);                                // image 0, pixel (0, 0)
+    EXPECT_EQ(grey(2, 3), int(1.f / 17.f * 255.f + 0.5f));   // image 0, pixel (0, 1)
+    EXPECT_EQ(grey(3, 4), 255);                              // image 0, pixel (1, 2): 2 clamped
+    EXPECT_EQ(grey(2, 7), 0);                                // image 1, pixel (0, 0): -1 clamped
+    EXPECT_EQ(grey(6, 2), int(12.f / 17.f * 255.f + 0.5f));  // image 2 on the second row
+    EXPECT_EQ(grey(0, 0), 64);                               // the gap
 }
 
 TEST(ImageGrid, LayoutsAndColours) {
@@ -43,9 +45,9 @@ TEST(ImageGrid, LayoutsAndColours) {
     const cv::Mat ga = read_png(a), gb = read_png(b);
     EXPECT_EQ(cv::norm(ga, gb, cv::NORM_INF), 0);
     const auto v = rgb.to_vector();
-    const cv::Vec3b first = ga.at<cv::Vec3b>(2, 2);  // OpenCV's BGR
-    EXPECT_EQ(int(first[2]), int(v[0] * 255.f + 0.5f));        // red: channel 0
-    EXPECT_EQ(int(first[0]), int(v[2 * 16] * 255.f + 0.5f));   // blue: channel 2
+    const cv::Vec3b first = ga.at<cv::Vec3b>(2, 2);           // OpenCV's BGR
+    EXPECT_EQ(int(first[2]), int(v[0] * 255.f + 0.5f));       // red: channel 0
+    EXPECT_EQ(int(first[0]), int(v[2 * 16] * 255.f + 0.5f));  // blue: channel 2
 }
 
 TEST(ImageGrid, RefusesWhatIsNoImage) {
@@ -53,9 +55,11 @@ TEST(ImageGrid, RefusesWhatIsNoImage) {
     const std::string path = (dir.path() / "x.png").string();
     EXPECT_THROW(save_image_grid(path, Tensor::zeros({2, 2, 4, 4}, test_device())), ShapeError);
     EXPECT_THROW(save_image_grid(path, Tensor::zeros({4, 4}, test_device())), ShapeError);
-    EXPECT_THROW(save_image_grid(path, Tensor::zeros({1, 4, 4}, test_device()), {.columns = 0}), ConfigError);
-    EXPECT_THROW(save_image_grid(path, Tensor::zeros({1, 4, 4}, test_device()), {.low = 1.f, .high = 1.f}),
+    EXPECT_THROW(save_image_grid(path, Tensor::zeros({1, 4, 4}, test_device()), {.columns = 0}),
                  ConfigError);
+    EXPECT_THROW(
+        save_image_grid(path, Tensor::zeros({1, 4, 4}, test_device()), {.low = 1.f, .high = 1.f}),
+        ConfigError);
     EXPECT_FALSE(std::filesystem::exists(path));
 }
 

@@ -6,10 +6,9 @@ namespace tandem::test {
 namespace {
 
 TEST(Json, ParsesValues) {
-    const JsonValue v = parse_json(
-        R"( {"a": [1, -2, 9223372036854775807, -9223372036854775808],)"
-        R"( "s": "x\"\\\/\n\u00e9\ud83d\ude00",)"
-        R"( "f": 0.25, "e": -1.5e3, "t": true, "n": null, "o": {}} )");
+    const JsonValue v = parse_json(R"( {"a": [1, -2, 9223372036854775807, -9223372036854775808],)"
+                                   R"( "s": "x\"\\\/\n\u00e9\ud83d\ude00",)"
+                                   R"( "f": 0.25, "e": -1.5e3, "t": true, "n": null, "o": {}} )");
     ASSERT_EQ(v.kind, JsonValue::Kind::object);
     ASSERT_EQ(v.object.size(), 7u);
     const auto& a = v.object[0].value.array;

@@ -16,10 +16,14 @@ namespace {
 void write_run(const std::string& path, double scale) {
     MetricsLog log(path, false);
     for (int epoch = 1; epoch <= 4; ++epoch)
-        log.write({{"epoch", std::int64_t(epoch)}, {"step", std::int64_t(100 * epoch)},
-                   {"train_loss", scale / epoch}, {"test_loss", scale * 1.2 / epoch},
-                   {"test_accuracy", 1 - 0.5 / epoch}, {"images_per_s", 800.0 + epoch},
-                   {"lr", 0.1 / epoch}, {"skipped", std::int64_t(0)}});
+        log.write({{"epoch", std::int64_t(epoch)},
+                   {"step", std::int64_t(100 * epoch)},
+                   {"train_loss", scale / epoch},
+                   {"test_loss", scale * 1.2 / epoch},
+                   {"test_accuracy", 1 - 0.5 / epoch},
+                   {"images_per_s", 800.0 + epoch},
+                   {"lr", 0.1 / epoch},
+                   {"skipped", std::int64_t(0)}});
 }
 
 // Pixels of the first curve's colour (BGR 180, 119, 31) in the image.
@@ -46,7 +50,8 @@ TEST(MetricsChart, ReadsALogBack) {
 
 TEST(MetricsChart, DrawsAPanelPerKindOfFigure) {
     TempDir dir;
-    const std::string a = dir.file("a.jsonl"), b = dir.file("b.jsonl"), png = dir.file("out/chart.png");
+    const std::string a = dir.file("a.jsonl"), b = dir.file("b.jsonl"),
+                      png = dir.file("out/chart.png");
     write_run(a, 2.0);
     write_run(b, 3.0);
     ASSERT_TRUE(draw_metrics_chart({read_metrics_log(a), read_metrics_log(b)}, png));
@@ -88,7 +93,9 @@ TEST(MetricsChart, AMalformedLineIsNamed) {
         read_metrics_log(path);
         FAIL() << "read a malformed log";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("bad.jsonl, line 2: not a metrics line"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("bad.jsonl, line 2: not a metrics line"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(read_metrics_log(dir.file("missing.jsonl")), DataError);
 }

@@ -17,7 +17,9 @@ using A = ActivationAlgorithm;
 constexpr A kAll[] = {A::relu, A::leaky_relu, A::sigmoid, A::tanh, A::gelu_erf, A::gelu_tanh};
 
 // The slope the LeakyReLU cases use (PyTorch's fixture too).
-float alpha_for(A a) { return a == A::leaky_relu ? 0.2f : 0.f; }
+float alpha_for(A a) {
+    return a == A::leaky_relu ? 0.2f : 0.f;
+}
 
 // The fixture of each algorithm, as cases_activations.py names it.
 std::string fixture_of(A a) {

@@ -28,7 +28,8 @@ std::shared_ptr<Graph> autoencoder_with_head() {
     g->add_input("x");
     g->add(linear_named(6, 3, "enc"), {"x"});
     g->add(linear_named(3, 6, "dec"), {"enc"});
-    auto added = std::make_shared<AddLoss>(std::make_shared<ElementLoss>(ElementLossKind::mse), 0.5f);
+    auto added =
+        std::make_shared<AddLoss>(std::make_shared<ElementLoss>(ElementLossKind::mse), 0.5f);
     added->set_name("recon");
     g->add(added, {"enc", "dec", "x"});
     g->add(linear_named(3, 3, "head"), {"recon"});
@@ -53,7 +54,8 @@ TEST(AddLoss, TrainsOnBothLossesAsPyTorch) {
     EXPECT_NEAR(added / double(n), f["added"].to_vector()[0], 1e-6);
     EXPECT_NEAR((sums.loss + added) / double(n), f["loss"].to_vector()[0], 1e-6);
     (void)g->backward(x, ce.backward(logits, f["labels"], 1.f / float(n), pass), pass);
-    for (auto& p : named_parameters(*g)) expect_close(p.parameter->grad, f[p.name + ".grad"], p.name, 1e-5f, 1e-6f);
+    for (auto& p : named_parameters(*g))
+        expect_close(p.parameter->grad, f[p.name + ".grad"], p.name, 1e-5f, 1e-6f);
 }
 
 // The output's gradient is d(weight x scale x the loss's sum) / d output; x's is dy as it came;
@@ -107,7 +109,8 @@ TEST(AddLoss, AddsItsTermOnceAStep) {
     const double once = added;
     double mse = 0;
     const auto a = y.to_vector(), b = t.to_vector();
-    for (std::size_t i = 0; i < a.size(); ++i) mse += (a[i] - b[i]) * (a[i] - b[i]) / 3.0;  // a sample's mean
+    for (std::size_t i = 0; i < a.size(); ++i)
+        mse += (a[i] - b[i]) * (a[i] - b[i]) / 3.0;  // a sample's mean
     EXPECT_NEAR(once, 2 * mse, 1e-6);
     pass.recomputing = true;  // the same forward again, for backward: not a second term
     (void)layer.merge({x, y, t}, pass);
@@ -117,14 +120,16 @@ TEST(AddLoss, AddsItsTermOnceAStep) {
 TEST(AddLoss, MistakesAreNamed) {
     EXPECT_THROW(AddLoss(std::make_shared<CrossEntropy>(), 1.f), ConfigError);
     EXPECT_THROW(AddLoss(std::make_shared<ElementLoss>(ElementLossKind::mse), -1.f), ConfigError);
-    EXPECT_THROW(AddLoss(std::make_shared<ElementLoss>(ElementLossKind::mse), std::nanf("")), ConfigError);
+    EXPECT_THROW(AddLoss(std::make_shared<ElementLoss>(ElementLossKind::mse), std::nanf("")),
+                 ConfigError);
     AddLoss layer(std::make_shared<ElementLoss>(ElementLossKind::mse), 1.f);
     layer.set_name("recon");
     try {
         (void)layer.merged_shape({Shape({2, 3}), Shape({2, 4}), Shape({2, 5})});
         ADD_FAILURE() << "shapes that differ were taken";
     } catch (const ShapeError& e) {
-        EXPECT_NE(std::string(e.what()).find("the output (input 2) is 2x4 and the target (input 3) is 2x5"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "the output (input 2) is 2x4 and the target (input 3) is 2x5"),
                   std::string::npos)
             << e.what();
     }

@@ -19,7 +19,8 @@ ScaledDotProductAttentionOptions scaled(std::optional<float> scale, bool causal)
     return o;
 }
 
-AdditiveAttentionOptions additive(std::int64_t query, std::int64_t key, std::int64_t hidden, bool bias) {
+AdditiveAttentionOptions additive(std::int64_t query, std::int64_t key, std::int64_t hidden,
+                                  bool bias) {
     AdditiveAttentionOptions o;
     o.query_size = query;
     o.key_size = key;
@@ -52,7 +53,8 @@ void expect_matches_fixture(Attention& layer, const TorchFixture& f) {
     expect_close(dxs[0], f["dq"], "dq", 1e-4f, 1e-5f);
     expect_close(dxs[1], f["dk"], "dk", 1e-4f, 1e-5f);
     if (xs.size() > 2) expect_close(dxs[2], f["dv"], "dv", 1e-4f, 1e-5f);
-    for (Parameter* p : layer.parameters()) expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
+    for (Parameter* p : layer.parameters())
+        expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
     EXPECT_TRUE(tape.empty());
 }
 
@@ -85,7 +87,8 @@ TEST(Attention, AdditiveMatchesPyTorch) {
 
 // A graph whose one input (N x T x features) is cut into the attention's inputs, so that the
 // one-input gradient check reaches each of them: `widths` are q, k (and v) features.
-std::shared_ptr<Graph> attention_graph(LayerPtr attention, const std::vector<std::int64_t>& widths) {
+std::shared_ptr<Graph> attention_graph(LayerPtr attention,
+                                       const std::vector<std::int64_t>& widths) {
     auto g = std::make_shared<Graph>();
     g->add_input("x");
     std::vector<std::string> parts;
@@ -103,9 +106,11 @@ TEST(Attention, GradientsMatchFiniteDifferences) {
     o.max_elements = 60;
     for (bool causal : {false, true}) {
         SCOPED_TRACE(causal ? "causal" : "full");
-        auto three = attention_graph(std::make_shared<ScaledDotProductAttention>(scaled({}, causal)), {3, 3, 2});
+        auto three = attention_graph(
+            std::make_shared<ScaledDotProductAttention>(scaled({}, causal)), {3, 3, 2});
         check_gradients(*three, random_tensor({2, 4, 8}, test_device(), 1), test_device(), o);
-        auto two = attention_graph(std::make_shared<ScaledDotProductAttention>(scaled(0.7f, causal)), {3, 3});
+        auto two = attention_graph(
+            std::make_shared<ScaledDotProductAttention>(scaled(0.7f, causal)), {3, 3});
         check_gradients(*two, random_tensor({2, 4, 6}, test_device(), 2), test_device(), o);
     }
     for (bool bias : {true, false}) {
@@ -113,12 +118,12 @@ TEST(Attention, GradientsMatchFiniteDifferences) {
         auto attention = std::make_shared<AdditiveAttention>(additive(3, 2, 5, bias));
         attention->initialize(4);
         if (bias) attention->parameters()[2]->value.copy_from(random_tensor({5}, test_device(), 5));
-        check_gradients(*attention_graph(attention, {3, 2, 2}), random_tensor({2, 4, 7}, test_device(), 6),
-                        test_device(), o);
+        check_gradients(*attention_graph(attention, {3, 2, 2}),
+                        random_tensor({2, 4, 7}, test_device(), 6), test_device(), o);
         auto keys_are_values = std::make_shared<AdditiveAttention>(additive(3, 2, 5, bias));
         keys_are_values->initialize(7);
-        check_gradients(*attention_graph(keys_are_values, {3, 2}), random_tensor({2, 4, 5}, test_device(), 8),
-                        test_device(), o);
+        check_gradients(*attention_graph(keys_are_values, {3, 2}),
+                        random_tensor({2, 4, 5}, test_device(), 8), test_device(), o);
     }
 }
 
@@ -146,7 +151,8 @@ void expect_softmax_rows(const Tensor& weights, bool causal) {
 TEST(Attention, WeightsOfTheLastForwardReadBack) {
     ScaledDotProductAttention causal(scaled({}, true));
     EXPECT_FALSE(causal.attention_weights().defined());
-    const Tensor q = random_tensor({3, 5, 4}, test_device(), 1, -2, 2), kv = random_tensor({3, 5, 4}, test_device(), 2);
+    const Tensor q = random_tensor({3, 5, 4}, test_device(), 1, -2, 2),
+                 kv = random_tensor({3, 5, 4}, test_device(), 2);
     Tape tape;
     Pass eval{test_device(), Mode::eval, 0, tape, 0};
     causal.merge({q, kv}, eval);
@@ -184,14 +190,25 @@ TEST(Attention, ShapesNamesAndMistakes) {
     EXPECT_EQ(sdpa.merged_shape({{8, 3, 16}, {8, 7, 16}}), (Shape{8, 3, 16}));
     EXPECT_GT(sdpa.merged_flops({{8, 3, 16}, {8, 7, 16}}), 0);
     EXPECT_EQ(sdpa.merged_memory({{8, 3, 16}, {8, 7, 16}}).saved_bytes, 8u * 3 * 7 * sizeof(float));
-    expect_error([&] { sdpa.merged_shape({{8, 3, 16}, {8, 7, 12}}); },
-                 "'attn' (ScaledDotProductAttention): queries have 16 features but keys 12; they must be equal "
-                 "(query 8x3x16, key and value 8x7x12)");
-    expect_error([&] { sdpa.merged_shape({{8, 3, 16}, {8, 7, 16}, {8, 6, 5}}); },
-                 "7 keys but 6 values; each key needs its value (query 8x3x16, key 8x7x16, value 8x6x5)");
+    expect_error(
+        [&] {
+            sdpa.merged_shape({{8, 3, 16}, {8, 7, 12}});
+        },
+        "'attn' (ScaledDotProductAttention): queries have 16 features but keys 12; they must be "
+        "equal "
+        "(query 8x3x16, key and value 8x7x12)");
+    expect_error(
+        [&] {
+            sdpa.merged_shape({{8, 3, 16}, {8, 7, 16}, {8, 6, 5}});
+        },
+        "7 keys but 6 values; each key needs its value (query 8x3x16, key 8x7x16, value 8x6x5)");
     expect_error([&] { sdpa.merged_shape({{8, 3, 16}, {4, 7, 16}}); }, "different batch sizes");
-    expect_error([&] { sdpa.merged_shape({{8, 48}, {8, 7, 16}}); },
-                 "'attn' (ScaledDotProductAttention): the query must be N x steps x features (batch first), got 8x48");
+    expect_error(
+        [&] {
+            sdpa.merged_shape({{8, 48}, {8, 7, 16}});
+        },
+        "'attn' (ScaledDotProductAttention): the query must be N x steps x features (batch first), "
+        "got 8x48");
     expect_error([&] { sdpa.merged_shape({{8, 3, 16}}); }, "takes 2 to 3 inputs, got 1");
     expect_error([&] { sdpa.output_shape({8, 3, 16}); }, "use it as a node of an nn.Graph");
     EXPECT_THROW(ScaledDotProductAttention(scaled(0.f, false)), ConfigError);
@@ -201,27 +218,38 @@ TEST(Attention, ShapesNamesAndMistakes) {
     AdditiveAttention bahdanau(additive(6, 4, 10, true));
     bahdanau.set_name("align");
     std::vector<std::string> names;
-    for (Parameter* p : bahdanau.parameters()) names.push_back(p->name + " " + p->value.shape().to_string());
-    EXPECT_EQ(names, (std::vector<std::string>{"query_weight 10x6", "key_weight 10x4", "bias 10", "score_weight 10"}));
+    for (Parameter* p : bahdanau.parameters())
+        names.push_back(p->name + " " + p->value.shape().to_string());
+    EXPECT_EQ(names, (std::vector<std::string>{"query_weight 10x6", "key_weight 10x4", "bias 10",
+                                               "score_weight 10"}));
     EXPECT_EQ(bahdanau.options_text(), "query 6, key 4, hidden 10");
     EXPECT_EQ(bahdanau.merged_shape({{2, 3, 6}, {2, 9, 4}, {2, 9, 7}}), (Shape{2, 3, 7}));
     EXPECT_EQ(bahdanau.merged_shape({{2, 3, 6}, {2, 9, 4}}), (Shape{2, 3, 4}));
-    expect_error([&] { bahdanau.merged_shape({{2, 3, 5}, {2, 9, 4}}); },
-                 "'align' (AdditiveAttention): queries have 5 features, query_weight expects 6 "
-                 "(query 2x3x5, key and value 2x9x4)");
-    expect_error([&] { bahdanau.merged_shape({{2, 3, 6}, {2, 9, 5}, {2, 9, 7}}); },
-                 "keys have 5 features, key_weight expects 4");
+    expect_error(
+        [&] {
+            bahdanau.merged_shape({{2, 3, 5}, {2, 9, 4}});
+        },
+        "'align' (AdditiveAttention): queries have 5 features, query_weight expects 6 "
+        "(query 2x3x5, key and value 2x9x4)");
+    expect_error(
+        [&] {
+            bahdanau.merged_shape({{2, 3, 6}, {2, 9, 5}, {2, 9, 7}});
+        },
+        "keys have 5 features, key_weight expects 4");
     expect_error([] { AdditiveAttention(additive(6, 4, 0, true)); },
                  "AdditiveAttention: hidden_size must be positive, got 0");
     EXPECT_EQ(AdditiveAttention(additive(6, 4, 10, false)).parameters().size(), 3u);
 
     // The same seed gives the same weights; a clone starts from the same values.
     AdditiveAttention again(additive(6, 4, 10, true));
-    EXPECT_EQ(again.parameters()[0]->value.to_vector(), bahdanau.parameters()[0]->value.to_vector());
+    EXPECT_EQ(again.parameters()[0]->value.to_vector(),
+              bahdanau.parameters()[0]->value.to_vector());
     bahdanau.initialize(3);
-    EXPECT_NE(again.parameters()[0]->value.to_vector(), bahdanau.parameters()[0]->value.to_vector());
+    EXPECT_NE(again.parameters()[0]->value.to_vector(),
+              bahdanau.parameters()[0]->value.to_vector());
     auto copy = bahdanau.clone();
-    EXPECT_EQ(copy->parameters()[3]->value.to_vector(), bahdanau.parameters()[3]->value.to_vector());
+    EXPECT_EQ(copy->parameters()[3]->value.to_vector(),
+              bahdanau.parameters()[3]->value.to_vector());
 }
 
 }  // namespace

@@ -47,10 +47,18 @@ void gradient_case(Mode mode, Layout layout) {
     check_gradients(*bn, bn_input({4, 3, 3, 2}, layout), test_device(), o);
 }
 
-TEST(BatchNorm2d, GradientTrainContiguous) { gradient_case(Mode::train, Layout::contiguous); }
-TEST(BatchNorm2d, GradientTrainChannelsLast) { gradient_case(Mode::train, Layout::channels_last); }
-TEST(BatchNorm2d, GradientEvalContiguous) { gradient_case(Mode::eval, Layout::contiguous); }
-TEST(BatchNorm2d, GradientEvalChannelsLast) { gradient_case(Mode::eval, Layout::channels_last); }
+TEST(BatchNorm2d, GradientTrainContiguous) {
+    gradient_case(Mode::train, Layout::contiguous);
+}
+TEST(BatchNorm2d, GradientTrainChannelsLast) {
+    gradient_case(Mode::train, Layout::channels_last);
+}
+TEST(BatchNorm2d, GradientEvalContiguous) {
+    gradient_case(Mode::eval, Layout::contiguous);
+}
+TEST(BatchNorm2d, GradientEvalChannelsLast) {
+    gradient_case(Mode::eval, Layout::channels_last);
+}
 
 TEST(BatchNorm2d, DnnlMatchesReference) {
     for (Mode mode : {Mode::train, Mode::eval})

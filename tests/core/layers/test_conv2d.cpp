@@ -104,7 +104,7 @@ void compare_with_reference(const Case& c) {
     expect_close_to_scale(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
     for (std::size_t i = 0; i < fast.parameters().size(); ++i)
         expect_close_to_scale(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
-                     "d" + fast.parameters()[i]->name);
+                              "d" + fast.parameters()[i]->name);
 
     fast.initialize(9), ref.initialize(9);
     expect_close_to_scale(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");

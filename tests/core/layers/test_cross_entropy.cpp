@@ -28,8 +28,7 @@ double hand_loss(const std::vector<double>& row, int label, double s) {
     return loss;
 }
 
-LossSums run(CrossEntropy& ce, const Tensor& logits, const Tensor& labels,
-             Mode mode = Mode::eval) {
+LossSums run(CrossEntropy& ce, const Tensor& logits, const Tensor& labels, Mode mode = Mode::eval) {
     Tape tape;
     Pass pass{test_device(), mode, 0, tape, 0};
     return ce.forward(logits, labels, pass);
@@ -147,8 +146,8 @@ TEST(CrossEntropy, LabelOutOfRangeIsADataError) {
 
 TEST(CrossEntropy, ShapeErrorsNameBothShapes) {
     CrossEntropy ce;
-    auto expect_shape_error = [&](const Tensor& logits, const Tensor& labels,
-                                  const std::string& a, const std::string& b) {
+    auto expect_shape_error = [&](const Tensor& logits, const Tensor& labels, const std::string& a,
+                                  const std::string& b) {
         try {
             run(ce, logits, labels);
             FAIL() << "expected a ShapeError";

@@ -10,7 +10,9 @@
 namespace tandem::test {
 namespace {
 
-Pass eval_pass(Tape& tape) { return Pass{test_device(), Mode::eval, 0, tape, 0}; }
+Pass eval_pass(Tape& tape) {
+    return Pass{test_device(), Mode::eval, 0, tape, 0};
+}
 
 // forward's sum over N samples is PyTorch's mean times N; backward with scale 1 / N is the
 // gradient of the mean.
@@ -43,7 +45,8 @@ TEST(ElementLoss, MseMatchesPyTorch) {
 TEST(ElementLoss, BceWithLogitsMatchesPyTorch) {
     matches_torch(ElementLossKind::bce_with_logits, "bce_2d", Layout::contiguous);
     matches_torch(ElementLossKind::bce_with_logits, "bce_4d", Layout::channels_last);
-    matches_torch(ElementLossKind::bce_with_logits, "bce_large", Layout::contiguous);  // no overflow
+    matches_torch(ElementLossKind::bce_with_logits, "bce_large",
+                  Layout::contiguous);  // no overflow
 }
 
 // backward against central differences of forward's sum (double accumulation).
@@ -62,10 +65,12 @@ TEST(ElementLoss, GradientMatchesFiniteDifferences) {
             auto at = [&](float v) {
                 auto shifted = values;
                 shifted[i] = v;
-                return loss.forward(Tensor::from_vector({3, 4}, test_device(), shifted), t, pass).loss;
+                return loss.forward(Tensor::from_vector({3, 4}, test_device(), shifted), t, pass)
+                    .loss;
             };
             const double numeric = 0.5 * (at(values[i] + eps) - at(values[i] - eps)) / (2 * eps);
-            EXPECT_NEAR(analytic[i], numeric, 1e-3 * std::max(1.0, std::abs(numeric))) << "element " << i;
+            EXPECT_NEAR(analytic[i], numeric, 1e-3 * std::max(1.0, std::abs(numeric)))
+                << "element " << i;
         }
     }
 }
@@ -75,7 +80,8 @@ TEST(ElementLoss, AccuracyAndErrors) {
     Tape tape;
     Pass pass = eval_pass(tape);
     // Sample 0 right on both outputs, sample 1 wrong on its second, sample 2 right.
-    const std::vector<float> outputs{2.f, -1.f, 1.f, 1.f, -3.f, -0.5f}, targets{1.f, 0.f, 1.f, 0.f, 0.f, 0.2f};
+    const std::vector<float> outputs{2.f, -1.f, 1.f, 1.f, -3.f, -0.5f},
+        targets{1.f, 0.f, 1.f, 0.f, 0.f, 0.2f};
     const Tensor y = Tensor::from_vector({3, 2}, test_device(), outputs);
     const Tensor t = Tensor::from_vector({3, 2}, test_device(), targets);
     EXPECT_EQ(bce.forward(y, t, pass).correct, 2);
@@ -86,14 +92,17 @@ TEST(ElementLoss, AccuracyAndErrors) {
         mse.forward(y, Tensor::zeros({3, 3}, test_device()), pass);
         FAIL() << "MSE took targets of another shape";
     } catch (const ShapeError& e) {
-        EXPECT_NE(std::string(e.what()).find("MSE: targets 3x3 and the net's output 3x2 differ in shape"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(
+            std::string(e.what()).find("MSE: targets 3x3 and the net's output 3x2 differ in shape"),
+            std::string::npos)
+            << e.what();
     }
     try {
         mse.check_batch_targets(Tensor::zeros({3}, test_device(), DType::i32), 3);
         FAIL() << "MSE took class labels";
     } catch (const ShapeError& e) {
-        EXPECT_NE(std::string(e.what()).find("MSE takes f32 targets shaped as the net's output"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("MSE takes f32 targets shaped as the net's output"),
+                  std::string::npos)
             << e.what();
     }
     EXPECT_EQ(bce.description(), "BCEWithLogits()");

@@ -66,15 +66,16 @@ TEST(Graph, InceptionBlockShapesNamesAndGradients) {
     EXPECT_EQ(g->output_shape({2, 3, 5, 5}), (Shape{2, 7, 5, 5}));
     std::vector<std::string> names;
     for (auto& p : named_parameters(*g)) names.push_back(p.name);
-    EXPECT_EQ(names, (std::vector<std::string>{"b1.weight", "b1.bias", "b2.weight", "b2.bias", "b3a.weight",
-                                               "b3a.bias", "b3.weight", "b3.bias"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"b1.weight", "b1.bias", "b2.weight", "b2.bias",
+                                               "b3a.weight", "b3a.bias", "b3.weight", "b3.bias"}));
     EXPECT_EQ(g->node(4).name(), "concat1");
     EXPECT_EQ(g->options_text(), "1 input, 5 nodes, 1 output");
     for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
         GradCheckOptions o;
         o.layout = layout;
         o.max_elements = 60;
-        check_gradients(*g, random_tensor({2, 3, 4, 4}, test_device(), 3, -1, 1, layout), test_device(), o);
+        check_gradients(*g, random_tensor({2, 3, 4, 4}, test_device(), 3, -1, 1, layout),
+                        test_device(), o);
     }
 }
 
@@ -95,9 +96,12 @@ TEST(Graph, ConcatPutsEachBranchInItsChannels) {
                 for (int p = 0; p < 16; ++p) {
                     const float got = yv[static_cast<std::size_t>((n * 7 + c) * 16 + p)];
                     float want = 0;
-                    if (c < 2) want = b1[static_cast<std::size_t>((n * 2 + c) * 16 + p)];
-                    else if (c < 5) want = b2[static_cast<std::size_t>((n * 3 + c - 2) * 16 + p)];
-                    else want = b3[static_cast<std::size_t>((n * 2 + c - 5) * 16 + p)];
+                    if (c < 2)
+                        want = b1[static_cast<std::size_t>((n * 2 + c) * 16 + p)];
+                    else if (c < 5)
+                        want = b2[static_cast<std::size_t>((n * 3 + c - 2) * 16 + p)];
+                    else
+                        want = b3[static_cast<std::size_t>((n * 2 + c - 5) * 16 + p)];
                     ASSERT_FLOAT_EQ(got, want) << "n " << n << " c " << c << " p " << p;
                 }
     }
@@ -134,14 +138,17 @@ TEST(Graph, SlicesAndMergesAloneMatchFiniteDifferences) {
         o.layout = layout;
         Narrow channels(1, 1, 2), rows(2, 1, 2), columns(3, 0, 1);
         for (Layer* layer : std::vector<Layer*>{&channels, &rows, &columns})
-            check_gradients(*layer, random_tensor({2, 4, 3, 3}, test_device(), 6, -1, 1, layout), test_device(), o);
+            check_gradients(*layer, random_tensor({2, 4, 3, 3}, test_device(), 6, -1, 1, layout),
+                            test_device(), o);
         Reshape reshape({-1, 3});
-        check_gradients(reshape, random_tensor({2, 4, 3, 3}, test_device(), 7, -1, 1, layout), test_device(), o);
+        check_gradients(reshape, random_tensor({2, 4, 3, 3}, test_device(), 7, -1, 1, layout),
+                        test_device(), o);
     }
 }
 
 TEST(Graph, ChainEqualsSequentialAndResidualEqualsAdd) {
-    auto seq_body = std::make_shared<Sequential>(std::vector<LayerPtr>{conv(2, 2, 3, "c1"), std::make_shared<ReLU>()});
+    auto seq_body = std::make_shared<Sequential>(
+        std::vector<LayerPtr>{conv(2, 2, 3, "c1"), std::make_shared<ReLU>()});
     Residual residual(seq_body, nullptr);
     residual.initialize(3);
     auto g = std::make_shared<Graph>();
@@ -175,13 +182,15 @@ TEST(Graph, SeveralInputsAndOutputs) {
     EXPECT_THROW(g->output_shape({2, 3}), ConfigError);  // not one in, one out
 
     Tensor a = random_tensor({2, 3}, test_device(), 1), b = random_tensor({2, 4}, test_device(), 2);
-    Tensor r1 = random_tensor({2, 4}, test_device(), 3), r2 = random_tensor({2, 2}, test_device(), 4);
+    Tensor r1 = random_tensor({2, 4}, test_device(), 3),
+           r2 = random_tensor({2, 2}, test_device(), 4);
     auto loss = [&](const Tensor& av, const Tensor& bv) {
         Tape tape;
         Pass pass{test_device(), Mode::eval, 0, tape, 0};
         const auto ys = g->forward_graph({av, bv}, pass);
         double total = 0;
-        const auto y1 = ys[0].to_vector(), y2 = ys[1].to_vector(), w1 = r1.to_vector(), w2 = r2.to_vector();
+        const auto y1 = ys[0].to_vector(), y2 = ys[1].to_vector(), w1 = r1.to_vector(),
+                   w2 = r2.to_vector();
         for (std::size_t i = 0; i < y1.size(); ++i) total += double(y1[i]) * w1[i];
         for (std::size_t i = 0; i < y2.size(); ++i) total += double(y2[i]) * w2[i];
         return total;
@@ -204,7 +213,8 @@ TEST(Graph, SeveralInputsAndOutputs) {
             };
             const double numeric = (with(keep + 1e-2f) - with(keep - 1e-2f)) / 2e-2;
             values[i] = keep;
-            EXPECT_NEAR(analytic[i], numeric, 1e-2 * std::max(1.0, std::abs(numeric))) << "input " << k << " #" << i;
+            EXPECT_NEAR(analytic[i], numeric, 1e-2 * std::max(1.0, std::abs(numeric)))
+                << "input " << k << " #" << i;
         }
     }
     // An undefined gradient: nothing flows from that output (fb gets nothing from out2 alone).
@@ -212,19 +222,22 @@ TEST(Graph, SeveralInputsAndOutputs) {
     for (auto* p : g->node(1).parameters()) p->grad.fill(0);
     const auto only_second = g->backward_graph({Tensor(), r2}, pass);
     EXPECT_FALSE(only_second[1].defined());
-    for (auto* p : g->node(1).parameters()) EXPECT_EQ(tensor_ops(test_device()).sum_squares(p->grad), 0.0);
+    for (auto* p : g->node(1).parameters())
+        EXPECT_EQ(tensor_ops(test_device()).sum_squares(p->grad), 0.0);
 }
 
 TEST(Graph, MicroBatchesTogetherEqualOneAtATime) {
     auto g = gated();
-    Tensor x1 = random_tensor({2, 6}, test_device(), 1), x2 = random_tensor({3, 6}, test_device(), 2);
+    Tensor x1 = random_tensor({2, 6}, test_device(), 1),
+           x2 = random_tensor({3, 6}, test_device(), 2);
     Tape ta, tb, t1, t2;
     Pass a{test_device(), Mode::train, 0, ta, 0}, b{test_device(), Mode::train, 1, tb, 0};
     Pass p1{test_device(), Mode::train, 0, t1, 0}, p2{test_device(), Mode::train, 1, t2, 0};
     const auto together = g->forward_many({x1, x2}, {&a, &b});
     EXPECT_EQ(together[0].to_vector(), g->forward(x1, p1).to_vector());
     EXPECT_EQ(together[1].to_vector(), g->forward(x2, p2).to_vector());
-    Tensor d1 = random_tensor({2, 4}, test_device(), 3), d2 = random_tensor({3, 4}, test_device(), 4);
+    Tensor d1 = random_tensor({2, 4}, test_device(), 3),
+           d2 = random_tensor({3, 4}, test_device(), 4);
     const auto dxs = g->backward_many({x1, x2}, {d1, d2}, {&a, &b});
     EXPECT_EQ(dxs[0].to_vector(), g->backward(x1, d1, p1).to_vector());
     EXPECT_EQ(dxs[1].to_vector(), g->backward(x2, d2, p2).to_vector());
@@ -238,16 +251,23 @@ TEST(Graph, CloneHasItsOwnWeightsAndTheSameOutputs) {
     Tensor x = random_tensor({1, 3, 4, 4}, test_device(), 3);
     Pass pass{test_device(), Mode::eval, 0, fresh_tape(), 0};
     EXPECT_EQ(g->forward(x, pass).to_vector(), copy->forward(x, pass).to_vector());
-    EXPECT_NE(named_parameters(*g)[0].parameter->value.raw(), named_parameters(*copy)[0].parameter->value.raw());
+    EXPECT_NE(named_parameters(*g)[0].parameter->value.raw(),
+              named_parameters(*copy)[0].parameter->value.raw());
 }
 
 TEST(Graph, BuildSortsNodesAndNamesACycle) {
-    auto g = Graph::build({"x"}, {{std::make_shared<Add>(), {"f1", "f2"}}, {linear(2, 2, "f2"), {"f1"}}, {linear(2, 2, "f1"), {"x"}}},
+    auto g = Graph::build({"x"},
+                          {{std::make_shared<Add>(), {"f1", "f2"}},
+                           {linear(2, 2, "f2"), {"f1"}},
+                           {linear(2, 2, "f1"), {"x"}}},
                           {"add1"});
     EXPECT_EQ(g->node(0).name(), "f1");
     EXPECT_EQ(g->node(2).name(), "add1");
     try {
-        Graph::build({"x"}, {{linear(2, 2, "a"), {"c"}}, {linear(2, 2, "b"), {"a"}}, {linear(2, 2, "c"), {"b"}}}, {"c"});
+        Graph::build(
+            {"x"},
+            {{linear(2, 2, "a"), {"c"}}, {linear(2, 2, "b"), {"a"}}, {linear(2, 2, "c"), {"b"}}},
+            {"c"});
         FAIL() << "expected a cycle";
     } catch (const ConfigError& e) {
         const std::string what = e.what();
@@ -271,10 +291,16 @@ TEST(Graph, MistakesAreNamed) {
     auto g = std::make_shared<Graph>();
     g->set_name("g");
     g->add_input("x");
-    expect_graph_error([&] { g->add(linear(2, 2), {"nope"}); }, {"'nope'", "not an input or a node", "'x'"});
+    expect_graph_error([&] { g->add(linear(2, 2), {"nope"}); },
+                       {"'nope'", "not an input or a node", "'x'"});
     expect_graph_error([&] { g->add(linear(2, 2), {}); }, {"has no inputs"});
-    expect_graph_error([&] { g->add(std::make_shared<Concat>(1), {"x"}); }, {"at least 2 inputs", "'concat1' (Concat)"});
-    expect_graph_error([&] { g->add(std::make_shared<Mul>(), {"x", "x", "x"}); }, {"2 inputs, got 3"});
+    expect_graph_error([&] { g->add(std::make_shared<Concat>(1), {"x"}); },
+                       {"at least 2 inputs", "'concat1' (Concat)"});
+    expect_graph_error(
+        [&] {
+            g->add(std::make_shared<Mul>(), {"x", "x", "x"});
+        },
+        {"2 inputs, got 3"});
     expect_graph_error([&] { g->add(linear(2, 2), {"x", "x"}); }, {"takes one input", "nn.Concat"});
     expect_graph_error([&] { g->add_input("x"); }, {"'x' is taken"});
     expect_graph_error([&] { g->output_shape({1, 2}); }, {"no outputs"});
@@ -283,12 +309,20 @@ TEST(Graph, MistakesAreNamed) {
     g->set_outputs({a});
     expect_graph_error([&] { g->output_shape({1, 2}); }, {"'b' (Linear)", "leads to no output"});
     g->set_outputs({g->add(std::make_shared<Add>(), {a, b})});
-    expect_graph_error([&] { g->output_shape({1, 2}); }, {"input 2 is 1x3", "node 'add1' (Add) of 'g' (Graph)"});
+    expect_graph_error(
+        [&] {
+            g->output_shape({1, 2});
+        },
+        {"input 2 is 1x3", "node 'add1' (Add) of 'g' (Graph)"});
     expect_graph_error([&] { g->set_outputs({"a", "a"}); }, {"twice"});
     expect_graph_error([&] { Concat(0); }, {"dimension 1 is the batch"});
     expect_graph_error([&] { Narrow(1, 3, 2).output_shape({1, 4}); }, {"indices 4..5", "size 4"});
     expect_graph_error([&] { Reshape({3, -1}).output_shape({1, 4}); }, {"4 elements", "3x?"});
-    expect_graph_error([&] { std::make_shared<Add>()->output_shape({1, 2}); }, {"joins several inputs", "nn.Graph"});
+    expect_graph_error(
+        [&] {
+            std::make_shared<Add>()->output_shape({1, 2});
+        },
+        {"joins several inputs", "nn.Graph"});
     expect_graph_error([&] { g->add(g, {"x"}); }, {"contains this graph"});
 }
 
@@ -298,8 +332,11 @@ TEST(Graph, ErrorsInsideANodeNameTheNodeAndTheGraph) {
     g->add_input("x");
     g->set_outputs({g->add(linear(2, 2, "fc"), {"x"})});
     Pass pass{test_device(), Mode::train, 0, fresh_tape(), 0};
-    expect_graph_error([&] { g->forward(random_tensor({2, 3}, test_device(), 1), pass); },
-                 {"'fc' (Linear)", "of 'g' (Graph)"});
+    expect_graph_error(
+        [&] {
+            g->forward(random_tensor({2, 3}, test_device(), 1), pass);
+        },
+        {"'fc' (Linear)", "of 'g' (Graph)"});
 }
 
 TEST(Graph, MemoryAndFlopsAddUpTheNodes) {

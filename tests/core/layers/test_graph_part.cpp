@@ -16,9 +16,14 @@ namespace {
 struct Branch {
     Branch() { fc->initialize(3); }
     GraphPart part(std::vector<std::size_t> outputs) {
-        std::vector<PartNode> nodes{{.layer = fc.get(), .inputs = {0}, .output = 1, .need_dx = false, .where = "fc"},
-                                    {.layer = relu.get(), .inputs = {1}, .output = 2, .where = "relu"},
-                                    {.layer = add.get(), .merge = add.get(), .inputs = {1, 2}, .output = 3, .where = "add"}};
+        std::vector<PartNode> nodes{
+            {.layer = fc.get(), .inputs = {0}, .output = 1, .need_dx = false, .where = "fc"},
+            {.layer = relu.get(), .inputs = {1}, .output = 2, .where = "relu"},
+            {.layer = add.get(),
+             .merge = add.get(),
+             .inputs = {1, 2},
+             .output = 3,
+             .where = "add"}};
         return GraphPart(std::move(nodes), std::move(outputs));
     }
     std::vector<Tensor> run(GraphPart& part, Mode mode, GraphPart::Keep keep) {

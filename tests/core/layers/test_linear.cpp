@@ -57,7 +57,7 @@ void compare_linear_with_reference(std::int64_t n, std::int64_t in, std::int64_t
     expect_close_to_scale(fast.backward(x, dy, p1), ref.backward(x, dy, p2), "dx");
     for (std::size_t i = 0; i < fast.parameters().size(); ++i)
         expect_close_to_scale(fast.parameters()[i]->grad, ref.parameters()[i]->grad,
-                     "d" + fast.parameters()[i]->name);
+                              "d" + fast.parameters()[i]->name);
     fast.initialize(9), ref.initialize(9);
     expect_close_to_scale(fast.forward(x, p1), ref.forward(x, p2), "y after new weights");
 }

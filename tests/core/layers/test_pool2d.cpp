@@ -190,33 +190,34 @@ TEST(Pool2d, CpuAndDnnlMatchReference) {
     for (const auto& c : cases)
         for (Mode mode : {Mode::train, Mode::eval})
             for (Layout layout : {Layout::contiguous, Layout::channels_last})
-            for (const std::string impl : {"cpu", "dnnl"}) {
-                const std::string what = impl + " " + c.name + " " + c.input.to_string() +
-                                         (mode == Mode::train ? " train" : " eval") +
-                                         (layout == Layout::contiguous ? " NCHW" : " NHWC");
-                std::unique_ptr<Pool2d> fast, ref;
-                if (c.max) {
-                    fast = std::make_unique<MaxPool2d>(c.options);
-                    ref = std::make_unique<MaxPool2d>(c.options);
-                } else {
-                    fast = std::make_unique<AvgPool2d>(c.options);
-                    ref = std::make_unique<AvgPool2d>(c.options);
+                for (const std::string impl : {"cpu", "dnnl"}) {
+                    const std::string what = impl + " " + c.name + " " + c.input.to_string() +
+                                             (mode == Mode::train ? " train" : " eval") +
+                                             (layout == Layout::contiguous ? " NCHW" : " NHWC");
+                    std::unique_ptr<Pool2d> fast, ref;
+                    if (c.max) {
+                        fast = std::make_unique<MaxPool2d>(c.options);
+                        ref = std::make_unique<MaxPool2d>(c.options);
+                    } else {
+                        fast = std::make_unique<AvgPool2d>(c.options);
+                        ref = std::make_unique<AvgPool2d>(c.options);
+                    }
+                    fast->set_kernel_impl(impl);
+                    ref->set_kernel_impl("reference");
+                    Tensor x = permutation_input(c.input, layout, 11);
+                    const Shape out = fast->output_shape(c.input);
+                    Tensor dy = random_tensor(out, test_device(), 12, -1.f, 1.f, layout);
+                    Tape t1, t2;
+                    Pass p1{test_device(), mode, 0, t1, 0}, p2{test_device(), mode, 0, t2, 0};
+                    Tensor y1 = fast->forward(x, p1);
+                    EXPECT_EQ(y1.layout(), layout) << what;
+                    expect_close(y1.to_vector(), ref->forward(x, p2).to_vector(), 1e-5,
+                                 what + " y");
+                    Tensor dx1 = fast->backward(x, dy, p1);
+                    EXPECT_EQ(dx1.layout(), layout) << what;
+                    expect_close(dx1.to_vector(), ref->backward(x, dy, p2).to_vector(), 1e-5,
+                                 what + " dx");
                 }
-                fast->set_kernel_impl(impl);
-                ref->set_kernel_impl("reference");
-                Tensor x = permutation_input(c.input, layout, 11);
-                const Shape out = fast->output_shape(c.input);
-                Tensor dy = random_tensor(out, test_device(), 12, -1.f, 1.f, layout);
-                Tape t1, t2;
-                Pass p1{test_device(), mode, 0, t1, 0}, p2{test_device(), mode, 0, t2, 0};
-                Tensor y1 = fast->forward(x, p1);
-                EXPECT_EQ(y1.layout(), layout) << what;
-                expect_close(y1.to_vector(), ref->forward(x, p2).to_vector(), 1e-5, what + " y");
-                Tensor dx1 = fast->backward(x, dy, p1);
-                EXPECT_EQ(dx1.layout(), layout) << what;
-                expect_close(dx1.to_vector(), ref->backward(x, dy, p2).to_vector(), 1e-5,
-                             what + " dx");
-            }
 }
 
 // Equal values in a window: the gradient goes to the first maximum in row-major order.
@@ -247,24 +248,24 @@ TEST(Pool2d, WorkspaceOnlyForMaxInTraining) {
     MaxPool2d max_pool(window(2, 2));
     AvgPool2d avg_pool(window(2, 2));
     for (Layout layout : {Layout::contiguous, Layout::channels_last})
-    for (const std::string impl : {"cpu", "dnnl", "reference"}) {
-        Tensor x = permutation_input({1, 2, 4, 4}, layout);
-        max_pool.set_kernel_impl(impl);
-        avg_pool.set_kernel_impl(impl);
-        Tape train_tape, eval_tape;
-        Pass train{test_device(), Mode::train, 0, train_tape, 0};
-        Pass eval{test_device(), Mode::eval, 0, eval_tape, 0};
-        max_pool.forward(x, train);
-        ASSERT_TRUE(train_tape.contains(&max_pool)) << impl;
-        const Tensor& ws = train_tape.get(&max_pool)[0];
-        ASSERT_TRUE(ws.defined()) << impl;
-        EXPECT_EQ(ws.dtype(), DType::u8) << impl;
-        EXPECT_GT(ws.nbytes(), 0u) << impl;
-        avg_pool.forward(x, train);
-        EXPECT_FALSE(train_tape.get(&avg_pool)[0].defined()) << impl;
-        max_pool.forward(x, eval);
-        EXPECT_TRUE(eval_tape.empty()) << impl;
-    }
+        for (const std::string impl : {"cpu", "dnnl", "reference"}) {
+            Tensor x = permutation_input({1, 2, 4, 4}, layout);
+            max_pool.set_kernel_impl(impl);
+            avg_pool.set_kernel_impl(impl);
+            Tape train_tape, eval_tape;
+            Pass train{test_device(), Mode::train, 0, train_tape, 0};
+            Pass eval{test_device(), Mode::eval, 0, eval_tape, 0};
+            max_pool.forward(x, train);
+            ASSERT_TRUE(train_tape.contains(&max_pool)) << impl;
+            const Tensor& ws = train_tape.get(&max_pool)[0];
+            ASSERT_TRUE(ws.defined()) << impl;
+            EXPECT_EQ(ws.dtype(), DType::u8) << impl;
+            EXPECT_GT(ws.nbytes(), 0u) << impl;
+            avg_pool.forward(x, train);
+            EXPECT_FALSE(train_tape.get(&avg_pool)[0].defined()) << impl;
+            max_pool.forward(x, eval);
+            EXPECT_TRUE(eval_tape.empty()) << impl;
+        }
 }
 
 TEST(Pool2d, OptionErrors) {

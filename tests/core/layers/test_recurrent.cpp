@@ -40,7 +40,8 @@ TEST(Recurrent, ForwardAndBackwardMatchPyTorch) {
         expect_close(dxs[0], f["dx"], "dx", 1e-4f, 1e-5f);
         if (f.has("h0")) expect_close(dxs[1], f["dh0"], "dh0", 1e-4f, 1e-5f);
         if (f.has("c0")) expect_close(dxs[2], f["dc0"], "dc0", 1e-4f, 1e-5f);
-        for (Parameter* p : rnn.parameters()) expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
+        for (Parameter* p : rnn.parameters())
+            expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
         EXPECT_TRUE(tape.empty());
     }
 }
@@ -48,7 +49,8 @@ TEST(Recurrent, ForwardAndBackwardMatchPyTorch) {
 TEST(Recurrent, GradientsMatchFiniteDifferences) {
     for (RnnCellKind cell : {RnnCellKind::lstm, RnnCellKind::gru})
         for (bool last : {false, true}) {
-            SCOPED_TRACE(std::string(cell == RnnCellKind::lstm ? "LSTM" : "GRU") + (last ? " last" : " sequence"));
+            SCOPED_TRACE(std::string(cell == RnnCellKind::lstm ? "LSTM" : "GRU") +
+                         (last ? " last" : " sequence"));
             Recurrent rnn(recurrent_options(cell, 3, 4, 2, true, last));
             rnn.initialize(5);
             GradCheckOptions o;
@@ -60,10 +62,12 @@ TEST(Recurrent, GradientsMatchFiniteDifferences) {
 TEST(Recurrent, InitialStatesComeAsGraphInputs) {
     auto g = std::make_shared<Graph>();
     for (const char* name : {"x", "h0", "c0"}) g->add_input(name);
-    auto lstm = std::make_shared<Recurrent>(recurrent_options(RnnCellKind::lstm, 3, 4, 1, true, true));
+    auto lstm =
+        std::make_shared<Recurrent>(recurrent_options(RnnCellKind::lstm, 3, 4, 1, true, true));
     lstm->set_name("lstm");
     g->set_outputs({g->add(lstm, {"x", "h0", "c0"})});
-    const Tensor x = random_tensor({2, 5, 3}, test_device(), 1), h0 = random_tensor({2, 4}, test_device(), 2),
+    const Tensor x = random_tensor({2, 5, 3}, test_device(), 1),
+                 h0 = random_tensor({2, 4}, test_device(), 2),
                  c0 = random_tensor({2, 1, 4}, test_device(), 3);
     Tape tape;
     Pass pass{test_device(), Mode::eval, 0, tape, 0};
@@ -79,8 +83,9 @@ TEST(Recurrent, NamesShapesAndMistakes) {
     lstm.set_name("lstm1");
     std::vector<std::string> names;
     for (Parameter* p : lstm.parameters()) names.push_back(p->name);
-    EXPECT_EQ(names, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l1",
-                                               "weight_hh_l1", "bias_ih_l1", "bias_hh_l1"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
+                                               "bias_hh_l0", "weight_ih_l1", "weight_hh_l1",
+                                               "bias_ih_l1", "bias_hh_l1"}));
     EXPECT_EQ(lstm.kind(), "LSTM");
     EXPECT_EQ(lstm.options_text(), "3->4, 2 layers, sequence");
     EXPECT_EQ(lstm.output_shape({8, 28, 3}), (Shape{8, 28, 4}));
@@ -91,7 +96,9 @@ TEST(Recurrent, NamesShapesAndMistakes) {
         lstm.output_shape({8, 3});
         FAIL() << "expected a ShapeError";
     } catch (const ShapeError& e) {
-        EXPECT_NE(std::string(e.what()).find("N x steps x 3 (batch first), got 8x3"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("N x steps x 3 (batch first), got 8x3"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(lstm.merged_shape({{8, 5, 3}, {8, 4}}), ShapeError);  // 2 layers need N x 2 x 4
     EXPECT_THROW(Recurrent(recurrent_options(RnnCellKind::gru, 0, 4, 1, true, false)), ConfigError);

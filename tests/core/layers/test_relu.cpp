@@ -25,7 +25,8 @@ TEST(ReLU, GradientChannelsLast) {
     relu.set_name("relu1");
     GradCheckOptions o;
     o.layout = Layout::channels_last;
-    check_gradients(relu, relu_away_from_zero({2, 3, 4, 5}, Layout::channels_last), test_device(), o);
+    check_gradients(relu, relu_away_from_zero({2, 3, 4, 5}, Layout::channels_last), test_device(),
+                    o);
 }
 
 TEST(ReLU, DnnlMatchesReference) {

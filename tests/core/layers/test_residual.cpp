@@ -20,7 +20,9 @@ public:
           bias_(make_parameter("bias", {channels}, false)) {}
 
     std::string_view kind() const override { return "Affine"; }
-    LayerPtr clone() const override { return finish_clone(std::make_shared<Affine>(weight_.value.numel())); }
+    LayerPtr clone() const override {
+        return finish_clone(std::make_shared<Affine>(weight_.value.numel()));
+    }
     Shape output_shape(const Shape& input) const override {
         TANDEM_CHECK_AS(ShapeError, input.rank() >= 2 && input[1] == weight_.value.numel())
             << label() << ": expected " << weight_.value.numel() << " channels, got "

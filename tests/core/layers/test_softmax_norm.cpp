@@ -21,8 +21,10 @@ void expect_like_torch(Layer& layer, const TorchFixture& f, Layout layout) {
     const Tensor y = layer.forward(x, pass);
     EXPECT_EQ(y.layout(), layout);
     expect_close(y.to_layout(Layout::contiguous), f["y"], "y", 1e-5f, 1e-6f);
-    expect_close(layer.backward(x, dy, pass).to_layout(Layout::contiguous), f["dx"], "dx", 1e-4f, 1e-5f);
-    for (Parameter* p : layer.parameters()) expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
+    expect_close(layer.backward(x, dy, pass).to_layout(Layout::contiguous), f["dx"], "dx", 1e-4f,
+                 1e-5f);
+    for (Parameter* p : layer.parameters())
+        expect_close(p->grad, f["grad." + p->name], "grad." + p->name, 1e-4f, 1e-5f);
     EXPECT_TRUE(tape.empty());
 }
 
@@ -40,8 +42,10 @@ TEST(Softmax, GradientsAndMistakes) {
         GradCheckOptions o;
         o.layout = layout;
         Softmax s(1, false), l(-1, true);
-        check_gradients(s, random_tensor({2, 4, 3, 2}, test_device(), 1, -2, 2, layout), test_device(), o);
-        check_gradients(l, random_tensor({2, 4, 3, 2}, test_device(), 2, -2, 2, layout), test_device(), o);
+        check_gradients(s, random_tensor({2, 4, 3, 2}, test_device(), 1, -2, 2, layout),
+                        test_device(), o);
+        check_gradients(l, random_tensor({2, 4, 3, 2}, test_device(), 2, -2, 2, layout),
+                        test_device(), o);
     }
     EXPECT_EQ(Softmax(-1, false).options_text(), "dimension -1");
     EXPECT_EQ(Softmax(1, true).kind(), "LogSoftmax");
@@ -62,7 +66,8 @@ TEST(LayerNorm, MatchesPyTorch) {
 
 TEST(LayerNorm, GradientsAndMistakes) {
     LayerNorm norm({3, 4}, 1e-5f, true);
-    for (Parameter* p : norm.parameters()) p->value.copy_from(random_tensor(p->value.shape(), test_device(), 3, 0.5f, 1.5f));
+    for (Parameter* p : norm.parameters())
+        p->value.copy_from(random_tensor(p->value.shape(), test_device(), 3, 0.5f, 1.5f));
     GradCheckOptions o;
     o.tolerance = 2e-2f;
     check_gradients(norm, random_tensor({3, 2, 3, 4}, test_device(), 4, -2, 2), test_device(), o);

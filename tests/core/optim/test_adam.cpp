@@ -42,13 +42,15 @@ void follow(const std::string& fixture, Optimizer& optimizer) {
     int compared = 0;
     for (auto& [name, tensor] : optimizer.state()) {
         if (name.find(".fc.weight") == std::string::npos) continue;
-        const std::string slot = name.substr(0, name.find('.'));  // "exp_avg" of "exp_avg.fc.weight"
+        const std::string slot =
+            name.substr(0, name.find('.'));  // "exp_avg" of "exp_avg.fc.weight"
         const std::string key = (slot == "momentum" ? "momentum_buffer" : slot) + ".w";
         if (!f.has(key)) continue;  // "step": PyTorch's is not in the fixture
         expect_close(tensor, f[key], name);
         ++compared;
     }
-    const int want = int(f.has("exp_avg.w")) + int(f.has("exp_avg_sq.w")) + int(f.has("momentum_buffer.w"));
+    const int want =
+        int(f.has("exp_avg.w")) + int(f.has("exp_avg_sq.w")) + int(f.has("momentum_buffer.w"));
     EXPECT_EQ(compared, want) << "optimizer state compared with the fixture's";
     EXPECT_GT(want, 0);
 }
@@ -153,7 +155,10 @@ TEST(Adam, RefusesBadOptionsAndForeignState) {
         a.load_state(sgd.state(), p.both());
         FAIL() << "Adam took SGD's momentum";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("Adam state: entry 'momentum.fc.bias' is not Adam's (Adam keeps exp_avg, exp_avg_sq, step)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Adam state: entry 'momentum.fc.bias' is not Adam's "
+                                             "(Adam keeps exp_avg, exp_avg_sq, step)"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_TRUE(a.state().empty());
 }

@@ -123,21 +123,32 @@ TEST(Schedules, ErrorsNameTheLuaOptions) {
         return "(no error)";
     };
     const auto cosine = std::make_shared<CosineSchedule>(0.1f, 100);
-    EXPECT_NE(message([] { HybridCosineLinearSchedule(0.1f, 100, 1.5f); })
-                  .find("T.schedule.Hybrid: option 'switch' must be a number in (0, 1], got 1.5"),
+    EXPECT_NE(message([] {
+                  HybridCosineLinearSchedule(0.1f, 100, 1.5f);
+              }).find("T.schedule.Hybrid: option 'switch' must be a number in (0, 1], got 1.5"),
               std::string::npos);
-    EXPECT_NE(message([&] { WarmupSchedule(cosine, -1, 0.1f); }).find("T.schedule.Warmup: option 'steps' must be >= 0, got -1"),
+    EXPECT_NE(message([&] {
+                  WarmupSchedule(cosine, -1, 0.1f);
+              }).find("T.schedule.Warmup: option 'steps' must be >= 0, got -1"),
               std::string::npos);
-    EXPECT_NE(message([&] { WarmupSchedule(cosine, 5, 2.f); })
-                  .find("T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got 2"),
+    EXPECT_NE(message([&] {
+                  WarmupSchedule(cosine, 5, 2.f);
+              }).find("T.schedule.Warmup: option 'start_factor' must be a number in [0, 1], got 2"),
               std::string::npos);
-    EXPECT_NE(message([] { StepSchedule(0.1f, 10, 0.f); }).find("T.schedule.Step: option 'gamma' must be a finite number > 0, got 0"),
+    EXPECT_NE(message([] {
+                  StepSchedule(0.1f, 10, 0.f);
+              }).find("T.schedule.Step: option 'gamma' must be a finite number > 0, got 0"),
               std::string::npos);
-    EXPECT_NE(message([] { MultiStepSchedule(1.f, {-1}, 0.5f); }).find("T.schedule.MultiStep: option 'milestones' must be >= 0, got -1"),
+    EXPECT_NE(message([] {
+                  MultiStepSchedule(1.f, {-1}, 0.5f);
+              }).find("T.schedule.MultiStep: option 'milestones' must be >= 0, got -1"),
               std::string::npos);
-    EXPECT_NE(message([] { CosineSchedule(-1.f, 10); }).find("T.schedule.Cosine: option 'lr' must be a finite number >= 0, got -1"),
+    EXPECT_NE(message([] {
+                  CosineSchedule(-1.f, 10);
+              }).find("T.schedule.Cosine: option 'lr' must be a finite number >= 0, got -1"),
               std::string::npos);
-    EXPECT_EQ(HybridCosineLinearSchedule(0.1f, 10, 0.3f).describe(), "hybrid(lr=0.1, total_steps=10, switch=0.3, min_lr=0)");
+    EXPECT_EQ(HybridCosineLinearSchedule(0.1f, 10, 0.3f).describe(),
+              "hybrid(lr=0.1, total_steps=10, switch=0.3, min_lr=0)");
 }
 
 }  // namespace tandem::test

@@ -44,7 +44,9 @@ void run_case(const SgdOptions& options, const std::vector<std::vector<float>>& 
     }
 }
 
-TEST(Sgd, Plain) { run_case({.lr = 0.1f}, {{0.99f, -2.02f, 0.53f}, {0.98f, -2.04f, 0.56f}}); }
+TEST(Sgd, Plain) {
+    run_case({.lr = 0.1f}, {{0.99f, -2.02f, 0.53f}, {0.98f, -2.04f, 0.56f}});
+}
 
 TEST(Sgd, Momentum) {
     // buf: g, 1.9 g, 2.71 g.

@@ -36,8 +36,8 @@ std::shared_ptr<Sequential> averaging_net() {
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
         std::make_shared<Conv2d>(c), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
         std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Flatten>(),
-        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 12, true, "kaiming"}), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(LinearOptions{12, 3, true, "kaiming"})});
+        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 12, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{12, 3, true, "kaiming"})});
 }
 
 std::shared_ptr<Device> cpu_device(int index) {
@@ -62,7 +62,8 @@ struct AveragingCase {
     }
 };
 
-EngineOptions averaging_options(const AveragingCase& c, int groups, int every, std::vector<std::shared_ptr<Device>> devices) {
+EngineOptions averaging_options(const AveragingCase& c, int groups, int every,
+                                std::vector<std::shared_ptr<Device>> devices) {
     EngineOptions o;
     o.net = averaging_net();
     o.devices = std::move(devices);
@@ -114,8 +115,9 @@ void restore(Engine& engine, const Snapshot& s, const std::string& path) {
 
 // The algorithm written out plainly over the replicas' checkpoints ("model.*", "optim.*").
 // `global`, `move` and `center` are kept by the caller across averages (keyed "model.<name>").
-void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replicas, const std::set<std::string>& trained,
-                           Values& global, Values& move, Values& center) {
+void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replicas,
+                           const std::set<std::string>& trained, Values& global, Values& move,
+                           Values& center) {
     const auto k = static_cast<double>(replicas.size());
     auto mean = [&](const std::string& name) {
         std::vector<double> m(replicas[0].values.at(name).size(), 0.0);
@@ -129,7 +131,8 @@ void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replic
         if (!model && !optim) continue;
         const bool weight = model && trained.count(name.substr(6));
         const auto n = first.size();
-        if (!weight || c.algorithm == AveragingAlgorithm::plain || c.algorithm == AveragingAlgorithm::momentum) {
+        if (!weight || c.algorithm == AveragingAlgorithm::plain ||
+            c.algorithm == AveragingAlgorithm::momentum) {
             // Buffers always; the optimizer's state only under 'momentum'.
             if (optim && c.algorithm != AveragingAlgorithm::momentum) continue;
             const auto m = mean(name);
@@ -138,7 +141,8 @@ void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replic
             continue;
         }
         if (c.algorithm == AveragingAlgorithm::bmuf) {
-            const double eta = c.block_momentum > 0 ? c.block_momentum : 1.0 - 1.0 / k, zeta = c.block_lr;
+            const double eta = c.block_momentum > 0 ? c.block_momentum : 1.0 - 1.0 / k,
+                         zeta = c.block_lr;
             auto& W = global[name];
             auto& D = move[name];
             const auto A = mean(name);
@@ -147,7 +151,8 @@ void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replic
                 const double G = A[j] - start;
                 D[j] = static_cast<float>(eta * D[j] + zeta * G);
                 W[j] = static_cast<float>(W[j] + D[j]);
-                for (auto& r : replicas) r.values[name][j] = static_cast<float>(W[j] + (c.nesterov ? eta * D[j] : 0.0));
+                for (auto& r : replicas)
+                    r.values[name][j] = static_cast<float>(W[j] + (c.nesterov ? eta * D[j] : 0.0));
             }
         } else {  // easgd: every difference from the weights before any replica moves
             const double alpha = c.elastic_alpha > 0 ? c.elastic_alpha : 0.9 / k;
@@ -165,14 +170,16 @@ void average_by_definition(const AveragingCase& c, std::vector<Snapshot>& replic
     }
 }
 
-void expect_values_close(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+void expect_values_close(const std::vector<float>& want, const std::vector<float>& got,
+                         const std::string& what) {
     ASSERT_EQ(want.size(), got.size()) << what;
     double diff = 0, norm = 0;
     for (std::size_t j = 0; j < want.size(); ++j) {
         diff = std::max(diff, std::abs(double(want[j]) - double(got[j])));
         norm = std::max(norm, std::abs(double(want[j])));
     }
-    EXPECT_LE(diff, 2e-5 * std::max(norm, 1e-2)) << what << " differs by " << diff << " (max |value| " << norm << ")";
+    EXPECT_LE(diff, 2e-5 * std::max(norm, 1e-2))
+        << what << " differs by " << diff << " (max |value| " << norm << ")";
 }
 
 void follows_definition(const AveragingCase& c, int groups) {
@@ -186,7 +193,8 @@ void follows_definition(const AveragingCase& c, int groups) {
     // The replicas one after another, on one device.
     auto one = cpu_device(groups);
     std::vector<std::unique_ptr<Engine>> alone;
-    for (int g = 0; g < groups; ++g) alone.push_back(std::make_unique<Engine>(averaging_options(c, 1, every, {one})));
+    for (int g = 0; g < groups; ++g)
+        alone.push_back(std::make_unique<Engine>(averaging_options(c, 1, every, {one})));
     std::set<std::string> trained;
     for (auto& np : named_parameters(alone[0]->net())) trained.insert(np.name);
     Values global, move, center;
@@ -208,7 +216,9 @@ void follows_definition(const AveragingCase& c, int groups) {
         std::vector<Snapshot> replicas;
         for (auto& a : alone) replicas.push_back(snapshot(*a, path));
         average_by_definition(c, replicas, trained, global, move, center);
-        for (int g = 0; g < groups; ++g) restore(*alone[static_cast<std::size_t>(g)], replicas[static_cast<std::size_t>(g)], path);
+        for (int g = 0; g < groups; ++g)
+            restore(*alone[static_cast<std::size_t>(g)], replicas[static_cast<std::size_t>(g)],
+                    path);
     }
 
     const Snapshot got = snapshot(engine, path);
@@ -218,19 +228,23 @@ void follows_definition(const AveragingCase& c, int groups) {
         for (const auto& [name, v] : want.values) {
             const std::string what = c.name() + ", " + std::to_string(groups) + " groups: group " +
                                      std::to_string(g + 1) + "'s " + name;
-            ASSERT_TRUE(got.values.count(prefix + name)) << what << " is not in the engine's checkpoint";
+            ASSERT_TRUE(got.values.count(prefix + name))
+                << what << " is not in the engine's checkpoint";
             expect_values_close(v, got.values.at(prefix + name), what);
         }
     }
     for (const auto& name : trained) {
         const std::string what = c.name() + ", " + std::to_string(groups) + " groups: ";
         if (c.algorithm == AveragingAlgorithm::bmuf) {
-            expect_values_close(global.at("model." + name), got.values.at("average.global." + name), what + "global " + name);
-            expect_values_close(move.at("model." + name), got.values.at("average.block_momentum." + name),
-                         what + "block momentum " + name);
+            expect_values_close(global.at("model." + name), got.values.at("average.global." + name),
+                                what + "global " + name);
+            expect_values_close(move.at("model." + name),
+                                got.values.at("average.block_momentum." + name),
+                                what + "block momentum " + name);
         }
         if (c.algorithm == AveragingAlgorithm::easgd)
-            expect_values_close(center.at("model." + name), got.values.at("average.center." + name), what + "centre " + name);
+            expect_values_close(center.at("model." + name), got.values.at("average.center." + name),
+                                what + "centre " + name);
     }
 }
 
@@ -267,7 +281,8 @@ TEST(Averaging, FourGroupsFollowTheDefinitions) {
 // the global model, block momentum or centre.
 TEST(Averaging, ResumeBetweenAveragesContinuesBitForBit) {
     TempDir dir;
-    const std::string path = (dir.path() / "mid.safetensors").string(), out = (dir.path() / "out.safetensors").string();
+    const std::string path = (dir.path() / "mid.safetensors").string(),
+                      out = (dir.path() / "out.safetensors").string();
     const int every = 2, groups = 2;
     for (const AveragingCase& c : cases()) {
         auto run = [&](int from, int to, Engine& e) {
@@ -288,7 +303,8 @@ TEST(Averaging, ResumeBetweenAveragesContinuesBitForBit) {
         run(3, 7, resumed);
         const Snapshot a = snapshot(straight, out), b = snapshot(resumed, out);
         ASSERT_EQ(a.values.size(), b.values.size()) << c.name();
-        for (const auto& [name, v] : a.values) EXPECT_EQ(v, b.values.at(name)) << c.name() << ": " << name;
+        for (const auto& [name, v] : a.values)
+            EXPECT_EQ(v, b.values.at(name)) << c.name() << ": " << name;
         if (c.algorithm == AveragingAlgorithm::bmuf) {
             EXPECT_TRUE(a.values.count("average.global.fc1.weight")) << c.name();
         }
@@ -303,7 +319,8 @@ TEST(Averaging, ResumeBetweenAveragesContinuesBitForBit) {
 // 0's weights, and BMUF's global model starts again from them.
 TEST(Averaging, ACheckpointWithoutReplicasLoadsIntoEveryGroup) {
     TempDir dir;
-    const std::string path = (dir.path() / "sgd.safetensors").string(), out = (dir.path() / "out.safetensors").string();
+    const std::string path = (dir.path() / "sgd.safetensors").string(),
+                      out = (dir.path() / "out.safetensors").string();
     AveragingCase plain;
     Engine sgd(averaging_options(plain, 1, 2, {cpu_device(0)}));
     const Batch b = make_batch(0, kShard * 2);
@@ -316,7 +333,8 @@ TEST(Averaging, ACheckpointWithoutReplicasLoadsIntoEveryGroup) {
     engine.load(path);
     const Snapshot s = snapshot(engine, out);
     EXPECT_EQ(s.values.at("model.fc1.weight"), s.values.at("replica.1.model.fc1.weight"));
-    EXPECT_FALSE(s.values.count("average.global.fc1.weight")) << "the global model starts again at the next step";
+    EXPECT_FALSE(s.values.count("average.global.fc1.weight"))
+        << "the global model starts again at the next step";
     engine.step(b.images, b.labels);
     const Snapshot next = snapshot(engine, out);
     EXPECT_EQ(next.values.at("average.global.fc1.weight"), s.values.at("model.fc1.weight"));
@@ -335,14 +353,18 @@ TEST(Averaging, BadOptionsAreRefusedByName) {
     };
     refuses([](ParallelOptions& p) { p.average_every = 0, p.averaging = AveragingAlgorithm::bmuf; },
             "parallel.averaging = 'bmuf' needs parallel.average_every > 0");
-    refuses([](ParallelOptions& p) { p.averaging = AveragingAlgorithm::easgd, p.block_momentum = 0.5; },
-            "parallel.block_momentum is an option of averaging = 'bmuf', not of averaging = 'easgd'");
-    refuses([](ParallelOptions& p) { p.block_nesterov = false; },
-            "parallel.block_nesterov is an option of averaging = 'bmuf', not of averaging = 'plain'");
-    refuses([](ParallelOptions& p) { p.averaging = AveragingAlgorithm::bmuf, p.elastic_alpha = 0.1; },
-            "parallel.elastic_alpha is an option of averaging = 'easgd'");
-    refuses([](ParallelOptions& p) { p.averaging = AveragingAlgorithm::easgd, p.elastic_alpha = 0.75; },
-            "parallel.elastic_alpha = 0.75 with 2 replicas moves the centre past the replicas' mean");
+    refuses(
+        [](ParallelOptions& p) { p.averaging = AveragingAlgorithm::easgd, p.block_momentum = 0.5; },
+        "parallel.block_momentum is an option of averaging = 'bmuf', not of averaging = 'easgd'");
+    refuses(
+        [](ParallelOptions& p) { p.block_nesterov = false; },
+        "parallel.block_nesterov is an option of averaging = 'bmuf', not of averaging = 'plain'");
+    refuses(
+        [](ParallelOptions& p) { p.averaging = AveragingAlgorithm::bmuf, p.elastic_alpha = 0.1; },
+        "parallel.elastic_alpha is an option of averaging = 'easgd'");
+    refuses(
+        [](ParallelOptions& p) { p.averaging = AveragingAlgorithm::easgd, p.elastic_alpha = 0.75; },
+        "parallel.elastic_alpha = 0.75 with 2 replicas moves the centre past the replicas' mean");
     auto schema_refuses = [](std::string_view name, OptionValue value, const std::string& says) {
         ParallelOptions p;
         try {
@@ -352,8 +374,9 @@ TEST(Averaging, BadOptionsAreRefusedByName) {
             EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
         }
     };
-    schema_refuses("averaging", std::string("elastic"),
-                   "parallel.averaging: unknown algorithm 'elastic' (known: plain, bmuf, easgd, momentum)");
+    schema_refuses(
+        "averaging", std::string("elastic"),
+        "parallel.averaging: unknown algorithm 'elastic' (known: plain, bmuf, easgd, momentum)");
     schema_refuses("block_momentum", 1.0, "parallel.block_momentum must be in [0, 1)");
     schema_refuses("block_lr", 0.0, "parallel.block_lr must be above 0");
     schema_refuses("elastic_alpha", -0.5, "parallel.elastic_alpha must be in [0, 1]");

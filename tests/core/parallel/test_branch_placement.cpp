@@ -22,12 +22,14 @@ const Placement& kThree = kThreeStages;
 
 std::vector<std::shared_ptr<Device>> placement_devices(int n) {
     std::vector<std::shared_ptr<Device>> d;
-    for (int i = 0; i < n; ++i) d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
+    for (int i = 0; i < n; ++i)
+        d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
     return d;
 }
 
-EngineOptions placement_options(const Placement& placement, int groups = 1, int micro_batches = 1, bool adam = false,
-                      PipelineSchedule schedule = PipelineSchedule::gpipe) {
+EngineOptions placement_options(const Placement& placement, int groups = 1, int micro_batches = 1,
+                                bool adam = false,
+                                PipelineSchedule schedule = PipelineSchedule::gpipe) {
     EngineOptions o;
     o.net = branch_net();
     const int stages = placement.empty() ? 1 : static_cast<int>(placement.size());
@@ -39,7 +41,8 @@ EngineOptions placement_options(const Placement& placement, int groups = 1, int 
         o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     }
     o.seed = 5;
-    o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
+    o.parallel.groups = groups, o.parallel.stages = stages,
+    o.parallel.micro_batches = micro_batches;
     o.parallel.pipeline = schedule;
     o.parallel.placement = placement;
     return o;
@@ -69,7 +72,8 @@ void expect_weights_match(const Weights& want, const Weights& got, const std::st
         ASSERT_EQ(a.size(), b.size()) << name;
         double diff = 0, norm = 1e-3;
         for (std::size_t i = 0; i < a.size(); ++i)
-            diff = std::max(diff, std::abs(double(a[i]) - double(b[i]))), norm = std::max(norm, std::abs(double(a[i])));
+            diff = std::max(diff, std::abs(double(a[i]) - double(b[i]))),
+            norm = std::max(norm, std::abs(double(a[i])));
         EXPECT_LE(diff, 1e-4 * norm) << what << ": " << name << " differs by " << diff;
     }
 }
@@ -111,7 +115,8 @@ TEST(UnitPlacement, BranchesGetAnEdgePerReadingStage) {
     const UnitPlacement four = place_units(*net, kFour);
     ASSERT_EQ(four.units.size(), 9u);  // flatten, embed, g's six nodes, head
     // batch -> 0; 0 -> 1 and 0 -> 2 (embed's value, once per branch); 1 -> 3, 2 -> 3; 3 -> loss.
-    const std::vector<std::pair<int, int>> ends{{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}};
+    const std::vector<std::pair<int, int>> ends{{kBatchInput, 0}, {0, 1}, {0, 2},
+                                                {1, 3},           {2, 3}, {3, kLoss}};
     ASSERT_EQ(four.graph.edges.size(), ends.size());
     for (std::size_t e = 0; e < ends.size(); ++e) {
         EXPECT_EQ(four.graph.edges[e].from, ends[e].first) << "edge " << e;
@@ -141,14 +146,18 @@ void expect_placement_refused(const Placement& placement, const std::string& say
 }
 
 TEST(UnitPlacement, BadPlacementsNameTheUnitOrStage) {
-    expect_placement_refused({{"flatten", "embed"}, {"g.a1", "g.zz"}, {"g"}, {"head"}}, "stage 2 names 'g.zz', which is no layer");
-    expect_placement_refused({{"flatten", "embed", "g.a1"}, {"g"}, {"head"}}, "'g.a1' is in stage 1 and in stage 2");
-    expect_placement_refused({{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2", "g.b1", "g.btanh", "g.cat"}},
-                   "'head' is in no stage");
+    expect_placement_refused({{"flatten", "embed"}, {"g.a1", "g.zz"}, {"g"}, {"head"}},
+                             "stage 2 names 'g.zz', which is no layer");
+    expect_placement_refused({{"flatten", "embed", "g.a1"}, {"g"}, {"head"}},
+                             "'g.a1' is in stage 1 and in stage 2");
+    expect_placement_refused(
+        {{"flatten", "embed"}, {"g.a1", "g.arelu", "g.a2", "g.b1", "g.btanh", "g.cat"}},
+        "'head' is in no stage");
     expect_placement_refused({{"flatten", "embed"}, {}, {"g", "head"}}, "stage 2 names no layer");
     // Stage 1 reads a2 from stage 2, which reads a1 from stage 1.
-    expect_placement_refused({{"flatten", "embed", "g.a1", "g.b1", "g.btanh", "g.cat", "head"}, {"g.arelu", "g.a2"}},
-                   "stages 1, 2 feed each other in a cycle");
+    expect_placement_refused(
+        {{"flatten", "embed", "g.a1", "g.b1", "g.btanh", "g.cat", "head"}, {"g.arelu", "g.a2"}},
+        "stages 1, 2 feed each other in a cycle");
 }
 
 TEST(BranchPlacement, RefusedWithASplitOrAnotherStageCount) {
@@ -162,7 +171,8 @@ TEST(BranchPlacement, RefusedWithASplitOrAnotherStageCount) {
         Engine engine(wrong);
         ADD_FAILURE() << "4 stages placed on 3";
     } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("placement lists 4 stages, parallel.stages is 3"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("placement lists 4 stages, parallel.stages is 3"),
+                  std::string::npos)
             << e.what();
     }
 }
@@ -171,12 +181,16 @@ TEST(BranchPlacement, TrainsAsOneDevice) {
     for (bool adam : {false, true}) {
         const std::string optimizer = adam ? "Adam" : "SGD";
         const Weights one = train_placed(placement_options({}, 1, 1, adam), 3);
-        expect_weights_match(one, train_placed(placement_options(kFour, 1, 1, adam), 3), optimizer + ", branches on 4 stages");
-        expect_weights_match(one, train_placed(placement_options(kThree, 1, 1, adam), 3), optimizer + ", 3 stages");
-        expect_weights_match(one, train_placed(placement_options(kFour, 2, 1, adam), 3), optimizer + ", 2 groups x 4 stages");
+        expect_weights_match(one, train_placed(placement_options(kFour, 1, 1, adam), 3),
+                             optimizer + ", branches on 4 stages");
+        expect_weights_match(one, train_placed(placement_options(kThree, 1, 1, adam), 3),
+                             optimizer + ", 3 stages");
+        expect_weights_match(one, train_placed(placement_options(kFour, 2, 1, adam), 3),
+                             optimizer + ", 2 groups x 4 stages");
         for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
-            expect_weights_match(one, train_placed(placement_options(kFour, 1, 2, adam, schedule), 3),
-                         optimizer + ", 2 micro-batches, " + std::string(pipeline_schedule_name(schedule)));
+            expect_weights_match(
+                one, train_placed(placement_options(kFour, 1, 2, adam, schedule), 3),
+                optimizer + ", 2 micro-batches, " + std::string(pipeline_schedule_name(schedule)));
     }
 }
 
@@ -187,7 +201,8 @@ TEST(BranchPlacement, RecomputeAndSyncBatchNormRunThroughTheUnits) {
     expect_weights_match(one, train_placed(recompute, 2), "recompute");
     EngineOptions together = placement_options(kThree, 2, 2);
     together.parallel.batch_norm = BatchNormMode::sync;
-    expect_weights_match(one, train_placed(together, 2), "micro-batches together (sync batch norm)");
+    expect_weights_match(one, train_placed(together, 2),
+                         "micro-batches together (sync batch norm)");
 }
 
 TEST(BranchPlacement, CheckpointsDoNotDependOnThePlacement) {

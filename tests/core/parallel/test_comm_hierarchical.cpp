@@ -50,20 +50,21 @@ struct Job {
 };
 
 void expect_no_error_texts(const std::vector<std::string>& errors) {
-    for (std::size_t r = 0; r < errors.size(); ++r)
-        EXPECT_EQ(errors[r], "") << "rank " << r;
+    for (std::size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 // Deterministic mode's claim: with L a power of two, the hierarchical tree is the canonical
 // pairwise tree over all P * L ranks, bit for bit (also for P not a power of two).
 TEST(CommunicatorHierarchical, TreeIsThePairwiseSumOverEveryGroup) {
-    for (auto [processes, local] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 4}, std::pair{3, 1}}) {
+    for (auto [processes, local] :
+         {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 4}, std::pair{3, 1}}) {
         Job job(processes, local);
         const std::size_t count = 1000;
         auto x = make_inputs(job.ranks(), count, 7);
         const auto inputs = x;
         expect_no_error_texts(job.run([&](Communicator& c, int r) {
-            c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count, ReduceAlgorithm::tree);
+            c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), count,
+                             ReduceAlgorithm::tree);
         }));
         for (std::size_t i = 0; i < count; ++i) {
             const float expected = pairwise(inputs, 0, inputs.size(), i);
@@ -101,7 +102,8 @@ TEST(CommunicatorHierarchical, BroadcastAndReduceFromAnyRoot) {
         expect_no_error_texts(job.run([&](Communicator& c, int r) {
             c.broadcast(r, x[static_cast<std::size_t>(r)].data(), 5, root);
         }));
-        for (const auto& v : x) EXPECT_EQ(v[4], static_cast<float>(10 * root + 1)) << "root " << root;
+        for (const auto& v : x)
+            EXPECT_EQ(v[4], static_cast<float>(10 * root + 1)) << "root " << root;
         expect_no_error_texts(job.run([&](Communicator& c, int r) {
             for (auto& e : x[static_cast<std::size_t>(r)]) e = static_cast<float>(r + 1);
             c.reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 5, root);
@@ -138,7 +140,8 @@ TEST(CommunicatorHierarchical, AbortReachesTheOtherProcessesWaiters) {
         c.all_reduce_sum(r, x[static_cast<std::size_t>(r)].data(), 4, ReduceAlgorithm::ring);
     });
     for (int r = 0; r < 3; ++r)
-        EXPECT_NE(errors[static_cast<std::size_t>(r)].find("rank 3 failed on purpose"), std::string::npos)
+        EXPECT_NE(errors[static_cast<std::size_t>(r)].find("rank 3 failed on purpose"),
+                  std::string::npos)
             << "rank " << r << ": " << errors[static_cast<std::size_t>(r)];
     for (auto& c : job.comms) c->reset();
     expect_no_error_texts(job.run([&](Communicator& c, int r) {
@@ -157,11 +160,11 @@ TEST(CommunicatorHierarchical, RankOfAnotherProcessIsAConfigError) {
 TEST(CommunicatorMpi, BinomialBroadcastFanOut) {
     EXPECT_EQ(binomial_children(0, 1), 0);
     EXPECT_EQ(binomial_children(0, 2), 1);
-    EXPECT_EQ(binomial_children(0, 8), 3);   // 1, 2, 4
-    EXPECT_EQ(binomial_children(4, 8), 2);   // 5, 6
-    EXPECT_EQ(binomial_children(6, 8), 1);   // 7
+    EXPECT_EQ(binomial_children(0, 8), 3);  // 1, 2, 4
+    EXPECT_EQ(binomial_children(4, 8), 2);  // 5, 6
+    EXPECT_EQ(binomial_children(6, 8), 1);  // 7
     EXPECT_EQ(binomial_children(1, 8), 0);
-    EXPECT_EQ(binomial_children(4, 6), 1);   // 5
+    EXPECT_EQ(binomial_children(4, 6), 1);  // 5
     int sends = 0;
     for (int r = 0; r < 13; ++r) sends += binomial_children(r, 13);
     EXPECT_EQ(sends, 12) << "every rank but the root receives once";

@@ -53,10 +53,12 @@ TEST(CommunicatorStaged, TreeAllReduceIsTheCanonicalSum) {
         for (int r = 0; r < ranks; ++r) {
             const auto got = data[std::size_t(r)].to_vector();
             for (std::size_t i = 0; i < count; ++i)
-                ASSERT_EQ(got[i], pairwise(x, 0, std::size_t(ranks), i)) << ranks << " ranks, rank " << r << ", element " << i;
+                ASSERT_EQ(got[i], pairwise(x, 0, std::size_t(ranks), i))
+                    << ranks << " ranks, rank " << r << ", element " << i;
             // In and out through the device's own copies, into its pinned host memory.
             EXPECT_EQ(s.gpus[std::size_t(r)]->bytes_from_host, count * sizeof(float));
-            EXPECT_GE(s.gpus[std::size_t(r)]->pinned->allocator().stats().peak, count * sizeof(float));
+            EXPECT_GE(s.gpus[std::size_t(r)]->pinned->allocator().stats().peak,
+                      count * sizeof(float));
         }
     }
 }
@@ -91,8 +93,11 @@ TEST(CommunicatorStaged, RanksFromAnOffset) {
     EXPECT_EQ(staged.size(), 4);
     std::vector<std::vector<float>> plain{x[0], x[1]};
     expect_no_errors(run_ranks(4, [&](int r) {
-        if (r < 2) host->all_reduce_sum(r, plain[std::size_t(r)].data(), 64, ReduceAlgorithm::tree);
-        else staged.all_reduce_sum(r, static_cast<float*>(data[std::size_t(r - 2)].raw()), 64, ReduceAlgorithm::tree);
+        if (r < 2)
+            host->all_reduce_sum(r, plain[std::size_t(r)].data(), 64, ReduceAlgorithm::tree);
+        else
+            staged.all_reduce_sum(r, static_cast<float*>(data[std::size_t(r - 2)].raw()), 64,
+                                  ReduceAlgorithm::tree);
     }));
     for (std::size_t i = 0; i < 64; ++i) {
         ASSERT_EQ(data[0].to_vector()[i], pairwise(x, 0, 4, i));
@@ -114,7 +119,8 @@ TEST(CommunicatorStaged, AbortWakesTheOthers) {
             comm->abort("rank 0 failed");
             return;
         }
-        comm->all_reduce_sum(r, static_cast<float*>(data[std::size_t(r)].raw()), 16, ReduceAlgorithm::tree);
+        comm->all_reduce_sum(r, static_cast<float*>(data[std::size_t(r)].raw()), 16,
+                             ReduceAlgorithm::tree);
     });
     for (int r = 1; r < 3; ++r) {
         ASSERT_TRUE(errors[std::size_t(r)]);

@@ -345,18 +345,10 @@ TEST(Communicator, StressManyCollectives) {
             std::fill(v.begin(), v.end(), static_cast<float>(r + k % 5));
             const float sum = static_cast<float>(n * (k % 5) + n * (n - 1) / 2);
             switch (k % 4) {
-                case 0:
-                    comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::ring);
-                    break;
-                case 1:
-                    comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::tree);
-                    break;
-                case 2:
-                    comm->reduce_sum(r, v.data(), v.size(), k % n);
-                    break;
-                case 3:
-                    comm->broadcast(r, v.data(), v.size(), k % n);
-                    break;
+                case 0: comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::ring); break;
+                case 1: comm->all_reduce_sum(r, v.data(), v.size(), ReduceAlgorithm::tree); break;
+                case 2: comm->reduce_sum(r, v.data(), v.size(), k % n); break;
+                case 3: comm->broadcast(r, v.data(), v.size(), k % n); break;
             }
             const float expected = k % 4 == 3 ? static_cast<float>(k % n + k % 5) : sum;
             if ((k % 4 != 2 || r == k % n) && v[66] != expected) ++wrong;

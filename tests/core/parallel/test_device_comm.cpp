@@ -45,7 +45,11 @@ TEST(DeviceCommunicator, CpuReplicasShareMemory) {
 TEST(DeviceCommunicator, KindsDoNotMix) {
     CpuDevice cpu(0, CpuDeviceOptions{0, 1});
     StandInGpu gpu(0);
-    expect_comm_config_error([&] { make_device_communicator({&cpu, &gpu}); }, "devices of one kind");
+    expect_comm_config_error(
+        [&] {
+            make_device_communicator({&cpu, &gpu});
+        },
+        "devices of one kind");
     expect_comm_config_error([&] { make_device_communicator({}); }, "at least one rank");
 }
 
@@ -57,7 +61,8 @@ TEST(DeviceCommunicator, ReplicasSharingAGpuReduceThroughTheHost) {
     Tensor x = Tensor::from_vector({2}, a, std::vector<float>{1, 2});
     Tensor y = Tensor::from_vector({2}, b, std::vector<float>{10, 20});
     a.bytes_from_host = b.bytes_from_host = 0;
-    std::thread other([&] { comm->all_reduce_sum(1, static_cast<float*>(y.raw()), 2, ReduceAlgorithm::ring); });
+    std::thread other(
+        [&] { comm->all_reduce_sum(1, static_cast<float*>(y.raw()), 2, ReduceAlgorithm::ring); });
     comm->all_reduce_sum(0, static_cast<float*>(x.raw()), 2, ReduceAlgorithm::ring);
     other.join();
     EXPECT_EQ(x.to_vector(), (std::vector<float>{11, 22}));
@@ -80,7 +85,8 @@ TEST(DeviceCommunicator, DeterministicGpuReplicasAreTakenAndTheirDevicesToldSo) 
     auto options = [](bool deterministic) {
         EngineOptions o;
         o.net = std::make_shared<Sequential>(
-            std::vector<LayerPtr>{std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4, 2, true, "kaiming"})});
+            std::vector<LayerPtr>{std::make_shared<Flatten>(),
+                                  std::make_shared<Linear>(LinearOptions{4, 2, true, "kaiming"})});
         o.devices = {std::make_shared<StandInGpu>(0), std::make_shared<StandInGpu>(1)};
         o.parallel.groups = 2;
         o.parallel.deterministic = deterministic;

@@ -34,7 +34,9 @@ std::shared_ptr<Sequential> small_net() {
 }
 
 using test::make_batch;
-Batch make_batch(int step) { return make_batch(step, 12); }
+Batch make_batch(int step) {
+    return make_batch(step, 12);
+}
 
 EngineOptions options_for(std::shared_ptr<Device> device, std::uint64_t seed) {
     EngineOptions o;
@@ -106,26 +108,33 @@ TEST(Engine, LoadNamesTheFileAndTensorOfABadEntry) {
         SafetensorsContents file = load_safetensors(path, host_device());
         for (auto& [key, tensor] : file.tensors)
             if (key == name) tensor = replacement;
-        const std::string changed = (dir.path() / ("bad_" + std::to_string(name.size()) + ".safetensors")).string();
+        const std::string changed =
+            (dir.path() / ("bad_" + std::to_string(name.size()) + ".safetensors")).string();
         save_safetensors(changed, file.tensors, file.metadata);
         return changed;
     };
-    const std::string as_ints = rewrite("model.conv1.weight", Tensor::zeros({4, 1, 3, 3}, host_device(), DType::i32));
+    const std::string as_ints =
+        rewrite("model.conv1.weight", Tensor::zeros({4, 1, 3, 3}, host_device(), DType::i32));
     try {
         engine.load(as_ints);
         FAIL() << "took an i32 weight";
     } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find(as_ints + ": 'model.conv1.weight' holds I32 values, the net's are F32"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(
+                      as_ints + ": 'model.conv1.weight' holds I32 values, the net's are F32"),
+                  std::string::npos)
+            << e.what();
     }
-    const std::string bad_state = rewrite("optim.momentum.fc1.bias", Tensor::zeros({3}, host_device()));
+    const std::string bad_state =
+        rewrite("optim.momentum.fc1.bias", Tensor::zeros({3}, host_device()));
     try {
         engine.load(bad_state);
         FAIL() << "took a momentum buffer of the wrong shape";
     } catch (const DataError& e) {
         const std::string message = e.full_message();
-        EXPECT_NE(message.find("SGD state: entry 'momentum.fc1.bias'"), std::string::npos) << message;
-        EXPECT_NE(message.find("in the optimizer state of " + bad_state), std::string::npos) << message;
+        EXPECT_NE(message.find("SGD state: entry 'momentum.fc1.bias'"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("in the optimizer state of " + bad_state), std::string::npos)
+            << message;
     }
     EXPECT_EQ(weights(engine), before);
 }
@@ -154,7 +163,8 @@ TEST(Engine, PrepareRefusesSamplesTheNetCannotTake) {
     } catch (const ShapeError& e) {
         const std::string what = e.full_message();
         EXPECT_NE(what.find("input must be N x C x H x W, got 4x8x8"), std::string::npos) << what;
-        EXPECT_NE(what.find("prepare: samples of shape 8x8 do not fit the net"), std::string::npos) << what;
+        EXPECT_NE(what.find("prepare: samples of shape 8x8 do not fit the net"), std::string::npos)
+            << what;
     }
     EXPECT_THROW(engine.prepare(Shape{1, 8, 8}, 0), ConfigError);
     engine.prepare(Shape{1, 8, 8}, 4);
@@ -163,7 +173,8 @@ TEST(Engine, PrepareRefusesSamplesTheNetCannotTake) {
 }
 
 TEST(Engine, OutOfMemoryNamesDeviceRequestAndCap) {
-    Engine engine(options_for(cpu(4, 256 << 10), 1));  // 256 KiB: the weights fit, a big batch does not
+    Engine engine(
+        options_for(cpu(4, 256 << 10), 1));  // 256 KiB: the weights fit, a big batch does not
     const Batch b = make_batch(0, 2000);
     try {
         engine.step(b.images, b.labels);
@@ -187,7 +198,8 @@ TEST(Engine, TruncatedCheckpointIsRefusedAndChangesNothing) {
     {
         std::ifstream in(good, std::ios::binary);
         std::string bytes((std::istreambuf_iterator<char>(in)), {});
-        std::ofstream(bad, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() - 100));
+        std::ofstream(bad, std::ios::binary)
+            .write(bytes.data(), std::streamsize(bytes.size() - 100));
     }
     const auto before = weights(engine);
     try {

@@ -73,19 +73,22 @@ std::shared_ptr<Sequential> probed_net(std::shared_ptr<Probe::Shared> shared) {
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
         std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
         std::make_shared<Probe>(std::move(shared)), std::make_shared<Flatten>(),
-        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 16, true, "kaiming"}), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
+        std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
-EngineOptions options(int groups, int stages, int micro_batches, std::shared_ptr<Probe::Shared> shared) {
+EngineOptions options(int groups, int stages, int micro_batches,
+                      std::shared_ptr<Probe::Shared> shared) {
     EngineOptions o;
     o.net = probed_net(std::move(shared));
     for (int i = 0; i < groups * stages; ++i)
-        o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
+        o.devices.push_back(
+            std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
     o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 5;
     o.layout = Layout::channels_last;  // (a contiguous conv on a worker thread leaks inside oneDNN)
-    o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
+    o.parallel.groups = groups, o.parallel.stages = stages,
+    o.parallel.micro_batches = micro_batches;
     o.parallel.pipeline = PipelineSchedule::one_f_one_b;
     o.parallel.bucket_bytes = 64;  // every gradient a bucket of its own
     return o;
@@ -112,7 +115,8 @@ TEST(Overlap, ABucketIsReducedWhileBackwardRuns) {
     // Without the overlap the probe would wait for a reduction that only comes after it.
     EXPECT_NO_THROW(engine.step(b.images, b.labels));
     int lane_spans = 0;
-    for (const auto& e : o.trace->events()) lane_spans += e.track == "cpu:0 all-reduce" && e.category == "allreduce";
+    for (const auto& e : o.trace->events())
+        lane_spans += e.track == "cpu:0 all-reduce" && e.category == "allreduce";
     EXPECT_EQ(lane_spans, 6) << "a bucket per gradient";
 }
 

@@ -48,7 +48,8 @@ TEST(ParallelSchema, EveryOptionReadsAndWritesItsField) {
     changed.mpi = true;
     for (const auto& o : parallel_option_schema()) {
         // Each option's value differs between the two, and copying it over makes them agree.
-        EXPECT_NE(o.get(defaults), o.get(changed)) << o.name << ": a field the test does not change";
+        EXPECT_NE(o.get(defaults), o.get(changed))
+            << o.name << ": a field the test does not change";
         ParallelOptions base = defaults;
         // A list has a flag per stage; a placement lists the stages (and sets their count).
         if (o.name == "recompute" || o.name == "placement") base.stages = changed.stages;
@@ -81,22 +82,27 @@ TEST(ParallelSchema, BadValuesAreRefusedByName) {
     refuses("groups", std::int64_t(0), "parallel.groups must be at least 1, got 0");
     refuses("micro_batches", std::int64_t(-3), "parallel.micro_batches must be at least 1");
     p.stages = 2;
-    refuses("placement", StageNames{{"a"}, {"b"}, {"c"}}, "parallel.placement lists 3 stages, parallel.stages is 2");
+    refuses("placement", StageNames{{"a"}, {"b"}, {"c"}},
+            "parallel.placement lists 3 stages, parallel.stages is 2");
     p.stages = 1;
     find_parallel_option("placement")->set(p, StageNames{{"a"}, {"b"}, {"c"}});
     EXPECT_EQ(p.stages, 3) << "a placement sets the stage count";
     p = ParallelOptions{};
-    refuses("average_every", std::int64_t(-1), "parallel.average_every must be at least 0 (0: off)");
-    refuses("pipeline", std::string("zigzag"), "unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b)");
+    refuses("average_every", std::int64_t(-1),
+            "parallel.average_every must be at least 0 (0: off)");
+    refuses("pipeline", std::string("zigzag"),
+            "unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b)");
     refuses("batch_norm", std::string("global"), "unknown batch-norm mode 'global'");
-    refuses("split", std::string("even"), "parallel.split must be 'auto' or a list of layers, got 'even'");
+    refuses("split", std::string("even"),
+            "parallel.split must be 'auto' or a list of layers, got 'even'");
     refuses("overlap", std::int64_t(1), "parallel.overlap must be true or false");
     refuses("bucket_bytes", std::int64_t(0), "parallel.bucket_bytes must be at least 1");
     refuses("averaging", std::string("bmfu"), "parallel.averaging: unknown algorithm 'bmfu'");
     refuses("block_momentum", -0.1, "parallel.block_momentum must be in [0, 1)");
     refuses("elastic_alpha", 1.5, "parallel.elastic_alpha must be in [0, 1]");
     refuses("block_lr", std::string("fast"), "parallel.block_lr must be a number");
-    refuses("recompute", std::vector<bool>{true, false}, "parallel.recompute lists 2 flags for 1 stage: give one flag per stage");
+    refuses("recompute", std::vector<bool>{true, false},
+            "parallel.recompute lists 2 flags for 1 stage: give one flag per stage");
     p.stages = 2;
     refuses("recompute", std::vector<bool>{true}, "parallel.recompute lists 1 flag for 2 stages");
 }
@@ -112,14 +118,17 @@ TEST(ParallelSchema, RanksCompareTheLayoutShapingOptionsAsNumbers) {
         EXPECT_NO_THROW(option_as_number(o, o.get(defaults))) << o.name;
     }
     // What the collectives' shapes depend on.
-    for (const char* name : {"groups", "stages", "micro_batches", "average_every", "deterministic", "algorithm",
-                             "batch_norm", "bucket_bytes", "averaging", "block_momentum", "block_lr",
-                             "block_nesterov", "elastic_alpha"})
+    for (const char* name : {"groups", "stages", "micro_batches", "average_every", "deterministic",
+                             "algorithm", "batch_norm", "bucket_bytes", "averaging",
+                             "block_momentum", "block_lr", "block_nesterov", "elastic_alpha"})
         EXPECT_TRUE(agreeing.count(name)) << name;
     const ParallelOption& pipeline = *find_parallel_option("pipeline");
-    EXPECT_NE(option_as_number(pipeline, pipeline.get(defaults)), option_as_number(pipeline, pipeline.get(other)));
+    EXPECT_NE(option_as_number(pipeline, pipeline.get(defaults)),
+              option_as_number(pipeline, pipeline.get(other)));
     EXPECT_EQ(option_text(pipeline, pipeline.get(other)), "1f1b");
-    EXPECT_EQ(option_text(*find_parallel_option("split"), find_parallel_option("split")->get(defaults)), "none");
+    EXPECT_EQ(
+        option_text(*find_parallel_option("split"), find_parallel_option("split")->get(defaults)),
+        "none");
 }
 
 }  // namespace

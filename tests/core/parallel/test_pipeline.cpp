@@ -36,19 +36,24 @@ std::shared_ptr<Sequential> plain_net() {
     Pool2dOptions p;
     p.kernel_h = p.kernel_w = 2;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
-        std::make_shared<Conv2d>(conv_options(4, 6)), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
+        std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(),
+        std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv_options(4, 6)),
+        std::make_shared<ReLU>(), std::make_shared<Flatten>(),
         std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 16, true, "kaiming"}),
         std::make_shared<ReLU>(), std::make_shared<Dropout>(0.25f),
         std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
 using test::make_batch;
-Batch pipeline_batch(int step) { return make_batch(step, 16); }
+Batch pipeline_batch(int step) {
+    return make_batch(step, 16);
+}
 
-std::vector<std::shared_ptr<Device>> pipeline_devices(int n, std::size_t memory = std::size_t(1) << 30) {
+std::vector<std::shared_ptr<Device>> pipeline_devices(int n, std::size_t memory = std::size_t(1)
+                                                                                  << 30) {
     std::vector<std::shared_ptr<Device>> d;
-    for (int i = 0; i < n; ++i) d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{memory, 1}));
+    for (int i = 0; i < n; ++i)
+        d.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{memory, 1}));
     return d;
 }
 
@@ -60,7 +65,8 @@ EngineOptions layout_options(int groups, int stages, int micro_batches,
     o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 1e-4f, true};
     o.seed = 11;
     o.layout = Layout::channels_last;
-    o.parallel.groups = groups, o.parallel.stages = stages, o.parallel.micro_batches = micro_batches;
+    o.parallel.groups = groups, o.parallel.stages = stages,
+    o.parallel.micro_batches = micro_batches;
     o.parallel.pipeline = schedule;
     return o;
 }
@@ -72,7 +78,8 @@ std::map<std::string, std::vector<float>> pipeline_weights(Engine& e) {
 }
 
 void expect_weights_close(const std::map<std::string, std::vector<float>>& want,
-                  const std::map<std::string, std::vector<float>>& got, double rel, const std::string& what) {
+                          const std::map<std::string, std::vector<float>>& got, double rel,
+                          const std::string& what) {
     ASSERT_EQ(want.size(), got.size());
     for (const auto& [name, a] : want) {
         const auto& b = got.at(name);
@@ -82,13 +89,15 @@ void expect_weights_close(const std::map<std::string, std::vector<float>>& want,
             diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
             norm = std::max(norm, std::abs(double(a[i])));
         }
-        // A floor on the scale: a conv_options bias right before batch norm has a zero gradient in exact
-        // arithmetic, and what it holds is rounding noise near 1e-8.
-        EXPECT_LE(diff, rel * std::max(norm, 1e-3)) << what << ": " << name << " differs by " << diff << " (max |w| " << norm << ")";
+        // A floor on the scale: a conv_options bias right before batch norm has a zero gradient in
+        // exact arithmetic, and what it holds is rounding noise near 1e-8.
+        EXPECT_LE(diff, rel * std::max(norm, 1e-3))
+            << what << ": " << name << " differs by " << diff << " (max |w| " << norm << ")";
     }
 }
 
-std::map<std::string, std::vector<float>> train_pipeline(EngineOptions options, int steps, double* loss = nullptr) {
+std::map<std::string, std::vector<float>> train_pipeline(EngineOptions options, int steps,
+                                                         double* loss = nullptr) {
     Engine engine(std::move(options));
     for (int s = 0; s < steps; ++s) {
         const Batch b = pipeline_batch(s);
@@ -105,13 +114,17 @@ TEST(Pipeline, EveryLayoutTrainsLikeOneDevice) {
         int g, s, m;
         PipelineSchedule schedule;
     };
-    for (const Case& c : {Case{1, 2, 4, PipelineSchedule::gpipe}, Case{2, 1, 1, PipelineSchedule::gpipe},
-                          Case{2, 2, 4, PipelineSchedule::one_f_one_b}, Case{1, 4, 8, PipelineSchedule::one_f_one_b},
-                          Case{1, 4, 8, PipelineSchedule::gpipe}, Case{2, 2, 2, PipelineSchedule::gpipe}}) {
-        const std::string what = std::to_string(c.g) + "x" + std::to_string(c.s) + "x" + std::to_string(c.m) +
-                                 " " + std::string(pipeline_schedule_name(c.schedule));
+    for (const Case& c :
+         {Case{1, 2, 4, PipelineSchedule::gpipe}, Case{2, 1, 1, PipelineSchedule::gpipe},
+          Case{2, 2, 4, PipelineSchedule::one_f_one_b},
+          Case{1, 4, 8, PipelineSchedule::one_f_one_b}, Case{1, 4, 8, PipelineSchedule::gpipe},
+          Case{2, 2, 2, PipelineSchedule::gpipe}}) {
+        const std::string what = std::to_string(c.g) + "x" + std::to_string(c.s) + "x" +
+                                 std::to_string(c.m) + " " +
+                                 std::string(pipeline_schedule_name(c.schedule));
         double loss = 0;
-        expect_weights_close(one, train_pipeline(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
+        expect_weights_close(
+            one, train_pipeline(layout_options(c.g, c.s, c.m, c.schedule), 5, &loss), 1e-4, what);
         EXPECT_NEAR(loss, one_loss, 1e-4 * std::abs(one_loss)) << what;
     }
 }
@@ -120,10 +133,12 @@ std::shared_ptr<Sequential> batch_norm_net() {
     Pool2dOptions p;
     p.kernel_h = p.kernel_w = 2;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
-        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv_options(4, 6)),
+        std::make_shared<Conv2d>(conv_options(1, 4)),
+        std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}), std::make_shared<ReLU>(),
+        std::make_shared<MaxPool2d>(p), std::make_shared<Conv2d>(conv_options(4, 6)),
         std::make_shared<BatchNorm2d>(BatchNorm2dOptions{6}), std::make_shared<ReLU>(),
-        std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 3, true, "kaiming"})});
+        std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{6 * 4 * 4, 3, true, "kaiming"})});
 }
 
 std::map<std::string, std::vector<float>> running_statistics(Engine& e) {
@@ -160,12 +175,16 @@ TEST(Pipeline, DeferredBatchNormFoldsTheWholeBatch) {
     const auto one = run(1, 1, 1, BatchNormMode::micro);
     const auto same_micro = run(1, 1, 4, BatchNormMode::deferred);  // micro-batches of 4
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}, std::tuple{2, 1, 2}}) {
-        const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
+        const std::string what =
+            std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
         const auto deferred = run(g, s, m, BatchNormMode::deferred);
-        expect_weights_close(first_layer(one), first_layer(deferred), 1e-5, "deferred " + what + " against one device");
+        expect_weights_close(first_layer(one), first_layer(deferred), 1e-5,
+                             "deferred " + what + " against one device");
         expect_weights_close(same_micro, deferred, 1e-5, "deferred " + what + " against 1x1x4");
         // Per micro-batch, the running statistics move M times: they differ.
-        EXPECT_NE(one.at("bn1.running_mean"), run(g, s, m, BatchNormMode::micro).at("bn1.running_mean")) << what;
+        EXPECT_NE(one.at("bn1.running_mean"),
+                  run(g, s, m, BatchNormMode::micro).at("bn1.running_mean"))
+            << what;
     }
     EXPECT_THROW(parse_batch_norm_mode("global"), ConfigError);
 }
@@ -178,35 +197,42 @@ TEST(Pipeline, SyncBatchNormTrainsLikeOneDevice) {
         o.net = batch_norm_net();
         o.parallel.batch_norm = mode;
         Engine engine(o);
-        for (int step = 0; step < 5; ++step) engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
+        for (int step = 0; step < 5; ++step)
+            engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
         return weights_and_statistics(engine);
     };
     const auto one = run(1, 1, 1, BatchNormMode::micro);
-    for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 4}, std::tuple{1, 4, 8}}) {
-        const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
+    for (auto [g, s, m] :
+         {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 4}, std::tuple{1, 4, 8}}) {
+        const std::string what =
+            std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
         expect_weights_close(one, run(g, s, m, BatchNormMode::sync), 1e-4, "sync " + what);
     }
     // Batch norm nested in a residual block's body.
     auto residual_net = [] {
         auto body = std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv_options(4, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
-            std::make_shared<ReLU>(), std::make_shared<Conv2d>(conv_options(4, 4)),
+            std::make_shared<Conv2d>(conv_options(4, 4)),
+            std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}), std::make_shared<ReLU>(),
+            std::make_shared<Conv2d>(conv_options(4, 4)),
             std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4})});
         return std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}),
-            std::make_shared<ReLU>(), std::make_shared<Residual>(body, nullptr), std::make_shared<ReLU>(),
-            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4 * 8 * 8, 3, true, "kaiming"})});
+            std::make_shared<Conv2d>(conv_options(1, 4)),
+            std::make_shared<BatchNorm2d>(BatchNorm2dOptions{4}), std::make_shared<ReLU>(),
+            std::make_shared<Residual>(body, nullptr), std::make_shared<ReLU>(),
+            std::make_shared<Flatten>(),
+            std::make_shared<Linear>(LinearOptions{4 * 8 * 8, 3, true, "kaiming"})});
     };
     auto residual_run = [&](int g, int s, int m, BatchNormMode mode) {
         EngineOptions o = layout_options(g, s, m);
         o.net = residual_net();
         o.parallel.batch_norm = mode;
         Engine engine(o);
-        for (int step = 0; step < 3; ++step) engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
+        for (int step = 0; step < 3; ++step)
+            engine.step(pipeline_batch(step).images, pipeline_batch(step).labels);
         return weights_and_statistics(engine);
     };
-    expect_weights_close(residual_run(1, 1, 1, BatchNormMode::micro), residual_run(2, 2, 2, BatchNormMode::sync), 1e-4,
-                 "sync residual 2x2x2");
+    expect_weights_close(residual_run(1, 1, 1, BatchNormMode::micro),
+                         residual_run(2, 2, 2, BatchNormMode::sync), 1e-4, "sync residual 2x2x2");
 
     EngineOptions bad = layout_options(1, 2, 2, PipelineSchedule::one_f_one_b);
     bad.parallel.batch_norm = BatchNormMode::sync;
@@ -229,7 +255,8 @@ TEST(Pipeline, RecomputationSameWeightsLessMemory) {
     std::size_t plain = 0, recomputed = 0;
     const auto a = run(false, &plain), b = run(true, &recomputed);
     for (const auto& [name, w] : a) EXPECT_EQ(w, b.at(name)) << name;
-    EXPECT_LT(recomputed, plain) << "peak with recomputation " << recomputed << " B, without " << plain << " B";
+    EXPECT_LT(recomputed, plain) << "peak with recomputation " << recomputed << " B, without "
+                                 << plain << " B";
 }
 
 // Deterministic mode: the same micro-batch size gives the same bits whatever G and S.
@@ -240,7 +267,8 @@ TEST(Pipeline, DeterministicModeIsBitIdenticalAcrossLayouts) {
         return train_pipeline(o, 3);
     };
     const auto reference = run(1, 1, 8);  // 16 samples: micro-batches of 2
-    for (auto [g, s, m] : {std::tuple{2, 1, 4}, std::tuple{1, 2, 8}, std::tuple{2, 2, 4}, std::tuple{4, 1, 2}}) {
+    for (auto [g, s, m] :
+         {std::tuple{2, 1, 4}, std::tuple{1, 2, 8}, std::tuple{2, 2, 4}, std::tuple{4, 1, 2}}) {
         const auto got = run(g, s, m);
         for (const auto& [name, w] : reference)
             EXPECT_EQ(w, got.at(name)) << name << " under " << g << "x" << s << "x" << m;
@@ -248,14 +276,16 @@ TEST(Pipeline, DeterministicModeIsBitIdenticalAcrossLayouts) {
 }
 
 // Model averaging against its definition: each replica trains alone on its shard (its own
-// mean gradient and momentum), and every k steps all replicas take the mean of their pipeline_weights.
+// mean gradient and momentum), and every k steps all replicas take the mean of their
+// pipeline_weights.
 TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
     auto no_dropout = [] {
         Pool2dOptions p;
         p.kernel_h = p.kernel_w = 2;
         return std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(p),
-            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 3, true, "kaiming"})});
+            std::make_shared<Conv2d>(conv_options(1, 4)), std::make_shared<ReLU>(),
+            std::make_shared<MaxPool2d>(p), std::make_shared<Flatten>(),
+            std::make_shared<Linear>(LinearOptions{4 * 4 * 4, 3, true, "kaiming"})});
     };
     const int groups = 2, every = 2, steps = 5;
     EngineOptions o = layout_options(groups, 1, 2);
@@ -273,7 +303,8 @@ TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
         const Batch b = pipeline_batch(step);
         averaged.step(b.images, b.labels);
         for (int g = 0; g < groups; ++g)
-            alone[static_cast<std::size_t>(g)]->step(b.images.narrow_batch(8 * g, 8), b.labels.narrow_batch(8 * g, 8));
+            alone[static_cast<std::size_t>(g)]->step(b.images.narrow_batch(8 * g, 8),
+                                                     b.labels.narrow_batch(8 * g, 8));
         if ((step + 1) % every) continue;
         auto p0 = named_parameters(alone[0]->net()), p1 = named_parameters(alone[1]->net());
         for (std::size_t i = 0; i < p0.size(); ++i) {
@@ -284,7 +315,8 @@ TEST(Pipeline, ModelAveragingFollowsItsDefinition) {
         }
     }
     // Step 5 is past the last average: the replicas differ; group 0's is the engine's net.
-    expect_weights_close(pipeline_weights(*alone[0]), pipeline_weights(averaged), 1e-5, "model averaging");
+    expect_weights_close(pipeline_weights(*alone[0]), pipeline_weights(averaged), 1e-5,
+                         "model averaging");
     EngineOptions bad = layout_options(2, 1, 1);
     bad.parallel.average_every = -1;
     EXPECT_THROW(Engine{bad}, ConfigError);
@@ -314,7 +346,8 @@ TEST(Pipeline, AutomaticSplitTrainsLikeOneDevice) {
     EXPECT_LT(engine.stage_begin(1), engine.stage_begin(2));
     EXPECT_NE(engine.partition_text().find("stage"), std::string::npos) << engine.partition_text();
     for (int s = 0; s < 5; ++s) engine.step(pipeline_batch(s).images, pipeline_batch(s).labels);
-    expect_weights_close(train_pipeline(layout_options(1, 1, 1), 5), pipeline_weights(engine), 1e-4, "auto 1x3x2");
+    expect_weights_close(train_pipeline(layout_options(1, 1, 1), 5), pipeline_weights(engine), 1e-4,
+                         "auto 1x3x2");
 }
 
 TEST(Pipeline, BadLayoutsAreRefused) {
@@ -324,7 +357,9 @@ TEST(Pipeline, BadLayoutsAreRefused) {
         Engine e(o);
         FAIL();
     } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("2 groups x 2 stages need 4 devices; given 3"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("2 groups x 2 stages need 4 devices; given 3"),
+                  std::string::npos)
+            << e.what();
     }
     o = layout_options(1, 2, 1);
     o.devices[1] = o.devices[0];
@@ -369,15 +404,19 @@ TEST(Pipeline, OutOfMemoryOnOneStageNamesTheDevice) {
     EXPECT_NO_THROW(engine.step(small.images, small.labels));
 }
 
-// A net too big for one device's cap (pipeline_weights, gradients and momentum: 4.2 MB against 3 MB)
-// fails there with an error naming the device, and trains split over two such devices.
+// A net too big for one device's cap (pipeline_weights, gradients and momentum: 4.2 MB against 3
+// MB) fails there with an error naming the device, and trains split over two such devices.
 TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
     auto big_net = [] {
         return std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64, 400, true, "kaiming"}),
-            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
-            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
-            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{400, 3, true, "kaiming"})});
+            std::make_shared<Flatten>(),
+            std::make_shared<Linear>(LinearOptions{64, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(),
+            std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(),
+            std::make_shared<Linear>(LinearOptions{400, 400, true, "kaiming"}),
+            std::make_shared<ReLU>(),
+            std::make_shared<Linear>(LinearOptions{400, 3, true, "kaiming"})});
     };
     const std::size_t cap = 3'000'000;
     EngineOptions one = layout_options(1, 1, 1);
@@ -389,7 +428,8 @@ TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
         alone.step(b.images, b.labels);
         FAIL() << "expected DeviceMemoryError";
     } catch (const DeviceMemoryError& e) {
-        EXPECT_NE(e.full_message().find("cpu:0 out of memory"), std::string::npos) << e.full_message();
+        EXPECT_NE(e.full_message().find("cpu:0 out of memory"), std::string::npos)
+            << e.full_message();
     }
     EngineOptions two = layout_options(1, 2, 2);
     two.net = big_net();
@@ -407,7 +447,8 @@ TEST(Pipeline, ANetTooBigForOneDeviceTrainsOnTwo) {
 TEST(Pipeline, EvaluationMatchesOneDevice) {
     Engine one(layout_options(1, 1, 1)), split(layout_options(2, 2, 4));
     const Batch b = make_batch(3, 40);
-    const LossSums a = one.evaluate_batch(b.images, b.labels), c = split.evaluate_batch(b.images, b.labels);
+    const LossSums a = one.evaluate_batch(b.images, b.labels),
+                   c = split.evaluate_batch(b.images, b.labels);
     EXPECT_EQ(a.count, c.count);
     EXPECT_EQ(a.correct, c.correct);
     EXPECT_NEAR(a.loss, c.loss, 1e-5 * std::abs(a.loss));
@@ -430,8 +471,10 @@ TEST(Pipeline, CheckpointsResumeUnderAnotherLayout) {
         Engine resumed(o);
         resumed.load(path);
         EXPECT_EQ(resumed.steps(), 3);
-        for (int s = 3; s < 6; ++s) resumed.step(pipeline_batch(s).images, pipeline_batch(s).labels);
-        expect_weights_close(pipeline_weights(straight), pipeline_weights(resumed), 1e-4, std::to_string(g) + "x" + std::to_string(st));
+        for (int s = 3; s < 6; ++s)
+            resumed.step(pipeline_batch(s).images, pipeline_batch(s).labels);
+        expect_weights_close(pipeline_weights(straight), pipeline_weights(resumed), 1e-4,
+                             std::to_string(g) + "x" + std::to_string(st));
     }
 }
 
@@ -446,8 +489,10 @@ TEST(Pipeline, AdamWithClippingTrainsLikeOneDevice) {
     };
     const auto one = train_pipeline(with_adam(layout_options(1, 1, 1)), 5);
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 1, 1}, std::tuple{2, 2, 2}}) {
-        const std::string what = std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
-        expect_weights_close(one, train_pipeline(with_adam(layout_options(g, s, m)), 5), 1e-4, what);
+        const std::string what =
+            std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m);
+        expect_weights_close(one, train_pipeline(with_adam(layout_options(g, s, m)), 5), 1e-4,
+                             what);
     }
 }
 
@@ -478,7 +523,8 @@ TEST(Pipeline, ClippingScalesTheStepByTheGlobalNorm) {
     for (const auto& [name, before] : w0)
         for (std::size_t i = 0; i < before.size(); ++i) {
             const double want = before[i] - factor * (double(before[i]) - u.at(name)[i]);
-            ASSERT_NEAR(c.at(name)[i], want, 1e-6 + 1e-4 * std::abs(want)) << name << "[" << i << "]";
+            ASSERT_NEAR(c.at(name)[i], want, 1e-6 + 1e-4 * std::abs(want))
+                << name << "[" << i << "]";
         }
 }
 
@@ -488,8 +534,10 @@ TEST(Pipeline, AutoencoderWithMseTrainsLikeOneDevice) {
     auto autoencoder = [](int g, int s, int m) {
         EngineOptions o = layout_options(g, s, m);
         o.net = std::make_shared<Sequential>(std::vector<LayerPtr>{
-            std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64, 16, true, "kaiming"}),
-            std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{16, 64, true, "kaiming"})});
+            std::make_shared<Flatten>(),
+            std::make_shared<Linear>(LinearOptions{64, 16, true, "kaiming"}),
+            std::make_shared<ReLU>(),
+            std::make_shared<Linear>(LinearOptions{16, 64, true, "kaiming"})});
         o.loss = std::make_shared<ElementLoss>(ElementLossKind::mse);
         return o;
     };
@@ -510,7 +558,7 @@ TEST(Pipeline, AutoencoderWithMseTrainsLikeOneDevice) {
     for (auto [g, s, m] : {std::tuple{1, 2, 4}, std::tuple{2, 2, 2}}) {
         double f = 0, l = 0;
         expect_weights_close(one, train_autoencoder(autoencoder(g, s, m), &f, &l), 1e-4,
-                     std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m));
+                             std::to_string(g) + "x" + std::to_string(s) + "x" + std::to_string(m));
         EXPECT_NEAR(l, last, 1e-5 * last);
     }
     // Class labels are not an MSE's targets: said before the step, in the loss's terms.

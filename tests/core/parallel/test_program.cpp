@@ -14,7 +14,8 @@ namespace tandem::test {
 namespace {
 
 // Four layers; layers 0 and 2 hold a weight and a bias, 1 and 3 none.
-ProgramSpec spec(int groups, int stages, int micro, PipelineSchedule schedule = PipelineSchedule::gpipe) {
+ProgramSpec spec(int groups, int stages, int micro,
+                 PipelineSchedule schedule = PipelineSchedule::gpipe) {
     ProgramSpec s;
     s.parallel.groups = groups, s.parallel.stages = stages, s.parallel.micro_batches = micro;
     s.parallel.pipeline = schedule;
@@ -34,11 +35,14 @@ std::vector<std::string> lines(const DeviceProgram& program) {
     for (const Op& op : program.ops) {
         std::string line(op_name(op.kind));
         if (op.micro_batch >= 0) line += " " + std::to_string(op.micro_batch);
-        if (op.micro_batch == kEveryMicroBatch && (op.kind == OpKind::forward || op.kind == OpKind::backward))
+        if (op.micro_batch == kEveryMicroBatch &&
+            (op.kind == OpKind::forward || op.kind == OpKind::backward))
             line += " all";
         if (op.kind == OpKind::backward && (op.layer_begin != begin || op.layer_end != end))
-            line += " [" + std::to_string(op.layer_begin) + "," + std::to_string(op.layer_end) + ")";
-        if (op.kind == OpKind::all_reduce) line += " b" + std::to_string(op.bucket) + (op.on_lane ? " lane" : "");
+            line +=
+                " [" + std::to_string(op.layer_begin) + "," + std::to_string(op.layer_end) + ")";
+        if (op.kind == OpKind::all_reduce)
+            line += " b" + std::to_string(op.bucket) + (op.on_lane ? " lane" : "");
         out.push_back(line);
     }
     return out;
@@ -49,23 +53,39 @@ using Lines = std::vector<std::string>;
 TEST(Program, OneDeviceGpipe) {
     const auto programs = build_programs(spec(1, 1, 2));
     ASSERT_EQ(programs.size(), 1u);
-    EXPECT_EQ(lines(programs[0]), (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1",
-                                         "loss gradient 1", "backward 1", "loss gradient 0", "backward 0",
-                                         "barrier", "optimizer"}));
+    EXPECT_EQ(lines(programs[0]), (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1",
+                                         "loss 1", "loss gradient 1", "backward 1",
+                                         "loss gradient 0", "backward 0", "barrier", "optimizer"}));
 }
 
 TEST(Program, TwoStagesOneFOneBHandOffToTheirPeers) {
     const auto programs = build_programs(spec(1, 2, 3, PipelineSchedule::one_f_one_b));
     ASSERT_EQ(programs.size(), 2u);
     EXPECT_EQ(lines(programs[0]),
-              (Lines{"input 0", "forward 0", "send activation 0", "input 1", "forward 1", "send activation 1",
-                     "receive gradient 0", "backward 0", "input 2", "forward 2", "send activation 2",
-                     "receive gradient 1", "backward 1", "receive gradient 2", "backward 2", "barrier", "optimizer"}));
-    EXPECT_EQ(lines(programs[1]),
-              (Lines{"receive activation 0", "forward 0", "loss 0", "loss gradient 0", "backward 0",
-                     "send gradient 0", "receive activation 1", "forward 1", "loss 1", "loss gradient 1",
-                     "backward 1", "send gradient 1", "receive activation 2", "forward 2", "loss 2",
-                     "loss gradient 2", "backward 2", "send gradient 2", "barrier", "optimizer"}));
+              (Lines{"input 0", "forward 0", "send activation 0", "input 1", "forward 1",
+                     "send activation 1", "receive gradient 0", "backward 0", "input 2",
+                     "forward 2", "send activation 2", "receive gradient 1", "backward 1",
+                     "receive gradient 2", "backward 2", "barrier", "optimizer"}));
+    EXPECT_EQ(lines(programs[1]), (Lines{"receive activation 0",
+                                         "forward 0",
+                                         "loss 0",
+                                         "loss gradient 0",
+                                         "backward 0",
+                                         "send gradient 0",
+                                         "receive activation 1",
+                                         "forward 1",
+                                         "loss 1",
+                                         "loss gradient 1",
+                                         "backward 1",
+                                         "send gradient 1",
+                                         "receive activation 2",
+                                         "forward 2",
+                                         "loss 2",
+                                         "loss gradient 2",
+                                         "backward 2",
+                                         "send gradient 2",
+                                         "barrier",
+                                         "optimizer"}));
     for (const Op& op : programs[0].ops)
         if (op.peer >= 0) {
             EXPECT_EQ(op.peer, 1);
@@ -81,10 +101,23 @@ TEST(Program, LastBackwardPostsEachBucketOnceItsLayersAreDone) {
     s.parallel.bucket_bytes = 810;  // buckets: {8, 800} (layer 2), {40} and {4000} (layer 0)
     const auto programs = build_programs(s);
     ASSERT_EQ(programs.size(), 2u);
-    const Lines want{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1",
-                     "loss gradient 1", "backward 1", "loss gradient 0", "backward 0 [2,4)",
-                     "all-reduce b0 lane", "backward 0 [0,2)", "all-reduce b1 lane", "all-reduce b2 lane",
-                     "wait for all-reduce", "barrier", "optimizer"};
+    const Lines want{"input 0",
+                     "forward 0",
+                     "loss 0",
+                     "input 1",
+                     "forward 1",
+                     "loss 1",
+                     "loss gradient 1",
+                     "backward 1",
+                     "loss gradient 0",
+                     "backward 0 [2,4)",
+                     "all-reduce b0 lane",
+                     "backward 0 [0,2)",
+                     "all-reduce b1 lane",
+                     "all-reduce b2 lane",
+                     "wait for all-reduce",
+                     "barrier",
+                     "optimizer"};
     EXPECT_EQ(lines(programs[0]), want);
     EXPECT_EQ(lines(programs[1]), want);
     const auto buckets = stage_buckets(s, 0);
@@ -96,9 +129,9 @@ TEST(Program, LastBackwardPostsEachBucketOnceItsLayersAreDone) {
 
     s.parallel.overlap_backward = false;
     EXPECT_EQ(lines(build_programs(s)[0]),
-              (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1", "loss gradient 1",
-                     "backward 1", "loss gradient 0", "backward 0", "all-reduce b0", "all-reduce b1",
-                     "all-reduce b2", "barrier", "optimizer"}));
+              (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1",
+                     "loss gradient 1", "backward 1", "loss gradient 0", "backward 0",
+                     "all-reduce b0", "all-reduce b1", "all-reduce b2", "barrier", "optimizer"}));
 }
 
 TEST(Program, BucketsGroupAsGradientBucketsDo) {
@@ -106,18 +139,23 @@ TEST(Program, BucketsGroupAsGradientBucketsDo) {
     // buckets must be the same ones, or a bucket would be posted before its layers are done.
     ProgramSpec s = spec(2, 2, 1);
     s.parameter_bytes = {{400, 4}, {1200, 12}, {}, {400, 4}};
-    for (std::size_t bucket_bytes : {std::size_t(1), std::size_t(404), std::size_t(1000), std::size_t(1 << 20)}) {
+    for (std::size_t bucket_bytes :
+         {std::size_t(1), std::size_t(404), std::size_t(1000), std::size_t(1 << 20)}) {
         s.parallel.bucket_bytes = bucket_bytes;
         for (int stage = 0; stage < 2; ++stage) {
             std::vector<std::pair<std::string, Tensor>> grads;
-            for (std::size_t i = s.bounds[static_cast<std::size_t>(stage) + 1]; i-- > s.bounds[static_cast<std::size_t>(stage)];)
-                for (auto it = s.parameter_bytes[i].rbegin(); it != s.parameter_bytes[i].rend(); ++it)
-                    grads.emplace_back("g", Tensor::zeros(Shape{static_cast<std::int64_t>(*it / 4)}, host_device()));
+            for (std::size_t i = s.bounds[static_cast<std::size_t>(stage) + 1];
+                 i-- > s.bounds[static_cast<std::size_t>(stage)];)
+                for (auto it = s.parameter_bytes[i].rbegin(); it != s.parameter_bytes[i].rend();
+                     ++it)
+                    grads.emplace_back("g", Tensor::zeros(Shape{static_cast<std::int64_t>(*it / 4)},
+                                                          host_device()));
             const GradientBuckets engine(grads, bucket_bytes);
             const auto program = stage_buckets(s, stage);
             ASSERT_EQ(program.size(), engine.size()) << bucket_bytes;
             for (std::size_t b = 0; b < program.size(); ++b)
-                EXPECT_EQ(program[b].bytes, engine.bucket(b).flat.nbytes()) << bucket_bytes << " bucket " << b;
+                EXPECT_EQ(program[b].bytes, engine.bucket(b).flat.nbytes())
+                    << bucket_bytes << " bucket " << b;
         }
     }
 }
@@ -133,9 +171,10 @@ TEST(Program, RecomputeForwardKeepsNothingAndBackwardRecomputesFirst) {
         }
     }
     EXPECT_EQ(lines(programs[1]),
-              (Lines{"receive activation 0", "forward 0", "loss 0", "receive activation 1", "forward 1", "loss 1",
-                     "loss gradient 1", "recompute 1", "backward 1", "send gradient 1", "loss gradient 0",
-                     "recompute 0", "backward 0", "send gradient 0", "barrier", "optimizer"}));
+              (Lines{"receive activation 0", "forward 0", "loss 0", "receive activation 1",
+                     "forward 1", "loss 1", "loss gradient 1", "recompute 1", "backward 1",
+                     "send gradient 1", "loss gradient 0", "recompute 0", "backward 0",
+                     "send gradient 0", "barrier", "optimizer"}));
     for (const Op& op : programs[1].ops)
         if (op.kind == OpKind::forward) {
             EXPECT_FALSE(op.keeps_activations);
@@ -146,9 +185,10 @@ TEST(Program, DeterministicModeStashesEachMicroBatchAndReducesAfterBackward) {
     ProgramSpec s = spec(2, 1, 2);
     s.parallel.deterministic = true;
     EXPECT_EQ(lines(build_programs(s)[1]),
-              (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1", "loss gradient 1",
-                     "backward 1", "stash gradients 1", "loss gradient 0", "backward 0", "stash gradients 0",
-                     "sum gradients", "all-reduce b0", "barrier", "optimizer"}));
+              (Lines{"input 0", "forward 0", "loss 0", "input 1", "forward 1", "loss 1",
+                     "loss gradient 1", "backward 1", "stash gradients 1", "loss gradient 0",
+                     "backward 0", "stash gradients 0", "sum gradients", "all-reduce b0", "barrier",
+                     "optimizer"}));
 }
 
 TEST(Program, SyncBatchNormRunsTheMicroBatchesTogether) {
@@ -157,12 +197,13 @@ TEST(Program, SyncBatchNormRunsTheMicroBatchesTogether) {
     const auto programs = build_programs(s);
     EXPECT_EQ(lines(programs[2]),
               (Lines{"input 0", "input 1", "forward all", "send activation 0", "send activation 1",
-                     "receive gradient 0", "receive gradient 1", "backward all", "all-reduce b0", "barrier",
-                     "optimizer"}));
-    EXPECT_EQ(lines(programs[3]),
-              (Lines{"receive activation 0", "receive activation 1", "forward all", "loss 0", "loss 1",
-                     "loss gradient 0", "loss gradient 1", "backward all", "send gradient 0", "send gradient 1",
-                     "all-reduce b0", "barrier", "optimizer"}));
+                     "receive gradient 0", "receive gradient 1", "backward all", "all-reduce b0",
+                     "barrier", "optimizer"}));
+    EXPECT_EQ(
+        lines(programs[3]),
+        (Lines{"receive activation 0", "receive activation 1", "forward all", "loss 0", "loss 1",
+               "loss gradient 0", "loss gradient 1", "backward all", "send gradient 0",
+               "send gradient 1", "all-reduce b0", "barrier", "optimizer"}));
 }
 
 TEST(Program, UpdatePhaseAveragesOnItsStepsAndFoldsDeferredStatistics) {
@@ -176,8 +217,10 @@ TEST(Program, UpdatePhaseAveragesOnItsStepsAndFoldsDeferredStatistics) {
         Lines tail{"barrier", "optimizer"};
         if (averages) tail.push_back("average weights");
         tail.push_back("batch-norm statistics");
-        EXPECT_EQ(Lines(got.end() - static_cast<std::ptrdiff_t>(tail.size()), got.end()), tail) << "step " << step;
-        for (const auto& line : got) EXPECT_EQ(line.find("all-reduce"), std::string::npos) << "no gradient all-reduce";
+        EXPECT_EQ(Lines(got.end() - static_cast<std::ptrdiff_t>(tail.size()), got.end()), tail)
+            << "step " << step;
+        for (const auto& line : got)
+            EXPECT_EQ(line.find("all-reduce"), std::string::npos) << "no gradient all-reduce";
     }
 }
 
@@ -185,10 +228,10 @@ TEST(Program, EvaluationRunsForwardsOnly) {
     ProgramSpec s = spec(2, 2, 2);
     s.mode = Mode::eval;
     const auto programs = build_programs(s);
-    EXPECT_EQ(lines(programs[0]), (Lines{"input 0", "forward 0", "send activation 0", "input 1", "forward 1",
-                                         "send activation 1"}));
-    EXPECT_EQ(lines(programs[1]),
-              (Lines{"receive activation 0", "forward 0", "loss 0", "receive activation 1", "forward 1", "loss 1"}));
+    EXPECT_EQ(lines(programs[0]), (Lines{"input 0", "forward 0", "send activation 0", "input 1",
+                                         "forward 1", "send activation 1"}));
+    EXPECT_EQ(lines(programs[1]), (Lines{"receive activation 0", "forward 0", "loss 0",
+                                         "receive activation 1", "forward 1", "loss 1"}));
 }
 
 TEST(Program, EverySendMeetsOneReceiveAndEveryLayerRunsOnce) {
@@ -206,15 +249,19 @@ TEST(Program, EverySendMeetsOneReceiveAndEveryLayerRunsOnce) {
                     std::map<int, std::size_t> backward_layers;  // micro-batch -> layers covered
                     for (const Op& op : programs[d].ops) {
                         const int self = static_cast<int>(d);
-                        if (op.kind == OpKind::send_activation) sends[{self, op.peer, true, op.micro_batch}] = op.bytes;
-                        if (op.kind == OpKind::send_gradient) sends[{self, op.peer, false, op.micro_batch}] = op.bytes;
+                        if (op.kind == OpKind::send_activation)
+                            sends[{self, op.peer, true, op.micro_batch}] = op.bytes;
+                        if (op.kind == OpKind::send_gradient)
+                            sends[{self, op.peer, false, op.micro_batch}] = op.bytes;
                         if (op.kind == OpKind::receive_activation)
                             receives[{op.peer, self, true, op.micro_batch}] = op.bytes;
                         if (op.kind == OpKind::receive_gradient)
                             receives[{op.peer, self, false, op.micro_batch}] = op.bytes;
-                        if (op.kind == OpKind::backward) backward_layers[op.micro_batch] += op.layer_end - op.layer_begin;
+                        if (op.kind == OpKind::backward)
+                            backward_layers[op.micro_batch] += op.layer_end - op.layer_begin;
                     }
-                    for (int m = 0; m < micro; ++m) EXPECT_EQ(backward_layers[m], 2u) << "device " << d << " mb " << m;
+                    for (int m = 0; m < micro; ++m)
+                        EXPECT_EQ(backward_layers[m], 2u) << "device " << d << " mb " << m;
                 }
                 EXPECT_EQ(sends, receives);
                 EXPECT_EQ(sends.size(), static_cast<std::size_t>(2 * 2 * micro));

@@ -14,9 +14,11 @@ namespace tandem::test {
 namespace {
 
 // Stage s runs layer s; the edges in the order given, each carrying `bytes`.
-StageGraph graph_of(int stages, const std::vector<std::pair<int, int>>& edges, std::size_t bytes = 64) {
+StageGraph graph_of(int stages, const std::vector<std::pair<int, int>>& edges,
+                    std::size_t bytes = 64) {
     StageGraph g;
-    for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) g.stages.push_back({s, s + 1, {}, {}});
+    for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s)
+        g.stages.push_back({s, s + 1, {}, {}});
     for (const auto& [from, to] : edges) {
         const int id = static_cast<int>(g.edges.size());
         g.edges.push_back({id, from, to, bytes});
@@ -27,7 +29,9 @@ StageGraph graph_of(int stages, const std::vector<std::pair<int, int>>& edges, s
 }
 
 // input -e0-> 0; 0 -e1-> 1, 0 -e2-> 2 (the branches); 1 -e3-> 3, 2 -e4-> 3; 3 -e5-> loss.
-StageGraph diamond() { return graph_of(4, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}}); }
+StageGraph diamond() {
+    return graph_of(4, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}});
+}
 
 ProgramSpec graph_spec(StageGraph graph, int groups, int micro, PipelineSchedule schedule) {
     ProgramSpec s;
@@ -59,27 +63,32 @@ using Lines = std::vector<std::string>;
 TEST(ProgramGraph, DiamondGpipeSendsToBothBranchesAndSumsTheirGradients) {
     const auto programs = build_programs(graph_spec(diamond(), 1, 2, PipelineSchedule::gpipe));
     ASSERT_EQ(programs.size(), 4u);
-    EXPECT_EQ(edge_lines(programs[0]),
-              (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2", "input 1 e0",
-                     "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2", "receive gradient 1 e1 @1",
-                     "receive gradient 1 e2 @2", "backward 1", "receive gradient 0 e1 @1",
-                     "receive gradient 0 e2 @2", "backward 0", "barrier", "optimizer"}));
+    EXPECT_EQ(
+        edge_lines(programs[0]),
+        (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2",
+               "input 1 e0", "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2",
+               "receive gradient 1 e1 @1", "receive gradient 1 e2 @2", "backward 1",
+               "receive gradient 0 e1 @1", "receive gradient 0 e2 @2", "backward 0", "barrier",
+               "optimizer"}));
     EXPECT_EQ(edge_lines(programs[1]),
               (Lines{"receive activation 0 e1 @0", "forward 0", "send activation 0 e3 @3",
                      "receive activation 1 e1 @0", "forward 1", "send activation 1 e3 @3",
-                     "receive gradient 1 e3 @3", "backward 1", "send gradient 1 e1 @0", "receive gradient 0 e3 @3",
-                     "backward 0", "send gradient 0 e1 @0", "barrier", "optimizer"}));
+                     "receive gradient 1 e3 @3", "backward 1", "send gradient 1 e1 @0",
+                     "receive gradient 0 e3 @3", "backward 0", "send gradient 0 e1 @0", "barrier",
+                     "optimizer"}));
     EXPECT_EQ(edge_lines(programs[2]),
               (Lines{"receive activation 0 e2 @0", "forward 0", "send activation 0 e4 @3",
                      "receive activation 1 e2 @0", "forward 1", "send activation 1 e4 @3",
-                     "receive gradient 1 e4 @3", "backward 1", "send gradient 1 e2 @0", "receive gradient 0 e4 @3",
-                     "backward 0", "send gradient 0 e2 @0", "barrier", "optimizer"}));
-    EXPECT_EQ(edge_lines(programs[3]),
-              (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
-                     "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
-                     "loss gradient 1 e5", "backward 1", "send gradient 1 e3 @1", "send gradient 1 e4 @2",
-                     "loss gradient 0 e5", "backward 0", "send gradient 0 e3 @1", "send gradient 0 e4 @2", "barrier",
+                     "receive gradient 1 e4 @3", "backward 1", "send gradient 1 e2 @0",
+                     "receive gradient 0 e4 @3", "backward 0", "send gradient 0 e2 @0", "barrier",
                      "optimizer"}));
+    EXPECT_EQ(
+        edge_lines(programs[3]),
+        (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
+               "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
+               "loss gradient 1 e5", "backward 1", "send gradient 1 e3 @1", "send gradient 1 e4 @2",
+               "loss gradient 0 e5", "backward 0", "send gradient 0 e3 @1", "send gradient 0 e4 @2",
+               "barrier", "optimizer"}));
     // What moves along an edge is its tensor (the loss ops move nothing).
     for (const auto& program : programs)
         for (const Op& op : program.ops)
@@ -90,23 +99,28 @@ TEST(ProgramGraph, DiamondGpipeSendsToBothBranchesAndSumsTheirGradients) {
 
 TEST(ProgramGraph, DiamondOneFOneBWarmsUpByDepth) {
     // Depths: stage 0 two, the branches one, stage 3 none: warm-ups of 2, 2, 2 and 1 forwards.
-    const auto programs = build_programs(graph_spec(diamond(), 1, 2, PipelineSchedule::one_f_one_b));
-    EXPECT_EQ(edge_lines(programs[0]),
-              (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2", "input 1 e0",
-                     "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2", "receive gradient 0 e1 @1",
-                     "receive gradient 0 e2 @2", "backward 0", "receive gradient 1 e1 @1",
-                     "receive gradient 1 e2 @2", "backward 1", "barrier", "optimizer"}));
+    const auto programs =
+        build_programs(graph_spec(diamond(), 1, 2, PipelineSchedule::one_f_one_b));
+    EXPECT_EQ(
+        edge_lines(programs[0]),
+        (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1", "send activation 0 e2 @2",
+               "input 1 e0", "forward 1", "send activation 1 e1 @1", "send activation 1 e2 @2",
+               "receive gradient 0 e1 @1", "receive gradient 0 e2 @2", "backward 0",
+               "receive gradient 1 e1 @1", "receive gradient 1 e2 @2", "backward 1", "barrier",
+               "optimizer"}));
     EXPECT_EQ(edge_lines(programs[2]),
               (Lines{"receive activation 0 e2 @0", "forward 0", "send activation 0 e4 @3",
                      "receive activation 1 e2 @0", "forward 1", "send activation 1 e4 @3",
-                     "receive gradient 0 e4 @3", "backward 0", "send gradient 0 e2 @0", "receive gradient 1 e4 @3",
-                     "backward 1", "send gradient 1 e2 @0", "barrier", "optimizer"}));
-    EXPECT_EQ(edge_lines(programs[3]),
-              (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
-                     "loss gradient 0 e5", "backward 0", "send gradient 0 e3 @1", "send gradient 0 e4 @2",
-                     "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
-                     "loss gradient 1 e5", "backward 1", "send gradient 1 e3 @1", "send gradient 1 e4 @2", "barrier",
+                     "receive gradient 0 e4 @3", "backward 0", "send gradient 0 e2 @0",
+                     "receive gradient 1 e4 @3", "backward 1", "send gradient 1 e2 @0", "barrier",
                      "optimizer"}));
+    EXPECT_EQ(
+        edge_lines(programs[3]),
+        (Lines{"receive activation 0 e3 @1", "receive activation 0 e4 @2", "forward 0", "loss 0 e5",
+               "loss gradient 0 e5", "backward 0", "send gradient 0 e3 @1", "send gradient 0 e4 @2",
+               "receive activation 1 e3 @1", "receive activation 1 e4 @2", "forward 1", "loss 1 e5",
+               "loss gradient 1 e5", "backward 1", "send gradient 1 e3 @1", "send gradient 1 e4 @2",
+               "barrier", "optimizer"}));
 }
 
 TEST(ProgramGraph, SecondGroupTalksToItsOwnStages) {
@@ -126,7 +140,8 @@ TEST(ProgramGraph, AChainAsAGraphGivesTheChainsPrograms) {
         for (int micro : {1, 2, 5})
             for (int variant = 0; variant < 4; ++variant) {
                 ProgramSpec chain;
-                chain.parallel.groups = 2, chain.parallel.stages = 3, chain.parallel.micro_batches = micro;
+                chain.parallel.groups = 2, chain.parallel.stages = 3,
+                chain.parallel.micro_batches = micro;
                 chain.parallel.pipeline = schedule;
                 chain.parallel.bucket_bytes = 100;
                 if (variant == 1) chain.parallel.recompute = {true};
@@ -144,7 +159,8 @@ TEST(ProgramGraph, AChainAsAGraphGivesTheChainsPrograms) {
                 const auto want = build_programs(chain), got = build_programs(as_graph);
                 ASSERT_EQ(got.size(), want.size());
                 for (std::size_t d = 0; d < got.size(); ++d)
-                    EXPECT_EQ(got[d].ops, want[d].ops) << "device " << d << " variant " << variant << " M=" << micro;
+                    EXPECT_EQ(got[d].ops, want[d].ops)
+                        << "device " << d << " variant " << variant << " M=" << micro;
             }
 }
 
@@ -155,10 +171,12 @@ TEST(ProgramGraph, AChainsEdgesSitAtItsBounds) {
     s.bounds = {0, 2, 3};
     s.boundary_bytes = {7, 8, 9};
     const auto programs = build_programs(s);
-    EXPECT_EQ(edge_lines(programs[0]), (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1",
-                                         "receive gradient 0 e1 @1", "backward 0", "barrier", "optimizer"}));
-    EXPECT_EQ(edge_lines(programs[1]), (Lines{"receive activation 0 e1 @0", "forward 0", "loss 0 e2", "loss gradient 0 e2",
-                                         "backward 0", "send gradient 0 e1 @0", "barrier", "optimizer"}));
+    EXPECT_EQ(edge_lines(programs[0]),
+              (Lines{"input 0 e0", "forward 0", "send activation 0 e1 @1",
+                     "receive gradient 0 e1 @1", "backward 0", "barrier", "optimizer"}));
+    EXPECT_EQ(edge_lines(programs[1]),
+              (Lines{"receive activation 0 e1 @0", "forward 0", "loss 0 e2", "loss gradient 0 e2",
+                     "backward 0", "send gradient 0 e1 @0", "barrier", "optimizer"}));
     const StageGraph g = chain_stage_graph(s.bounds, s.boundary_bytes);
     ASSERT_EQ(g.edges.size(), 3u);
     EXPECT_EQ(g.edges[1].from, 0);
@@ -180,11 +198,13 @@ TEST(ProgramGraph, AChainsEdgesSitAtItsBounds) {
             const int group = programs[d].group;
             for (; at[d] < programs[d].ops.size(); ++at[d]) {
                 const Op& op = programs[d].ops[at[d]];
-                const bool backward = op.kind == OpKind::send_gradient || op.kind == OpKind::receive_gradient;
+                const bool backward =
+                    op.kind == OpKind::send_gradient || op.kind == OpKind::receive_gradient;
                 const Key key{backward, group, op.edge, op.micro_batch};
                 if (op.kind == OpKind::send_activation || op.kind == OpKind::send_gradient) {
                     posted.insert(key);
-                } else if (op.kind == OpKind::receive_activation || op.kind == OpKind::receive_gradient) {
+                } else if (op.kind == OpKind::receive_activation ||
+                           op.kind == OpKind::receive_gradient) {
                     const auto it = posted.find(key);
                     if (it == posted.end()) break;  // waits
                     posted.erase(it);
@@ -195,9 +215,11 @@ TEST(ProgramGraph, AChainsEdgesSitAtItsBounds) {
     }
     for (std::size_t d = 0; d < programs.size(); ++d)
         if (at[d] < programs[d].ops.size())
-            return ::testing::AssertionFailure() << "device " << d << " waits forever at op " << at[d] << " ("
-                                                 << op_name(programs[d].ops[at[d]].kind) << ")";
-    if (!posted.empty()) return ::testing::AssertionFailure() << posted.size() << " tensors sent and never taken";
+            return ::testing::AssertionFailure()
+                   << "device " << d << " waits forever at op " << at[d] << " ("
+                   << op_name(programs[d].ops[at[d]].kind) << ")";
+    if (!posted.empty())
+        return ::testing::AssertionFailure() << posted.size() << " tensors sent and never taken";
     return ::testing::AssertionSuccess();
 }
 
@@ -205,11 +227,22 @@ TEST(ProgramGraph, NoGraphDeadlocksUnderEitherSchedule) {
     const std::vector<std::pair<std::string, StageGraph>> graphs{
         {"diamond", diamond()},
         // A long branch beside a short one, and a skip from the first stage to the last.
-        {"uneven", graph_of(5, {{kBatchInput, 0}, {0, 1}, {1, 2}, {2, 4}, {0, 3}, {3, 4}, {0, 4}, {4, kLoss}})},
+        {"uneven",
+         graph_of(5,
+                  {{kBatchInput, 0}, {0, 1}, {1, 2}, {2, 4}, {0, 3}, {3, 4}, {0, 4}, {4, kLoss}})},
         // Two stages reading the batch, joined at the end.
-        {"two inputs", graph_of(3, {{kBatchInput, 0}, {kBatchInput, 1}, {0, 2}, {1, 2}, {2, kLoss}})},
+        {"two inputs",
+         graph_of(3, {{kBatchInput, 0}, {kBatchInput, 1}, {0, 2}, {1, 2}, {2, kLoss}})},
         // A fan-out whose branches meet at different depths.
-        {"ladder", graph_of(5, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 2}, {2, 3}, {1, 3}, {3, 4}, {2, 4}, {4, kLoss}})},
+        {"ladder", graph_of(5, {{kBatchInput, 0},
+                                {0, 1},
+                                {0, 2},
+                                {1, 2},
+                                {2, 3},
+                                {1, 3},
+                                {3, 4},
+                                {2, 4},
+                                {4, kLoss}})},
     };
     for (const auto& [name, graph] : graphs)
         for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
@@ -219,7 +252,8 @@ TEST(ProgramGraph, NoGraphDeadlocksUnderEitherSchedule) {
                     ProgramSpec s = graph_spec(graph, 2, micro, schedule);
                     if (sync) s.parallel.batch_norm = BatchNormMode::sync;
                     EXPECT_TRUE(runs_to_the_end(build_programs(s)))
-                        << name << " " << pipeline_schedule_name(schedule) << " M=" << micro << (sync ? " sync" : "");
+                        << name << " " << pipeline_schedule_name(schedule) << " M=" << micro
+                        << (sync ? " sync" : "");
                 }
 }
 
@@ -232,8 +266,9 @@ TEST(ProgramGraph, TheCheckerCatchesADeadlock) {
     auto programs = build_programs(s);
     const Op early{.kind = OpKind::receive_gradient, .micro_batch = 0, .peer = 1, .edge = 1};
     programs[0].ops.insert(programs[0].ops.begin(), early);
-    programs[0].ops.erase(std::find_if(programs[0].ops.begin() + 1, programs[0].ops.end(),
-                                       [](const Op& op) { return op.kind == OpKind::receive_gradient; }));
+    programs[0].ops.erase(
+        std::find_if(programs[0].ops.begin() + 1, programs[0].ops.end(),
+                     [](const Op& op) { return op.kind == OpKind::receive_gradient; }));
     EXPECT_FALSE(runs_to_the_end(programs));
 }
 
@@ -251,16 +286,18 @@ void expect_graph_refused(const StageGraph& graph, const std::string& says, int 
 
 TEST(ProgramGraph, GraphsThatCannotRunAreRefusedNamingTheStage) {
     expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {1, 2}, {2, 1}, {2, kLoss}}),
-                   "stages 1 -> 2 -> 1 form a cycle");
+                         "stages 1 -> 2 -> 1 form a cycle");
     expect_graph_refused(graph_of(4, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {3, kLoss}}),
-                   "stage 2 has no path to the loss");
+                         "stage 2 has no path to the loss");
     expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 1}, {0, 2}, {1, kLoss}, {2, kLoss}}),
-                   "stages 1, 2 all compute the loss");
+                         "stages 1, 2 all compute the loss");
     expect_graph_refused(graph_of(2, {{kBatchInput, 0}, {0, 1}}), "no stage computes the loss");
-    expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 2}, {1, 2}, {2, kLoss}}), "stage 1 has no input");
-    expect_graph_refused(graph_of(2, {{kBatchInput, 0}, {0, 0}, {0, 1}, {1, kLoss}}), "from stage 0 to itself");
+    expect_graph_refused(graph_of(3, {{kBatchInput, 0}, {0, 2}, {1, 2}, {2, kLoss}}),
+                         "stage 1 has no input");
+    expect_graph_refused(graph_of(2, {{kBatchInput, 0}, {0, 0}, {0, 1}, {1, kLoss}}),
+                         "from stage 0 to itself");
     expect_graph_refused(graph_of(2, {{kBatchInput, kLoss}, {kBatchInput, 0}, {0, 1}, {1, kLoss}}),
-                   "straight to the loss");
+                         "straight to the loss");
     expect_graph_refused(diamond(), "3 stages, but the stage graph has 4", 3);
 
     StageGraph overlapping = diamond();
@@ -271,10 +308,12 @@ TEST(ProgramGraph, GraphsThatCannotRunAreRefusedNamingTheStage) {
     expect_graph_refused(empty_stage, "stage 1 has no layers");
     StageGraph mislisted = diamond();
     mislisted.stages[1].inputs = {2};
-    expect_graph_refused(mislisted, "stage 1 lists edge 2 among its inputs, but it goes from stage 0 to stage 2");
+    expect_graph_refused(
+        mislisted, "stage 1 lists edge 2 among its inputs, but it goes from stage 0 to stage 2");
     StageGraph unlisted = diamond();
     unlisted.stages[3].inputs = {3};
-    expect_graph_refused(unlisted, "edge 4 goes to stage 3, which does not list it among its inputs");
+    expect_graph_refused(unlisted,
+                         "edge 4 goes to stage 3, which does not list it among its inputs");
 
     ProgramSpec both = graph_spec(diamond(), 1, 1, PipelineSchedule::gpipe);
     both.bounds = {0, 1, 2, 3, 4};

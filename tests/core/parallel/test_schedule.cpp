@@ -21,8 +21,10 @@ TEST(PipelineSchedule, GpipeFillsThenDrains) {
 }
 
 TEST(PipelineSchedule, OneForwardOneBackward) {
-    EXPECT_EQ(text(stage_ops(PipelineSchedule::one_f_one_b, 3, 0, 5)), "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 ");
-    EXPECT_EQ(text(stage_ops(PipelineSchedule::one_f_one_b, 3, 2, 5)), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 ");
+    EXPECT_EQ(text(stage_ops(PipelineSchedule::one_f_one_b, 3, 0, 5)),
+              "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 ");
+    EXPECT_EQ(text(stage_ops(PipelineSchedule::one_f_one_b, 3, 2, 5)),
+              "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 ");
     EXPECT_EQ(text(stage_ops(PipelineSchedule::one_f_one_b, 4, 0, 2)), "F0 F1 B0 B1 ");
     EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, 1, 8), 3);
 }

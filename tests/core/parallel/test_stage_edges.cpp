@@ -18,7 +18,8 @@ namespace {
 // (edges 1..readers).
 std::shared_ptr<const UnitPlacement> one_unit_read_by(int readers) {
     auto placed = std::make_shared<UnitPlacement>();
-    placed->units.push_back({.name = "fc", .layer = 0, .node = -1, .inputs = {kBatchValue}, .value = 1});
+    placed->units.push_back(
+        {.name = "fc", .layer = 0, .node = -1, .inputs = {kBatchValue}, .value = 1});
     placed->values = 2, placed->loss_value = 1;
     StageNode node{.layer_begin = 0, .layer_end = 1, .inputs = {0}, .outputs = {}};
     placed->graph.edges.push_back({.id = 0, .from = kBatchInput, .to = 0});
@@ -42,7 +43,8 @@ struct OneStage {
         parts.parallel = &parallel;
         stage = std::make_unique<Stage>(std::move(parts));
     }
-    std::shared_ptr<CpuDevice> device = std::make_shared<CpuDevice>(0, CpuDeviceOptions{std::size_t(1) << 30, 1});
+    std::shared_ptr<CpuDevice> device =
+        std::make_shared<CpuDevice>(0, CpuDeviceOptions{std::size_t(1) << 30, 1});
     std::shared_ptr<Sequential> net = std::make_shared<Sequential>(
         std::vector<LayerPtr>{std::make_shared<Linear>(LinearOptions{3, 2, true, "kaiming"})});
     ParallelOptions parallel;
@@ -55,20 +57,27 @@ StepPlan plan_of(int edges) {
                     Tensor::zeros({2}, host_device()));
 }
 
-Tensor host(const std::vector<float>& values) { return Tensor::from_vector({2, 2}, host_device(), values); }
+Tensor host(const std::vector<float>& values) {
+    return Tensor::from_vector({2, 2}, host_device(), values);
+}
 
 // input -e0-> the stage -e1-> and -e2-> two readers: the gradient it backs with is theirs summed.
 // `readers` 1: one reader, handed the sum, for reference.
-std::vector<std::vector<float>> gradients_with_readers(int readers, std::vector<float>* sent = nullptr) {
+std::vector<std::vector<float>> gradients_with_readers(int readers,
+                                                       std::vector<float>* sent = nullptr) {
     OneStage s(readers);
     DeviceProgram program;
     program.ops.push_back({.kind = OpKind::load_input, .micro_batch = 0, .edge = 0});
-    program.ops.push_back({.kind = OpKind::forward, .micro_batch = 0, .layer_begin = 0, .layer_end = 1});
+    program.ops.push_back(
+        {.kind = OpKind::forward, .micro_batch = 0, .layer_begin = 0, .layer_end = 1});
     for (int r = 1; r <= readers; ++r)
-        program.ops.push_back({.kind = OpKind::send_activation, .micro_batch = 0, .peer = r, .edge = r});
+        program.ops.push_back(
+            {.kind = OpKind::send_activation, .micro_batch = 0, .peer = r, .edge = r});
     for (int r = 1; r <= readers; ++r)
-        program.ops.push_back({.kind = OpKind::receive_gradient, .micro_batch = 0, .peer = r, .edge = r});
-    program.ops.push_back({.kind = OpKind::backward, .micro_batch = 0, .layer_begin = 0, .layer_end = 1});
+        program.ops.push_back(
+            {.kind = OpKind::receive_gradient, .micro_batch = 0, .peer = r, .edge = r});
+    program.ops.push_back(
+        {.kind = OpKind::backward, .micro_batch = 0, .layer_begin = 0, .layer_end = 1});
     StepPlan plan = plan_of(readers + 1);
     auto done = s.device->worker().submit([&] { s.stage->run(plan, program); });
 
@@ -78,7 +87,8 @@ std::vector<std::vector<float>> gradients_with_readers(int readers, std::vector<
     std::vector<std::vector<float>> activations;
     for (int r = 1; r <= readers; ++r)
         activations.push_back(plan.board.take(EdgeDirection::forward, 0, r, 0).to_vector());
-    for (const auto& a : activations) EXPECT_EQ(a, activations.front()) << "every reader gets the same output";
+    for (const auto& a : activations)
+        EXPECT_EQ(a, activations.front()) << "every reader gets the same output";
     if (sent) *sent = activations.front();
     if (readers == 1) {
         plan.board.put(EdgeDirection::backward, 0, 1, 0, host(sum));
@@ -94,7 +104,8 @@ std::vector<std::vector<float>> gradients_with_readers(int readers, std::vector<
 
 TEST(StageEdges, AnOutputReadByTwoStagesGetsTheirGradientsSummed) {
     std::vector<float> to_two, to_one;
-    const auto summed = gradients_with_readers(2, &to_two), reference = gradients_with_readers(1, &to_one);
+    const auto summed = gradients_with_readers(2, &to_two),
+               reference = gradients_with_readers(1, &to_one);
     EXPECT_EQ(to_two, to_one);
     ASSERT_EQ(summed.size(), 2u);  // weight and bias
     EXPECT_EQ(summed, reference);

@@ -9,12 +9,12 @@
 #include <atomic>
 #include <cmath>
 
+#include "base/error.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
-#include "base/error.h"
 #include "plan/analytic_costs.h"
 #include "plan/measured_costs.h"
 
@@ -33,8 +33,9 @@ std::shared_ptr<Sequential> cost_net() {
     Conv2dOptions d = c;
     d.in_channels = 64;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
-        std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<Conv2d>(d), std::make_shared<ReLU>(),
-        std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions{64 * 32 * 32, 10, true, "kaiming"})});
+        std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<Conv2d>(d),
+        std::make_shared<ReLU>(), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{64 * 32 * 32, 10, true, "kaiming"})});
 }
 
 TopologyDevice v100() {
@@ -66,16 +67,19 @@ TEST(CostModel, AnalyticTimesFollowTheRoofline) {
     const double conv2 = 2.0 * 64 * 64 * 9 * 32 * 32 * 32 / flops_per_ms + m.launch_us / 1e3;
     EXPECT_NEAR(one[2].forward_ms, conv2, 1e-9);
     EXPECT_NEAR(one[2].backward_ms, 2 * (conv2 - m.launch_us / 1e3) + 2 * m.launch_us / 1e3, 1e-9);
-    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a cost_net
-    // whose first layer is conv2's twin, compute-bound).
-    auto tail = std::make_shared<Sequential>(std::vector<LayerPtr>{std::make_shared<Conv2d>(conv64()), std::make_shared<ReLU>()});
-    const auto first = AnalyticCostModel(net_shapes(*tail, Shape({64, 32, 32})), true).layer_costs(v100(), 32);
+    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a
+    // cost_net whose first layer is conv2's twin, compute-bound).
+    auto tail = std::make_shared<Sequential>(
+        std::vector<LayerPtr>{std::make_shared<Conv2d>(conv64()), std::make_shared<ReLU>()});
+    const auto first =
+        AnalyticCostModel(net_shapes(*tail, Shape({64, 32, 32})), true).layer_costs(v100(), 32);
     EXPECT_NEAR(first[0].backward_ms, conv2 + m.launch_us / 1e3, 1e-9);
     // ReLU is memory-bound: bytes over the attained bandwidth.
     const double relu_bytes = 3.0 * 64 * 32 * 32 * 4 * 32;  // input, output and the saved output
     EXPECT_GT(one[1].forward_ms, 0.5 * relu_bytes / (m.bandwidth_gbs * m.bandwidth_fraction * 1e6));
     // Twice the batch, about twice the time (launches aside); weights do not grow.
-    EXPECT_NEAR(two[2].forward_ms - m.launch_us / 1e3, 2 * (one[2].forward_ms - m.launch_us / 1e3), 1e-9);
+    EXPECT_NEAR(two[2].forward_ms - m.launch_us / 1e3, 2 * (one[2].forward_ms - m.launch_us / 1e3),
+                1e-9);
     EXPECT_EQ(two[5].parameter_bytes, one[5].parameter_bytes);
     EXPECT_EQ(two[5].optimizer_bytes, one[5].parameter_bytes);  // momentum
     EXPECT_EQ(two[2].input_bytes, 2 * one[2].input_bytes);

@@ -7,8 +7,8 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "device/cpu/cpu_device.h"
-#include "layers/cross_entropy.h"
 #include "layers/conv2d.h"
+#include "layers/cross_entropy.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pool2d.h"
@@ -66,7 +66,8 @@ std::optional<std::vector<std::size_t>> brute_force(const std::vector<LayerCost>
         if (p.fits()) {
             double sq = 0;
             for (const auto& st : p.stages) sq += st.time_ms * st.time_ms;
-            if (!best || p.slowest_ms() < best_max || (p.slowest_ms() == best_max && sq < best_sq)) {
+            if (!best || p.slowest_ms() < best_max ||
+                (p.slowest_ms() == best_max && sq < best_sq)) {
                 best = cuts;
                 best_max = p.slowest_ms();
                 best_sq = sq;
@@ -118,7 +119,8 @@ PartitionOptions random_options(std::uint64_t key, std::size_t L) {
 }
 
 TEST(PartitionerStageCost, InFlightPerSchedule) {
-    for (int s = 0; s < 4; ++s) EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::gpipe, 4, s, 8), 8);
+    for (int s = 0; s < 4; ++s)
+        EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::gpipe, 4, s, 8), 8);
     const int m8[] = {4, 3, 2, 1}, m2[] = {2, 2, 2, 1};
     for (int s = 0; s < 4; ++s) {
         EXPECT_EQ(micro_batches_in_flight(PipelineSchedule::one_f_one_b, 4, s, 8), m8[s]);
@@ -128,8 +130,9 @@ TEST(PartitionerStageCost, InFlightPerSchedule) {
     EXPECT_THROW(micro_batches_in_flight(PipelineSchedule::gpipe, 4, 4, 4), ConfigError);
     EXPECT_EQ(parse_pipeline_schedule("1f1b"), PipelineSchedule::one_f_one_b);
     EXPECT_EQ(parse_pipeline_schedule("gpipe"), PipelineSchedule::gpipe);
-    EXPECT_NE(error_text<ConfigError>([] { parse_pipeline_schedule("zigzag"); }).find("gpipe, 1f1b"),
-              std::string::npos);
+    EXPECT_NE(
+        error_text<ConfigError>([] { parse_pipeline_schedule("zigzag"); }).find("gpipe, 1f1b"),
+        std::string::npos);
 }
 
 TEST(PartitionerStageCost, MemoryFormula) {
@@ -225,7 +228,8 @@ TEST(Partitioner, RealTimesMatchBruteForceBottleneck) {
         o.caps = {kGiB};
         const auto expected = brute_force(costs, o);
         ASSERT_TRUE(expected.has_value());
-        EXPECT_EQ(best_partition(costs, o).slowest_ms(), evaluate_partition(costs, *expected, o).slowest_ms())
+        EXPECT_EQ(best_partition(costs, o).slowest_ms(),
+                  evaluate_partition(costs, *expected, o).slowest_ms())
             << "trial " << trial;
     }
 }
@@ -289,8 +293,9 @@ TEST(Partitioner, InfeasibleSaysWhatEachStageNeeds) {
 }
 
 TEST(Partitioner, BadOptions) {
-    EXPECT_NE(error_text<ConfigError>([] { best_partition(timed({1, 1}), options(3)); })
-                  .find("2 top-level layers into 3 stages"),
+    EXPECT_NE(error_text<ConfigError>([] {
+                  best_partition(timed({1, 1}), options(3));
+              }).find("2 top-level layers into 3 stages"),
               std::string::npos);
     PartitionOptions o = options(2);
     o.caps = {1, 2, 3};
@@ -308,8 +313,10 @@ TEST(Partitioner, BadOptions) {
 TEST(Partitioner, ParseManualCuts) {
     const std::vector<std::string> names{"conv1", "relu1", "pool1", "conv2", "fc1", "fc2"};
     EXPECT_EQ(parse_cuts({std::string("pool1")}, names, 2), (std::vector<std::size_t>{3}));
-    EXPECT_EQ(parse_cuts({std::int64_t(3), std::string("fc1")}, names, 3), (std::vector<std::size_t>{3, 5}));
-    EXPECT_EQ(parse_cuts({std::int64_t(1), std::int64_t(5)}, names, 3), (std::vector<std::size_t>{1, 5}));
+    EXPECT_EQ(parse_cuts({std::int64_t(3), std::string("fc1")}, names, 3),
+              (std::vector<std::size_t>{3, 5}));
+    EXPECT_EQ(parse_cuts({std::int64_t(1), std::int64_t(5)}, names, 3),
+              (std::vector<std::size_t>{1, 5}));
     EXPECT_TRUE(parse_cuts({}, names, 1).empty());
 
     auto text = [&](std::vector<CutSpec> specs, int stages) {
@@ -324,9 +331,11 @@ TEST(Partitioner, ParseManualCuts) {
     const std::string order = text({std::string("fc1"), std::int64_t(2)}, 3);
     EXPECT_NE(order.find("cuts must increase"), std::string::npos) << order;
     EXPECT_NE(order.find("'fc1'"), std::string::npos) << order;
-    EXPECT_NE(text({std::int64_t(3), std::int64_t(3)}, 3).find("cuts must increase"), std::string::npos);
+    EXPECT_NE(text({std::int64_t(3), std::int64_t(3)}, 3).find("cuts must increase"),
+              std::string::npos);
     EXPECT_NE(text({std::int64_t(3)}, 3).find("1 cut for 3 stages (need 2"), std::string::npos);
-    EXPECT_NE(text({std::int64_t(1), std::int64_t(2)}, 2).find("2 cuts for 2 stages"), std::string::npos);
+    EXPECT_NE(text({std::int64_t(1), std::int64_t(2)}, 2).find("2 cuts for 2 stages"),
+              std::string::npos);
 }
 
 TEST(Partitioner, TableShowsStagesAndSlowest) {
@@ -338,7 +347,8 @@ TEST(Partitioner, TableShowsStagesAndSlowest) {
     PartitionOptions o = options(2, 1024 * 1024);
     o.schedule = PipelineSchedule::one_f_one_b;
     o.micro_batches = 4;
-    const Partition p = evaluate_partition(costs, parse_cuts({std::int64_t(2)}, {"conv1", "l2", "l3", "fc2"}, 2), o);
+    const Partition p = evaluate_partition(
+        costs, parse_cuts({std::int64_t(2)}, {"conv1", "l2", "l3", "fc2"}, 2), o);
     const std::string table = format_partition(p, costs);
     EXPECT_NE(table.find("into 2 stages (1f1b, 4 micro-batches"), std::string::npos) << table;
     EXPECT_NE(table.find("conv1..l2"), std::string::npos) << table;
@@ -350,7 +360,8 @@ TEST(Partitioner, TableShowsStagesAndSlowest) {
     EXPECT_NE(table.find("slowest stage: 2, 7.000 ms"), std::string::npos) << table;
     EXPECT_EQ(table.find("over cap"), std::string::npos) << table;
     o.caps = {1024};
-    EXPECT_NE(format_partition(evaluate_partition(costs, {2}, o), costs).find("over cap"), std::string::npos);
+    EXPECT_NE(format_partition(evaluate_partition(costs, {2}, o), costs).find("over cap"),
+              std::string::npos);
 }
 
 TEST(Partitioner, ProfiledNetOnCpu) {
@@ -362,10 +373,12 @@ TEST(Partitioner, ProfiledNetOnCpu) {
     c2.in_channels = 8;
     Pool2dOptions pool;
     pool.kernel_h = pool.kernel_w = 2;
-    Sequential net({std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(pool),
-                    std::make_shared<Conv2d>(c2), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
+    Sequential net({std::make_shared<Conv2d>(c), std::make_shared<ReLU>(),
+                    std::make_shared<MaxPool2d>(pool), std::make_shared<Conv2d>(c2),
+                    std::make_shared<ReLU>(), std::make_shared<Flatten>(),
                     std::make_shared<Linear>(LinearOptions{8 * 4 * 4, 16, true, "kaiming"}),
-                    std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{16, 5, true, "kaiming"})});
+                    std::make_shared<ReLU>(),
+                    std::make_shared<Linear>(LinearOptions{16, 5, true, "kaiming"})});
     net.initialize(3);
     CrossEntropy loss;
     ProfileOptions po;

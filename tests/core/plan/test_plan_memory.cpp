@@ -27,8 +27,8 @@ std::shared_ptr<Sequential> memory_net() {
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
         std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<Conv2d>(d),
         std::make_shared<ReLU>(), std::make_shared<Flatten>(),
-        std::make_shared<Linear>(LinearOptions{16 * 8 * 8, 64, true, "kaiming"}), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(LinearOptions{64, 3, true, "kaiming"})});
+        std::make_shared<Linear>(LinearOptions{16 * 8 * 8, 64, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{64, 3, true, "kaiming"})});
 }
 
 TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
@@ -50,21 +50,26 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
         PipelineSchedule schedule;
         bool recompute;
     };
-    for (const Case& k : {Case{2, 4, PipelineSchedule::gpipe, false}, Case{2, 4, PipelineSchedule::one_f_one_b, false},
-                          Case{2, 4, PipelineSchedule::gpipe, true}, Case{1, 1, PipelineSchedule::gpipe, false},
-                          Case{1, 4, PipelineSchedule::gpipe, false}}) {
+    for (const Case& k :
+         {Case{2, 4, PipelineSchedule::gpipe, false},
+          Case{2, 4, PipelineSchedule::one_f_one_b, false},
+          Case{2, 4, PipelineSchedule::gpipe, true}, Case{1, 1, PipelineSchedule::gpipe, false},
+          Case{1, 4, PipelineSchedule::gpipe, false}}) {
         Plan plan;
-        plan.stages = k.stages, plan.micro_batches = k.micro, plan.schedule = k.schedule, plan.recompute = k.recompute;
+        plan.stages = k.stages, plan.micro_batches = k.micro, plan.schedule = k.schedule,
+        plan.recompute = k.recompute;
         plan.batch = 64;
         if (k.stages == 2) plan.cuts = {4};
         const Simulation sim = simulate(plan, cpu_topology(k.stages, k.stages), costs);
 
         EngineOptions o;
         o.net = memory_net();
-        for (int i = 0; i < k.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, 1}));
+        for (int i = 0; i < k.stages; ++i)
+            o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{0, 1}));
         o.optimizer.sgd = SgdOptions{0.01f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;
-        o.parallel.stages = k.stages, o.parallel.micro_batches = k.micro, o.parallel.pipeline = k.schedule;
+        o.parallel.stages = k.stages, o.parallel.micro_batches = k.micro,
+        o.parallel.pipeline = k.schedule;
         o.parallel.recompute = {k.recompute};
         if (k.stages == 2) o.parallel.cuts = {4};
         Engine engine(std::move(o));
@@ -78,8 +83,8 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
             const double measured = double(engine.stage_device(0, s).allocator().stats().peak);
             const double simulated = double(sim.devices[static_cast<std::size_t>(s)].peak_bytes);
             EXPECT_NEAR(simulated / measured, 1.0, 0.15)
-                << plan.label() << " stage " << s << ": simulated " << simulated << " B, measured " << measured
-                << " B";
+                << plan.label() << " stage " << s << ": simulated " << simulated << " B, measured "
+                << measured << " B";
         }
     }
 }

@@ -15,8 +15,10 @@ namespace {
 // `weights` bytes of parameters.
 class TableCosts final : public CostModel {
 public:
-    TableCosts(int layers, double f, double b, std::size_t act, std::size_t weights, double loss = 0, double update = 0)
-        : layers_(layers), f_(f), b_(b), act_(act), weights_(weights), loss_(loss), update_(update) {}
+    TableCosts(int layers, double f, double b, std::size_t act, std::size_t weights,
+               double loss = 0, double update = 0)
+        : layers_(layers), f_(f), b_(b), act_(act), weights_(weights), loss_(loss),
+          update_(update) {}
     std::vector<LayerCost> layer_costs(const TopologyDevice&, std::int64_t batch) const override {
         std::vector<LayerCost> costs;
         const auto n = static_cast<std::size_t>(batch);
@@ -32,7 +34,8 @@ public:
     }
     double loss_ms(const TopologyDevice&, std::int64_t) const override { return loss_; }
     double update_ms(const TopologyDevice&, std::size_t bytes) const override {
-        return weights_ == 0 ? 0 : update_ * double(bytes) / double(weights_ * std::size_t(layers_));
+        return weights_ == 0 ? 0
+                             : update_ * double(bytes) / double(weights_ * std::size_t(layers_));
     }
     double copy_gbs() const override { return 1e9; }  // copies between CPU devices: free
     double handoff_ms() const override { return 0; }
@@ -52,7 +55,9 @@ Topology gpus() {
     for (int w = 0; w < 2; ++w) {
         const std::string sw = "switch" + std::to_string(w);
         spec.nodes.push_back({sw, "root", "pcie3_x16", "", 0, 1, 0});
-        for (int g = 0; g < 2; ++g) spec.nodes.push_back({"gpu" + std::to_string(2 * w + g), sw, "pcie3_x16", "V100", 0, 1, 0});
+        for (int g = 0; g < 2; ++g)
+            spec.nodes.push_back(
+                {"gpu" + std::to_string(2 * w + g), sw, "pcie3_x16", "V100", 0, 1, 0});
     }
     return Topology(spec);
 }
@@ -60,16 +65,19 @@ Topology gpus() {
 Plan plan(int groups, int stages, int micro, std::int64_t batch, std::vector<std::size_t> cuts,
           PipelineSchedule schedule = PipelineSchedule::gpipe) {
     Plan p;
-    p.groups = groups, p.stages = stages, p.micro_batches = micro, p.batch = batch, p.cuts = std::move(cuts);
+    p.groups = groups, p.stages = stages, p.micro_batches = micro, p.batch = batch,
+    p.cuts = std::move(cuts);
     p.schedule = schedule;
     return p;
 }
 
-double span_start(const Simulation& s, const std::string& track, const std::string& name, int micro) {
+double span_start(const Simulation& s, const std::string& track, const std::string& name,
+                  int micro) {
     for (const auto& e : s.events) {
         if (e.track != track || e.name != name) continue;
         for (const auto& a : e.args)
-            if (a.key == "micro_batch" && std::get<std::int64_t>(a.value) == micro) return e.start_us / 1e3;
+            if (a.key == "micro_batch" && std::get<std::int64_t>(a.value) == micro)
+                return e.start_us / 1e3;
     }
     ADD_FAILURE() << "no span " << name << " micro-batch " << micro << " on " << track;
     return -1;
@@ -97,7 +105,8 @@ TEST(Simulator, EqualStagesTakeMPlusSMinusOneSlots) {
         for (const int m : {1, 4, 8}) {
             const Topology t = cpu_topology(4, 4);
             const Simulation s = simulate(plan(1, 4, m, m, {1, 2, 3}, schedule), t, costs, true);
-            EXPECT_NEAR(s.step_ms, (m + 4 - 1) * 3.0, 1e-9) << pipeline_schedule_name(schedule) << " M=" << m;
+            EXPECT_NEAR(s.step_ms, (m + 4 - 1) * 3.0, 1e-9)
+                << pipeline_schedule_name(schedule) << " M=" << m;
             EXPECT_NEAR(s.bubble, 1 - double(m) / (m + 3), 1e-9);
         }
     }
@@ -107,8 +116,10 @@ TEST(Simulator, CpuDevicesOverTheirCoresSlowDown) {
     // Two one-thread devices, data parallel, no weights: on 2 cores they run side by side, on
     // one core each at half speed.
     const TableCosts costs(2, 1.0, 1.0, 10, 0);
-    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2), costs).step_ms, 2 * 2 * 2.0, 1e-9);
-    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 1), costs).step_ms, 2 * 2 * 2.0 * 2, 1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2), costs).step_ms, 2 * 2 * 2.0,
+                1e-9);
+    EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 1), costs).step_ms, 2 * 2 * 2.0 * 2,
+                1e-9);
     // Two-thread devices on 2 cores: half speed as well.
     EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2, 2), costs).step_ms, 16.0, 1e-9);
 }
@@ -126,15 +137,18 @@ TEST(Simulator, CopiesSharingAChannelWaitForEachOther) {
     // Forward of one layer on one sample: the roofline of a V100 (0.001 ms is in the table).
     const double forward = 0.001;
     const double first = span_start(s, "gpu2", "forward", 0);
-    const double second = span_start(s, "gpu3", "forward", 0);  // micro-batches count within a group
+    const double second =
+        span_start(s, "gpu3", "forward", 0);  // micro-batches count within a group
     EXPECT_NEAR(first, forward + copy, 1e-9);
     EXPECT_NEAR(second, forward + 2 * copy, 1e-9);
 
     Plan apart = shared;
     apart.devices = {0, 1, 2, 3};
     const Simulation a = simulate(apart, t, costs, true);
-    EXPECT_NEAR(span_start(a, "gpu1", "forward", 0), forward + t.copy_ms(0, 1, std::size_t(12) << 20), 1e-9);
-    EXPECT_NEAR(span_start(a, "gpu3", "forward", 0), forward + t.copy_ms(2, 3, std::size_t(12) << 20), 1e-9);
+    EXPECT_NEAR(span_start(a, "gpu1", "forward", 0),
+                forward + t.copy_ms(0, 1, std::size_t(12) << 20), 1e-9);
+    EXPECT_NEAR(span_start(a, "gpu3", "forward", 0),
+                forward + t.copy_ms(2, 3, std::size_t(12) << 20), 1e-9);
 }
 
 TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
@@ -154,7 +168,8 @@ TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
     bool stage1_overlaps = false;
     for (const auto& e : s.events)
         if (e.track == "gpu2 all-reduce" && e.start_us / 1e3 < s.compute_ms) stage1_overlaps = true;
-    EXPECT_TRUE(stage1_overlaps) << "stage 1's all-reduce should start while stage 0 is in backward";
+    EXPECT_TRUE(stage1_overlaps)
+        << "stage 1's all-reduce should start while stage 0 is in backward";
     EXPECT_NEAR(s.step_ms, s.compute_ms + s.exposed_comm_ms + s.update_ms, 1e-9);
 
     // Replicas across the switches: both stages' all-reduces cross switch0 -> root -> switch1,
@@ -197,10 +212,10 @@ TEST(Simulator, BucketsGoDuringTheLastBackward) {
 TEST(Simulator, RejectsPlansThatDoNotFit) {
     const Topology t = cpu_topology(2, 2);
     const TableCosts costs(3, 1, 1, 10, 0);
-    EXPECT_THROW(simulate(plan(1, 2, 3, 8, {1}), t, costs), ConfigError);      // 8 in 3 micro-batches
-    EXPECT_THROW(simulate(plan(1, 3, 1, 8, {1, 2}), t, costs), ConfigError);   // 3 devices of 2
-    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {}), t, costs), ConfigError);       // no cut
-    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {3}), t, costs), ConfigError);      // cut past the end
+    EXPECT_THROW(simulate(plan(1, 2, 3, 8, {1}), t, costs), ConfigError);  // 8 in 3 micro-batches
+    EXPECT_THROW(simulate(plan(1, 3, 1, 8, {1, 2}), t, costs), ConfigError);  // 3 devices of 2
+    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {}), t, costs), ConfigError);      // no cut
+    EXPECT_THROW(simulate(plan(1, 2, 1, 8, {3}), t, costs), ConfigError);     // cut past the end
 }
 
 TEST(Planner, NeverReturnsAPlanOverACap) {
@@ -217,14 +232,18 @@ TEST(Planner, NeverReturnsAPlanOverACap) {
     EXPECT_EQ(search.pure_data_parallel(), nullptr);
     for (const auto& r : search.plans) {
         EXPECT_TRUE(r.simulation.fits()) << r.plan.label();
-        for (const auto& d : r.simulation.devices) EXPECT_LE(d.peak_bytes, 64 * mib) << r.plan.label() << " " << d.name;
+        for (const auto& d : r.simulation.devices)
+            EXPECT_LE(d.peak_bytes, 64 * mib) << r.plan.label() << " " << d.name;
     }
     for (std::size_t i = 1; i < search.plans.size(); ++i)
-        EXPECT_GE(search.plans[i - 1].simulation.images_per_s, search.plans[i].simulation.images_per_s);
+        EXPECT_GE(search.plans[i - 1].simulation.images_per_s,
+                  search.plans[i].simulation.images_per_s);
     const std::string table = format_plans(search);
     EXPECT_NE(table.find("pure data parallel: no plan fits"), std::string::npos) << table;
     const std::string lua = plan_to_lua(search.plans.front(), search);
-    EXPECT_NE(lua.find("groups = " + std::to_string(search.plans.front().plan.groups)), std::string::npos) << lua;
+    EXPECT_NE(lua.find("groups = " + std::to_string(search.plans.front().plan.groups)),
+              std::string::npos)
+        << lua;
 }
 
 TEST(Planner, PrefersDataParallelWhenEverythingFitsAndCommunicationIsFree) {

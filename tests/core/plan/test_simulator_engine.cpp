@@ -26,8 +26,8 @@ std::shared_ptr<Sequential> shape_net() {
     c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
     return std::make_shared<Sequential>(std::vector<LayerPtr>{
         std::make_shared<Conv2d>(c), std::make_shared<ReLU>(), std::make_shared<Flatten>(),
-        std::make_shared<Linear>(LinearOptions{4 * 8 * 8, 16, true, "kaiming"}), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
+        std::make_shared<Linear>(LinearOptions{4 * 8 * 8, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(), std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})});
 }
 
 // The net's shapes with made-up times: the simulator's programs depend on the layers' sizes
@@ -42,7 +42,8 @@ public:
             LayerCost c;
             c.name = l.name;
             c.forward_ms = 0.1 * double(batch), c.backward_ms = 0.2 * double(batch);
-            c.parameter_bytes = l.parameter_bytes, c.parameter_tensor_bytes = l.parameter_tensor_bytes;
+            c.parameter_bytes = l.parameter_bytes,
+            c.parameter_tensor_bytes = l.parameter_tensor_bytes;
             c.input_bytes = l.input_bytes * n, c.output_bytes = l.output_bytes * n;
             costs.push_back(c);
         }
@@ -84,18 +85,22 @@ std::vector<std::string> op_spans(const std::vector<TraceEvent>& events, const s
 }
 
 // The bytes of each all-reduce on the lane of `track`, in order.
-std::vector<std::int64_t> lane_buckets(const std::vector<TraceEvent>& events, const std::string& track) {
+std::vector<std::int64_t> lane_buckets(const std::vector<TraceEvent>& events,
+                                       const std::string& track) {
     std::vector<std::int64_t> out;
     for (const auto& e : events)
-        if (e.track == track + " all-reduce" && e.name == "all-reduce") out.push_back(int_arg(e, "bytes"));
+        if (e.track == track + " all-reduce" && e.name == "all-reduce")
+            out.push_back(int_arg(e, "bytes"));
     return out;
 }
 
 // The bytes of each receive span on `track`, in order: what crossed each edge.
-std::vector<std::int64_t> received_bytes(const std::vector<TraceEvent>& events, const std::string& track) {
+std::vector<std::int64_t> received_bytes(const std::vector<TraceEvent>& events,
+                                         const std::string& track) {
     std::vector<std::int64_t> out;
     for (const auto& e : events)
-        if (e.track == track && (e.name == op_name(OpKind::receive_activation) || e.name == op_name(OpKind::receive_gradient)))
+        if (e.track == track && (e.name == op_name(OpKind::receive_activation) ||
+                                 e.name == op_name(OpKind::receive_gradient)))
             out.push_back(int_arg(e, "bytes"));
     return out;
 }
@@ -117,8 +122,10 @@ std::vector<std::string> program_spans(const DeviceProgram& program) {
     for (const Op& op : program.ops) {
         if (!op_traced(op.kind) || op.kind == OpKind::barrier) continue;
         if (op.kind == OpKind::all_reduce && op.on_lane) continue;  // on the lane's track
-        if (op.kind == OpKind::backward && op.layer_end != stage_end) continue;  // a later part of one
-        out.push_back(std::string(op_name(op.kind)) + (op.micro_batch >= 0 ? " " + std::to_string(op.micro_batch) : ""));
+        if (op.kind == OpKind::backward && op.layer_end != stage_end)
+            continue;  // a later part of one
+        out.push_back(std::string(op_name(op.kind)) +
+                      (op.micro_batch >= 0 ? " " + std::to_string(op.micro_batch) : ""));
     }
     return out;
 }
@@ -135,25 +142,31 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         {1, 1, 2, PipelineSchedule::gpipe, false, true, 25 << 20},
         {1, 2, 3, PipelineSchedule::one_f_one_b, false, true, 25 << 20},
         {1, 3, 4, PipelineSchedule::one_f_one_b, true, true, 25 << 20},
-        {2, 1, 2, PipelineSchedule::gpipe, false, true, 100},  // a bucket per tensor, during backward
+        {2, 1, 2, PipelineSchedule::gpipe, false, true,
+         100},  // a bucket per tensor, during backward
         {2, 2, 4, PipelineSchedule::one_f_one_b, true, true, 2000},
-        {2, 2, 2, PipelineSchedule::gpipe, false, false, 2000},  // all-reduces after backward, by the workers
+        {2, 2, 2, PipelineSchedule::gpipe, false, false,
+         2000},  // all-reduces after backward, by the workers
     };
     const Shape sample{1, 8, 8};
     for (const EngineCase& l : layouts) {
-        const std::string what = std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" +
-                                 std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
-                                 (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
+        const std::string what =
+            std::to_string(l.groups) + "x" + std::to_string(l.stages) + "x" +
+            std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
+            (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
         const std::int64_t batch = 4 * l.groups * l.micro;
         const std::vector<std::size_t> cuts = l.stages == 1   ? std::vector<std::size_t>{}
                                               : l.stages == 2 ? std::vector<std::size_t>{3}
                                                               : std::vector<std::size_t>{2, 4};
         EngineOptions o;
         o.net = shape_net();
-        for (int i = 0; i < l.groups * l.stages; ++i) o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
+        for (int i = 0; i < l.groups * l.stages; ++i)
+            o.devices.push_back(
+                std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
         o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
         o.layout = Layout::channels_last;
-        o.parallel.groups = l.groups, o.parallel.stages = l.stages, o.parallel.micro_batches = l.micro;
+        o.parallel.groups = l.groups, o.parallel.stages = l.stages,
+        o.parallel.micro_batches = l.micro;
         o.parallel.pipeline = l.schedule;
         o.parallel.cuts = cuts;
         if (l.recompute) o.parallel.recompute = {true};
@@ -166,17 +179,20 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
 
         Plan plan;
         plan.groups = l.groups, plan.stages = l.stages, plan.micro_batches = l.micro;
-        plan.schedule = l.schedule, plan.recompute = l.recompute, plan.cuts = cuts, plan.batch = batch;
+        plan.schedule = l.schedule, plan.recompute = l.recompute, plan.cuts = cuts,
+        plan.batch = batch;
         plan.overlap_backward = l.overlap, plan.bucket_bytes = l.bucket_bytes;
         const Topology topology = cpu_topology(l.groups * l.stages, 2);  // this machine's two cores
-        const Simulation sim = simulate(plan, topology, ShapeCosts(net_shapes(*shape_net(), sample)), true);
+        const Simulation sim =
+            simulate(plan, topology, ShapeCosts(net_shapes(*shape_net(), sample)), true);
 
         ProgramSpec spec;
         spec.parallel = plan.parallel_options();
         spec.bounds = {0};
         for (std::size_t c : cuts) spec.bounds.push_back(c);
         spec.bounds.push_back(engine.net().size());
-        for (std::size_t i = 0; i < engine.net().size(); ++i) spec.parameter_bytes.push_back(parameter_tensor_bytes(engine.net().at(i)));
+        for (std::size_t i = 0; i < engine.net().size(); ++i)
+            spec.parameter_bytes.push_back(parameter_tensor_bytes(engine.net().at(i)));
         spec.replicas = l.groups;
         const auto programs = build_programs(spec);
 
@@ -184,11 +200,15 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         for (int g = 0; g < l.groups; ++g)
             for (int s = 0; s < l.stages; ++s) {
                 const auto d = static_cast<std::size_t>(g * l.stages + s);
-                const std::string engine_track = engine.stage_device(g, s).name(), sim_track = sim.devices[d].name;
+                const std::string engine_track = engine.stage_device(g, s).name(),
+                                  sim_track = sim.devices[d].name;
                 const auto want = program_spans(programs[d]);
-                EXPECT_EQ(op_spans(engine_events, engine_track), want) << what << ", engine, device " << d;
-                EXPECT_EQ(op_spans(sim.events, sim_track), want) << what << ", simulator, device " << d;
-                EXPECT_EQ(lane_buckets(engine_events, engine_track), lane_buckets(sim.events, sim_track))
+                EXPECT_EQ(op_spans(engine_events, engine_track), want)
+                    << what << ", engine, device " << d;
+                EXPECT_EQ(op_spans(sim.events, sim_track), want)
+                    << what << ", simulator, device " << d;
+                EXPECT_EQ(lane_buckets(engine_events, engine_track),
+                          lane_buckets(sim.events, sim_track))
                     << what << ", buckets on the lane of device " << d;
                 if (l.groups > 1 && l.overlap) {
                     EXPECT_FALSE(lane_buckets(sim.events, sim_track).empty()) << what;
@@ -216,16 +236,19 @@ TEST(SimulatorAndEngine, RunTheSameOpsForAPlacement) {
     const Shape sample{1, 8, 8};
     for (const PlacementCase& l : layouts) {
         const int stages = static_cast<int>(l.placement->size());
-        const std::string what = std::to_string(l.groups) + "x" + std::to_string(stages) + "x" +
-                                 std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
-                                 (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
+        const std::string what =
+            std::to_string(l.groups) + "x" + std::to_string(stages) + "x" +
+            std::to_string(l.micro) + " " + std::string(pipeline_schedule_name(l.schedule)) +
+            (l.recompute ? " recompute" : "") + (l.overlap ? "" : " no overlap");
         const std::int64_t batch = 4 * l.groups * l.micro;
         EngineOptions o;
         o.net = branch_net();
         for (int i = 0; i < l.groups * stages; ++i)
-            o.devices.push_back(std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
+            o.devices.push_back(
+                std::make_shared<CpuDevice>(i, CpuDeviceOptions{std::size_t(1) << 30, 1}));
         o.optimizer.sgd = SgdOptions{0.05f, 0.9f, 0.f, 0.f, false};
-        o.parallel.groups = l.groups, o.parallel.stages = stages, o.parallel.micro_batches = l.micro;
+        o.parallel.groups = l.groups, o.parallel.stages = stages,
+        o.parallel.micro_batches = l.micro;
         o.parallel.pipeline = l.schedule;
         o.parallel.placement = *l.placement;
         if (l.recompute) o.parallel.recompute = {true};
@@ -258,15 +281,21 @@ TEST(SimulatorAndEngine, RunTheSameOpsForAPlacement) {
         for (int g = 0; g < l.groups; ++g)
             for (int s = 0; s < stages; ++s) {
                 const auto d = static_cast<std::size_t>(g * stages + s);
-                const std::string engine_track = engine.stage_device(g, s).name(), sim_track = sim.devices[d].name;
+                const std::string engine_track = engine.stage_device(g, s).name(),
+                                  sim_track = sim.devices[d].name;
                 const auto want = program_spans(programs[d]);
-                EXPECT_EQ(op_spans(engine_events, engine_track), want) << what << ", engine, device " << d;
-                EXPECT_EQ(op_spans(sim.events, sim_track), want) << what << ", simulator, device " << d;
-                EXPECT_EQ(lane_buckets(engine_events, engine_track), lane_buckets(sim.events, sim_track))
+                EXPECT_EQ(op_spans(engine_events, engine_track), want)
+                    << what << ", engine, device " << d;
+                EXPECT_EQ(op_spans(sim.events, sim_track), want)
+                    << what << ", simulator, device " << d;
+                EXPECT_EQ(lane_buckets(engine_events, engine_track),
+                          lane_buckets(sim.events, sim_track))
                     << what << ", buckets on the lane of device " << d;
                 const auto received = received_bytes(engine_events, engine_track);
-                EXPECT_EQ(received, program_received_bytes(programs[d])) << what << ", the bytes device " << d << " received";
-                EXPECT_FALSE(received.empty()) << what << ": every stage receives (activations or gradients)";
+                EXPECT_EQ(received, program_received_bytes(programs[d]))
+                    << what << ", the bytes device " << d << " received";
+                EXPECT_FALSE(received.empty())
+                    << what << ": every stage receives (activations or gradients)";
             }
     }
 }

@@ -1,5 +1,5 @@
-// The simulator times stage-graph programs (issue 17, item 3): a diamond_graph's two branches run at
-// once, so it takes the time of one branch, where the same four stages as a chain take both.
+// The simulator times stage-graph programs (issue 17, item 3): a diamond_graph's two branches run
+// at once, so it takes the time of one branch, where the same four stages as a chain take both.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -42,7 +42,8 @@ private:
 StageGraph diamond_graph() {
     StageGraph g;
     for (std::size_t s = 0; s < 4; ++s) g.stages.push_back({s, s + 1, {}, {}});
-    const std::vector<std::pair<int, int>> edges{{kBatchInput, 0}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, kLoss}};
+    const std::vector<std::pair<int, int>> edges{{kBatchInput, 0}, {0, 1}, {0, 2},
+                                                 {1, 3},           {2, 3}, {3, kLoss}};
     for (const auto& [from, to] : edges) {
         const int id = static_cast<int>(g.edges.size());
         g.edges.push_back({id, from, to, 40});
@@ -60,7 +61,8 @@ Plan chain_plan(int stages, int micro, PipelineSchedule schedule) {
 }
 
 // [start, end) in ms of the span `name` of micro-batch `micro` on `track`.
-std::pair<double, double> span_in(const Simulation& s, const std::string& track, const std::string& name, int micro) {
+std::pair<double, double> span_in(const Simulation& s, const std::string& track,
+                                  const std::string& name, int micro) {
     for (const auto& e : s.events) {
         if (e.track != track || e.name != name) continue;
         for (const auto& a : e.args)
@@ -74,14 +76,18 @@ std::pair<double, double> span_in(const Simulation& s, const std::string& track,
 TEST(SimulatorGraph, DiamondBranchesOverlapAndTakeTheTimeOfOne) {
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
         for (int micro : {1, 4}) {
-            const std::string what = std::string(pipeline_schedule_name(schedule)) + " M=" + std::to_string(micro);
+            const std::string what =
+                std::string(pipeline_schedule_name(schedule)) + " M=" + std::to_string(micro);
             Plan graph_plan = chain_plan(4, micro, schedule);
             graph_plan.cuts.clear();
             graph_plan.graph = diamond_graph();
-            const Simulation branched = simulate(graph_plan, cpu_topology(4, 4), EqualLayers(4), true);
+            const Simulation branched =
+                simulate(graph_plan, cpu_topology(4, 4), EqualLayers(4), true);
             // The same four stages one after another, and the diamond_graph less one branch.
-            const Simulation chain = simulate(chain_plan(4, micro, schedule), cpu_topology(4, 4), EqualLayers(4));
-            const Simulation one_branch = simulate(chain_plan(3, micro, schedule), cpu_topology(3, 3), EqualLayers(3));
+            const Simulation chain =
+                simulate(chain_plan(4, micro, schedule), cpu_topology(4, 4), EqualLayers(4));
+            const Simulation one_branch =
+                simulate(chain_plan(3, micro, schedule), cpu_topology(3, 3), EqualLayers(3));
 
             EXPECT_NEAR(branched.step_ms, one_branch.step_ms, 1e-6 * one_branch.step_ms) << what;
             // The chain runs the second branch's work after the first: one micro-batch through
@@ -122,12 +128,14 @@ TEST(SimulatorGraph, APlacementsBranchesOverlap) {
     auto head = std::make_shared<Linear>(LinearOptions{8, 3, true, "kaiming"});
     head->set_name("head");
     Sequential net(std::vector<LayerPtr>{linear("embed"), g, head});
-    const UnitPlacement placed = place_units(net, {{"embed"}, {"g.a1", "g.a2"}, {"g.b1"}, {"g.concat1", "head"}});
+    const UnitPlacement placed =
+        place_units(net, {{"embed"}, {"g.a1", "g.a2"}, {"g.b1"}, {"g.concat1", "head"}});
     for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
         Plan p = chain_plan(4, 2, schedule);
         p.cuts.clear();
         p.graph = placed.graph;
-        const Simulation s = simulate(p, cpu_topology(4, 4), EqualLayers(static_cast<int>(placed.units.size())), true);
+        const Simulation s = simulate(p, cpu_topology(4, 4),
+                                      EqualLayers(static_cast<int>(placed.units.size())), true);
         const auto deep = span_in(s, s.devices[1].name, "forward", 0);
         const auto shallow = span_in(s, s.devices[2].name, "forward", 0);
         EXPECT_LT(shallow.first, deep.second) << pipeline_schedule_name(schedule);

@@ -22,7 +22,8 @@ TopologySpec server() {
             const std::string sw = "switch" + std::to_string(2 * s + w);
             t.nodes.push_back({sw, socket, "pcie3_x16", "", 0, 1, 0});
             for (int g = 0; g < 2; ++g)
-                t.nodes.push_back({"gpu" + std::to_string(4 * s + 2 * w + g), sw, "pcie3_x16", "V100", 0, 1, 0});
+                t.nodes.push_back(
+                    {"gpu" + std::to_string(4 * s + 2 * w + g), sw, "pcie3_x16", "V100", 0, 1, 0});
         }
     }
     return t;
@@ -49,8 +50,8 @@ TEST(Topology, RoutesGoThroughTheLowestCommonSwitch) {
         return out;
     };
     EXPECT_EQ(names(0, 1), (std::vector<std::string>{"gpu0->switch0", "switch0->gpu1"}));
-    EXPECT_EQ(names(1, 2), (std::vector<std::string>{"gpu1->switch0", "switch0->socket0", "socket0->switch1",
-                                                     "switch1->gpu2"}));
+    EXPECT_EQ(names(1, 2), (std::vector<std::string>{"gpu1->switch0", "switch0->socket0",
+                                                     "socket0->switch1", "switch1->gpu2"}));
     EXPECT_EQ(names(7, 0).size(), 6u);
     EXPECT_EQ(names(7, 0)[2], "socket1->ioh");
     // The slowest hop sets the rate: QPI between sockets, PCIe under one socket.
@@ -66,7 +67,7 @@ TEST(Topology, PeerLinksGoDirect) {
     ASSERT_EQ(t.route(0, 5).size(), 1u);
     EXPECT_EQ(t.channels()[static_cast<std::size_t>(t.route(5, 0)[0])].name, "gpu5->gpu0");
     EXPECT_NEAR(t.copy_ms(0, 5, 44000000), 2e-3 + 44000000 / 44.0e6, 1e-9);  // two links: 44 GB/s
-    EXPECT_EQ(t.route(0, 4).size(), 6u);                                       // no peer link: the tree
+    EXPECT_EQ(t.route(0, 4).size(), 6u);  // no peer link: the tree
 }
 
 TEST(Topology, RingsFollowPeerLinks) {
@@ -76,9 +77,12 @@ TEST(Topology, RingsFollowPeerLinks) {
     for (int q : {0, 4}) {
         for (int a = 0; a < 4; ++a)
             for (int b = a + 1; b < 4; ++b)
-                spec.peers.push_back({"gpu" + std::to_string(q + a), "gpu" + std::to_string(q + b), "nvlink2", 1});
+                spec.peers.push_back(
+                    {"gpu" + std::to_string(q + a), "gpu" + std::to_string(q + b), "nvlink2", 1});
     }
-    for (int i = 0; i < 4; ++i) spec.peers.push_back({"gpu" + std::to_string(i), "gpu" + std::to_string(i + 4), "nvlink2", 1});
+    for (int i = 0; i < 4; ++i)
+        spec.peers.push_back(
+            {"gpu" + std::to_string(i), "gpu" + std::to_string(i + 4), "nvlink2", 1});
     const Topology t(spec);
     const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
     const auto ring = t.ring_order(all);
@@ -108,22 +112,34 @@ TEST(Topology, BadInputIsAClearError) {
         return error_of(spec);
     };
     EXPECT_EQ(error_of(server()), "");
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].device = "V200"; }).find("unknown device model 'V200'"),
+    EXPECT_NE(with([](TopologySpec& s) {
+                  s.nodes[3].device = "V200";
+              }).find("unknown device model 'V200'"),
               std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].link = "pcie9"; }).find("unknown link model 'pcie9'"),
+    EXPECT_NE(
+        with([](TopologySpec& s) { s.nodes[3].link = "pcie9"; }).find("unknown link model 'pcie9'"),
+        std::string::npos);
+    EXPECT_NE(with([](TopologySpec& s) {
+                  s.nodes[3].parent = "switch9";
+              }).find("unknown parent 'switch9'"),
               std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].parent = "switch9"; }).find("unknown parent 'switch9'"),
+    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].link = ""; }).find("but no link"),
               std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].link = ""; }).find("but no link"), std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].parent = ""; }).find("both have no parent"), std::string::npos);
+    EXPECT_NE(with([](TopologySpec& s) { s.nodes[3].parent = ""; }).find("both have no parent"),
+              std::string::npos);
     // socket0 -> switch0 -> socket0: a cycle, not connected to the hub.
     const std::string cycle = with([](TopologySpec& s) { s.nodes[1].parent = "switch0"; });
     EXPECT_NE(cycle.find("cycle"), std::string::npos) << cycle;
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[0].parent = "gpu0", s.nodes[0].link = "pcie3_x16"; }).find("cycle"),
+    EXPECT_NE(with([](TopologySpec& s) {
+                  s.nodes[0].parent = "gpu0", s.nodes[0].link = "pcie3_x16";
+              }).find("cycle"),
               std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.nodes[4].name = "gpu0"; }).find("two nodes are called 'gpu0'"),
-              std::string::npos);
-    EXPECT_NE(with([](TopologySpec& s) { s.peers.push_back({"gpu0", "gpu9", "nvlink2", 1}); }).find("no device 'gpu9'"),
+    EXPECT_NE(
+        with([](TopologySpec& s) { s.nodes[4].name = "gpu0"; }).find("two nodes are called 'gpu0'"),
+        std::string::npos);
+    EXPECT_NE(with([](TopologySpec& s) {
+                  s.peers.push_back({"gpu0", "gpu9", "nvlink2", 1});
+              }).find("no device 'gpu9'"),
               std::string::npos);
     EXPECT_NE(with([](TopologySpec& s) {
                   for (auto& n : s.nodes) n.device = "";

@@ -20,7 +20,9 @@ const TorchFixture& fixture() {
     return f;
 }
 
-const Tensor& F(const std::string& key) { return fixture()[key]; }
+const Tensor& F(const std::string& key) {
+    return fixture()[key];
+}
 
 Tensor make(const Shape& shape, std::vector<float> values) {
     return Tensor::from_vector(shape, test_device(), values);
@@ -140,9 +142,9 @@ TEST(TensorMath, EdgeCasesByHand) {
     EXPECT_EQ(matmul(Tensor::zeros({2, 0}, test_device()), Tensor::zeros({0, 3}, test_device()))
                   .to_vector(),
               std::vector<float>(6, 0.f));  // an empty sum: zeros, as PyTorch
-    EXPECT_EQ(matmul(Tensor::zeros({0, 4}, test_device()), Tensor::zeros({4, 3}, test_device()))
-                  .shape(),
-              (Shape{0, 3}));
+    EXPECT_EQ(
+        matmul(Tensor::zeros({0, 4}, test_device()), Tensor::zeros({4, 3}, test_device())).shape(),
+        (Shape{0, 3}));
     // Stable sigmoid at the tails, and IEEE results for log(0) and 1/0.
     EXPECT_EQ(unary(UnaryOp::sigmoid, make({2}, {-200, 200})).to_vector(),
               (std::vector<float>{0.f, 1.f}));
@@ -166,9 +168,11 @@ TEST(TensorMath, ErrorsNameFunctionArgumentAndShapes) {
               "pair must be equal or one of them 1)");
     const std::string inner = math_error_of<ShapeError>([&] { matmul(a, a); });
     EXPECT_NE(inner.find("matmul: the inner dimensions differ: 2x3 and 2x3 (3 vs 2)"),
-              std::string::npos) << inner;
-    EXPECT_NE(math_error_of<ShapeError>([&] { matmul(a, Tensor::zeros({3}, test_device())); })
-                  .find("matmul: takes (n x k) @ (k x m)"),
+              std::string::npos)
+        << inner;
+    EXPECT_NE(math_error_of<ShapeError>([&] {
+                  matmul(a, Tensor::zeros({3}, test_device()));
+              }).find("matmul: takes (n x k) @ (k x m)"),
               std::string::npos);
     EXPECT_NE(math_error_of<ShapeError>([&] {
                   matmul(Tensor::zeros({2, 2, 3}, test_device()),
@@ -182,14 +186,17 @@ TEST(TensorMath, ErrorsNameFunctionArgumentAndShapes) {
     const std::vector<Tensor> mismatched{a, b.reshape({3, 4})};
     EXPECT_EQ(math_error_of<ShapeError>([&] { cat(mismatched, 0); }),
               "cat: shapes 2x3 and 3x4 differ outside the dimension they are joined along");
-    EXPECT_NE(math_error_of<ShapeError>([&] { max(Tensor::zeros({2, 0}, test_device()), 1); })
-                  .find("is empty"),
+    EXPECT_NE(math_error_of<ShapeError>([&] {
+                  max(Tensor::zeros({2, 0}, test_device()), 1);
+              }).find("is empty"),
               std::string::npos);
 
     const Tensor labels = Tensor::zeros({2, 3}, test_device(), DType::i32);
     EXPECT_EQ(math_error_of([&] { binary(BinaryOp::mul, a, labels); }),
               "mul: argument 'right operand' must be an f32 tensor, got Tensor(2x3, i32, cpu:0)");
-    EXPECT_NE(math_error_of([&] { unary(UnaryOp::exp, labels); }).find("exp: argument 'x' must be an f32"),
+    EXPECT_NE(math_error_of([&] {
+                  unary(UnaryOp::exp, labels);
+              }).find("exp: argument 'x' must be an f32"),
               std::string::npos);
 
     StandInGpu gpu(0);
@@ -197,12 +204,15 @@ TEST(TensorMath, ErrorsNameFunctionArgumentAndShapes) {
     const std::string where = math_error_of([&] { sum_all(far); });
     EXPECT_NE(where.find("sum: argument 'x' is Tensor(2x3, f32, cuda:0), in memory the host "
                          "cannot read"),
-              std::string::npos) << where;
-    EXPECT_NE(math_error_of([&] { matmul(far, a); }).find("matmul: argument 'a'"), std::string::npos);
+              std::string::npos)
+        << where;
+    EXPECT_NE(math_error_of([&] { matmul(far, a); }).find("matmul: argument 'a'"),
+              std::string::npos);
 
     const Tensor elsewhere = Tensor::zeros({2, 3}, host_device());
-    EXPECT_NE(math_error_of([&] { binary(BinaryOp::add, a, elsewhere); })
-                  .find("add: the operands are on different devices"),
+    EXPECT_NE(math_error_of([&] {
+                  binary(BinaryOp::add, a, elsewhere);
+              }).find("add: the operands are on different devices"),
               std::string::npos);
 }
 
