@@ -130,6 +130,19 @@ std::vector<std::string> program_spans(const DeviceProgram& program) {
     return out;
 }
 
+// Device d's trace from the engine (on `engine_track`) and the simulator holds the program's
+// ops in its order, and the same buckets on its lane.
+void expect_same_ops(const std::vector<TraceEvent>& engine_events, const std::string& engine_track,
+                     const Simulation& sim, std::size_t d, const DeviceProgram& program,
+                     const std::string& what) {
+    const std::string& sim_track = sim.devices[d].name;
+    const auto want = program_spans(program);
+    EXPECT_EQ(op_spans(engine_events, engine_track), want) << what << ", engine, device " << d;
+    EXPECT_EQ(op_spans(sim.events, sim_track), want) << what << ", simulator, device " << d;
+    EXPECT_EQ(lane_buckets(engine_events, engine_track), lane_buckets(sim.events, sim_track))
+        << what << ", buckets on the lane of device " << d;
+}
+
 struct EngineCase {
     int groups, stages, micro;
     PipelineSchedule schedule;
@@ -200,16 +213,9 @@ TEST(SimulatorAndEngine, RunTheSameOpsOnEveryDevice) {
         for (int g = 0; g < l.groups; ++g)
             for (int s = 0; s < l.stages; ++s) {
                 const auto d = static_cast<std::size_t>(g * l.stages + s);
-                const std::string engine_track = engine.stage_device(g, s).name(),
-                                  sim_track = sim.devices[d].name;
-                const auto want = program_spans(programs[d]);
-                EXPECT_EQ(op_spans(engine_events, engine_track), want)
-                    << what << ", engine, device " << d;
-                EXPECT_EQ(op_spans(sim.events, sim_track), want)
-                    << what << ", simulator, device " << d;
-                EXPECT_EQ(lane_buckets(engine_events, engine_track),
-                          lane_buckets(sim.events, sim_track))
-                    << what << ", buckets on the lane of device " << d;
+                const std::string sim_track = sim.devices[d].name;
+                expect_same_ops(engine_events, engine.stage_device(g, s).name(), sim, d,
+                                programs[d], what);
                 if (l.groups > 1 && l.overlap) {
                     EXPECT_FALSE(lane_buckets(sim.events, sim_track).empty()) << what;
                 }
@@ -281,16 +287,8 @@ TEST(SimulatorAndEngine, RunTheSameOpsForAPlacement) {
         for (int g = 0; g < l.groups; ++g)
             for (int s = 0; s < stages; ++s) {
                 const auto d = static_cast<std::size_t>(g * stages + s);
-                const std::string engine_track = engine.stage_device(g, s).name(),
-                                  sim_track = sim.devices[d].name;
-                const auto want = program_spans(programs[d]);
-                EXPECT_EQ(op_spans(engine_events, engine_track), want)
-                    << what << ", engine, device " << d;
-                EXPECT_EQ(op_spans(sim.events, sim_track), want)
-                    << what << ", simulator, device " << d;
-                EXPECT_EQ(lane_buckets(engine_events, engine_track),
-                          lane_buckets(sim.events, sim_track))
-                    << what << ", buckets on the lane of device " << d;
+                const std::string engine_track = engine.stage_device(g, s).name();
+                expect_same_ops(engine_events, engine_track, sim, d, programs[d], what);
                 const auto received = received_bytes(engine_events, engine_track);
                 EXPECT_EQ(received, program_received_bytes(programs[d]))
                     << what << ", the bytes device " << d << " received";
