@@ -49,7 +49,10 @@ if(TANDEM_CUDA_ENABLED)
                  "architectures ${CMAKE_CUDA_ARCHITECTURES}, ${CUDNN_LIBRARY}, ${NCCL_LIBRARY})")
   file(GLOB TANDEM_CUDA_KERNEL_SOURCES CONFIGURE_DEPENDS core/device/cuda/*.cu)
   add_library(tandem_cuda_kernels STATIC ${TANDEM_CUDA_KERNEL_SOURCES})
-  target_include_directories(tandem_cuda_kernels PRIVATE core)
+  # The kernels see what tandem_cuda sees below it that they use (base/, device/'s shared
+  # math, device/cuda/) and nothing above: an include of layers/ fails (layering.wrong_include).
+  target_include_directories(tandem_cuda_kernels PRIVATE ${TANDEM_INCLUDE_ROOT}/base
+                             ${TANDEM_INCLUDE_ROOT}/device ${TANDEM_INCLUDE_ROOT}/cuda)
   set_target_properties(tandem_cuda_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
   # constexpr host functions (base/rng.h) run on the device: dropout masks match the CPU's.
   target_compile_options(tandem_cuda_kernels PRIVATE --expt-relaxed-constexpr
