@@ -314,7 +314,7 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     if (p.batch_norm == BatchNormMode::deferred)
         plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
     plan.gradient_squares.assign(static_cast<std::size_t>(p.groups * p.stages), 0.0);
-    plan.added_loss.assign(static_cast<std::size_t>(p.groups * p.stages * p.micro_batches), 0.0);
+    plan.track_added_loss(p.stages);
     run(plan);
 
     // Every worker has finished its backward and all-reduce: only now do weights change, so a
@@ -338,8 +338,9 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     for (const auto& s : plan.sums)
         total.loss += s.loss, total.correct += s.correct, total.count += s.count;
     result.samples = total.count;
-    result.added_loss = plan.added_loss_total() / static_cast<double>(total.count);
-    result.loss = (total.loss + plan.added_loss_total()) / static_cast<double>(total.count);
+    const double added = plan.added_loss_total();
+    result.added_loss = added / static_cast<double>(total.count);
+    result.loss = (total.loss + added) / static_cast<double>(total.count);
     if (options_.loss->has_accuracy())
         result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
     if (options_.optimizer.clip_norm > 0) result.grad_norm = group_gradient_norm(plan, 0, p.stages);
@@ -360,7 +361,7 @@ LossSums Engine::evaluate_local(const Tensor& images, const Tensor& labels) {
     place_for(sample_shape(images), images.shape()[0]);
     StepPlan plan(Mode::eval, groups, micro_batches, edge_count(), images, labels);
     plan.step = step_;
-    plan.added_loss.assign(static_cast<std::size_t>(groups * p.stages * micro_batches), 0.0);
+    plan.track_added_loss(p.stages);
     run(plan);
     LossSums total;
     for (const auto& s : plan.sums)

@@ -35,12 +35,13 @@ GraphPart::GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outpu
                 last = j;
         spent_after_[last].push_back(v);
     }
+    for (const PartNode& node : nodes_)
+        read_.insert(read_.end(), node.inputs.begin(), node.inputs.end());
+    std::sort(read_.begin(), read_.end());
 }
 
 bool GraphPart::reads(std::size_t v) const {
-    return std::any_of(nodes_.begin(), nodes_.end(), [v](const PartNode& node) {
-        return std::find(node.inputs.begin(), node.inputs.end(), v) != node.inputs.end();
-    });
+    return std::binary_search(read_.begin(), read_.end(), v);
 }
 
 std::string GraphPart::context(std::size_t i, const Pass& pass, const char* direction) const {

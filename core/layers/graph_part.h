@@ -73,6 +73,7 @@ private:
     std::vector<PartNode> nodes_;
     // Per node, the values made here that nothing reads after it (Keep::outputs).
     std::vector<std::vector<std::size_t>> spent_after_;
+    std::vector<std::size_t> read_;  // every value a node reads, sorted (reads(), once a send)
 };
 
 }  // namespace tandem

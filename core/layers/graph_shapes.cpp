@@ -19,8 +19,7 @@ std::vector<Shape> Graph::value_shapes(const std::vector<Shape>& inputs) const {
     for (const auto& node : nodes_) {
         const std::vector<Shape> in = node_shapes(node, shapes);
         try {
-            shapes.push_back(node.merge ? node.merge->merged_shape(in)
-                                        : node.layer->output_shape(in[0]));
+            shapes.push_back(node_output_shape(*node.layer, in));
         } catch (Error& e) {
             std::string text;
             for (const auto& s : in) text += (text.empty() ? "" : ", ") + s.to_string();
@@ -51,8 +50,7 @@ MemoryEstimate Graph::memory_estimate(const Shape& input) const {
         const Node& node = nodes_[i];
         const auto out_bytes =
             static_cast<std::size_t>(shapes[input_names_.size() + i].numel()) * sizeof(float);
-        const MemoryEstimate e = node.merge ? node.merge->merged_memory(node_shapes(node, shapes))
-                                            : node.layer->memory_estimate(shapes[node.inputs[0]]);
+        const MemoryEstimate e = node_memory(*node.layer, node_shapes(node, shapes));
         total.parameter_bytes += e.parameter_bytes;
         total.saved_bytes +=
             e.saved_bytes + out_bytes;  // each value is some node's input, kept for backward
@@ -65,9 +63,7 @@ double Graph::forward_flops(const Shape& input) const {
     check_one_in_one_out("a layer of a net");
     const auto shapes = value_shapes({input});
     double total = 0;
-    for (const auto& node : nodes_)
-        total += node.merge ? node.merge->merged_flops(node_shapes(node, shapes))
-                            : node.layer->forward_flops(shapes[node.inputs[0]]);
+    for (const auto& node : nodes_) total += node_flops(*node.layer, node_shapes(node, shapes));
     return total;
 }
 

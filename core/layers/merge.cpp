@@ -35,6 +35,21 @@ double Merge::forward_flops(const Shape& input) const {
     return merged_flops({input});
 }
 
+Shape node_output_shape(const Layer& layer, const std::vector<Shape>& inputs) {
+    const auto* merge = dynamic_cast<const Merge*>(&layer);
+    return merge ? merge->merged_shape(inputs) : layer.output_shape(inputs.at(0));
+}
+
+MemoryEstimate node_memory(const Layer& layer, const std::vector<Shape>& inputs) {
+    const auto* merge = dynamic_cast<const Merge*>(&layer);
+    return merge ? merge->merged_memory(inputs) : layer.memory_estimate(inputs.at(0));
+}
+
+double node_flops(const Layer& layer, const std::vector<Shape>& inputs) {
+    const auto* merge = dynamic_cast<const Merge*>(&layer);
+    return merge ? merge->merged_flops(inputs) : layer.forward_flops(inputs.at(0));
+}
+
 MemoryEstimate Merge::merged_memory(const std::vector<Shape>& inputs) const {
     MemoryEstimate e;
     e.output_bytes = static_cast<std::size_t>(merged_shape(inputs).numel()) * sizeof(float);

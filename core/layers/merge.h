@@ -55,6 +55,13 @@ private:
     void check_one_input() const;
 };
 
+// A graph node's output shape, bytes and FLOPs for its inputs' shapes: a Merge's over all of
+// them, any other layer's over its one. What Graph and the planner's units (a graph's nodes)
+// both read.
+Shape node_output_shape(const Layer& layer, const std::vector<Shape>& inputs);
+MemoryEstimate node_memory(const Layer& layer, const std::vector<Shape>& inputs);
+double node_flops(const Layer& layer, const std::vector<Shape>& inputs);
+
 // y = x1 + x2 + ...: inputs of one shape (a residual join between branches of a graph).
 class Add final : public Merge {
 public:

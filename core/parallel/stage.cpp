@@ -158,9 +158,7 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             Pass{dev, plan.mode, k, run.tapes[static_cast<std::size_t>(m)], plan.rng});
         pass.first_sample = plan.sample_offset + plan.start(k);
         pass.loss_scale = loss_scale(plan);
-        if (!plan.added_loss.empty())
-            pass.added_loss = &plan.added_loss.at(
-                static_cast<std::size_t>((group * p.stages + stage) * micro_batches + m));
+        pass.added_loss = plan.added_loss_slot(group, stage, m);
         pass.batch_statistics = run.statistics;
         pass.need_dx = sends_gradient;  // nobody reads the gradient of the images
         if (train && p.batch_norm == BatchNormMode::sync)

@@ -49,13 +49,22 @@ struct StepPlan {
     StepBoard board;
     std::vector<std::int64_t> starts;
     std::vector<LossSums> sums;  // per micro-batch, from the stages computing the loss
-    // The AddLoss terms (layers/add_loss.h), per group, stage and micro-batch ((g * S + s) * M
-    // + m), each slot written by its stage alone; sized by whoever runs the plan.
-    std::vector<double> added_loss;
+    // Keeps the AddLoss terms (layers/add_loss.h) of a run of `stages` stages a group: a slot
+    // per group, stage and micro-batch, each written by its stage alone.
+    void track_added_loss(int stages) {
+        added_stages_ = stages;
+        added_loss_.assign(static_cast<std::size_t>(groups * stages * micro_batches), 0.0);
+    }
+    // Where stage `stage` of group `group` adds micro-batch m's terms; null when not tracked.
+    double* added_loss_slot(int group, int stage, int m) {
+        if (added_loss_.empty()) return nullptr;
+        return &added_loss_[static_cast<std::size_t>(
+            (group * added_stages_ + stage) * micro_batches + m)];
+    }
     // Their sum, in one fixed order.
     double added_loss_total() const {
         double total = 0;
-        for (double v : added_loss) total += v;
+        for (double v : added_loss_) total += v;
         return total;
     }
     // Per group and stage (g * S + s), for deferred batch norm.
@@ -69,6 +78,10 @@ struct StepPlan {
     const DeviceProgram& program(int device) const {
         return (*programs)[static_cast<std::size_t>(device)];
     }
+
+private:
+    std::vector<double> added_loss_;
+    int added_stages_ = 0;
 };
 
 // The global norm of group `group`'s gradients: its stages' gradient_squares added in stage

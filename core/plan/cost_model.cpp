@@ -55,13 +55,11 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         Layer& layer = unit_layer(net, unit);
         std::vector<Shape> in;
         for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
-        const auto* merge = dynamic_cast<const Merge*>(&layer);
-        const MemoryEstimate m =
-            merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
+        const MemoryEstimate m = node_memory(layer, in);
         LayerShape l;
         l.name = unit.name;
         l.kind = std::string(layer.kind());
-        l.forward_flops = merge ? merge->merged_flops(in) : layer.forward_flops(in.front());
+        l.forward_flops = node_flops(layer, in);
         l.parameter_bytes = m.parameter_bytes;
         l.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         for (const Shape& shape : in) l.input_bytes += numel_bytes(shape);
@@ -69,7 +67,7 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         l.saved_bytes = m.saved_bytes;
         l.kernels = leaf_count(layer);
         shapes.layers.push_back(std::move(l));
-        value_shapes[unit.value] = merge ? merge->merged_shape(in) : layer.output_shape(in.front());
+        value_shapes[unit.value] = node_output_shape(layer, in);
     }
     shapes.classes = value_shapes[placed.loss_value].numel();
     return shapes;
@@ -80,14 +78,14 @@ StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes,
     TANDEM_CHECK(shapes.layers.size() == placed.units.size())
         << shapes.layers.size() << " layer shapes for a placement of " << placed.units.size()
         << " units";
+    // One sample's bytes of each value: the images', or its unit's output.
+    std::vector<std::size_t> value_bytes(placed.values, numel_bytes(with_batch(shapes.sample, 1)));
+    for (std::size_t u = 0; u < placed.units.size(); ++u)
+        value_bytes[placed.units[u].value] = shapes.layers[u].output_bytes;
     StageGraph graph = placed.graph;
-    for (StageEdge& edge : graph.edges) {
-        const std::size_t v = placed.edge_values[static_cast<std::size_t>(edge.id)];
-        std::size_t sample_bytes = numel_bytes(with_batch(shapes.sample, 1));
-        for (std::size_t u = 0; u < placed.units.size(); ++u)
-            if (placed.units[u].value == v) sample_bytes = shapes.layers[u].output_bytes;
-        edge.bytes = sample_bytes * static_cast<std::size_t>(batch);
-    }
+    for (StageEdge& edge : graph.edges)
+        edge.bytes = value_bytes[placed.edge_values[static_cast<std::size_t>(edge.id)]] *
+                     static_cast<std::size_t>(batch);
     return graph;
 }
 

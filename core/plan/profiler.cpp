@@ -139,7 +139,6 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
         Layer& layer = unit_layer(net, unit);
         std::vector<Shape> in;
         for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
-        const auto* merge = dynamic_cast<const Merge*>(&layer);
         LayerProfile lp;
         lp.name = unit.name;
         lp.kind = std::string(layer.kind());
@@ -148,8 +147,8 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
         lp.parameters = parameter_count(layer);
         lp.forward_ms = quantile(fwd[i], o.quantile);
         lp.backward_ms = quantile(bwd[i], o.quantile);
-        lp.flops = merge ? merge->merged_flops(in) : layer.forward_flops(in.front());
-        lp.memory = merge ? merge->merged_memory(in) : layer.memory_estimate(in.front());
+        lp.flops = node_flops(layer, in);
+        lp.memory = node_memory(layer, in);
         lp.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         lp.transient_bytes = transient[i];
         profile.train_flops += 3 * lp.flops;

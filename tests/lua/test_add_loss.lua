@@ -65,5 +65,5 @@ t.test('nn.AddLoss refuses what it cannot add', function()
   local g = nn.Graph{}
   local x = g:input('x')
   local a = g:add(nn.Linear(4, 2), x)
-  t.raises(function() g:add(nn.AddLoss(nn.MSE()), a, x) end, '3')
+  t.raises(function() g:add(nn.AddLoss(nn.MSE()), a, x) end, 'AddLoss takes 3 inputs, got 2')
 end)
