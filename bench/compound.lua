@@ -7,6 +7,8 @@
 --   1 device    one CPU device of one kernel thread, and one of every core;
 --   placed      three devices of one thread, each sub-model on its own (the net's placement),
 --               the LSTM and the autoencoder computing at the same time;
+--   auto        three devices of one thread cut by split = 'auto' (the graph's nodes profiled
+--               and cut; its stages printed);
 -- and each one's ratio to one device of one thread. Then the same placement simulated on GPU
 -- machines (the planner's analytic costs: T.plan.simulate) against one GPU of that machine
 -- (the seed reports 2.6x on four GPUs for its model).
@@ -39,10 +41,16 @@ local function prepare(layout)
   local net, sample, parts = compound()
   local parallel = {}
   if layout.placed then parallel = {placement = parts.placement, micro_batches = opt.micro_batches} end
-  local devices = layout.placed and 3 or 1
+  if layout.auto then parallel = {stages = 3, split = 'auto', micro_batches = opt.micro_batches} end
+  local devices = (layout.placed or layout.auto) and 3 or 1
   local engine = T.Engine{net = net, optim = T.optim.Adam{lr = 1e-3}, parallel = parallel,
                           devices = T.devices('cpu', devices, {threads = layout.threads})}
   engine:prepare(sample, opt.batch)
+  if layout.auto then
+    local stages = {}
+    for i, stage in ipairs(engine:stages()) do stages[i] = stage.first .. '..' .. stage.last end
+    layout.stages = table.concat(stages, ' / ')
+  end
   for _ = 1, opt.warmup do engine:step(images, labels) end
   return function()
     local t0 = T.now()
@@ -56,6 +64,7 @@ local layouts = {
   {name = ('1 device, %d threads'):format(cores), threads = cores},
   {name = ('placed on 3 devices of 1 thread%s'):format(opt.micro_batches > 1 and (', %d micro-batches'):format(opt.micro_batches) or ''),
    threads = 1, placed = true},
+  {name = 'split = auto on 3 devices of 1 thread', threads = 1, auto = true},
 }
 local steps = {}
 for i, layout in ipairs(layouts) do layout.step, steps[i] = prepare(layout), {} end
@@ -69,6 +78,7 @@ for i, layout in ipairs(layouts) do
   local per_s = opt.batch / median(steps[i])
   base = base or per_s
   print(('  %-40s %8.0f images/s  %5.2fx'):format(layout.name, per_s, per_s / base))
+  if layout.stages then print('    its stages: ' .. layout.stages) end
 end
 
 -- The same placement on GPU machines, as the planner sees it before anything runs.

@@ -165,6 +165,18 @@ struct PlanCosts {
     std::shared_ptr<const CostModel> model;
     std::shared_ptr<const UnitPlacement> placed;
     NetShapes shapes;
+    std::shared_ptr<Sequential> net;
+    // `placed` is no placement given but the net's units with its graphs opened, in one stage:
+    // what the planner cuts (chain_units with Opening::graphs).
+    bool opened = false;
+
+    // Of an opened net: the stage graph of these cuts of its units, edges carrying their bytes.
+    StageGraph cut_graph(const std::vector<std::size_t>& cuts, std::int64_t micro_batch) const {
+        std::vector<std::size_t> bounds{0};
+        bounds.insert(bounds.end(), cuts.begin(), cuts.end());
+        bounds.push_back(placed->units.size());
+        return placement_graph(chain_units(*net, bounds, Opening::graphs), shapes, micro_batch);
+    }
 };
 using CostsPtr = std::shared_ptr<const PlanCosts>;
 
@@ -178,9 +190,16 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     const Shape sample = check_shape(L, lua_gettop(L));
     lua_pop(L, 1);
     auto costs = std::make_shared<PlanCosts>();
-    if (get(L, args, "placement") != LUA_TNIL)
+    costs->net = net;
+    if (get(L, args, "placement") != LUA_TNIL) {
         costs->placed = std::make_shared<const UnitPlacement>(
             place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
+    } else if (has_graph_to_open(*net)) {
+        // A graph's nodes weighed one by one, so a search can put its branches apart.
+        costs->placed = std::make_shared<const UnitPlacement>(
+            chain_units(*net, {0, chain_unit_count(*net, Opening::graphs)}, Opening::graphs));
+        costs->opened = true;
+    }
     lua_pop(L, 1);
     costs->shapes =
         costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
@@ -309,7 +328,7 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
                std::string(pipeline_schedule_name(p.schedule)));  // the old name, one release
     lua_pushboolean(L, p.recompute);
     lua_setfield(L, -2, "recompute");
-    set_string(L, "placement", p.placement);
+    set_string(L, "device_order", p.device_order);
     set_string(L, "label", p.label());
     set_string(L, "topology", r.topology);
     set_number(L, "threads", r.threads);
@@ -322,6 +341,20 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "split");
+    if (search.places_units && p.stages > 1) {
+        // Each stage's units: what the engine's parallel.placement takes.
+        const auto stages = search.stage_names(r);
+        lua_createtable(L, static_cast<int>(stages.size()), 0);
+        for (std::size_t s = 0; s < stages.size(); ++s) {
+            lua_createtable(L, static_cast<int>(stages[s].size()), 0);
+            for (std::size_t i = 0; i < stages[s].size(); ++i) {
+                lua_pushstring(L, stages[s][i].c_str());
+                lua_rawseti(L, -2, static_cast<int>(i + 1));
+            }
+            lua_rawseti(L, -2, static_cast<int>(s + 1));
+        }
+        lua_setfield(L, -2, "placement");
+    }
     lua_createtable(L, static_cast<int>(p.devices.size()), 0);
     for (std::size_t i = 0; i < p.devices.size(); ++i) {
         lua_pushinteger(L, p.devices[i]);
@@ -421,11 +454,15 @@ int plan_search(lua_State* L) {
     check_options(L, 1, "T.plan.search", kPlanKeys);
     const auto tops = topologies(L, 1);
     const auto plan_costs = cost_model(L, 1);
-    TANDEM_CHECK_AS(ConfigError, !plan_costs->placed)
-        << "T.plan.search cuts the net as a chain; to weigh a placement, simulate it "
+    TANDEM_CHECK_AS(ConfigError, !plan_costs->placed || plan_costs->opened)
+        << "T.plan.search chooses the stages itself; to weigh a placement, simulate it "
            "(T.plan.simulate)";
     const CostModel* costs = plan_costs->model.get();
-    const PlannerOptions o = planner_options(L, 1);
+    PlannerOptions o = planner_options(L, 1);
+    if (plan_costs->opened)
+        o.stage_graph = [&](const std::vector<std::size_t>& cuts, std::int64_t micro_batch) {
+            return plan_costs->cut_graph(cuts, micro_batch);
+        };
     PlanSearch search;
     for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
     const std::string trace = option_string(L, 1, "trace", "");
@@ -457,7 +494,7 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
     const CostModel& costs = *plan_costs.model;
     check_options(L, pt, "T.plan.simulate's plan",
                   {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute",
-                   "split", "devices", "placement"});
+                   "split", "devices", "placement", "device_order"});
     Plan plan;
     plan.groups = static_cast<int>(option_int(L, pt, "groups", 1));
     plan.stages = static_cast<int>(option_int(L, pt, "stages", 1));
@@ -481,7 +518,7 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         });
     }
     lua_pop(L, 1);
-    if (plan_costs.placed) {
+    if (plan_costs.placed && !plan_costs.opened) {
         // The costs' placement says what each stage runs (T.plan.simulate's placement).
         const int stages = static_cast<int>(plan_costs.placed->graph.stages.size());
         TANDEM_CHECK_AS(ConfigError, specs.empty() && plan.stages == stages)
@@ -506,14 +543,21 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
     return plan;
 }
 
+// The plan's stages as a graph when its cuts fall among an opened graph's units.
+void cut_units(Plan& plan, const PlanCosts& costs) {
+    if (!costs.opened || plan.stages == 1) return;
+    plan.graph = costs.cut_graph(plan.cuts, plan.micro_batch());
+    plan.cuts.clear();
+}
+
 // Pushes {step_ms, ..., devices, split} for one simulated plan.
-void push_simulated(lua_State* L, const Simulation& s, const Plan& plan,
+void push_simulated(lua_State* L, const Simulation& s, const std::vector<std::size_t>& cuts,
                     const std::vector<std::string>& names) {
     lua_createtable(L, 0, 10);
     push_simulation(L, s);
-    lua_createtable(L, static_cast<int>(plan.cuts.size()), 0);
-    for (std::size_t i = 0; i < plan.cuts.size(); ++i) {
-        lua_pushstring(L, names.at(plan.cuts[i] - 1).c_str());
+    lua_createtable(L, static_cast<int>(cuts.size()), 0);
+    for (std::size_t i = 0; i < cuts.size(); ++i) {
+        lua_pushstring(L, names.at(cuts[i] - 1).c_str());
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "split");
@@ -549,10 +593,12 @@ int plan_simulate(lua_State* L) {
     for (const auto& c : model.layer_costs(topology.device(0), 1)) names.push_back(c.name);
     const std::string trace = option_string(L, 1, "trace", "");
     auto run = [&](int pt) {
-        const Plan plan = read_plan(L, pt, topology, *costs, names);
+        Plan plan = read_plan(L, pt, topology, *costs, names);
+        const std::vector<std::size_t> cuts = plan.cuts;
+        cut_units(plan, *costs);
         const Simulation s = simulate(plan, topology, model, !trace.empty());
         if (!trace.empty()) write_simulated_trace(s, trace);
-        push_simulated(L, s, plan, names);
+        push_simulated(L, s, cuts, names);
         set_calibration(L, model);
     };
     if (get(L, 1, "plans") == LUA_TTABLE) {

@@ -29,7 +29,7 @@ std::vector<std::size_t> stage_bounds(std::size_t layers, int stages,
                                       const std::vector<std::size_t>& cuts) {
     const auto s = static_cast<std::size_t>(stages);
     TANDEM_CHECK_AS(ConfigError, s <= layers)
-        << "Engine: " << stages << " stages need at least as many top-level layers; the net has "
+        << "Engine: " << stages << " stages need at least as many layers to cut; the net has "
         << layers;
     std::vector<std::size_t> bounds{0};
     if (cuts.empty()) {
@@ -234,18 +234,21 @@ void Engine::prepare(const Shape& sample, std::int64_t batch) {
 
 void Engine::place_for(const Shape& sample, std::int64_t batch) {
     if (prepared()) return;
-    std::vector<std::size_t> cuts = auto_cuts(sample, batch);
+    // A graph's nodes are units of their own, so its branches can go on stages of their own.
+    const Opening opening = has_graph_to_open(*options_.net) ? Opening::graphs : Opening::layers;
+    std::vector<std::size_t> cuts = auto_cuts(sample, batch, opening);
     // Under MPI each rank profiled for itself: rank 0's choice holds for all.
     if (processes_ > 1) {
         std::vector<std::uint64_t> shared(cuts.begin(), cuts.end());
         mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
         cuts.assign(shared.begin(), shared.end());
     }
-    place(chain_units(*options_.net,
-                      stage_bounds(options_.net->size(), options_.parallel.stages, cuts)));
+    const std::size_t units = chain_unit_count(*options_.net, opening);
+    place(chain_units(*options_.net, stage_bounds(units, options_.parallel.stages, cuts), opening));
 }
 
-std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch) {
+std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch,
+                                           Opening opening) {
     const ParallelOptions& p = options_.parallel;
     const std::int64_t micro = std::max<std::int64_t>(1, batch / (p.groups * p.micro_batches));
     ProfileOptions po;
@@ -253,8 +256,9 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
     po.seed = options_.seed;
     // Profiling runs a copy: the net's own weights stay where they are.
     auto copy = std::static_pointer_cast<Sequential>(options_.net->clone());
+    const UnitPlacement units = chain_units(*copy, {0, chain_unit_count(*copy, opening)}, opening);
     const NetProfile profile =
-        profile_net(*copy, *options_.loss, stage_device(0, 0), sample, micro, po);
+        profile_net(*copy, units, *options_.loss, stage_device(0, 0), sample, micro, po);
     const std::vector<LayerCost> costs = layer_costs(profile, options_.optimizer.state_buffers());
     PartitionOptions o;
     o.stages = p.stages;

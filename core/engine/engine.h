@@ -183,7 +183,8 @@ private:
     // batches' shapes are checked by the layers as they run).
     void place_for(const Shape& sample, std::int64_t batch);
     void place(UnitPlacement units);
-    std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch);
+    // The automatic split's cuts of the net's units (chain_units with `opening`).
+    std::vector<std::size_t> auto_cuts(const Shape& sample, std::int64_t batch, Opening opening);
 
     // The placement; Error until placed.
     const UnitPlacement& placed() const;
@@ -191,7 +192,8 @@ private:
     int edge_count() const { return static_cast<int>(placed().graph.edges.size()); }
 
     // The stages' units and stage graph: parallel.placement's, or a chain of top-level layers
-    // (parallel.cuts, the automatic split). Null until placed.
+    // (parallel.cuts), or of the net's units with its graphs opened (the automatic split). Null
+    // until placed.
     std::shared_ptr<const UnitPlacement> units_;
     // Per unit, the bytes of each parameter tensor: what the stage programs' buckets are made of.
     std::vector<std::vector<std::size_t>> unit_parameter_bytes_;

@@ -53,7 +53,8 @@ struct ParallelOptions {
     std::vector<std::vector<std::string>> placement;
     // Choose the cuts by profiling instead: each top-level layer's time and memory at the
     // micro-batch size on the first device, then the split that minimises the slowest stage
-    // within every device's memory cap (plan/partitioner.h). Done by prepare().
+    // within every device's memory cap (plan/partitioner.h). A top-level graph is cut node by
+    // node (unit_placement.h, Opening::graphs). Done by prepare().
     bool auto_split = false;
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient all-reduce buckets

@@ -134,7 +134,7 @@ std::vector<ParallelOption> make_schema() {
                  {},
                  0,
                  true,
-                 false,
+                 true,
                  [](const ParallelOptions& p) -> OptionValue { return p.placement; },
                  [](ParallelOptions& p, const OptionValue& v) {
                      const auto& stages = value_as<StageNames>(

@@ -28,6 +28,22 @@ std::set<std::size_t> graphs_to_open(const Sequential& net,
     return open;
 }
 
+bool openable(Layer& layer) {
+    const Graph* graph = as_graph(layer);
+    return graph && graph->node_count() > 0 && graph->input_names().size() == 1 &&
+           graph->output_values().size() == 1;
+}
+
+// The top-level graphs `opening` opens: none, or every one that takes one input and makes one
+// output.
+std::set<std::size_t> graphs_to_open(Sequential& net, Opening opening) {
+    std::set<std::size_t> open;
+    if (opening == Opening::graphs)
+        for (std::size_t i = 0; i < net.size(); ++i)
+            if (openable(net.at(i))) open.insert(i);
+    return open;
+}
+
 // The net's units in its own order (a topological one): top-level layers, and the nodes of
 // the graphs in `open`. Value 0 is the batch; unit u makes value u + 1. Returns the output.
 std::size_t flatten(Sequential& net, const std::set<std::size_t>& open,
@@ -217,11 +233,22 @@ UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::st
     return assemble(flat, output, unit_stages(net, flat, stages), static_cast<int>(stages.size()));
 }
 
-UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds) {
-    TANDEM_CHECK(bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == net.size())
-        << "chain bounds must run from 0 to the net's " << net.size() << " layers";
+bool has_graph_to_open(Sequential& net) {
+    return !graphs_to_open(net, Opening::graphs).empty();
+}
+
+std::size_t chain_unit_count(Sequential& net, Opening opening) {
     std::vector<NetUnit> flat;
-    const std::size_t output = flatten(net, {}, flat);
+    flatten(net, graphs_to_open(net, opening), flat);
+    return flat.size();
+}
+
+UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
+                          Opening opening) {
+    std::vector<NetUnit> flat;
+    const std::size_t output = flatten(net, graphs_to_open(net, opening), flat);
+    TANDEM_CHECK(bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == flat.size())
+        << "chain bounds must run from 0 to the net's " << flat.size() << " units";
     std::vector<int> stage_of;
     for (std::size_t s = 0; s + 1 < bounds.size(); ++s)
         stage_of.insert(stage_of.end(), bounds[s + 1] - bounds[s], static_cast<int>(s));
@@ -260,6 +287,13 @@ GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
     std::vector<std::size_t> outputs;
     for (int id : node.outputs) outputs.push_back(edge_values[static_cast<std::size_t>(id)]);
     return part(net, node.layer_begin, node.layer_end, std::move(outputs));
+}
+
+std::vector<std::vector<std::string>> UnitPlacement::stage_names() const {
+    std::vector<std::vector<std::string>> names;
+    for (int s = 0; s < static_cast<int>(graph.stages.size()); ++s)
+        names.push_back(stage_unit_names(s));
+    return names;
 }
 
 std::vector<std::string> UnitPlacement::stage_unit_names(int stage) const {

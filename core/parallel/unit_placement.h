@@ -59,6 +59,8 @@ struct UnitPlacement {
     GraphPart stage_part(Sequential& net, int stage) const;
     // Stage s's unit names, in the order they run.
     std::vector<std::string> stage_unit_names(int stage) const;
+    // Every stage's: a parallel.placement that gives this placement again (place_units).
+    std::vector<std::vector<std::string>> stage_names() const;
 };
 
 // The layer unit `unit` runs in `net`.
@@ -70,8 +72,21 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit);
 // feed each other in a cycle.
 UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages);
 
-// A chain: stage s runs top-level layers [bounds[s], bounds[s + 1]) (bounds from 0 to the net's
-// size, increasing). Its graph is chain_stage_graph(bounds)'s, edge for edge.
-UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds);
+// Which units a chain cuts: the top-level layers, or also the nodes of every top-level graph
+// that takes one input and makes one output (what the automatic split cuts, so that a graph's
+// branches can go on stages of their own).
+enum class Opening { layers, graphs };
+
+// A chain: stage s runs units [bounds[s], bounds[s + 1]) of the net's units in its order (bounds
+// from 0 to chain_unit_count, increasing). With Opening::layers its graph is
+// chain_stage_graph(bounds)'s, edge for edge; with graphs opened, the stages of a range of a
+// graph's nodes read what they read, so two branches cut apart run at once (the ranges follow
+// the order the graph's nodes were added in, a topological one: a graph whose branches were
+// added one after the other can have a branch per stage).
+UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
+                          Opening opening = Opening::layers);
+std::size_t chain_unit_count(Sequential& net, Opening opening);
+// Whether Opening::graphs opens anything in `net`.
+bool has_graph_to_open(Sequential& net);
 
 }  // namespace tandem

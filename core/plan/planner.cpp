@@ -10,7 +10,7 @@
 namespace tandem {
 namespace {
 
-std::vector<int> placement(const std::string& kind, int groups, int stages) {
+std::vector<int> device_order(const std::string& kind, int groups, int stages) {
     std::vector<int> devices(static_cast<std::size_t>(groups * stages));
     for (int g = 0; g < groups; ++g)
         for (int s = 0; s < stages; ++s)
@@ -72,6 +72,7 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                     sizes.push_back(o.batch / groups / micro_batches);
     costs.prefetch(first, sizes);
     for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);
+    search.places_units = static_cast<bool>(o.stage_graph);
     const std::size_t layers = search.layer_names.size();
 
     for (int stages = 1; stages <= n; ++stages) {
@@ -81,11 +82,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
         const std::vector<PipelineSchedule> schedules =
             stages == 1 ? std::vector{PipelineSchedule::gpipe}
                         : std::vector{PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
-        // On a flat topology every placement is the same.
-        const std::vector<std::string> placements =
-            groups > 1 && stages > 1 && !topology.flat()
-                ? std::vector<std::string>{"packed", "spread"}
-                : std::vector<std::string>{"packed"};
+        // On a flat topology every device order is the same.
+        const std::vector<std::string> orders = groups > 1 && stages > 1 && !topology.flat()
+                                                    ? std::vector<std::string>{"packed", "spread"}
+                                                    : std::vector<std::string>{"packed"};
         for (const auto schedule : schedules) {
             for (int micro_batches : o.micro_batches) {
                 if ((o.batch / groups) % micro_batches != 0) continue;
@@ -97,7 +97,7 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                     search.plans.back().plan.stages == 1 &&
                     search.plans.back().plan.groups == groups)
                     continue;
-                for (const auto& place : placements) {
+                for (const auto& place : orders) {
                     ++search.considered;
                     bool placed = false;
                     for (bool recompute : {false, true}) {
@@ -108,8 +108,8 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         plan.batch = o.batch, plan.algorithm = o.algorithm,
                         plan.bucket_bytes = o.bucket_bytes;
                         plan.overlap_backward = o.overlap_backward;
-                        plan.devices = placement(place, groups, stages);
-                        plan.placement = place;
+                        plan.devices = device_order(place, groups, stages);
+                        plan.device_order = place;
                         // Cut for the devices of group 0; each stage's cap is the smallest among
                         // its replicas.
                         PartitionOptions po;
@@ -135,7 +135,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         } catch (const ConfigError&) {
                             continue;  // no split fits: try recomputation
                         }
-                        plan.cuts = ranked.partition.cuts;
+                        if (o.stage_graph)
+                            plan.graph = o.stage_graph(ranked.partition.cuts, plan.micro_batch());
+                        else
+                            plan.cuts = ranked.partition.cuts;
                         ranked.simulation = simulate(plan, topology, costs);
                         if (!ranked.simulation.fits()) continue;
                         ranked.plan = std::move(plan);
@@ -159,10 +162,21 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
     return search;
 }
 
+std::vector<std::vector<std::string>> PlanSearch::stage_names(const RankedPlan& r) const {
+    std::vector<std::vector<std::string>> names(1);
+    const std::vector<std::size_t>& cuts = r.partition.cuts;
+    for (std::size_t i = 0, cut = 0; i < layer_names.size(); ++i) {
+        if (cut < cuts.size() && i == cuts[cut]) names.emplace_back(), ++cut;
+        names.back().push_back(layer_names[i]);
+    }
+    return names;
+}
+
 void merge_plans(PlanSearch& into, PlanSearch other) {
     into.considered += other.considered;
     into.over_memory += other.over_memory;
     if (into.layer_names.empty()) into.layer_names = other.layer_names;
+    into.places_units = into.places_units || other.places_units;
     for (auto& p : other.plans) into.plans.push_back(std::move(p));
     rank(into.plans);
 }
@@ -171,23 +185,22 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     std::ostringstream out;
     const RankedPlan* dp = search.pure_data_parallel();
     const double dp_rate = dp ? dp->simulation.images_per_s : 0;
-    out << "  #  plan (G x S x M)         placement  devices   step ms   images/s  bubble  exposed "
+    out << "  #  plan (G x S x M)         order      devices   step ms   images/s  bubble  exposed "
            "comm  peak memory    vs data parallel\n";
     auto row = [&](const std::string& rank, const RankedPlan& r) {
         const Simulation& s = r.simulation;
         std::string label = r.plan.label();
         label.resize(std::max<std::size_t>(label.size(), 24), ' ');
-        std::string placement = r.plan.placement;
-        placement.resize(std::max<std::size_t>(placement.size(), 9), ' ');
+        std::string order = r.plan.device_order;
+        order.resize(std::max<std::size_t>(order.size(), 9), ' ');
         std::string devices = std::to_string(r.plan.groups * r.plan.stages);
         if (r.threads > 0) devices += " x " + std::to_string(r.threads) + "t";
         devices.resize(std::max<std::size_t>(devices.size(), 8), ' ');
         char line[256];
         std::snprintf(
             line, sizeof line, "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s\n",
-            rank.c_str(), label.c_str(), placement.c_str(), devices.c_str(), s.step_ms,
-            s.images_per_s, 100 * s.bubble, s.exposed_comm_ms,
-            format_bytes(double(s.peak_bytes())).c_str(),
+            rank.c_str(), label.c_str(), order.c_str(), devices.c_str(), s.step_ms, s.images_per_s,
+            100 * s.bubble, s.exposed_comm_ms, format_bytes(double(s.peak_bytes())).c_str(),
             dp_rate > 0 ? (fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%").c_str() : "-");
         out << line;
     };
@@ -220,11 +233,23 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
         << ", micro_batches = " << p.micro_batches << ",\n";
     out << "  pipeline = '" << pipeline_schedule_name(p.schedule)
         << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
-    out << "  split = {";
-    for (std::size_t i = 0; i < p.cuts.size(); ++i)
-        out << (i ? ", " : "") << "'" << search.layer_names.at(p.cuts[i] - 1) << "'";
-    out << "},\n";
-    out << "  placement = '" << p.placement << "', devices = {";
+    if (search.places_units && p.stages > 1) {
+        // A graph's units: each stage's names, what parallel.placement takes.
+        out << "  placement = {\n";
+        for (const auto& stage : search.stage_names(r)) {
+            out << "    {";
+            for (std::size_t i = 0; i < stage.size(); ++i)
+                out << (i ? ", " : "") << "'" << stage[i] << "'";
+            out << "},\n";
+        }
+        out << "  },\n";
+    } else {
+        out << "  split = {";
+        for (std::size_t i = 0; i < r.partition.cuts.size(); ++i)
+            out << (i ? ", " : "") << "'" << search.layer_names.at(r.partition.cuts[i] - 1) << "'";
+        out << "},\n";
+    }
+    out << "  device_order = '" << p.device_order << "', devices = {";
     for (std::size_t i = 0; i < p.devices.size(); ++i) out << (i ? ", " : "") << p.devices[i];
     out << "},\n";
     out << "  threads = " << r.threads << ", batch = " << p.batch << ", topology = '" << r.topology

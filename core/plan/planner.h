@@ -1,7 +1,7 @@
 // Planner: which layout to train a net in on a topology, decided by simulation.
 //
 // It enumerates groups x stages = the device count, micro-batch counts that split the batch
-// evenly, both schedules (one when there is one micro-batch), and two placements when there
+// evenly, both schedules (one when there is one micro-batch), and two device orders when there
 // are groups and stages both and the topology is not flat:
 //   packed: a group's stages on neighbouring devices (in the topology's order, which lists the
 //           devices under one switch together), so stage-to-stage copies stay under a switch;
@@ -9,8 +9,14 @@
 // For each it cuts the net with the partitioner (the slowest stage smallest within every cap);
 // a layout that does not fit is tried again with recomputation (and, with one stage, more
 // micro-batches) before it is dropped. The survivors are simulated and ranked by images/s.
+//
+// The cost model's layers are what the partitioner cuts: a chain's top-level layers, or the
+// units of a net whose graphs are opened (parallel/unit_placement.h, Opening::graphs), whose
+// cuts make a stage graph (PlannerOptions::stage_graph) where branches on different stages
+// run at once: the planner then chooses a placement of the graph's nodes.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,10 @@ struct PlannerOptions {
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // as the engine's option
+    // The stage graph of cuts of the cost model's layers for micro-batches of a size, when they
+    // are not a chain (a net's units with its graphs opened); null: a chain.
+    std::function<StageGraph(const std::vector<std::size_t>& cuts, std::int64_t micro_batch)>
+        stage_graph;
 };
 
 struct RankedPlan {
@@ -43,6 +53,12 @@ struct PlanSearch {
     int considered = 0;             // layouts tried
     int over_memory = 0;            // of which none fitted
     std::vector<std::string> layer_names;
+    // The layers are a graph's units (PlannerOptions::stage_graph): a plan gives each stage's
+    // names (a parallel.placement) rather than cuts of a chain.
+    bool places_units = false;
+
+    // The plan's stages as the cost model's layer names: each stage's (a placement).
+    std::vector<std::vector<std::string>> stage_names(const RankedPlan& plan) const;
 
     // The fastest pure data-parallel (G = devices, S = 1) and pure pipeline (G = 1, GPipe)
     // plans; null when none fitted.
@@ -61,7 +77,8 @@ void merge_plans(PlanSearch& into, PlanSearch other);
 std::string format_plans(const PlanSearch& search, std::size_t top = 10);
 
 // A Lua file `tandem run RECIPE --plan=FILE` reads: groups, stages, micro-batches, schedule,
-// recompute, the cuts by layer name, the devices and their threads, and the prediction.
+// recompute, the cuts by layer name (or, for a graph's units, each stage's names: placement),
+// the devices (their order and indices) and their threads, and the prediction.
 std::string plan_to_lua(const RankedPlan& plan, const PlanSearch& search);
 
 }  // namespace tandem

@@ -55,7 +55,7 @@ struct Plan {
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // buckets reduced during the last backward (engine.h)
-    std::string placement;         // how devices were chosen, for the tables
+    std::string device_order;      // how devices were chosen (planner.h), for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
     // The engine's options that run this plan (parallel/parallel_options.h).

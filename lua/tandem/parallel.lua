@@ -162,6 +162,8 @@ local function apply_plan(opt, plan)
       local value = plan[option.name]
       if option.name == 'pipeline' and value == nil then value = plan.schedule end  -- written before the rename
       if option.kind == 'cuts' then value = value or {} end
+      -- A plan of a chain (or a file that used the name for its device order) places nothing.
+      if option.kind == 'placement' and type(value) ~= 'table' then value = {} end
       if option.kind == 'stage_flags' then value = value or false end
       if value ~= nil then opt[option.flag] = flag_value(option, value) end
     end

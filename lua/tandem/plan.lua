@@ -146,7 +146,7 @@ local function check_numbers(fn, args)
 end
 
 -- Every layout ranked: {plans = {{groups, stages, micro_batches, pipeline (and its old name schedule), recompute, split,
--- placement, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
+-- placement (a graph net's: each stage's nodes), device_order, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
 function M.search(args)
   check_numbers('T.plan.search', args)
   return core.plan_search(with_cost(args))
@@ -212,6 +212,22 @@ local function cuts(v)
   return nil, "a list of layer names or positive layer numbers, or 'auto'"
 end
 
+-- Each stage's layer names (what parallel.placement takes); a string is a file written before
+-- the device order had its own field, read as that.
+local function placement(v)
+  if type(v) == 'string' then return v end
+  if type(v) == 'table' then
+    for _, stage in ipairs(v) do
+      if type(stage) ~= 'table' or #stage == 0 then return nil, 'a list of stages, each a list of layer names' end
+      for _, name in ipairs(stage) do
+        if type(name) ~= 'string' then return nil, 'a list of stages, each a list of layer names' end
+      end
+    end
+    return v
+  end
+  return nil, 'a list of stages, each a list of layer names'
+end
+
 local function indices(v)
   if type(v) == 'table' then
     for _, d in ipairs(v) do
@@ -225,7 +241,8 @@ end
 local plan_fields = {
   groups = int_in(1, 256, 'an integer in [1, 256]'), stages = int_in(1, 256, 'an integer in [1, 256]'),
   micro_batches = int_in(1, 2^20, 'a positive integer'), pipeline = one_of('gpipe', '1f1b'),
-  schedule = one_of('gpipe', '1f1b'), recompute = flags, split = cuts, placement = string_or_nil,
+  schedule = one_of('gpipe', '1f1b'), recompute = flags, split = cuts, placement = placement,
+  device_order = one_of('packed', 'spread'),
   devices = indices, threads = M.thread_count, batch = int_in(1, 2^40, 'a positive integer'),
   topology = string_or_nil, device = one_of('cpu', 'cuda'), model = string_or_nil,
   cores = int_in(0, 2^20, 'a non-negative integer (0 for GPUs)'), predicted_step_ms = finite_positive,
@@ -325,9 +342,12 @@ local function plan_net(net, sample, opt)
   io.write(r.table)
   local best = r.plans[1]
   if not best then error('no plan fits the devices\' memory', 0) end
-  print(('best: %s (%s placement), split after %s: %.2f ms a step, %.0f images/s predicted')
-        :format(best.label, best.placement, #best.split > 0 and table.concat(best.split, ', ') or '-',
-                best.step_ms, best.images_per_s))
+  local stages = {}
+  for i, stage in ipairs(best.placement or {}) do stages[i] = table.concat(stage, ',') end
+  local where = best.placement and 'placed ' .. table.concat(stages, ' / ')
+                or 'split after ' .. (#best.split > 0 and table.concat(best.split, ', ') or '-')
+  print(('best: %s (%s device order), %s: %.2f ms a step, %.0f images/s predicted')
+        :format(best.label, best.device_order, where, best.step_ms, best.images_per_s))
   if opt.write ~= '' then
     local f = assert(io.open(opt.write, 'w'))
     f:write(best.lua)

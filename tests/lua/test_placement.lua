@@ -79,12 +79,56 @@ t.test('the planner weighs a placement by its units', function()
     t.raises(function() T.plan.simulate{costs = costs, batch = 16, topology = topology, plan = {stages = 2}} end,
              'the placement has 3 stages; give the plan stages = 3 and no split')
     t.raises(function() T.plan.search{costs = costs, batch = 16, topology = topology} end,
-             'to weigh a placement, simulate it')
+             'chooses the stages itself; to weigh a placement, simulate it')
   end
   t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = {{'mixed'}, {'zz'}}} end,
            "stage 2 names 'zz'")
   t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = 'mixed'} end,
            'T.plan: placement must be a list of stages')
+end)
+
+t.test('the automatic split puts a graph\'s branches on stages of their own', function()
+  -- The graph's nodes are units the partitioner cuts: 3 stages of the 8 units, whatever it chose.
+  local auto = engine({stages = 3, split = 'auto'}, 3)
+  auto:prepare({1, 8, 8}, 16)
+  local names = {}
+  for _, stage in ipairs(auto:stages()) do names[#names + 1] = stage.first end
+  t.ok(table.concat(names, ' '):find('mixed%.'), 'a stage begins inside the graph: ' .. table.concat(names, ' '))
+  t.near(train(auto), train(engine({}, 1)), 1e-5, 'trains as one device')
+end)
+
+t.test('the planner chooses a placement of a graph\'s nodes, and a plan file carries it', function()
+  local r = T.plan.search{net = net(), sample = {1, 8, 8}, batch = 16, iterations = 2, warmup = 1,
+                          topology = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'})}
+  local placed
+  for _, p in ipairs(r.plans) do if p.stages == 3 then placed = p break end end
+  t.ok(placed and placed.placement, 'a 3-stage plan places the units')
+  t.eq(#placed.placement, 3)
+  t.eq(#placed.split, 0, 'no cuts of top-level layers beside the placement')
+  local units = {}
+  for _, stage in ipairs(placed.placement) do
+    for _, name in ipairs(stage) do units[#units + 1] = name end
+  end
+  t.eq(units, {'mixed.b1', 'mixed.b2', 'mixed.b3', 'mixed.join', 'relu1', 'pool1', 'flatten1', 'fc1'},
+       'every unit once, in the net\'s order')
+  t.ok(placed.lua:find("placement = {", 1, true) and placed.lua:find("device_order = 'packed'", 1, true), placed.lua)
+  local path = S.tmpname('.lua')
+  S.write(path, placed.lua)
+  t.eq(T.plan.load(path).placement, placed.placement)
+  local opt = T.options({plan = path, threads = 1}, T.parallel.defaults{batch = 16})
+  local devices, parallel = T.parallel.layout(opt, net(), {1, 8, 8})
+  t.eq(#devices, 3)
+  t.eq(parallel.placement, placed.placement)
+  local e = T.Engine{net = net(), devices = devices, optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4,
+                     parallel = parallel}
+  t.near(train(e), train(engine({}, 1)), 1e-5, 'the planned placement trains as one device')
+  -- A simulation of the same costs cuts the units as the search does.
+  local sim = T.plan.simulate{net = net(), sample = {1, 8, 8}, batch = 16, iterations = 2, warmup = 1,
+                              topology = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'}),
+                              plan = {stages = 3, split = {'mixed.b1', 'mixed.join'}}}
+  t.eq(sim.split, {'mixed.b1', 'mixed.join'})
+  t.eq(#sim.devices, 3)
+  S.cleanup()
 end)
 
 t.test('a recipe takes a placement as --placement', function()

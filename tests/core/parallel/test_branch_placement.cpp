@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "device/cpu/cpu_device.h"
 #include "engine/engine.h"
+#include "layers/linear.h"
 #include "parallel/unit_placement.h"
 #include "support/branch_net.h"
 #include "support/temp_dir.h"
@@ -108,6 +109,35 @@ TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
         for (std::size_t u = 0; u < 4; ++u) EXPECT_EQ(chain.units[u].layer, u);
         expect_chain(chain, bounds);
     }
+}
+
+TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
+    auto net = branch_net();
+    EXPECT_TRUE(has_graph_to_open(*net));
+    EXPECT_EQ(chain_unit_count(*net, Opening::layers), 4u);
+    ASSERT_EQ(chain_unit_count(*net, Opening::graphs), 9u);
+    // What the automatic split and the planner cut: ranges of the units in the net's order.
+    const UnitPlacement cut = chain_units(*net, {0, 2, 5, 7, 9}, Opening::graphs);
+    const UnitPlacement placed = place_units(*net, kFour);
+    EXPECT_EQ(cut.stage_names(), kFour);
+    ASSERT_EQ(cut.units.size(), placed.units.size());
+    for (std::size_t u = 0; u < cut.units.size(); ++u) {
+        EXPECT_EQ(cut.units[u].name, placed.units[u].name);
+        EXPECT_EQ(cut.units[u].inputs, placed.units[u].inputs);
+    }
+    ASSERT_EQ(cut.graph.edges.size(), placed.graph.edges.size());
+    for (std::size_t e = 0; e < cut.graph.edges.size(); ++e) {
+        EXPECT_EQ(cut.graph.edges[e].from, placed.graph.edges[e].from) << "edge " << e;
+        EXPECT_EQ(cut.graph.edges[e].to, placed.graph.edges[e].to) << "edge " << e;
+    }
+    EXPECT_EQ(cut.edge_values, placed.edge_values);
+    // The branches cut apart read the same value and run at once: stage 0 feeds both.
+    EXPECT_EQ(cut.graph.stage(0).outputs.size(), 2u);
+
+    Sequential chain;
+    chain.add(std::make_shared<Linear>(LinearOptions{4, 3}));
+    EXPECT_FALSE(has_graph_to_open(chain));
+    EXPECT_EQ(chain_unit_count(chain, Opening::graphs), 1u);
 }
 
 TEST(UnitPlacement, BranchesGetAnEdgePerReadingStage) {
