@@ -167,7 +167,7 @@ struct PlanCosts {
     NetShapes shapes;
     std::shared_ptr<Sequential> net;
     // `placed` is no placement given but the net's units with its graphs opened, in one stage:
-    // what the planner cuts (chain_units with Opening::graphs).
+    // what the planner cuts (chain_units with kCutOpening).
     bool opened = false;
 
     // Of an opened net: the stage graph of these cuts of its units, edges carrying their bytes.
@@ -175,7 +175,7 @@ struct PlanCosts {
         std::vector<std::size_t> bounds{0};
         bounds.insert(bounds.end(), cuts.begin(), cuts.end());
         bounds.push_back(placed->units.size());
-        return placement_graph(chain_units(*net, bounds, Opening::graphs), shapes, micro_batch);
+        return placement_graph(chain_units(*net, bounds, kCutOpening), shapes, micro_batch);
     }
 };
 using CostsPtr = std::shared_ptr<const PlanCosts>;
@@ -194,10 +194,10 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     if (get(L, args, "placement") != LUA_TNIL) {
         costs->placed = std::make_shared<const UnitPlacement>(
             place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
-    } else if (has_graph_to_open(*net)) {
+    } else if (has_units_to_open(*net)) {
         // A graph's nodes weighed one by one, so a search can put its branches apart.
         costs->placed = std::make_shared<const UnitPlacement>(
-            chain_units(*net, {0, chain_unit_count(*net, Opening::graphs)}, Opening::graphs));
+            chain_units(*net, {0, chain_unit_count(*net, kCutOpening)}, kCutOpening));
         costs->opened = true;
     }
     lua_pop(L, 1);

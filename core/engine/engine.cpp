@@ -235,7 +235,7 @@ void Engine::prepare(const Shape& sample, std::int64_t batch) {
 void Engine::place_for(const Shape& sample, std::int64_t batch) {
     if (prepared()) return;
     // A graph's nodes are units of their own, so its branches can go on stages of their own.
-    const Opening opening = has_graph_to_open(*options_.net) ? Opening::graphs : Opening::layers;
+    const Opening opening = kCutOpening;
     std::vector<std::size_t> cuts = auto_cuts(sample, batch, opening);
     // Under MPI each rank profiled for itself: rank 0's choice holds for all.
     if (processes_ > 1) {

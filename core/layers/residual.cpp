@@ -22,6 +22,7 @@ Residual::Residual(std::shared_ptr<Sequential> body, std::shared_ptr<Sequential>
     }
     body_->set_name("body");
     if (shortcut_) shortcut_->set_name("shortcut");
+    join_->set_name("add");
 }
 
 Residual::~Residual() {

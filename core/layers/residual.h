@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "layers/merge.h"
 #include "layers/sequential.h"
 
 namespace tandem {
@@ -22,6 +23,10 @@ public:
     Sequential& body() { return *body_; }
     // Null for the identity shortcut.
     Sequential* shortcut() { return shortcut_.get(); }
+    // The add of the two branches as a layer of its own, named "add" (no parameters, not a
+    // child): what a pipeline stage runs when a cut opens the block (parallel/unit_placement.h),
+    // adding as forward() does, the body's output first.
+    Add& join() { return *join_; }
 
     std::string_view kind() const override { return "Residual"; }
     LayerPtr clone() const override;
@@ -52,6 +57,7 @@ private:
 
     std::shared_ptr<Sequential> body_;
     std::shared_ptr<Sequential> shortcut_;
+    std::shared_ptr<Add> join_ = std::make_shared<Add>();
 };
 
 }  // namespace tandem

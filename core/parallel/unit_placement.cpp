@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "layers/graph.h"
 #include "layers/merge.h"
+#include "layers/residual.h"
 
 namespace tandem {
 namespace {
@@ -15,7 +16,12 @@ Graph* as_graph(Layer& layer) {
     return dynamic_cast<Graph*>(&layer);
 }
 
-// The top-level graphs a placement opens up: those with a node named "graph.node".
+Residual* as_residual(Layer& layer) {
+    return dynamic_cast<Residual*>(&layer);
+}
+
+// The top-level graphs and residual blocks a placement opens up: those with a unit named
+// "graph.node" or "block.body.layer".
 std::set<std::size_t> graphs_to_open(const Sequential& net,
                                      const std::vector<std::vector<std::string>>& stages) {
     std::set<std::size_t> open;
@@ -23,7 +29,8 @@ std::set<std::size_t> graphs_to_open(const Sequential& net,
         const std::string prefix = net.at(i).name() + ".";
         for (const auto& stage : stages)
             for (const auto& name : stage)
-                if (name.rfind(prefix, 0) == 0 && as_graph(net.at(i))) open.insert(i);
+                if (name.rfind(prefix, 0) == 0 && (as_graph(net.at(i)) || as_residual(net.at(i))))
+                    open.insert(i);
     }
     return open;
 }
@@ -44,6 +51,29 @@ std::set<std::size_t> graphs_to_open(Sequential& net, Opening opening) {
     return open;
 }
 
+// Residual block `i` as units reading value `x`: its body's layers, its shortcut's, and the add
+// of the two (Residual::join, the body's output first, as the block adds). Returns its output.
+std::size_t flatten_block(Residual& block, std::size_t i, std::size_t x,
+                          std::vector<NetUnit>& units) {
+    const std::string prefix = block.name() + ".";
+    int k = 0;  // the unit's index in the block
+    auto chain = [&](Sequential& branch, std::size_t at) {
+        for (std::size_t l = 0; l < branch.size(); ++l) {
+            units.push_back({prefix + branch.name() + "." + branch.at(l).name(),
+                             i,
+                             k++,
+                             {at},
+                             units.size() + 1});
+            at = units.back().value;
+        }
+        return at;
+    };
+    const std::size_t body = chain(block.body(), x);
+    const std::size_t shortcut = block.shortcut() ? chain(*block.shortcut(), x) : x;
+    units.push_back({prefix + block.join().name(), i, k, {body, shortcut}, units.size() + 1});
+    return units.back().value;
+}
+
 // The net's units in its own order (a topological one): top-level layers, and the nodes of
 // the graphs in `open`. Value 0 is the batch; unit u makes value u + 1. Returns the output.
 std::size_t flatten(Sequential& net, const std::set<std::size_t>& open,
@@ -54,6 +84,10 @@ std::size_t flatten(Sequential& net, const std::set<std::size_t>& open,
         if (!open.count(i)) {
             units.push_back({layer.name(), i, -1, {previous}, units.size() + 1});
             previous = units.back().value;
+            continue;
+        }
+        if (Residual* block = as_residual(layer)) {
+            previous = flatten_block(*block, i, previous, units);
             continue;
         }
         Graph& graph = *as_graph(layer);
@@ -218,6 +252,15 @@ UnitPlacement assemble(const std::vector<NetUnit>& flat, std::size_t output,
 Layer& unit_layer(Sequential& net, const NetUnit& unit) {
     Layer& layer = net.at(unit.layer);
     if (unit.node < 0) return layer;
+    if (Residual* block = as_residual(layer)) {
+        // flatten_block's order: the body's layers, the shortcut's, the add.
+        auto k = static_cast<std::size_t>(unit.node);
+        if (k < block->body().size()) return block->body().at(k);
+        k -= block->body().size();
+        Sequential* shortcut = block->shortcut();
+        if (shortcut && k < shortcut->size()) return shortcut->at(k);
+        return block->join();
+    }
     Graph* graph = as_graph(layer);
     TANDEM_CHECK(graph != nullptr)
         << "unit '" << unit.name << "': layer " << layer.label() << " is not a graph";
@@ -233,8 +276,8 @@ UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::st
     return assemble(flat, output, unit_stages(net, flat, stages), static_cast<int>(stages.size()));
 }
 
-bool has_graph_to_open(Sequential& net) {
-    return !graphs_to_open(net, Opening::graphs).empty();
+bool has_units_to_open(Sequential& net) {
+    return !graphs_to_open(net, kCutOpening).empty();
 }
 
 std::size_t chain_unit_count(Sequential& net, Opening opening) {

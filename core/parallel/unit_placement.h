@@ -73,9 +73,18 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit);
 UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages);
 
 // Which units a chain cuts: the top-level layers, or also the nodes of every top-level graph
-// that takes one input and makes one output (what the automatic split cuts, so that a graph's
-// branches can go on stages of their own).
+// that takes one input and makes one output, so that a graph's branches can go on stages of
+// their own.
+//
+// Residual blocks stay whole there. A placement may still open one by naming its layers
+// ("block3.body.conv1", "block3.shortcut.conv1", "block3.add": its body's, its shortcut's and
+// the add joining them), so a stage can end inside a block. The planner does not cut inside
+// blocks yet: its analytic roofline charges a block as one layer (its memory traffic hidden
+// under its compute), and its compute fraction was fitted that way; per layer, the same block
+// costs more, so the two cannot be compared until the per-kernel model of issue 20 is in.
 enum class Opening { layers, graphs };
+// What the automatic split and the planner cut.
+constexpr Opening kCutOpening = Opening::graphs;
 
 // A chain: stage s runs units [bounds[s], bounds[s + 1]) of the net's units in its order (bounds
 // from 0 to chain_unit_count, increasing). With Opening::layers its graph is
@@ -86,7 +95,7 @@ enum class Opening { layers, graphs };
 UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
                           Opening opening = Opening::layers);
 std::size_t chain_unit_count(Sequential& net, Opening opening);
-// Whether Opening::graphs opens anything in `net`.
-bool has_graph_to_open(Sequential& net);
+// Whether kCutOpening opens anything in `net`.
+bool has_units_to_open(Sequential& net);
 
 }  // namespace tandem

@@ -11,7 +11,7 @@
 // micro-batches) before it is dropped. The survivors are simulated and ranked by images/s.
 //
 // The cost model's layers are what the partitioner cuts: a chain's top-level layers, or the
-// units of a net whose graphs are opened (parallel/unit_placement.h, Opening::graphs), whose
+// units of a net whose graphs are opened (parallel/unit_placement.h, kCutOpening), whose
 // cuts make a stage graph (PlannerOptions::stage_graph) where branches on different stages
 // run at once: the planner then chooses a placement of the graph's nodes.
 #pragma once

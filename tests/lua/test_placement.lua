@@ -131,6 +131,34 @@ t.test('the planner chooses a placement of a graph\'s nodes, and a plan file car
   S.cleanup()
 end)
 
+t.test('a placement may end a stage inside a residual block', function()
+  -- A block with a projection shortcut; stage 1 runs the stem, the body's first convolution and
+  -- the shortcut's, stage 2 the rest of both branches, their add and the head.
+  local function residual_net()
+    return nn.Sequential{
+      nn.Conv2d(1, 4, 3, {pad = 1}), nn.BatchNorm2d(4), nn.ReLU(),
+      nn.Residual{body = {nn.Conv2d(4, 6, 3, {pad = 1, stride = 2}), nn.BatchNorm2d(6), nn.ReLU(),
+                          nn.Conv2d(6, 6, 3, {pad = 1}), nn.BatchNorm2d(6)},
+                  shortcut = {nn.Conv2d(4, 6, 1, {stride = 2}), nn.BatchNorm2d(6)}},
+      nn.ReLU(), nn.Flatten(), nn.Linear(6 * 4 * 4, 3)}
+  end
+  local inside = {{'conv1', 'bn1', 'relu1', 'block1.body.conv1', 'block1.shortcut.conv1'},
+                  {'block1.body.bn1', 'block1.body.relu1', 'block1.body.conv2', 'block1.body.bn2',
+                   'block1.shortcut.bn1', 'block1.add', 'relu2', 'flatten1', 'fc1'}}
+  local function residual_engine(parallel, devices)
+    return T.Engine{net = residual_net(), devices = T.devices('cpu', devices, {threads = 1}),
+                    optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = 4, parallel = parallel}
+  end
+  local one = train(residual_engine({}, 1))
+  local placed = residual_engine({placement = inside}, 2)
+  t.near(train(placed), one, 0, "two stages: the same bits")
+  t.eq({placed:stages()[1].last, placed:stages()[2].first}, {'block1.shortcut.conv1', 'block1.body.bn1'})
+  t.near(train(residual_engine({placement = inside, groups = 2, micro_batches = 2, pipeline = '1f1b'}, 4)), one,
+         1e-5, 'two groups of two micro-batches')
+  t.raises(function() residual_engine({placement = {{'conv1', 'bn1', 'relu1', 'block1.body.zz'}, {'fc1'}}}, 2) end,
+           {"names 'block1.body.zz'", "'block1.body.conv1'"})
+end)
+
 t.test('a recipe takes a placement as --placement', function()
   local opt = T.options({placement = 'mixed.b1,mixed.b3/mixed.b2/mixed.join,relu1,pool1,flatten1,fc1', threads = 1},
                         T.parallel.defaults{})

@@ -113,7 +113,7 @@ TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
 
 TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
     auto net = branch_net();
-    EXPECT_TRUE(has_graph_to_open(*net));
+    EXPECT_TRUE(has_units_to_open(*net));
     EXPECT_EQ(chain_unit_count(*net, Opening::layers), 4u);
     ASSERT_EQ(chain_unit_count(*net, Opening::graphs), 9u);
     // What the automatic split and the planner cut: ranges of the units in the net's order.
@@ -136,7 +136,7 @@ TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
 
     Sequential chain;
     chain.add(std::make_shared<Linear>(LinearOptions{4, 3}));
-    EXPECT_FALSE(has_graph_to_open(chain));
+    EXPECT_FALSE(has_units_to_open(chain));
     EXPECT_EQ(chain_unit_count(chain, Opening::graphs), 1u);
 }
 
