@@ -408,7 +408,7 @@ const std::initializer_list<const char*> kPlanKeys = {
     "net",      "sample",        "batch",     "topology",     "topologies", "cost",
     "momentum", "layout",        "seed",      "warmup",       "iterations", "rounds",
     "devices",  "micro_batches", "algorithm", "bucket_bytes", "overlap",    "top",
-    "trace",    "plan",          "plans",     "costs",        "placement"};
+    "trace",    "plan",          "plans",     "costs",        "placement",  "trace_plan"};
 
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
 // -> a cost model to pass to several searches and simulations (costs =), so that they weigh
@@ -466,11 +466,18 @@ int plan_search(lua_State* L) {
     PlanSearch search;
     for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
     const std::string trace = option_string(L, 1, "trace", "");
+    // Which ranked plan the trace shows (1: the best).
+    const std::int64_t traced = option_int(L, 1, "trace_plan", 1);
+    TANDEM_CHECK_AS(ConfigError, traced >= 1)
+        << "T.plan.search: option 'trace_plan' must be a rank from 1, got " << traced;
     if (!trace.empty() && !search.plans.empty()) {
-        const RankedPlan& best = search.plans.front();
+        TANDEM_CHECK_AS(ConfigError, static_cast<std::size_t>(traced) <= search.plans.size())
+            << "T.plan.search: trace_plan = " << traced << ", but " << search.plans.size()
+            << " plan(s) were ranked";
+        const RankedPlan& chosen = search.plans[static_cast<std::size_t>(traced - 1)];
         for (const auto& t : tops)
-            if (t.name() == best.topology)
-                write_simulated_trace(simulate(best.plan, t, *costs, true), trace);
+            if (t.name() == chosen.topology)
+                write_simulated_trace(simulate(chosen.plan, t, *costs, true), trace);
     }
     lua_createtable(L, 0, 5);
     lua_createtable(L, static_cast<int>(search.plans.size()), 0);
@@ -619,6 +626,18 @@ int plan_simulate(lua_State* L) {
     return 1;
 }
 
+// core.plan_models() -> the hardware table's device models, the link models (two lists).
+int plan_models(lua_State* L) {
+    for (const auto& names : {device_model_names(), link_model_names()}) {
+        lua_createtable(L, static_cast<int>(names.size()), 0);
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            lua_pushstring(L, names[i].c_str());
+            lua_rawseti(L, -2, static_cast<int>(i + 1));
+        }
+    }
+    return 2;
+}
+
 // core.cores(): the machine's logical cores.
 int cores(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(std::max(1u, std::thread::hardware_concurrency())));
@@ -631,6 +650,7 @@ const luaL_Reg kPlanFunctions[] = {
     {"plan_search", wrap<plan_search>},
     {"plan_simulate", wrap<plan_simulate>},
     {"plan_costs", wrap<plan_costs>},
+    {"plan_models", wrap<plan_models>},
     {nullptr, nullptr},
 };
 

@@ -278,6 +278,11 @@ function M.help(decls, about)
     lines[#lines + 1] = group .. ':'
     for _, line in ipairs(option_lines(groups[group])) do lines[#lines + 1] = line end
   end
+  -- What the command knows beyond its options (a function: worked out only when asked for).
+  if about.notes then
+    lines[#lines + 1] = ''
+    lines[#lines + 1] = type(about.notes) == 'function' and about.notes() or about.notes
+  end
   return table.concat(lines, '\n')
 end
 

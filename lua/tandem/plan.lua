@@ -335,6 +335,7 @@ local function plan_net(net, sample, opt)
   local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
                      devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
+                     trace_plan = opt.trace_plan,
                      iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm,
                      overlap = opt.overlap}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
@@ -354,7 +355,7 @@ local function plan_net(net, sample, opt)
     f:close()
     print('plan written to ' .. opt.write .. ' (tandem run RECIPE --plan=' .. opt.write .. ')')
   end
-  if opt.trace ~= '' then print('simulated trace: ' .. opt.trace) end
+  if opt.trace ~= '' then print(('simulated trace of plan %d: %s'):format(opt.trace_plan, opt.trace)) end
   return r
 end
 
@@ -368,6 +369,7 @@ local options = {
   top = {10, 'plans listed', kind = 'positive_int'},
   write = {'', 'write the best plan to this file (tandem run RECIPE --plan=FILE)'},
   trace = {'', "write the best plan's simulated step as a Chrome trace to this file"},
+  trace_plan = {1, 'which ranked plan --trace writes (1: the best; its # in the table)', kind = 'positive_int'},
   classes = {0, "a net file's classes (0: its default)", kind = 'nonneg_int'},
   threads = {0, "kernel threads of each CPU device (0: the cores split between the devices)", kind = 'nonneg_int'},
   memory = {'', "memory cap of each device, such as 4GB ('': the topology's)", kind = 'size'},
@@ -386,6 +388,23 @@ local about = {
                 .. 'schedule, the placement) by simulating a training step, before anything runs. RECIPE is a\n'
                 .. 'recipe that calls T.parallel.layout; NET.lua a net file (recipes/nets/*.lua).',
   who = 'tandem plan', who_option = 'tandem plan: option', positional = {'RECIPE|NET.lua'},
+  -- The names --topology and a topology file's --model take, listed with the help.
+  notes = function()
+    local devices, links = core.plan_models()
+    local function wrapped(title, names)
+      local lines, line = {}, title
+      for i, name in ipairs(names) do
+        local word = name .. (i < #names and ',' or '')
+        if #line + #word + 1 > 100 then lines[#lines + 1], line = line, '   ' end
+        line = line .. ' ' .. word
+      end
+      lines[#lines + 1] = line
+      return table.concat(lines, '\n')
+    end
+    return table.concat({wrapped('topologies (--topology): machine,', M.topologies()),
+                         wrapped('device models (a topology\'s devices, --model):', devices),
+                         wrapped('link models (a topology\'s links):', links)}, '\n')
+  end,
 }
 
 function M.main(args)

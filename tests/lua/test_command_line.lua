@@ -115,8 +115,14 @@ t.test('every command takes --help and exits 0', function()
   -- tandem plan --help lists all its options with their defaults.
   out = S.tandem({'plan', '--help'})
   for _, option in ipairs{'--batch=0', '--topology=machine', '--devices=0', '--cost=auto', '--top=10',
-                          '--write=', '--trace=', '--iterations=7', '--algorithm=ring', '--overlap=true'} do
+                          '--write=', '--trace=', '--trace-plan=1', '--iterations=7', '--algorithm=ring',
+                          '--overlap=true'} do
     t.ok(out:find(option, 1, true), 'plan --help lacks ' .. option .. ':\n' .. out)
+  end
+  -- and the names it knows: topologies, device and link models.
+  for _, name in ipairs{'topologies (--topology): machine, cluster', 'dgx1', 'server8_pcie', 'V100', 'H100',
+                        'nvlink2'} do
+    t.ok(out:find(name, 1, true), 'plan --help lacks ' .. name .. ':\n' .. out)
   end
 end)
 

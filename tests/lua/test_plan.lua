@@ -135,6 +135,19 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
   t.ok(out:find('plans for a batch of 256 %(analytic costs%)'), out)
   t.ok(out:find('8x1x1'), out)
   t.ok(out:find('1x8x'), 'the pure pipeline reference row: ' .. out)
+  -- --trace-plan=N traces the N-th ranked plan rather than the best.
+  local traces = {}
+  for _, n in ipairs{1, 3} do
+    traces[n] = S.tmpname('.json')
+    out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua', '--topology=server8_pcie', '--batch=256',
+                       '--trace=' .. traces[n], '--trace-plan=' .. n}
+    t.eq(rc, 0, out)
+    t.ok(out:find('simulated trace of plan ' .. n, 1, true), out)
+  end
+  t.ok(S.read(traces[3]):find('"traceEvents"') and S.read(traces[3]) ~= S.read(traces[1]), 'plan 3\'s own trace')
+  out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua', '--topology=server8_pcie', '--batch=256',
+                     '--trace=' .. traces[3], '--trace-plan=999'}
+  t.ok(rc ~= 0 and out:find('trace_plan = 999, but %d+ plan%(s%) were ranked'), out)
   local path = S.tmpname('.lua')
   local trace = S.tmpname('.json')
   out, rc = S.tandem{'plan', 'recipes/fashion_mnist.lua', '--batch=16', '--devices=2',
