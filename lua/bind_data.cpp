@@ -13,6 +13,7 @@
 #include "data/augment.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "data/interactions.h"
 #include "objects.h"
 #include "wrap.h"
 
@@ -57,6 +58,37 @@ int data_dataset(lua_State* L) {
     const Tensor& labels = check_tensor(L, 2);
     push_box(L, kDatasetType, std::make_shared<InMemoryDataset>(images.clone(), labels.clone()));
     return 1;
+}
+
+// T.data.interactions(path [, {length = 0, features = 0}]) -> dataset, {length =, features =,
+// items =, classes =, size =}: users' interaction data (a text file or the LMDB database
+// `tandem import-interactions` wrote; docs/data-format.md) as a dataset of f32 samples
+// 1 x 1 x (length + features), the item ids (shifted by 1, 0 padding) then the features. The
+// table says the shape, and `items` the rows an nn.Embedding over the ids needs.
+int data_interactions(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    check_options(L, 2, "T.data.interactions", {"length", "features"});
+    InteractionShape shape;
+    shape.length = option_int(L, 2, "length", 0);
+    shape.features = option_int(L, 2, "features", 0);
+    if (push_missing(L, path)) return 2;
+    InteractionSet set = read_interactions(path, shape);
+    const std::int64_t n = set.size();
+    Tensor x = Tensor::from_vector(Shape({n, 1, 1, set.width()}), host_device(), set.samples);
+    Tensor y = Tensor::empty({n}, host_device(), DType::i32);
+    std::copy(set.labels.begin(), set.labels.end(), y.data<int>());
+    push_box(L, kDatasetType, std::make_shared<InMemoryDataset>(std::move(x), std::move(y)));
+    lua_createtable(L, 0, 5);
+    const std::pair<const char*, std::int64_t> fields[] = {{"length", set.length},
+                                                           {"features", set.features},
+                                                           {"items", set.items},
+                                                           {"classes", set.classes},
+                                                           {"size", n}};
+    for (const auto& [key, value] : fields) {
+        lua_pushnumber(L, static_cast<lua_Number>(value));
+        lua_setfield(L, -2, key);
+    }
+    return 2;
 }
 
 // T.data.epoch_order(n, seed, epoch [, shuffle = true]) -> {i1, i2, ..., in} (1-based)
@@ -164,6 +196,7 @@ const luaL_Reg kDataFunctions[] = {
     {"idx", wrap<data_idx>},
     {"mnist", wrap<data_mnist>},
     {"dataset", wrap<data_dataset>},
+    {"interactions", wrap<data_interactions>},
     {"epoch_order", wrap<data_epoch_order>},
     {nullptr, nullptr},
 };

@@ -11,7 +11,14 @@
 -- either pipeline schedule). At the end, the rows the attention weighs most for each class.
 --   tandem run recipes/compound.lua --epochs=2
 --   tandem run recipes/compound.lua --placement= --max_steps=50    (one device, to compare)
+--
+-- Users' own interaction data (docs/data-format.md, "Interaction data": user, item sequence,
+-- features, label a line) trains the same model over item sequences and sparse features:
+--   tandem gen-interactions users.tsv --users=5000
+--   tandem import-interactions users.tsv users_db --length=12     (or read users.tsv directly)
+--   tandem run recipes/compound.lua --interactions=users_db --epochs=5
 local T = require 'tandem'
+local usage_error = require('tandem.command_line').usage_error
 
 -- The net, and its sub-models one to a stage: the LSTM; the autoencoder; attention and head.
 local compound = dofile(T.recipe_path('nets/compound.lua'))
@@ -32,12 +39,54 @@ local opt = T.options(..., T.parallel.defaults{
   eval_batch = {1000, 'images a step when testing', kind = 'positive_int'},
   progress = T.Progress.option,
   placement = table.concat(stages, '/'),
+  interactions = {'', "users' interaction data, a text file or an LMDB database from `tandem "
+                      .. "import-interactions` (docs/data-format.md), instead of Fashion-MNIST"},
+  interactions_test = {'', "held-out interaction data ('': every tenth example of --interactions)"},
+  length = {0, 'interactions: items a sample keeps (0: the longest sequence, or the database\'s)', kind = 'nonneg_int'},
+  features = {0, 'interactions: the feature width (0: the largest index + 1, or the database\'s)', kind = 'nonneg_int'},
 })
 
-local train = T.data.mnist_split(opt.data, 'train')
-local test = T.data.mnist_split(opt.data, 't10k')
+-- The data: Fashion-MNIST by default; with --interactions, users' examples and the shape of
+-- their samples ({length =, features =, items =, classes =}).
+local train, test, shape
+if opt.interactions == '' then
+  train, test = T.data.mnist_split(opt.data, 'train'), T.data.mnist_split(opt.data, 't10k')
+else
+  local function read(path, asked)
+    local data, info = T.data.interactions(path, asked)
+    if not data then usage_error(('--interactions: %s'):format(info)) end
+    return data, info
+  end
+  local all
+  all, shape = read(opt.interactions, {length = opt.length, features = opt.features})
+  if opt.interactions_test ~= '' then
+    local test_shape
+    train = all
+    test, test_shape = read(opt.interactions_test, {length = shape.length, features = shape.features})
+    -- Ids only the test set holds still need rows of the embedding.
+    shape.items, shape.classes = math.max(shape.items, test_shape.items), math.max(shape.classes, test_shape.classes)
+  else
+    -- Every tenth example held out, the same ones on every run.
+    local kept, held = {}, {}
+    for i = 1, all:size() do table.insert(i % 10 == 0 and held or kept, i) end
+    if #held == 0 then usage_error(('--interactions=%s: %d examples, too few to hold a tenth out (give --interactions_test)')
+                                   :format(opt.interactions, all:size())) end
+    train, test = T.data.dataset(all:batch(kept)), T.data.dataset(all:batch(held))
+  end
+  -- Each sub-model on a device of its own, by the interaction net's node names, unless the
+  -- command line placed them itself.
+  if opt.placement == table.concat(stages, '/') then
+    local _, _, placed = compound{interactions = shape}
+    local texts = {}
+    for s, names in ipairs(placed.placement) do texts[s] = table.concat(names, ',') end
+    opt.placement = table.concat(texts, '/')
+  end
+  print(('interactions: %d examples to train on, %d to test; %d items then %d features a sample, %d item ids, %d classes')
+        :format(train:size(), test:size(), shape.length, shape.features, shape.items, shape.classes))
+end
 
-local net, sample_shape, built = compound{hidden = opt.hidden, code = opt.code, reconstruction = opt.reconstruction}
+local net, sample_shape, built = compound{hidden = opt.hidden, code = opt.code, reconstruction = opt.reconstruction,
+                                          interactions = shape, classes = shape and shape.classes}
 local attention = built.attention
 
 local steps_per_epoch = T.mpi.all_reduce({math.floor(train:size() / opt.batch)}, 'min')[1]
@@ -78,30 +127,36 @@ for epoch = 1, opt.epochs do
   if done then break end
 end
 
--- What the attention looked at: for each class, the three rows it weighs most on average over
--- test images (the weights of the layer's last forward: group 1's last micro-batch; under
--- MPI, this rank's).
+-- What the attention looked at: for each class, the three rows (or sequence positions) it
+-- weighs most on average over test samples (the weights of the layer's last forward: group 1's
+-- last micro-batch; under MPI, this rank's).
+local looked = math.min(1000, test:size())
 local order = T.data.epoch_order(test:size(), 0, 0, false)
-engine:evaluate_batch(test:batch(order, 1, 1000))
+engine:evaluate_batch(test:batch(order, 1, looked))
 local weights = attention:attention_weights()
-local n = weights:shape()[1]
-local group_end = math.floor(1000 / opt.groups)  -- group 1's share of the batch ends here
+local n, steps = weights:shape()[1], weights:shape()[3]
+local group_end = math.floor(looked / opt.groups)  -- group 1's share of the batch ends here
 local _, labels = test:batch(order, group_end - n + 1, n)
 weights = weights:to_flat()
 local classes = labels:to_flat()
+local class_count = shape and shape.classes or 10
 local mean, counts = {}, {}
-for c = 0, 9 do mean[c], counts[c] = {}, 0 for r = 1, 28 do mean[c][r] = 0 end end
+for c = 0, class_count - 1 do mean[c], counts[c] = {}, 0 for r = 1, steps do mean[c][r] = 0 end end
 for i = 1, n do
   local c = classes[i]
   counts[c] = counts[c] + 1
-  for r = 1, 28 do mean[c][r] = mean[c][r] + weights[(i - 1) * 28 + r] end
+  for r = 1, steps do mean[c][r] = mean[c][r] + weights[(i - 1) * steps + r] end
 end
-print('the rows (1 = top) the attention weighs most, by class:')
-for c = 0, 9 do
+local what = shape and 'positions' or 'rows'
+print(shape and ('the sequence positions (%d = the newest item) the attention weighs most, by class:'):format(steps)
+      or 'the rows (1 = top) the attention weighs most, by class:')
+for c = 0, class_count - 1 do
   local ranked = {}
-  for r = 1, 28 do ranked[r] = r end
+  for r = 1, steps do ranked[r] = r end
   table.sort(ranked, function(a, b) return mean[c][a] > mean[c][b] end)
-  print(('  class %d: rows %d, %d, %d (%.0f%% of the weight)'):format(c, ranked[1], ranked[2], ranked[3],
-        100 * (mean[c][ranked[1]] + mean[c][ranked[2]] + mean[c][ranked[3]]) / math.max(counts[c], 1)))
+  local top, share = {}, 0
+  for k = 1, math.min(3, steps) do top[k], share = ranked[k], share + mean[c][ranked[k]] end
+  print(('  class %d: %s %s (%.0f%% of the weight)'):format(c, what, table.concat(top, ', '),
+        100 * share / math.max(counts[c], 1)))
 end
 T.parallel.finish(engine, opt)

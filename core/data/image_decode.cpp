@@ -103,6 +103,11 @@ std::optional<Size2> stated_size(const std::string& b) {
 }  // namespace
 
 cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
+    // Not damage but the wrong kind of database: an error that stops, not a sample to skip.
+    TANDEM_CHECK_AS(DataError, s.encoding != Encoding::interaction)
+        << "record '" << s.key << "'" << (s.origin.empty() ? "" : " of " + s.origin)
+        << " holds an interaction example, not an image: read the database with "
+           "T.data.interactions (docs/data-format.md)";
     if (s.encoding == Encoding::raw) {
         if (s.bytes.size() != std::size_t(s.height) * s.width * s.channels || s.height == 0 ||
             s.width == 0 || (s.channels != 1 && s.channels != 3))

@@ -25,6 +25,7 @@ std::string_view encoding_name(Encoding encoding) {
         case Encoding::raw: return "raw";
         case Encoding::png: return "png";
         case Encoding::jpeg: return "jpeg";
+        case Encoding::interaction: return "interaction";
         case Encoding::other: return "other";
     }
     return "unknown";
@@ -35,6 +36,10 @@ Encoding parse_encoding(std::string_view name) {
     if (name == "png") return Encoding::png;
     if (name == "jpeg" || name == "jpg") return Encoding::jpeg;
     TANDEM_THROW(ConfigError) << "unknown encoding '" << name << "' (known: jpeg, png, raw)";
+}
+
+std::uint64_t interaction_payload_size(const RecordHeader& h) {
+    return (std::uint64_t(h.height) + h.width) * sizeof(float);
 }
 
 std::string encode_record(const RecordHeader& h, std::span<const unsigned char> payload) {
@@ -49,6 +54,11 @@ std::string encode_record(const RecordHeader& h, std::span<const unsigned char> 
         TANDEM_CHECK_AS(ConfigError, payload.size() == std::size_t(h.height) * h.width * h.channels)
             << "raw record of " << h.height << "x" << h.width << "x" << h.channels << " with "
             << payload.size() << " bytes";
+    if (h.encoding == Encoding::interaction)
+        TANDEM_CHECK_AS(ConfigError,
+                        h.channels == 1 && payload.size() == interaction_payload_size(h))
+            << "interaction record of " << h.height << " items and " << h.width << " features with "
+            << payload.size() << " bytes (and " << h.channels << " channels)";
     std::string out(kRecordHeaderSize, '\0');
     std::memcpy(out.data(), kMagic, 4);
     out[4] = static_cast<char>(kRecordVersion & 0xFF);
@@ -74,7 +84,7 @@ RecordView decode_record(std::span<const unsigned char> bytes, std::string_view 
     TANDEM_CHECK_AS(DataError, version == kRecordVersion)
         << "record '" << key << "' has format version " << version << ", this build reads "
         << kRecordVersion;
-    TANDEM_CHECK_AS(DataError, p[6] <= 2)
+    TANDEM_CHECK_AS(DataError, p[6] <= 3)
         << "record '" << key << "' has unknown encoding code " << unsigned(p[6]);
     RecordView view;
     view.header.encoding = static_cast<Encoding>(p[6]);
@@ -97,6 +107,12 @@ RecordView decode_record(std::span<const unsigned char> bytes, std::string_view 
             std::uint64_t(view.header.height) * view.header.width * view.header.channels == length)
             << "record '" << key << "' is raw " << view.header.height << "x" << view.header.width
             << "x" << view.header.channels << " but holds " << length << " bytes";
+    if (view.header.encoding == Encoding::interaction)
+        TANDEM_CHECK_AS(
+            DataError, view.header.channels == 1 && interaction_payload_size(view.header) == length)
+            << "record '" << key << "' is an interaction of " << view.header.height << " items and "
+            << view.header.width << " features in " << view.header.channels
+            << " channel(s) but holds " << length << " bytes";
     view.payload = bytes.subspan(kRecordHeaderSize);
     return view;
 }

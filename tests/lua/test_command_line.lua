@@ -100,7 +100,7 @@ end)
 
 t.test('every command takes --help and exits 0', function()
   for _, command in ipairs{'run', 'test', 'bench', 'plan', 'devices', 'mkdb', 'import-idx', 'mean',
-                           'dbinfo', 'gen-images', 'plot', 'help'} do
+                           'dbinfo', 'gen-images', 'import-interactions', 'gen-interactions', 'plot', 'help'} do
     local out, rc = S.tandem({command, '--help'})
     t.eq(rc, 0, command .. ' --help: ' .. out)
     t.ok(out:find('usage', 1, true) or out:find('Tandem', 1, true), command .. ' --help: ' .. out)

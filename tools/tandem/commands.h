@@ -43,6 +43,7 @@ public:
 // Each command: its line (defined beside it) and the function that runs it.
 extern const ToolSpec kRunSpec, kTestSpec, kHelpSpec, kBenchSpec, kPlanSpec, kDevicesSpec;
 extern const ToolSpec kMkdbSpec, kImportIdxSpec, kMeanSpec, kDbinfoSpec, kGenImagesSpec, kPlotSpec;
+extern const ToolSpec kImportInteractionsSpec, kGenInteractionsSpec;
 
 int command_run(const Args& args);      // run.cpp
 int command_repl(const Args& args);     // repl.cpp
@@ -58,6 +59,9 @@ int command_mean(const Args& args);        // mean.cpp
 int command_dbinfo(const Args& args);      // dbinfo.cpp
 int command_gen_images(const Args& args);  // gen_images.cpp
 int command_plot(const Args& args);        // plot.cpp
+// Users' interaction data (issue 18).
+int command_import_interactions(const Args& args);  // import_interactions.cpp
+int command_gen_interactions(const Args& args);     // gen_interactions.cpp
 
 // Pushes a table of command-line options: "--micro-batches=4" is opt.micro_batches = 4 (dashes
 // in keys become underscores; "true"/"false" booleans; numeric text numbers); "--flag" alone

@@ -120,7 +120,10 @@ int command_dbinfo(const Args& args) {
                 h = std::uint32_t(m.rows), w = std::uint32_t(m.cols),
                 c = std::uint32_t(m.channels());
             }
-            ++shapes[std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c)];
+            // An interaction record's height and width are its sequence length and features.
+            ++shapes[s.encoding == Encoding::interaction
+                         ? std::to_string(h) + " items + " + std::to_string(w) + " features"
+                         : std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c)];
             ++encodings[std::string(encoding_name(s.encoding))];
         } catch (const CorruptSampleError& e) {
             std::fprintf(stderr, "warning: %s\n", e.what());
@@ -134,7 +137,7 @@ int command_dbinfo(const Args& args) {
     std::printf("encodings:");
     for (const auto& [e, count] : encodings)
         std::printf(" %s %lld", e.c_str(), static_cast<long long>(count));
-    std::printf("\nshapes (H x W x C): %zu distinct\n", shapes.size());
+    std::printf("\nshapes (H x W x C, or an interaction's): %zu distinct\n", shapes.size());
     std::vector<std::pair<std::int64_t, std::string>> sorted;
     for (const auto& [s, count] : shapes) sorted.emplace_back(-count, s);
     std::sort(sorted.begin(), sorted.end());

@@ -28,6 +28,8 @@ const Command kCommands[] = {
     {&kMeanSpec, command_mean},
     {&kDbinfoSpec, command_dbinfo},
     {&kGenImagesSpec, command_gen_images},
+    {&kImportInteractionsSpec, command_import_interactions},
+    {&kGenInteractionsSpec, command_gen_interactions},
     {&kPlotSpec, command_plot},
     {&kHelpSpec, command_help},
 };

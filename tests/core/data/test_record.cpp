@@ -59,5 +59,18 @@ TEST(Record, EncodeChecks) {
     EXPECT_THROW(parse_encoding("gif"), ConfigError);
 }
 
+TEST(Record, InteractionRecordsHoldFloats) {
+    const std::vector<float> values = {3, 0, 1.5f};  // 2 items then 1 feature
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+    const std::string r = encode_record({Encoding::interaction, 2, 2, 1, 1}, {bytes, 12});
+    const RecordView v = decode_record(bytes_of(r), "k");
+    EXPECT_EQ(v.header.encoding, Encoding::interaction);
+    EXPECT_EQ(v.payload.size(), 12u);
+    EXPECT_EQ(encoding_name(Encoding::interaction), "interaction");
+    // 2 + 1 values are 12 bytes, not 3 (a raw image's count).
+    EXPECT_THROW(encode_record({Encoding::interaction, 2, 2, 1, 1}, {bytes, 3}), ConfigError);
+    EXPECT_THROW(decode_record(bytes_of(r.substr(0, r.size() - 4)), "k"), DataError);
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -1,0 +1,129 @@
+#include "data/interactions.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+#include "data/lmdb_source.h"
+#include "data/lmdb_writer.h"
+#include "data/record.h"
+
+namespace tandem {
+namespace {
+
+// Records store float32 little-endian (docs/data-format.md); the copies below are plain memcpy.
+static_assert(std::endian::native == std::endian::little, "records are little-endian");
+
+void check_shape(const InteractionShape& s) {
+    TANDEM_CHECK_AS(ConfigError, s.length >= 0 && s.length <= kMaxItemId)
+        << "interaction length must be in [0, " << kMaxItemId << "], got " << s.length;
+    TANDEM_CHECK_AS(ConfigError, s.features >= 0 && s.features <= (std::int64_t(1) << 30))
+        << "interaction features must be in [0, 2^30], got " << s.features;
+}
+
+InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
+    const LmdbSource source(path);
+    auto reader = source.open_reader();
+    InteractionSet set;
+    set.classes = source.classes();
+    for (std::int64_t i = 0; i < source.size(); ++i) {
+        const RawSample s = reader->read(i);
+        TANDEM_CHECK_AS(DataError, s.encoding == Encoding::interaction)
+            << path << ": record '" << s.key << "' is a " << encoding_name(s.encoding)
+            << " image, not an interaction example (tandem import-interactions writes those)";
+        if (i == 0) {
+            set.length = s.height, set.features = s.width;
+            TANDEM_CHECK_AS(ConfigError,
+                            (asked.length == 0 || asked.length == set.length) &&
+                                (asked.features == 0 || asked.features == set.features))
+                << path << " holds sequences of " << set.length << " items and " << set.features
+                << " features; length = " << asked.length << ", features = " << asked.features
+                << " asked (convert the text again with --length= and --features=, or ask 0)";
+            set.samples.reserve(std::size_t(source.size() * set.width()));
+        }
+        TANDEM_CHECK_AS(DataError, s.height == set.length && s.width == set.features)
+            << path << ": record '" << s.key << "' holds " << s.height << " items and " << s.width
+            << " features, the first record " << set.length << " and " << set.features;
+        const std::size_t at = set.samples.size();
+        set.samples.resize(at + std::size_t(set.width()));
+        std::memcpy(set.samples.data() + at, s.bytes.data(), s.bytes.size());
+        for (std::int64_t j = 0; j < set.length; ++j)
+            set.items = std::max(set.items, std::int64_t(set.samples[at + std::size_t(j)]) + 1);
+        set.labels.push_back(s.label);
+        const std::size_t space = s.key.find(' ');
+        set.users.push_back(space == std::string::npos ? s.key : s.key.substr(space + 1));
+    }
+    return set;
+}
+
+}  // namespace
+
+InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
+                                   const std::string& name, const InteractionShape& shape) {
+    check_shape(shape);
+    InteractionSet set;
+    set.length = shape.length, set.features = shape.features;
+    for (const InteractionLine& l : lines) {
+        if (shape.length == 0) set.length = std::max<std::int64_t>(set.length, l.items.size());
+        if (shape.features == 0)
+            for (const auto& [index, v] : l.features)
+                set.features = std::max(set.features, index + 1);
+    }
+    TANDEM_CHECK_AS(ConfigError, set.width() > 0)
+        << name << " has no item and no feature: nothing for a net to read";
+    const auto width = std::size_t(set.width());
+    set.samples.assign(lines.size() * width, 0.0f);
+    for (std::size_t n = 0; n < lines.size(); ++n) {
+        const InteractionLine& l = lines[n];
+        float* row = set.samples.data() + n * width;
+        // The last `length` items, right-aligned: the newest at the end, padding in front.
+        const std::size_t keep = std::min<std::size_t>(l.items.size(), std::size_t(set.length));
+        const std::size_t pad = std::size_t(set.length) - keep;
+        std::fill(row, row + pad, kPaddingItem);
+        for (std::size_t j = 0; j < keep; ++j) {
+            const std::int64_t id = l.items[l.items.size() - keep + j] + 1;
+            row[pad + j] = static_cast<float>(id);
+            set.items = std::max(set.items, id + 1);
+        }
+        for (const auto& [index, v] : l.features) {
+            TANDEM_CHECK_AS(DataError, index < set.features)
+                << name << ":" << l.line << ": field 3 (features): index " << index
+                << " is past the " << set.features << " features asked (--features)";
+            row[std::size_t(set.length + index)] = v;
+        }
+        set.labels.push_back(l.label);
+        set.users.push_back(l.user);
+        set.classes = std::max<std::int64_t>(set.classes, std::int64_t(l.label) + 1);
+    }
+    return set;
+}
+
+bool is_lmdb_folder(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec) &&
+           std::filesystem::exists(std::filesystem::path(path) / "data.mdb", ec);
+}
+
+InteractionSet read_interactions(const std::string& path, const InteractionShape& shape) {
+    check_shape(shape);
+    if (is_lmdb_folder(path)) return read_db(path, shape);
+    return layout_interactions(read_interaction_text(path), path, shape);
+}
+
+void write_interaction_db(const InteractionSet& set, const std::string& path, bool overwrite) {
+    LmdbWriter writer(path, overwrite);
+    const auto width = std::size_t(set.width());
+    for (std::int64_t n = 0; n < set.size(); ++n) {
+        const RecordHeader h{Encoding::interaction, set.labels[std::size_t(n)],
+                             std::uint32_t(set.length), std::uint32_t(set.features), 1};
+        const auto* row =
+            reinterpret_cast<const unsigned char*>(set.samples.data() + std::size_t(n) * width);
+        writer.put(record_key(n) + " " + set.users[std::size_t(n)],
+                   encode_record(h, {row, width * sizeof(float)}));
+    }
+    writer.finish();
+}
+
+}  // namespace tandem

@@ -1,0 +1,59 @@
+// Users' interaction data as samples for a net (docs/data-format.md, "Interaction data"): each
+// example one float vector of L + F values, the user's last L item ids then F feature values,
+// and a class label. The text format is parsed by interaction_text.h; this file fixes the
+// length and width, and writes and reads the LMDB form (`tandem import-interactions`, records
+// of encoding `interaction`, record.h).
+//
+// Items: id i is stored as i + 1, so 0 pads. A sequence longer than L keeps its last (most
+// recent) L items; a shorter one is padded on the left, so the newest item is always at the
+// end, where an LSTM's last state reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/interaction_text.h"
+
+namespace tandem {
+
+inline constexpr float kPaddingItem = 0.0f;
+
+// 0: from the data (the longest sequence; the largest feature index + 1).
+struct InteractionShape {
+    std::int64_t length = 0;
+    std::int64_t features = 0;
+};
+
+struct InteractionSet {
+    std::int64_t length = 0, features = 0;
+    // The rows an nn.Embedding over the stored ids needs: the largest id + 2 (padding is 0).
+    std::int64_t items = 1;
+    std::int64_t classes = 0;          // the largest label + 1
+    std::vector<float> samples;        // size() x width(), row-major
+    std::vector<std::int32_t> labels;  // one per example
+    std::vector<std::string> users;    // one per example
+    std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+    std::int64_t width() const { return length + features; }
+};
+
+// The examples laid out in `shape`. DataError naming the file, line and field for a feature
+// index at or past a given `features`; ConfigError for a negative length or width, or both
+// coming out 0.
+InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
+                                   const std::string& name, const InteractionShape& shape);
+
+// A folder holding data.mdb: an LMDB database, else a text file.
+bool is_lmdb_folder(const std::string& path);
+
+// The examples of a text file or of a database written by write_interaction_db. For a
+// database, a non-zero `shape` must be the one it was written with (ConfigError saying so);
+// DataError naming the key for a record that is not an interaction or of another shape.
+InteractionSet read_interactions(const std::string& path, const InteractionShape& shape);
+
+// Writes `set` as a new database at `path` (keys: the record number, a space, the user id). It
+// is built aside and moved into place when complete (LmdbWriter), so a failure leaves nothing;
+// ConfigError when `path` exists and not `overwrite`.
+void write_interaction_db(const InteractionSet& set, const std::string& path, bool overwrite);
+
+}  // namespace tandem
