@@ -166,8 +166,8 @@ struct PlanCosts {
     std::shared_ptr<const UnitPlacement> placed;
     NetShapes shapes;
     std::shared_ptr<Sequential> net;
-    // `placed` is no placement given but the net's units with its graphs opened, in one stage:
-    // what the planner cuts (chain_units with kCutOpening).
+    // `placed` is no placement given but the net's units with its graphs and blocks opened, in
+    // one stage: what the planner cuts (chain_units with kPlanOpening).
     bool opened = false;
 
     // Of an opened net: the stage graph of these cuts of its units, edges carrying their bytes.
@@ -175,7 +175,7 @@ struct PlanCosts {
         std::vector<std::size_t> bounds{0};
         bounds.insert(bounds.end(), cuts.begin(), cuts.end());
         bounds.push_back(placed->units.size());
-        return placement_graph(chain_units(*net, bounds, kCutOpening), shapes, micro_batch);
+        return placement_graph(chain_units(*net, bounds, kPlanOpening), shapes, micro_batch);
     }
 };
 using CostsPtr = std::shared_ptr<const PlanCosts>;
@@ -194,10 +194,11 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     if (get(L, args, "placement") != LUA_TNIL) {
         costs->placed = std::make_shared<const UnitPlacement>(
             place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
-    } else if (has_units_to_open(*net)) {
-        // A graph's nodes weighed one by one, so a search can put its branches apart.
+    } else if (opens_units(*net, kPlanOpening)) {
+        // A graph's nodes and a block's layers weighed one by one, so a search can put branches
+        // apart and end a stage inside a block.
         costs->placed = std::make_shared<const UnitPlacement>(
-            chain_units(*net, {0, chain_unit_count(*net, kCutOpening)}, kCutOpening));
+            chain_units(*net, {0, chain_unit_count(*net, kPlanOpening)}, kPlanOpening));
         costs->opened = true;
     }
     lua_pop(L, 1);
@@ -335,13 +336,18 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
     set_string(L, "device", r.model == "cpu" ? "cpu" : "cuda");
     set_string(L, "model", r.model);
     set_number(L, "cores", r.cores);
-    lua_createtable(L, static_cast<int>(p.cuts.size()), 0);
-    for (std::size_t i = 0; i < p.cuts.size(); ++i) {
-        lua_pushstring(L, search.layer_names.at(p.cuts[i] - 1).c_str());
+    // Cuts between top-level layers (parallel.split), or each stage's names when a stage ends
+    // inside a graph or a block (parallel.placement).
+    const bool placed = search.cuts_inside(r);
+    const std::vector<std::string> split =
+        placed ? std::vector<std::string>{} : search.split_names(r);
+    lua_createtable(L, static_cast<int>(split.size()), 0);
+    for (std::size_t i = 0; i < split.size(); ++i) {
+        lua_pushstring(L, split[i].c_str());
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "split");
-    if (search.places_units && p.stages > 1) {
+    if (placed) {
         // Each stage's units: what the engine's parallel.placement takes.
         const auto stages = search.stage_names(r);
         lua_createtable(L, static_cast<int>(stages.size()), 0);
@@ -459,10 +465,14 @@ int plan_search(lua_State* L) {
            "(T.plan.simulate)";
     const CostModel* costs = plan_costs->model.get();
     PlannerOptions o = planner_options(L, 1);
-    if (plan_costs->opened)
+    if (plan_costs->opened) {
         o.stage_graph = [&](const std::vector<std::size_t>& cuts, std::int64_t micro_batch) {
             return plan_costs->cut_graph(cuts, micro_batch);
         };
+        for (const NetUnit& unit : plan_costs->placed->units)
+            o.unit_owners.push_back(unit.node < 0 ? std::string()
+                                                  : plan_costs->net->at(unit.layer).name());
+    }
     PlanSearch search;
     for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
     const std::string trace = option_string(L, 1, "trace", "");
@@ -493,6 +503,36 @@ int plan_search(lua_State* L) {
     set_string(L, "cost", cost_kind(*costs));
     set_calibration(L, *costs);
     return 1;
+}
+
+// Cuts after top-level layers (names or 1-based indices, as parallel.split takes them) as cuts
+// after units of an opened net: a layer opened into units ends with its last unit. Unit names
+// ('g.a1', 'block3.body.conv1') cut inside a layer and stay as they are.
+std::vector<CutSpec> unit_cuts(const std::vector<CutSpec>& specs, const PlanCosts& costs) {
+    const std::vector<NetUnit>& units = costs.placed->units;
+    auto last_unit = [&](std::size_t layer) {  // 1-based, as a cut index
+        std::int64_t last = 0;
+        for (std::size_t u = 0; u < units.size(); ++u)
+            if (units[u].layer == layer) last = static_cast<std::int64_t>(u + 1);
+        return last;
+    };
+    std::vector<CutSpec> out;
+    for (const CutSpec& spec : specs) {
+        if (const auto* index = std::get_if<std::int64_t>(&spec)) {
+            const bool layer = *index >= 1 && static_cast<std::size_t>(*index) <= costs.net->size();
+            out.emplace_back(layer ? last_unit(static_cast<std::size_t>(*index - 1)) : *index);
+            continue;
+        }
+        const std::string& name = std::get<std::string>(spec);
+        std::int64_t cut = 0;
+        for (std::size_t i = 0; i < costs.net->size() && cut == 0; ++i)
+            if (costs.net->at(i).name() == name) cut = last_unit(i);
+        if (cut > 0)
+            out.emplace_back(cut);
+        else
+            out.push_back(spec);
+    }
+    return out;
 }
 
 // One plan table (at absolute index `pt`) of core.plan_simulate, read and checked.
@@ -541,7 +581,8 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         plan.cuts =
             best_partition(costs.layer_costs(topology.device(0), plan.micro_batch()), po).cuts;
     } else {
-        plan.cuts = parse_cuts(specs, names, plan.stages);
+        plan.cuts = parse_cuts(plan_costs.opened ? unit_cuts(specs, plan_costs) : specs, names,
+                               plan.stages);
     }
     if (get(L, pt, "devices") == LUA_TTABLE)
         for_each_item(L, lua_gettop(L),

@@ -234,8 +234,8 @@ void Engine::prepare(const Shape& sample, std::int64_t batch) {
 
 void Engine::place_for(const Shape& sample, std::int64_t batch) {
     if (prepared()) return;
-    // A graph's nodes are units of their own, so its branches can go on stages of their own.
-    const Opening opening = kCutOpening;
+    // A graph's nodes are units of their own, so that its branches can go on stages of their own.
+    const Opening opening = kAutoSplitOpening;
     std::vector<std::size_t> cuts = auto_cuts(sample, batch, opening);
     // Under MPI each rank profiled for itself: rank 0's choice holds for all.
     if (processes_ > 1) {
@@ -243,8 +243,13 @@ void Engine::place_for(const Shape& sample, std::int64_t batch) {
         mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
         cuts.assign(shared.begin(), shared.end());
     }
-    const std::size_t units = chain_unit_count(*options_.net, opening);
-    place(chain_units(*options_.net, stage_bounds(units, options_.parallel.stages, cuts), opening));
+    // Placed by names, so that only the graphs and blocks a cut falls in are opened: cuts between
+    // top-level layers give the chain of top-level layers, as before.
+    Sequential& net = *options_.net;
+    const std::size_t units = chain_unit_count(net, opening);
+    const UnitPlacement cut =
+        chain_units(net, stage_bounds(units, options_.parallel.stages, cuts), opening);
+    place(place_units(net, cut.stage_names(net)));
 }
 
 std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t batch,

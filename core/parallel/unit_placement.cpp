@@ -41,13 +41,14 @@ bool openable(Layer& layer) {
            graph->output_values().size() == 1;
 }
 
-// The top-level graphs `opening` opens: none, or every one that takes one input and makes one
-// output.
+// The top-level layers `opening` opens: none; every graph that takes one input and makes one
+// output; those and every residual block.
 std::set<std::size_t> graphs_to_open(Sequential& net, Opening opening) {
     std::set<std::size_t> open;
-    if (opening == Opening::graphs)
-        for (std::size_t i = 0; i < net.size(); ++i)
-            if (openable(net.at(i))) open.insert(i);
+    for (std::size_t i = 0; i < net.size(); ++i)
+        if ((opening != Opening::layers && openable(net.at(i))) ||
+            (opening == Opening::blocks && as_residual(net.at(i))))
+            open.insert(i);
     return open;
 }
 
@@ -276,8 +277,8 @@ UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::st
     return assemble(flat, output, unit_stages(net, flat, stages), static_cast<int>(stages.size()));
 }
 
-bool has_units_to_open(Sequential& net) {
-    return !graphs_to_open(net, kCutOpening).empty();
+bool opens_units(Sequential& net, Opening opening) {
+    return !graphs_to_open(net, opening).empty();
 }
 
 std::size_t chain_unit_count(Sequential& net, Opening opening) {
@@ -332,11 +333,43 @@ GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
     return part(net, node.layer_begin, node.layer_end, std::move(outputs));
 }
 
-std::vector<std::vector<std::string>> UnitPlacement::stage_names() const {
-    std::vector<std::vector<std::string>> names;
-    for (int s = 0; s < static_cast<int>(graph.stages.size()); ++s)
-        names.push_back(stage_unit_names(s));
-    return names;
+std::vector<std::vector<std::string>> compact_stage_names(const std::vector<std::string>& names,
+                                                          const std::vector<std::string>& owners,
+                                                          const std::vector<UnitRange>& ranges) {
+    TANDEM_CHECK(owners.size() == names.size())
+        << owners.size() << " owners for " << names.size() << " units";
+    // Each opened layer's stage, or -1 when its units are on several.
+    std::map<std::string, int> stage_of;
+    for (std::size_t s = 0; s < ranges.size(); ++s)
+        for (std::size_t u = ranges[s].first; u < ranges[s].second; ++u) {
+            if (owners.at(u).empty()) continue;
+            const auto [at, added] = stage_of.emplace(owners[u], static_cast<int>(s));
+            if (!added && at->second != static_cast<int>(s)) at->second = -1;
+        }
+    std::vector<std::vector<std::string>> stages;
+    for (const auto& [begin, end] : ranges) {
+        auto& stage = stages.emplace_back();
+        for (std::size_t u = begin; u < end; ++u) {
+            const std::string& owner = owners[u];
+            if (owner.empty() || stage_of.at(owner) < 0)
+                stage.push_back(names[u]);
+            else if (u == begin || owners[u - 1] != owner)
+                stage.push_back(owner);  // the whole layer, once
+        }
+    }
+    return stages;
+}
+
+std::vector<std::vector<std::string>> UnitPlacement::stage_names(Sequential& net) const {
+    std::vector<std::string> names, owners;
+    for (const NetUnit& unit : units) {
+        names.push_back(unit.name);
+        owners.push_back(unit.node < 0 ? std::string() : net.at(unit.layer).name());
+    }
+    std::vector<UnitRange> ranges;
+    for (const StageNode& node : graph.stages)
+        ranges.emplace_back(node.layer_begin, node.layer_end);
+    return compact_stage_names(names, owners, ranges);
 }
 
 std::vector<std::string> UnitPlacement::stage_unit_names(int stage) const {

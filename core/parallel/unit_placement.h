@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layers/graph_part.h"
@@ -59,8 +60,10 @@ struct UnitPlacement {
     GraphPart stage_part(Sequential& net, int stage) const;
     // Stage s's unit names, in the order they run.
     std::vector<std::string> stage_unit_names(int stage) const;
-    // Every stage's: a parallel.placement that gives this placement again (place_units).
-    std::vector<std::vector<std::string>> stage_names() const;
+    // Every stage's names: a parallel.placement that gives this placement again (place_units),
+    // a top-level layer named whole when all its units are in the stage (so that only the
+    // graphs and blocks a stage boundary falls in are opened).
+    std::vector<std::vector<std::string>> stage_names(Sequential& net) const;
 };
 
 // The layer unit `unit` runs in `net`.
@@ -72,19 +75,30 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit);
 // feed each other in a cycle.
 UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages);
 
-// Which units a chain cuts: the top-level layers, or also the nodes of every top-level graph
+// Which units a chain cuts: the top-level layers; or also the nodes of every top-level graph
 // that takes one input and makes one output, so that a graph's branches can go on stages of
-// their own.
-//
-// Residual blocks stay whole there. A placement may still open one by naming its layers
-// ("block3.body.conv1", "block3.shortcut.conv1", "block3.add": its body's, its shortcut's and
-// the add joining them), so a stage can end inside a block. The planner does not cut inside
-// blocks yet: its analytic roofline charges a block as one layer (its memory traffic hidden
-// under its compute), and its compute fraction was fitted that way; per layer, the same block
-// costs more, so the two cannot be compared until the per-kernel model of issue 20 is in.
-enum class Opening { layers, graphs };
-// What the automatic split and the planner cut.
-constexpr Opening kCutOpening = Opening::graphs;
+// their own; or those and the layers of every top-level residual block ("block3.body.conv1",
+// "block3.shortcut.conv1", and "block3.add" joining the two: Residual::join), so that a
+// pipeline can end a stage inside a block to balance its stages. A placement opens a graph or
+// a block by naming its units.
+enum class Opening { layers, graphs, blocks };
+// What the engine's automatic split cuts: a graph's nodes, not a block's layers. It weighs
+// compute alone, and a cut inside a block sends two tensors (the skip and the body's) where one
+// between blocks sends one: only the planner's simulation weighs that.
+constexpr Opening kAutoSplitOpening = Opening::graphs;
+// What the planner cuts: blocks too, each layout's best split between top-level layers and its
+// best one anywhere simulated, the faster kept.
+constexpr Opening kPlanOpening = Opening::blocks;
+
+// Stages named as parallel.placement takes them: stage s holds units [ranges[s].first,
+// ranges[s].second) of `names`, each unit part of the top-level layer `owners[u]` names ("" for
+// a top-level layer itself). An opened layer all of whose units are on one stage is named once,
+// by its own name, so that a placement opens only the graphs and blocks a stage boundary falls
+// in.
+using UnitRange = std::pair<std::size_t, std::size_t>;
+std::vector<std::vector<std::string>> compact_stage_names(const std::vector<std::string>& names,
+                                                          const std::vector<std::string>& owners,
+                                                          const std::vector<UnitRange>& ranges);
 
 // A chain: stage s runs units [bounds[s], bounds[s + 1]) of the net's units in its order (bounds
 // from 0 to chain_unit_count, increasing). With Opening::layers its graph is
@@ -95,7 +109,7 @@ constexpr Opening kCutOpening = Opening::graphs;
 UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
                           Opening opening = Opening::layers);
 std::size_t chain_unit_count(Sequential& net, Opening opening);
-// Whether kCutOpening opens anything in `net`.
-bool has_units_to_open(Sequential& net);
+// Whether `opening` opens anything in `net`.
+bool opens_units(Sequential& net, Opening opening);
 
 }  // namespace tandem

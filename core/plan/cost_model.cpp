@@ -51,10 +51,14 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
     // Each value's shape for one sample; the placement's order is a topological one.
     std::vector<Shape> value_shapes(placed.values);
     value_shapes[kBatchValue] = with_batch(sample, 1);
+    std::vector<bool> kept(placed.values, false);  // read by a unit before
     for (const NetUnit& unit : placed.units) {
         Layer& layer = unit_layer(net, unit);
         std::vector<Shape> in;
         for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
+        std::size_t kept_input = 0;
+        for (std::size_t v : unit.inputs)
+            if (!kept[v]) kept_input += numel_bytes(value_shapes[v]), kept[v] = true;
         const MemoryEstimate m = node_memory(layer, in);
         LayerShape l;
         l.name = unit.name;
@@ -63,9 +67,12 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         l.parameter_bytes = m.parameter_bytes;
         l.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         for (const Shape& shape : in) l.input_bytes += numel_bytes(shape);
+        l.kept_input_bytes = kept_input;
         l.output_bytes = m.output_bytes;
         l.saved_bytes = m.saved_bytes;
         l.kernels = leaf_count(layer);
+        l.part_of = unit.node >= 0 ? static_cast<int>(unit.layer) : -1;
+        if (l.part_of >= 0 && shapes.whole.empty()) shapes.whole = net_shapes(net, sample).layers;
         shapes.layers.push_back(std::move(l));
         value_shapes[unit.value] = node_output_shape(layer, in);
     }

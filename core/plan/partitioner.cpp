@@ -218,6 +218,7 @@ Partition best_partition(const std::vector<LayerCost>& costs, const PartitionOpt
     const std::size_t L = costs.size(), S = set.size();
     // Stage s as layers [i, j): its time when it fits its device, else not allowed.
     auto stage_time = [&](std::size_t s, std::size_t i, std::size_t j) {
+        if (i > 0 && !options.cut_allowed.empty() && !options.cut_allowed.at(i)) return kInf;
         if (sc.memory(i, j, set[s].in_flight, set[s].recompute).total() > set[s].cap) return kInf;
         return sc.time_ms(i, j, set[s].recompute);
     };

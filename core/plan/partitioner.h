@@ -35,6 +35,10 @@ struct PartitionOptions {
     int micro_batches = 1;
     // Whether each stage recomputes its activations: S entries, one for all, or none (no stage).
     std::vector<bool> recompute;
+    // Where a stage may begin: entry i for layer i (entry 0 unused); empty: at any layer. The
+    // planner keeps cuts out of opened graphs and blocks this way to weigh the split between
+    // them against the finer one.
+    std::vector<bool> cut_allowed;
 };
 
 struct StagePlan {

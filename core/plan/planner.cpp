@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
@@ -31,6 +32,46 @@ std::string fixed(double value, int decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
     return buffer;
+}
+
+// Where a stage may begin so that no cut falls inside an opened graph or block.
+std::vector<bool> cuts_between_layers(const std::vector<std::string>& owners) {
+    std::vector<bool> allowed(owners.size(), true);
+    for (std::size_t i = 1; i < owners.size(); ++i)
+        allowed[i] = owners[i].empty() || owners[i] != owners[i - 1];
+    return allowed;
+}
+
+// `plan` cut by the partitioner and simulated; nullopt when no split fits. For a net of opened
+// layers, both the best split between top-level layers and the best one anywhere: the
+// partitioner weighs compute alone, and a cut inside a block sends two tensors (the skip and
+// the body's) where one between blocks sends one, so the simulation chooses.
+std::optional<RankedPlan> cut_and_simulate(const Plan& plan, PartitionOptions po,
+                                           const std::vector<LayerCost>& table,
+                                           const Topology& topology, const CostModel& costs,
+                                           const PlannerOptions& o) {
+    std::vector<std::vector<bool>> restrictions{{}};
+    if (!o.unit_owners.empty() && plan.stages > 1)
+        restrictions.insert(restrictions.begin(), cuts_between_layers(o.unit_owners));
+    std::optional<RankedPlan> best;
+    for (const auto& allowed : restrictions) {
+        po.cut_allowed = allowed;
+        RankedPlan ranked;
+        try {
+            ranked.partition = best_partition(table, po);
+        } catch (const ConfigError&) {
+            continue;
+        }
+        ranked.plan = plan;
+        if (o.stage_graph)
+            ranked.plan.graph = o.stage_graph(ranked.partition.cuts, plan.micro_batch());
+        else
+            ranked.plan.cuts = ranked.partition.cuts;
+        ranked.simulation = simulate(ranked.plan, topology, costs);
+        if (!ranked.simulation.fits()) continue;
+        if (!best || ranked.simulation.step_ms < best->simulation.step_ms) best = std::move(ranked);
+    }
+    return best;
 }
 
 }  // namespace
@@ -72,7 +113,11 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                     sizes.push_back(o.batch / groups / micro_batches);
     costs.prefetch(first, sizes);
     for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);
-    search.places_units = static_cast<bool>(o.stage_graph);
+    search.unit_owners = o.unit_owners;
+    TANDEM_CHECK(search.unit_owners.empty() ||
+                 search.unit_owners.size() == search.layer_names.size())
+        << search.unit_owners.size() << " unit owners for " << search.layer_names.size()
+        << " units";
     const std::size_t layers = search.layer_names.size();
 
     for (int stages = 1; stages <= n; ++stages) {
@@ -129,19 +174,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         }
                         const auto table =
                             costs.layer_costs(topology.device(plan.devices[0]), plan.micro_batch());
-                        RankedPlan ranked;
-                        try {
-                            ranked.partition = best_partition(table, po);
-                        } catch (const ConfigError&) {
-                            continue;  // no split fits: try recomputation
-                        }
-                        if (o.stage_graph)
-                            plan.graph = o.stage_graph(ranked.partition.cuts, plan.micro_batch());
-                        else
-                            plan.cuts = ranked.partition.cuts;
-                        ranked.simulation = simulate(plan, topology, costs);
-                        if (!ranked.simulation.fits()) continue;
-                        ranked.plan = std::move(plan);
+                        std::optional<RankedPlan> best =
+                            cut_and_simulate(plan, po, table, topology, costs, o);
+                        if (!best) continue;  // no split fits: try recomputation
+                        RankedPlan ranked = std::move(*best);
                         ranked.topology = topology.name();
                         ranked.threads = first.cpu ? first.threads : 0;
                         ranked.model = first.model;
@@ -162,21 +198,35 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
     return search;
 }
 
-std::vector<std::vector<std::string>> PlanSearch::stage_names(const RankedPlan& r) const {
-    std::vector<std::vector<std::string>> names(1);
-    const std::vector<std::size_t>& cuts = r.partition.cuts;
-    for (std::size_t i = 0, cut = 0; i < layer_names.size(); ++i) {
-        if (cut < cuts.size() && i == cuts[cut]) names.emplace_back(), ++cut;
-        names.back().push_back(layer_names[i]);
+bool PlanSearch::cuts_inside(const RankedPlan& r) const {
+    for (std::size_t c : r.partition.cuts)
+        if (!unit_owners.empty() && !unit_owners[c].empty() && unit_owners[c - 1] == unit_owners[c])
+            return true;
+    return false;
+}
+
+std::vector<std::string> PlanSearch::split_names(const RankedPlan& r) const {
+    std::vector<std::string> names;
+    for (std::size_t c : r.partition.cuts) {
+        const bool part = !unit_owners.empty() && !unit_owners[c - 1].empty();
+        names.push_back(part ? unit_owners[c - 1] : layer_names.at(c - 1));
     }
     return names;
+}
+
+std::vector<std::vector<std::string>> PlanSearch::stage_names(const RankedPlan& r) const {
+    std::vector<UnitRange> ranges;
+    for (const StagePlan& stage : r.partition.stages) ranges.emplace_back(stage.begin, stage.end);
+    return compact_stage_names(
+        layer_names,
+        unit_owners.empty() ? std::vector<std::string>(layer_names.size()) : unit_owners, ranges);
 }
 
 void merge_plans(PlanSearch& into, PlanSearch other) {
     into.considered += other.considered;
     into.over_memory += other.over_memory;
     if (into.layer_names.empty()) into.layer_names = other.layer_names;
-    into.places_units = into.places_units || other.places_units;
+    if (into.unit_owners.empty()) into.unit_owners = other.unit_owners;
     for (auto& p : other.plans) into.plans.push_back(std::move(p));
     rank(into.plans);
 }
@@ -233,7 +283,7 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
         << ", micro_batches = " << p.micro_batches << ",\n";
     out << "  pipeline = '" << pipeline_schedule_name(p.schedule)
         << "', recompute = " << (p.recompute ? "true" : "false") << ",\n";
-    if (search.places_units && p.stages > 1) {
+    if (search.cuts_inside(r)) {
         // A graph's units: each stage's names, what parallel.placement takes.
         out << "  placement = {\n";
         for (const auto& stage : search.stage_names(r)) {
@@ -245,8 +295,9 @@ std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
         out << "  },\n";
     } else {
         out << "  split = {";
-        for (std::size_t i = 0; i < r.partition.cuts.size(); ++i)
-            out << (i ? ", " : "") << "'" << search.layer_names.at(r.partition.cuts[i] - 1) << "'";
+        const auto names = search.split_names(r);
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out << (i ? ", " : "") << "'" << names[i] << "'";
         out << "},\n";
     }
     out << "  device_order = '" << p.device_order << "', devices = {";

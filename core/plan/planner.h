@@ -11,9 +11,11 @@
 // micro-batches) before it is dropped. The survivors are simulated and ranked by images/s.
 //
 // The cost model's layers are what the partitioner cuts: a chain's top-level layers, or the
-// units of a net whose graphs are opened (parallel/unit_placement.h, kCutOpening), whose
-// cuts make a stage graph (PlannerOptions::stage_graph) where branches on different stages
-// run at once: the planner then chooses a placement of the graph's nodes.
+// units of a net whose graphs and residual blocks are opened (parallel/unit_placement.h,
+// kPlanOpening), whose cuts make a stage graph (PlannerOptions::stage_graph) where branches on
+// different stages run at once. Each layout is cut twice, between top-level layers and
+// anywhere (inside a block, to balance a deep pipeline; inside a graph, to put its branches
+// apart), and the faster simulation kept: its plan is then a placement of those units.
 #pragma once
 
 #include <functional>
@@ -32,10 +34,12 @@ struct PlannerOptions {
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // as the engine's option
-    // The stage graph of cuts of the cost model's layers for micro-batches of a size, when they
-    // are not a chain (a net's units with its graphs opened); null: a chain.
+    // When the cost model's layers are a net's units with its graphs and blocks opened
+    // (unit_placement.h): the stage graph of cuts of them for micro-batches of a size, and per
+    // unit the top-level layer it is part of ("" for a top-level layer). Null and empty: a chain.
     std::function<StageGraph(const std::vector<std::size_t>& cuts, std::int64_t micro_batch)>
         stage_graph;
+    std::vector<std::string> unit_owners;
 };
 
 struct RankedPlan {
@@ -53,11 +57,15 @@ struct PlanSearch {
     int considered = 0;             // layouts tried
     int over_memory = 0;            // of which none fitted
     std::vector<std::string> layer_names;
-    // The layers are a graph's units (PlannerOptions::stage_graph): a plan gives each stage's
-    // names (a parallel.placement) rather than cuts of a chain.
-    bool places_units = false;
+    std::vector<std::string> unit_owners;  // PlannerOptions'; empty for a chain's layers
 
-    // The plan's stages as the cost model's layer names: each stage's (a placement).
+    // Whether a stage of the plan ends inside an opened layer (a graph or a block): the plan is
+    // then a placement (stage_names), not cuts of a chain (split_names).
+    bool cuts_inside(const RankedPlan& plan) const;
+    // The top-level layers after which its stages end (parallel.split).
+    std::vector<std::string> split_names(const RankedPlan& plan) const;
+    // Each stage's names, as parallel.placement takes them: an opened layer by its own name when
+    // it is all on the stage, by its units' names when a boundary falls inside it.
     std::vector<std::vector<std::string>> stage_names(const RankedPlan& plan) const;
 
     // The fastest pure data-parallel (G = devices, S = 1) and pure pipeline (G = 1, GPipe)

@@ -100,9 +100,11 @@ end)
 t.test('the planner chooses a placement of a graph\'s nodes, and a plan file carries it', function()
   local r = T.plan.search{net = net(), sample = {1, 8, 8}, batch = 16, iterations = 2, warmup = 1,
                           topology = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'})}
+  -- Each layout keeps the faster of its best split between top-level layers and its best one
+  -- anywhere; splitting the branches apart wins in most of them.
   local placed
-  for _, p in ipairs(r.plans) do if p.stages == 3 then placed = p break end end
-  t.ok(placed and placed.placement, 'a 3-stage plan places the units')
+  for _, p in ipairs(r.plans) do if p.stages == 3 and p.placement then placed = p break end end
+  t.ok(placed, 'a 3-stage plan places the units')
   t.eq(#placed.placement, 3)
   t.eq(#placed.split, 0, 'no cuts of top-level layers beside the placement')
   local units = {}

@@ -129,6 +129,58 @@ t.test('a plan file sets a recipe\'s layout', function()
   S.cleanup()
 end)
 
+t.test('the planner may end a stage inside a residual block, and a plan file carries it', function()
+  local net, sample = dofile('recipes/nets/resnet20.lua')()
+  local topology = T.plan.topology('server8_pcie')
+  -- Opening the blocks into units moves where a stage can end, not what the net costs: one
+  -- stage costs the same weighed by top-level layer (a placement naming them whole) or by unit.
+  local names = {}
+  for i = 1, net:size() do names[i] = net:get(i):name() end
+  local whole = T.plan.costs{net = net, sample = sample, cost = 'analytic', placement = {names}}
+  local units = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
+  local one = {}
+  for key, costs in pairs{whole = whole, units = units} do
+    one[key] = T.plan.simulate{costs = costs, batch = 256, topology = topology, plan = {groups = 8}}
+  end
+  t.near(one.units.step_ms, one.whole.step_ms, 1e-9 * one.whole.step_ms, 'data parallel: the same step')
+  local r = T.plan.search{costs = units, batch = 256, topology = topology, top = 100}
+  local inside
+  for _, p in ipairs(r.plans) do if p.placement then inside = p break end end
+  t.ok(inside, 'a layout whose best split ends a stage inside a block')
+  t.eq(#inside.split, 0)
+  local joined = {}
+  for _, stage in ipairs(inside.placement) do joined[#joined + 1] = table.concat(stage, ',') end
+  t.ok(table.concat(joined, '/'):find('block%d+%.body%.'), 'a block named by its layers: ' .. table.concat(joined, '/'))
+  -- It beats every split between top-level layers of the same layout (two stages: one cut).
+  t.eq(inside.stages, 2)
+  local between = {}
+  for i = 1, #names - 1 do
+    between[i] = {groups = inside.groups, stages = 2, micro_batches = inside.micro_batches,
+                  pipeline = inside.pipeline, devices = inside.device_indices, split = {names[i]}}
+  end
+  for _, sim in ipairs(T.plan.simulate{costs = units, batch = 256, topology = topology, plans = between}) do
+    t.ok(inside.step_ms < sim.step_ms, ('%.3f ms inside a block, %.3f ms after %s'):format(inside.step_ms,
+         sim.step_ms, sim.split[1]))
+  end
+  -- The plan runs on CPU devices as the file says, to one device's weights.
+  local path = S.tmpname('.lua')
+  S.write(path, (inside.lua:gsub("device = 'cuda'", "device = 'cpu'")))
+  t.eq(T.plan.load(path).placement, inside.placement)
+  S.cleanup()
+  local function engine(parallel, devices)
+    local n = dofile('recipes/nets/resnet20.lua')()
+    return T.Engine{net = n, devices = T.devices('cpu', devices, {threads = 1}), seed = 3,
+                    optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, parallel = parallel}
+  end
+  local x, y = T.randn({8, 3, 32, 32}, 5), T.tensor({0, 1, 2, 3, 4, 5, 6, 7}, nil, {dtype = 'i32'})
+  local function trained(e)
+    for _ = 1, 2 do e:step(x, y) end
+    return S.weights(e)
+  end
+  t.near(trained(engine({placement = inside.placement}, #inside.placement)), trained(engine({}, 1)), 1e-5,
+         'the planned placement trains as one device')
+end)
+
 t.test('tandem plan on the 8-GPU server and on this machine', function()
   local out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua', '--topology=server8_pcie', '--batch=256'}
   t.eq(rc, 0, out)

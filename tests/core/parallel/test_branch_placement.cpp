@@ -113,13 +113,13 @@ TEST(UnitPlacement, TopLevelLayersInOrderAreTheChain) {
 
 TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
     auto net = branch_net();
-    EXPECT_TRUE(has_units_to_open(*net));
+    EXPECT_TRUE(opens_units(*net, Opening::graphs));
     EXPECT_EQ(chain_unit_count(*net, Opening::layers), 4u);
     ASSERT_EQ(chain_unit_count(*net, Opening::graphs), 9u);
     // What the automatic split and the planner cut: ranges of the units in the net's order.
     const UnitPlacement cut = chain_units(*net, {0, 2, 5, 7, 9}, Opening::graphs);
     const UnitPlacement placed = place_units(*net, kFour);
-    EXPECT_EQ(cut.stage_names(), kFour);
+    EXPECT_EQ(cut.stage_names(*net), kFour);
     ASSERT_EQ(cut.units.size(), placed.units.size());
     for (std::size_t u = 0; u < cut.units.size(); ++u) {
         EXPECT_EQ(cut.units[u].name, placed.units[u].name);
@@ -136,7 +136,7 @@ TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
 
     Sequential chain;
     chain.add(std::make_shared<Linear>(LinearOptions{4, 3}));
-    EXPECT_FALSE(has_units_to_open(chain));
+    EXPECT_FALSE(opens_units(chain, Opening::blocks));
     EXPECT_EQ(chain_unit_count(chain, Opening::graphs), 1u);
 }
 
