@@ -22,7 +22,7 @@ Residual* as_residual(Layer& layer) {
 
 // The top-level graphs and residual blocks a placement opens up: those with a unit named
 // "graph.node" or "block.body.layer".
-std::set<std::size_t> graphs_to_open(const Sequential& net,
+std::set<std::size_t> layers_to_open(const Sequential& net,
                                      const std::vector<std::vector<std::string>>& stages) {
     std::set<std::size_t> open;
     for (std::size_t i = 0; i < net.size(); ++i) {
@@ -43,7 +43,7 @@ bool openable(Layer& layer) {
 
 // The top-level layers `opening` opens: none; every graph that takes one input and makes one
 // output; those and every residual block.
-std::set<std::size_t> graphs_to_open(Sequential& net, Opening opening) {
+std::set<std::size_t> layers_to_open(Sequential& net, Opening opening) {
     std::set<std::size_t> open;
     for (std::size_t i = 0; i < net.size(); ++i)
         if ((opening != Opening::layers && openable(net.at(i))) ||
@@ -75,8 +75,9 @@ std::size_t flatten_block(Residual& block, std::size_t i, std::size_t x,
     return units.back().value;
 }
 
-// The net's units in its own order (a topological one): top-level layers, and the nodes of
-// the graphs in `open`. Value 0 is the batch; unit u makes value u + 1. Returns the output.
+// The net's units in its own order (a topological one): top-level layers, the nodes of the
+// graphs in `open` and the layers of the blocks in `open`. Value 0 is the batch; unit u makes
+// value u + 1. Returns the output.
 std::size_t flatten(Sequential& net, const std::set<std::size_t>& open,
                     std::vector<NetUnit>& units) {
     std::size_t previous = kBatchValue;  // what the next top-level layer reads
@@ -271,26 +272,26 @@ Layer& unit_layer(Sequential& net, const NetUnit& unit) {
 UnitPlacement place_units(Sequential& net, const std::vector<std::vector<std::string>>& stages) {
     TANDEM_CHECK_AS(ConfigError, !stages.empty()) << "parallel.placement lists no stage";
     std::vector<NetUnit> flat;
-    const std::size_t output = flatten(net, graphs_to_open(net, stages), flat);
+    const std::size_t output = flatten(net, layers_to_open(net, stages), flat);
     TANDEM_CHECK_AS(ConfigError, output != kBatchValue)
         << "parallel.placement: the net returns its input unchanged; there is nothing to place";
     return assemble(flat, output, unit_stages(net, flat, stages), static_cast<int>(stages.size()));
 }
 
 bool opens_units(Sequential& net, Opening opening) {
-    return !graphs_to_open(net, opening).empty();
+    return !layers_to_open(net, opening).empty();
 }
 
 std::size_t chain_unit_count(Sequential& net, Opening opening) {
     std::vector<NetUnit> flat;
-    flatten(net, graphs_to_open(net, opening), flat);
+    flatten(net, layers_to_open(net, opening), flat);
     return flat.size();
 }
 
 UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
                           Opening opening) {
     std::vector<NetUnit> flat;
-    const std::size_t output = flatten(net, graphs_to_open(net, opening), flat);
+    const std::size_t output = flatten(net, layers_to_open(net, opening), flat);
     TANDEM_CHECK(bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == flat.size())
         << "chain bounds must run from 0 to the net's " << flat.size() << " units";
     std::vector<int> stage_of;

@@ -4,8 +4,10 @@
 // The engine's net is a Sequential. Its units are its top-level layers, except that a
 // top-level nn.Graph (one input, one output) whose nodes a placement names ("g.lstm") is
 // opened up: each of its nodes is a unit, so the branches of the graph can go on different
-// devices and run at the same time. Every unit makes one value and reads some (the batch's
-// images, or other units' values); the net's output is the value the loss reads.
+// devices and run at the same time; so is a top-level nn.Residual whose layers it names
+// ("block3.body.conv1"), so that a stage can end inside the block. Every unit makes one value
+// and reads some (the batch's images, or other units' values); the net's output is the value
+// the loss reads.
 //
 // A placement lists the stages, each a list of names: top-level layer names ("fc1", or "g"
 // for every node of graph g) or "graph.node" names. From it place_units() orders the units so

@@ -199,9 +199,10 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
 }
 
 bool PlanSearch::cuts_inside(const RankedPlan& r) const {
+    if (unit_owners.empty()) return false;
+    const std::vector<bool> between = cuts_between_layers(unit_owners);
     for (std::size_t c : r.partition.cuts)
-        if (!unit_owners.empty() && !unit_owners[c].empty() && unit_owners[c - 1] == unit_owners[c])
-            return true;
+        if (!between[c]) return true;
     return false;
 }
 
