@@ -16,13 +16,6 @@ namespace {
 // Records store float32 little-endian (docs/data-format.md); the copies below are plain memcpy.
 static_assert(std::endian::native == std::endian::little, "records are little-endian");
 
-void check_shape(const InteractionShape& s) {
-    TANDEM_CHECK_AS(ConfigError, s.length >= 0 && s.length <= kMaxItemId)
-        << "interaction length must be in [0, " << kMaxItemId << "], got " << s.length;
-    TANDEM_CHECK_AS(ConfigError, s.features >= 0 && s.features <= (std::int64_t(1) << 30))
-        << "interaction features must be in [0, 2^30], got " << s.features;
-}
-
 InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
     const LmdbSource source(path);
     auto reader = source.open_reader();
@@ -60,46 +53,6 @@ InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
 
 }  // namespace
 
-InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
-                                   const std::string& name, const InteractionShape& shape) {
-    check_shape(shape);
-    InteractionSet set;
-    set.length = shape.length, set.features = shape.features;
-    for (const InteractionLine& l : lines) {
-        if (shape.length == 0) set.length = std::max<std::int64_t>(set.length, l.items.size());
-        if (shape.features == 0)
-            for (const auto& [index, v] : l.features)
-                set.features = std::max(set.features, index + 1);
-    }
-    TANDEM_CHECK_AS(ConfigError, set.width() > 0)
-        << name << " has no item and no feature: nothing for a net to read";
-    const auto width = std::size_t(set.width());
-    set.samples.assign(lines.size() * width, 0.0f);
-    for (std::size_t n = 0; n < lines.size(); ++n) {
-        const InteractionLine& l = lines[n];
-        float* row = set.samples.data() + n * width;
-        // The last `length` items, right-aligned: the newest at the end, padding in front.
-        const std::size_t keep = std::min<std::size_t>(l.items.size(), std::size_t(set.length));
-        const std::size_t pad = std::size_t(set.length) - keep;
-        std::fill(row, row + pad, kPaddingItem);
-        for (std::size_t j = 0; j < keep; ++j) {
-            const std::int64_t id = l.items[l.items.size() - keep + j] + 1;
-            row[pad + j] = static_cast<float>(id);
-            set.items = std::max(set.items, id + 1);
-        }
-        for (const auto& [index, v] : l.features) {
-            TANDEM_CHECK_AS(DataError, index < set.features)
-                << name << ":" << l.line << ": field 3 (features): index " << index
-                << " is past the " << set.features << " features asked (--features)";
-            row[std::size_t(set.length + index)] = v;
-        }
-        set.labels.push_back(l.label);
-        set.users.push_back(l.user);
-        set.classes = std::max<std::int64_t>(set.classes, std::int64_t(l.label) + 1);
-    }
-    return set;
-}
-
 bool is_lmdb_folder(const std::string& path) {
     std::error_code ec;
     return std::filesystem::is_directory(path, ec) &&
@@ -107,7 +60,7 @@ bool is_lmdb_folder(const std::string& path) {
 }
 
 InteractionSet read_interactions(const std::string& path, const InteractionShape& shape) {
-    check_shape(shape);
+    check_interaction_shape(shape);
     if (is_lmdb_folder(path)) return read_db(path, shape);
     return layout_interactions(read_interaction_text(path), path, shape);
 }

@@ -37,9 +37,17 @@ struct InteractionSet {
     std::int64_t width() const { return length + features; }
 };
 
+// The most values one sample may hold (L + F): a net input of 16M values is no user's data but
+// a damaged index, refused by name before anything that large is allocated.
+inline constexpr std::int64_t kMaxInteractionWidth = std::int64_t(1) << 24;
+
+// ConfigError for a length or width out of range (negative, or past the limits above).
+void check_interaction_shape(const InteractionShape& shape);
+
 // The examples laid out in `shape`. DataError naming the file, line and field for a feature
-// index at or past a given `features`; ConfigError for a negative length or width, or both
-// coming out 0.
+// index at or past a given `features`, and naming the file when its samples would be wider
+// than kMaxInteractionWidth or more than this machine can hold; ConfigError for a negative
+// length or width, or both coming out 0.
 InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
                                    const std::string& name, const InteractionShape& shape);
 

@@ -93,6 +93,21 @@ TEST(InteractionLayout, KeepsTheLastItemsPadsInFrontAndShiftsIds) {
     }
 }
 
+TEST(InteractionLayout, RefusesSamplesTooWideBeforeAllocatingThem) {
+    // One damaged index would make every sample 16M values wide (64 MB each).
+    const auto lines = parse("a\t1\t16777215:1\t0\n");
+    try {
+        layout_interactions(lines, "data.tsv", {});
+        FAIL() << "no error";
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("data.tsv: samples of 1 items and 16777216 features "
+                                             "are wider than 16777216 values"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(layout_interactions(lines, "data.tsv", {-1, 0}), ConfigError);
+}
+
 TEST(InteractionDb, ReadsBackTheTextsSamples) {
     TempDir dir;
     SyntheticInteractionOptions o;

@@ -1,0 +1,69 @@
+// layout_interactions (data/interactions.h): parsed lines as samples of one length and width.
+// Apart from the database code so that the fuzzer builds it without LMDB (cmake/fuzz.cmake).
+#include <algorithm>
+#include <new>
+
+#include "base/error.h"
+#include "data/interactions.h"
+
+namespace tandem {
+
+void check_interaction_shape(const InteractionShape& s) {
+    TANDEM_CHECK_AS(ConfigError, s.length >= 0 && s.length <= kMaxInteractionWidth)
+        << "interaction length must be in [0, " << kMaxInteractionWidth << "], got " << s.length;
+    TANDEM_CHECK_AS(ConfigError, s.features >= 0 && s.features <= kMaxInteractionWidth)
+        << "interaction features must be in [0, " << kMaxInteractionWidth << "], got "
+        << s.features;
+}
+
+InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
+                                   const std::string& name, const InteractionShape& shape) {
+    check_interaction_shape(shape);
+    InteractionSet set;
+    set.length = shape.length, set.features = shape.features;
+    for (const InteractionLine& l : lines) {
+        if (shape.length == 0) set.length = std::max<std::int64_t>(set.length, l.items.size());
+        if (shape.features == 0)
+            for (const auto& [index, v] : l.features)
+                set.features = std::max(set.features, index + 1);
+    }
+    TANDEM_CHECK_AS(ConfigError, set.width() > 0)
+        << name << " has no item and no feature: nothing for a net to read";
+    TANDEM_CHECK_AS(DataError, set.width() <= kMaxInteractionWidth)
+        << name << ": samples of " << set.length << " items and " << set.features
+        << " features are wider than " << kMaxInteractionWidth
+        << " values (a feature index or a sequence that long is more likely a damaged line; "
+           "give --length and --features to bound them)";
+    const auto width = std::size_t(set.width());
+    try {
+        set.samples.assign(lines.size() * width, 0.0f);
+    } catch (const std::bad_alloc&) {
+        TANDEM_THROW(DataError) << name << ": " << lines.size() << " examples of " << width
+                                << " values do not fit in this machine's memory";
+    }
+    for (std::size_t n = 0; n < lines.size(); ++n) {
+        const InteractionLine& l = lines[n];
+        float* row = set.samples.data() + n * width;
+        // The last `length` items, right-aligned: the newest at the end, padding in front.
+        const std::size_t keep = std::min<std::size_t>(l.items.size(), std::size_t(set.length));
+        const std::size_t pad = std::size_t(set.length) - keep;
+        std::fill(row, row + pad, kPaddingItem);
+        for (std::size_t j = 0; j < keep; ++j) {
+            const std::int64_t id = l.items[l.items.size() - keep + j] + 1;
+            row[pad + j] = static_cast<float>(id);
+            set.items = std::max(set.items, id + 1);
+        }
+        for (const auto& [index, v] : l.features) {
+            TANDEM_CHECK_AS(DataError, index < set.features)
+                << name << ":" << l.line << ": field 3 (features): index " << index
+                << " is past the " << set.features << " features asked (--features)";
+            row[std::size_t(set.length + index)] = v;
+        }
+        set.labels.push_back(l.label);
+        set.users.push_back(l.user);
+        set.classes = std::max<std::int64_t>(set.classes, std::int64_t(l.label) + 1);
+    }
+    return set;
+}
+
+}  // namespace tandem
