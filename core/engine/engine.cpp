@@ -243,7 +243,7 @@ void Engine::place_for(const Shape& sample, std::int64_t batch) {
         mpi::broadcast(shared.data(), shared.size() * sizeof(std::uint64_t), 0);
         cuts.assign(shared.begin(), shared.end());
     }
-    // Placed by names, so that only the graphs and blocks a cut falls in are opened: cuts between
+    // Placed by names, so that only the graphs a cut falls in are opened: cuts between
     // top-level layers give the chain of top-level layers, as before.
     Sequential& net = *options_.net;
     const std::size_t units = chain_unit_count(net, opening);

@@ -146,7 +146,7 @@ local function check_numbers(fn, args)
 end
 
 -- Every layout ranked: {plans = {{groups, stages, micro_batches, pipeline (and its old name schedule), recompute, split,
--- placement (a graph net's: each stage's nodes), device_order, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
+-- placement (when a stage ends inside a graph or a block: each stage's names), device_order, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
 function M.search(args)
   check_numbers('T.plan.search', args)
   return core.plan_search(with_cost(args))
