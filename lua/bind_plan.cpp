@@ -197,8 +197,7 @@ CostsPtr new_cost_model(lua_State* L, int args) {
     } else if (opens_units(*net, kPlanOpening)) {
         // A graph's nodes and a block's layers weighed one by one, so a search can put branches
         // apart and end a stage inside a block.
-        costs->placed = std::make_shared<const UnitPlacement>(
-            chain_units(*net, {0, chain_unit_count(*net, kPlanOpening)}, kPlanOpening));
+        costs->placed = std::make_shared<const UnitPlacement>(all_units(*net, kPlanOpening));
         costs->opened = true;
     }
     lua_pop(L, 1);

@@ -261,7 +261,7 @@ std::vector<std::size_t> Engine::auto_cuts(const Shape& sample, std::int64_t bat
     po.seed = options_.seed;
     // Profiling runs a copy: the net's own weights stay where they are.
     auto copy = std::static_pointer_cast<Sequential>(options_.net->clone());
-    const UnitPlacement units = chain_units(*copy, {0, chain_unit_count(*copy, opening)}, opening);
+    const UnitPlacement units = all_units(*copy, opening);
     const NetProfile profile =
         profile_net(*copy, units, *options_.loss, stage_device(0, 0), sample, micro, po);
     const std::vector<LayerCost> costs = layer_costs(profile, options_.optimizer.state_buffers());

@@ -334,6 +334,19 @@ GraphPart UnitPlacement::stage_part(Sequential& net, int stage) const {
     return part(net, node.layer_begin, node.layer_end, std::move(outputs));
 }
 
+UnitPlacement all_units(Sequential& net, Opening opening) {
+    return chain_units(net, {0, chain_unit_count(net, opening)}, opening);
+}
+
+std::vector<std::vector<std::size_t>> UnitPlacement::first_reads() const {
+    std::vector<bool> read(values, false);
+    std::vector<std::vector<std::size_t>> first(units.size());
+    for (std::size_t u = 0; u < units.size(); ++u)
+        for (std::size_t v : units[u].inputs)
+            if (!read[v]) first[u].push_back(v), read[v] = true;
+    return first;
+}
+
 std::vector<std::vector<std::string>> compact_stage_names(const std::vector<std::string>& names,
                                                           const std::vector<std::string>& owners,
                                                           const std::vector<UnitRange>& ranges) {

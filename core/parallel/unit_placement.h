@@ -62,6 +62,9 @@ struct UnitPlacement {
     GraphPart stage_part(Sequential& net, int stage) const;
     // Stage s's unit names, in the order they run.
     std::vector<std::string> stage_unit_names(int stage) const;
+    // Per unit, the values it reads that no unit before it (in this order) reads: what it alone
+    // keeps for backward, a value read by two units (a block's input, a branch point) held once.
+    std::vector<std::vector<std::size_t>> first_reads() const;
     // Every stage's names: a parallel.placement that gives this placement again (place_units),
     // a top-level layer named whole when all its units are in the stage (so that only the
     // graphs and blocks a stage boundary falls in are opened).
@@ -111,6 +114,8 @@ std::vector<std::vector<std::string>> compact_stage_names(const std::vector<std:
 UnitPlacement chain_units(Sequential& net, const std::vector<std::size_t>& bounds,
                           Opening opening = Opening::layers);
 std::size_t chain_unit_count(Sequential& net, Opening opening);
+// Every unit of the net in one stage: what the profiler and the cost models weigh unit by unit.
+UnitPlacement all_units(Sequential& net, Opening opening = Opening::layers);
 // Whether `opening` opens anything in `net`.
 bool opens_units(Sequential& net, Opening opening);
 

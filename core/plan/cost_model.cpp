@@ -42,7 +42,7 @@ double NetShapes::forward_flops() const {
 
 NetShapes net_shapes(Sequential& net, const Shape& sample) {
     TANDEM_CHECK_AS(ConfigError, net.size() > 0) << "the net has no layers to plan";
-    return net_shapes(net, sample, chain_units(net, {0, net.size()}));
+    return net_shapes(net, sample, all_units(net));
 }
 
 NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& placed) {
@@ -51,14 +51,12 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
     // Each value's shape for one sample; the placement's order is a topological one.
     std::vector<Shape> value_shapes(placed.values);
     value_shapes[kBatchValue] = with_batch(sample, 1);
-    std::vector<bool> kept(placed.values, false);  // read by a unit before
-    for (const NetUnit& unit : placed.units) {
+    const auto first_reads = placed.first_reads();
+    for (std::size_t u = 0; u < placed.units.size(); ++u) {
+        const NetUnit& unit = placed.units[u];
         Layer& layer = unit_layer(net, unit);
         std::vector<Shape> in;
         for (std::size_t v : unit.inputs) in.push_back(value_shapes[v]);
-        std::size_t kept_input = 0;
-        for (std::size_t v : unit.inputs)
-            if (!kept[v]) kept_input += numel_bytes(value_shapes[v]), kept[v] = true;
         const MemoryEstimate m = node_memory(layer, in);
         LayerShape l;
         l.name = unit.name;
@@ -67,7 +65,7 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         l.parameter_bytes = m.parameter_bytes;
         l.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         for (const Shape& shape : in) l.input_bytes += numel_bytes(shape);
-        l.kept_input_bytes = kept_input;
+        for (std::size_t v : first_reads[u]) l.kept_input_bytes += numel_bytes(value_shapes[v]);
         l.output_bytes = m.output_bytes;
         l.saved_bytes = m.saved_bytes;
         l.kernels = leaf_count(layer);

@@ -226,8 +226,7 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(
     std::shared_ptr<Sequential> net, const Shape& sample, bool momentum,
     const ProfileOptions& options, int rounds, std::shared_ptr<const UnitPlacement> placed) {
     TANDEM_CHECK_AS(ConfigError, net->size() > 0) << "the net has no layers to plan";
-    if (!placed)
-        placed = std::make_shared<const UnitPlacement>(chain_units(*net, {0, net->size()}));
+    if (!placed) placed = std::make_shared<const UnitPlacement>(all_units(*net));
     NetShapes shapes = net_shapes(*net, sample, *placed);
     auto profiler = [net, sample, options, placed](int threads, std::int64_t batch,
                                                    std::function<void()> after_step) {

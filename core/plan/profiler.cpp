@@ -45,7 +45,7 @@ double quantile(std::vector<double> v, double q) {
 NetProfile profile_net(Sequential& net, Loss& loss, Device& device, const Shape& input,
                        std::int64_t batch, const ProfileOptions& o) {
     TANDEM_CHECK_AS(ConfigError, net.size() > 0) << "the net has no layers to profile";
-    return profile_net(net, chain_units(net, {0, net.size()}), loss, device, input, batch, o);
+    return profile_net(net, all_units(net), loss, device, input, batch, o);
 }
 
 NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss, Device& device,
@@ -134,6 +134,7 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
     });
     profile.peak_bytes = step_peak;
 
+    const auto first_reads = placed.first_reads();
     for (std::size_t i = 0; i < n; ++i) {
         const NetUnit& unit = placed.units[i];
         Layer& layer = unit_layer(net, unit);
@@ -151,6 +152,9 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
         lp.memory = node_memory(layer, in);
         lp.parameter_tensor_bytes = parameter_tensor_bytes(layer);
         lp.transient_bytes = transient[i];
+        for (std::size_t v : first_reads[i])
+            lp.kept_input_bytes +=
+                static_cast<std::size_t>(value_shapes[v].numel()) * sizeof(float);
         profile.train_flops += 3 * lp.flops;
         profile.layers.push_back(lp);
     }

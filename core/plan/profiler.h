@@ -28,6 +28,9 @@ struct LayerProfile {
     // Memory its forward or backward needed at its peak beyond what was in use before or
     // after it (its output or gradients, kernel workspaces, layout reorders), measured.
     std::size_t transient_bytes = 0;
+    // Its inputs' bytes that no unit before it keeps already (UnitPlacement::first_reads): what
+    // it holds for backward besides memory.saved_bytes.
+    std::size_t kept_input_bytes = 0;
 };
 
 struct NetProfile {

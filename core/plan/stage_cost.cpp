@@ -9,7 +9,6 @@ namespace tandem {
 std::vector<LayerCost> layer_costs(const NetProfile& profile, int optimizer_buffers) {
     std::vector<LayerCost> costs;
     costs.reserve(profile.layers.size());
-    std::size_t input = static_cast<std::size_t>(profile.input.numel()) * sizeof(float);
     for (const auto& lp : profile.layers) {
         LayerCost c;
         c.name = lp.name;
@@ -18,11 +17,10 @@ std::vector<LayerCost> layer_costs(const NetProfile& profile, int optimizer_buff
         c.parameter_bytes = lp.memory.parameter_bytes;
         c.parameter_tensor_bytes = lp.parameter_tensor_bytes;
         c.optimizer_bytes = static_cast<std::size_t>(optimizer_buffers) * lp.memory.parameter_bytes;
-        c.input_bytes = input;
+        c.input_bytes = lp.kept_input_bytes;
         c.saved_bytes = lp.memory.saved_bytes;
         c.output_bytes = lp.memory.output_bytes;
         c.workspace_bytes = lp.transient_bytes;
-        input = c.output_bytes;
         costs.push_back(std::move(c));
     }
     return costs;

@@ -49,7 +49,7 @@ struct LayerCost {
     // empty: one tensor of parameter_bytes.
     std::vector<std::size_t> parameter_tensor_bytes;
     std::size_t optimizer_bytes = 0;  // optimizer state (momentum buffers)
-    std::size_t input_bytes = 0;      // its input, kept for backward (the previous output)
+    std::size_t input_bytes = 0;      // its inputs kept for backward that no layer before it keeps
     std::size_t saved_bytes = 0;      // what else it keeps for backward (masks, indices, ...)
     std::size_t output_bytes = 0;     // its output: what a transfer after it moves
     std::size_t workspace_bytes = 0;  // scratch its forward or backward needs while it runs

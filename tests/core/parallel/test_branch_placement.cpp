@@ -133,6 +133,10 @@ TEST(UnitPlacement, OpenedGraphsCutAsThePlacementOfTheirRanges) {
     EXPECT_EQ(cut.edge_values, placed.edge_values);
     // The branches cut apart read the same value and run at once: stage 0 feeds both.
     EXPECT_EQ(cut.graph.stage(0).outputs.size(), 2u);
+    // Embed's value is held once: the first branch to read it keeps it, the second does not.
+    const auto first = cut.first_reads();
+    EXPECT_EQ(first[2], cut.units[2].inputs);            // g.a1
+    EXPECT_TRUE(first[5].empty()) << cut.units[5].name;  // g.b1, reading it again
 
     Sequential chain;
     chain.add(std::make_shared<Linear>(LinearOptions{4, 3}));

@@ -181,6 +181,7 @@ TEST(PartitionerStageCost, FromProfile) {
         lp.memory.parameter_bytes = 100 * std::size_t(i + 1);
         lp.memory.output_bytes = 64 / std::size_t(i + 1);
         lp.memory.saved_bytes = 8;
+        lp.kept_input_bytes = i == 0 ? 96 * sizeof(float) : 64;  // the images; conv1's output
         profile.layers.push_back(lp);
     }
     const auto with = layer_costs(profile, 1), without = layer_costs(profile, 0);
