@@ -10,8 +10,6 @@ NET ?= recipes/nets/smallbn.lua
 ARGS ?=
 # The default run asks the planner for the best layout of this machine's CPU devices.
 RUN_ARGS ?= --plan=auto
-# Tests that start threads, run again under ThreadSanitizer.
-THREADED_TESTS ?= CpuPeak*:ScriptLock*:Worker*:Engine*:Averaging*:SimulatorAndEngine*:Overlap*:CostModel*:DeviceCommunicator*:Allocator*:Communicator*:GradientBuckets*:Trace*:Pipeline*:StageEdges*:BranchPlacement*:Loader*:BoundedQueue*:DbBuilder*
 TSAN_OPTIONS ?= halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$(CURDIR)/tests/tsan.supp
 
 .PHONY: all deps build run test sanitize fuzz bench bench-peers clean
@@ -32,14 +30,15 @@ run: build
 test: build sanitize fuzz
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2
 
-# Every C++ test under AddressSanitizer (+ UBSan), the threaded ones under ThreadSanitizer.
+# Every C++ test under AddressSanitizer (+ UBSan); under ThreadSanitizer, the tests that start
+# threads (CMakeLists.txt's TANDEM_THREADED_TESTS), which that build holds alone.
 sanitize: deps
 	@cmake -S . -B build-asan -G Ninja $(SANITIZE_FLAGS) -DTANDEM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan --target tandem_tests
 	UBSAN_OPTIONS=halt_on_error=1 build-asan/tandem_tests --gtest_brief=1
 	@cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTANDEM_SANITIZE=thread >/dev/null
 	@cmake --build build-tsan --target tandem_tests
-	TSAN_OPTIONS="$(TSAN_OPTIONS)" build-tsan/tandem_tests --gtest_brief=1 --gtest_filter='$(THREADED_TESTS)'
+	TSAN_OPTIONS="$(TSAN_OPTIONS)" build-tsan/tandem_tests --gtest_brief=1
 
 # libFuzzer over the parsers of files users hand us (safetensors, LMDB records, images, idx,
 # topologies): a clang build of those alone (cmake/fuzz.cmake), each run for FUZZ_SECONDS.
