@@ -205,12 +205,17 @@ CostsPtr new_cost_model(lua_State* L, int args) {
         costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
     const bool momentum = option_bool(L, args, "momentum", true);
     const std::string kind = option_string(L, args, "cost", "analytic");
+    const std::string precision = option_string(L, args, "precision", "fp32");
     if (kind == "analytic") {
-        costs->model = std::make_shared<AnalyticCostModel>(costs->shapes, momentum);
+        costs->model = std::make_shared<AnalyticCostModel>(costs->shapes, momentum,
+                                                           parse_precision(precision));
         return costs;
     }
     if (kind != "measured")
         throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
+    if (precision != "fp32")
+        throw ConfigError("precision '" + precision +
+                          "' is for GPU models (cost = 'analytic'); measured CPU costs are fp32");
     ProfileOptions po;
     // Anything else was taken as channels_last.
     po.layout = parse_layout(option_string(L, args, "layout", "channels_last"));
@@ -410,10 +415,11 @@ std::vector<Topology> topologies(lua_State* L, int args) {
 }
 
 const std::initializer_list<const char*> kPlanKeys = {
-    "net",      "sample",        "batch",     "topology",     "topologies", "cost",
-    "momentum", "layout",        "seed",      "warmup",       "iterations", "rounds",
-    "devices",  "micro_batches", "algorithm", "bucket_bytes", "overlap",    "top",
-    "trace",    "plan",          "plans",     "costs",        "placement",  "trace_plan"};
+    "net",          "sample",   "batch",     "topology",      "topologies",
+    "cost",         "momentum", "layout",    "seed",          "warmup",
+    "iterations",   "rounds",   "devices",   "micro_batches", "algorithm",
+    "bucket_bytes", "overlap",  "top",       "trace",         "plan",
+    "plans",        "costs",    "placement", "trace_plan",    "precision"};
 
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
 // -> a cost model to pass to several searches and simulations (costs =), so that they weigh
@@ -421,7 +427,7 @@ const std::initializer_list<const char*> kPlanKeys = {
 int plan_costs(lua_State* L) {
     check_options(L, 1, "T.plan.costs",
                   {"net", "sample", "placement", "cost", "momentum", "layout", "seed", "warmup",
-                   "iterations", "rounds"});
+                   "iterations", "rounds", "precision"});
     push_box(L, kPlanCostsType, new_cost_model(L, 1));
     return 1;
 }
@@ -435,6 +441,56 @@ int plan_costs_calibration(lua_State* L) {
     return 1;
 }
 
+// costs:layers{device =, batch =, threads =} -> {{name, forward_ms, backward_ms, kernels =
+// {{name, kind, class, flops, bytes, rows, columns, inner (as a matrix product), forward_ms,
+// backward_ms}, ...}}, ...}: what the model says each
+// layer (and, for analytic costs, each of its kernels) costs a micro-batch of `batch` on a
+// device of model `device` (analytic; default 'cpu' for measured costs, with `threads`).
+int plan_costs_layers(lua_State* L) {
+    const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
+    check_options(L, 2, "costs:layers", {"device", "batch", "threads"});
+    const auto* analytic = dynamic_cast<const AnalyticCostModel*>(costs->model.get());
+    TopologyDevice device;
+    device.model = option_string(L, 2, "device", analytic ? "H100" : "cpu");
+    device.name = device.model;
+    device.cpu = device.model == "cpu";
+    device.threads = static_cast<int>(option_int(L, 2, "threads", 1));
+    if (analytic && device.cpu)
+        throw ConfigError("costs:layers: analytic costs time GPU models, not 'cpu'");
+    const std::int64_t batch = option_int(L, 2, "batch", 1);
+    if (batch < 1) throw ConfigError("costs:layers: batch must be positive");
+    const auto layers = costs->model->layer_costs(device, batch);
+    lua_createtable(L, static_cast<int>(layers.size()), 0);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        lua_newtable(L);
+        set_string(L, "name", layers[i].name);
+        set_number(L, "forward_ms", layers[i].forward_ms);
+        set_number(L, "backward_ms", layers[i].backward_ms);
+        if (analytic) {
+            const auto& leaves = costs->shapes.layers[i].leaves;
+            const auto times = analytic->kernel_times(i, device, batch);
+            set_records(L, "kernels", leaves, [&](const KernelShape& k) {
+                const KernelTime& t = times[static_cast<std::size_t>(&k - leaves.data())];
+                set_string(L, "name", k.name);
+                set_string(L, "kind", k.kind);
+                set_string(L, "class", std::string(kernel_class_name(k.kernel_class)));
+                set_number(L, "flops", k.flops * static_cast<double>(batch));
+                // Moved in float32: activations grow with the batch, weights do not.
+                set_number(L, "bytes",
+                           static_cast<double>(k.activation_bytes) * static_cast<double>(batch) +
+                               static_cast<double>(k.parameter_bytes));
+                set_number(L, "forward_ms", t.forward_ms);
+                set_number(L, "backward_ms", t.backward_ms);
+                set_number(L, "rows", static_cast<double>(k.rows * batch));
+                set_number(L, "columns", static_cast<double>(k.columns));
+                set_number(L, "inner", static_cast<double>(k.inner));
+            });
+        }
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    return 1;
+}
+
 int plan_costs_tostring(lua_State* L) {
     const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
     lua_pushfstring(L, "PlanCosts(%s)", cost_kind(*costs->model));
@@ -443,6 +499,7 @@ int plan_costs_tostring(lua_State* L) {
 
 const luaL_Reg kCostsMethods[] = {
     {"calibration", wrap<plan_costs_calibration>},
+    {"layers", wrap<plan_costs_layers>},
     {nullptr, nullptr},
 };
 

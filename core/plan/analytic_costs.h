@@ -1,24 +1,43 @@
-// AnalyticCostModel: costs for devices we cannot run (GPUs from the hardware table), a roofline
-// per layer from its shapes. Forward time = max(FLOPs / attained rate, bytes moved / attained
-// bandwidth) + one launch per kernel; backward = twice the forward FLOPs (the gradient of the
-// input and of the weights), once for the first layer (no input gradient).
+// AnalyticCostModel: costs for devices we cannot run (GPUs from the hardware table), kernel by
+// kernel from the layers' shapes.
 //
-// The roofline is a top-level layer's: a residual block's memory traffic is hidden under its
-// compute as one layer, and the compute fraction of the device table was fitted that way. A
-// layer opened into units (a graph's nodes, a block's layers: NetShapes::whole) costs what it
-// costs whole, shared among its units in proportion to each one's own roofline, so opening a
-// layer moves where a stage can end but never what the net costs.
+// Each leaf of a layer (gpu_kernels.h) is one kernel a pass, timed as a roofline with a fixed
+// cost: fixed + max(FLOPs / attained rate, bytes / attained bandwidth). The attained rate is a
+// fraction of the device's peak for the kernel's class and the step's precision (float32 on the
+// FMA units, TF32 or half precision on tensor cores); the fixed cost (launch, the tail of a
+// kernel's last wave) is what makes a small micro-batch cost more per sample than a large one.
+// Backward does twice the forward FLOPs (the input's gradient and the weights'; once for the
+// net's first kernel, whose input needs none) and moves twice the bytes. The fractions and fixed
+// costs were fitted to per-layer measurements and to published figures: analytic_costs.cpp says
+// which fitted what. A layer opened into units costs the sum of its units' kernels, as it does
+// whole.
 #pragma once
+
+#include <string_view>
 
 #include "plan/cost_model.h"
 #include "plan/hardware.h"
 
 namespace tandem {
 
+// What the convolutions and products compute in: float32 (FMA units), TF32 tensor cores (the
+// CUDA backend's `tf32` option), or half precision with float32 master weights (fp16, bf16:
+// activations stored in 2 bytes). Tandem trains in fp32 and tf32; fp16 and bf16 plan what mixed
+// precision would reach, for comparison.
+enum class Precision { fp32, tf32, fp16, bf16 };
+// ConfigError naming the choices otherwise.
+Precision parse_precision(std::string_view name);
+std::string_view precision_name(Precision p);
+
+// One kernel's times.
+struct KernelTime {
+    double forward_ms = 0, backward_ms = 0;
+};
+
 class AnalyticCostModel final : public CostModel {
 public:
     // `momentum`: the optimizer keeps a buffer per weight.
-    AnalyticCostModel(NetShapes shapes, bool momentum);
+    AnalyticCostModel(NetShapes shapes, bool momentum, Precision precision = Precision::fp32);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device,
                                        std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
@@ -26,13 +45,15 @@ public:
     double copy_gbs() const override { return 0; }
     double handoff_ms() const override { return 0; }
 
-private:
-    // Scales the units that are parts of an opened layer to that layer's own roofline.
-    void share_whole_layers(std::vector<LayerCost>& costs, const DeviceModel& m,
-                            std::int64_t batch) const;
+    // Layer `layer`'s kernels, one by one (what layer_costs sums).
+    std::vector<KernelTime> kernel_times(std::size_t layer, const TopologyDevice& device,
+                                         std::int64_t batch) const;
+    Precision precision() const { return precision_; }
 
+private:
     NetShapes shapes_;
     bool momentum_;
+    Precision precision_;
 };
 
 }  // namespace tandem

@@ -8,14 +8,6 @@
 namespace tandem {
 namespace {
 
-int leaf_count(Layer& layer) {
-    const auto children = layer.children();
-    if (children.empty()) return 1;
-    int n = 0;
-    for (Layer* child : children) n += leaf_count(*child);
-    return n;
-}
-
 Shape with_batch(const Shape& sample, std::int64_t batch) {
     std::vector<std::int64_t> dims{batch};
     dims.insert(dims.end(), sample.dims().begin(), sample.dims().end());
@@ -68,9 +60,7 @@ NetShapes net_shapes(Sequential& net, const Shape& sample, const UnitPlacement& 
         for (std::size_t v : first_reads[u]) l.kept_input_bytes += numel_bytes(value_shapes[v]);
         l.output_bytes = m.output_bytes;
         l.saved_bytes = m.saved_bytes;
-        l.kernels = leaf_count(layer);
-        l.part_of = unit.node >= 0 ? static_cast<int>(unit.layer) : -1;
-        if (l.part_of >= 0 && shapes.whole.empty()) shapes.whole = net_shapes(net, sample).layers;
+        l.leaves = leaf_kernels(layer, in);
         shapes.layers.push_back(std::move(l));
         value_shapes[unit.value] = node_output_shape(layer, in);
     }

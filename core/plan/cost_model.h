@@ -18,6 +18,7 @@
 
 #include "parallel/communicator.h"
 #include "parallel/unit_placement.h"
+#include "plan/gpu_kernels.h"
 #include "plan/stage_cost.h"
 #include "plan/topology.h"
 
@@ -37,17 +38,12 @@ struct LayerShape {
     std::size_t kept_input_bytes = 0;
     std::size_t output_bytes = 0;  // one sample's output
     std::size_t saved_bytes = 0;   // what it keeps for backward besides its input
-    int kernels = 1;               // leaf layers in it: kernels launched a pass
-    // A unit that is part of a top-level layer opened into units (a graph's node, a residual
-    // block's layer): that layer's index; -1 for a top-level layer.
-    int part_of = -1;
+    // The kernels it launches, leaf by leaf (gpu_kernels.h): what the analytic model times.
+    std::vector<KernelShape> leaves;
 };
 
 struct NetShapes {
     std::vector<LayerShape> layers;
-    // With units that are parts of opened layers: every top-level layer, whole (what the
-    // analytic model shares among its parts); empty otherwise.
-    std::vector<LayerShape> whole;
     Shape sample;              // C x H x W
     std::int64_t classes = 0;  // the last layer's width
     std::size_t parameter_bytes() const;

@@ -8,31 +8,46 @@
 namespace tandem {
 namespace {
 
-// Attainable fractions. compute_fraction: NVIDIA's DeepLearningExamples list about 370 images/s
-// for FP32 ResNet-50 training on one V100 16 GB; at 24.6 GFLOP an image (3 x 8.2 forward, a
-// multiply-add counted as two) that is 9.1 TFLOP/s, 0.58 of the SXM2 peak. We take 0.6 for every
-// model: our assumption for the others, not a measurement. bandwidth_fraction: Jia et al.,
-// "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking" (2018), measured 750 of
-// V100's 900 GB/s: 0.83; we take 0.8 throughout. launch_us: a kernel launch costs 3-7 us on
-// these generations (CUDA C Best Practices Guide, "Kernel launch overhead"); we take 5.
+// Volta's and Pascal's FP32 kernels against the H200's, per datasheet FLOP: fitted by hand to
+// the published FP32 training rates of one V100 (ResNet-50, DeepLearningExamples: -12% at 1.9)
+// and one P100 (ResNet-50, VGG-16, AlexNet, TensorFlow's benchmarks: +3 to +8%) together.
+// Kepler is left at 1; the K80's published figures check it (docs/planner.md).
+constexpr double kOneDatapath = 1.9;
+
+// Peak rates and memory from each model's datasheet. What kernels attain of them is the
+// analytic cost model's (analytic_costs.cpp).
 const std::vector<DeviceModel>& device_table() {
     static const std::vector<DeviceModel> table = {
         // Tesla K20c: 3.52 TFLOP/s FP32, 5 GB GDDR5 at 208 GB/s (NVIDIA Tesla K20 board
-        // specification BD-06455). Kepler's cuDNN convolutions reach less: we take 0.5.
-        {"K20c", 3.52, 0, 5, 208, 0.5, 0.75, 7},
+        // specification BD-06455).
+        {"K20c", 3.52, 1, 0, 0, 5, 208},
+        // Tesla K80, one of its two GK210 GPUs: 2,496 cores at 875 MHz boost, 4.37 TFLOP/s
+        // FP32, 12 GB at 240 GB/s (NVIDIA Tesla K80 board specification BD-07317).
+        {"K80", 4.37, 1, 0, 0, 12, 240},
+        // Tesla P100 SXM2: 10.6 TFLOP/s FP32, 16 GB HBM2 at 732 GB/s (NVIDIA Tesla P100
+        // datasheet); its 21.2 TFLOP/s FP16 is not on tensor cores.
+        {"P100", 10.6, kOneDatapath, 0, 0, 16, 732},
         // Tesla V100 PCIe 32 GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor, 900 GB/s HBM2 (NVIDIA
         // Tesla V100 datasheet, 2018). The PCIe card: what a server of PCIe switches holds.
-        {"V100", 14.0, 112, 32, 900, 0.6, 0.8, 5},
+        {"V100", 14.0, kOneDatapath, 0, 112, 32, 900},
         // Tesla V100 SXM2 32 GB: 15.7 TFLOP/s FP32, 125 tensor, 900 GB/s (same datasheet).
-        {"V100-SXM2", 15.7, 125, 32, 900, 0.6, 0.8, 5},
-        // A100 SXM4 40 GB: 19.5 TFLOP/s FP32, 312 FP16 tensor (dense), 1,555 GB/s HBM2 (NVIDIA
-        // A100 Tensor Core GPU datasheet).
-        {"A100", 19.5, 312, 40, 1555, 0.6, 0.8, 5},
+        {"V100-SXM2", 15.7, kOneDatapath, 0, 125, 32, 900},
+        // A100 SXM4 40 GB: 19.5 TFLOP/s FP32, 156 TF32 and 312 FP16 tensor (dense), 1,555 GB/s
+        // HBM2 (NVIDIA A100 Tensor Core GPU datasheet).
+        {"A100", 19.5, 1, 156, 312, 40, 1555},
         // A100 SXM4 80 GB: the same rates, 2,039 GB/s HBM2e (same datasheet).
-        {"A100-80GB", 19.5, 312, 80, 2039, 0.6, 0.8, 5},
-        // H100 SXM5 80 GB: 67 TFLOP/s FP32, 989 FP16 tensor (dense), 3.35 TB/s HBM3 (NVIDIA
-        // H100 Tensor Core GPU datasheet).
-        {"H100", 67.0, 989, 80, 3350, 0.6, 0.8, 5},
+        {"A100-80GB", 19.5, 1, 156, 312, 80, 2039},
+        // A100 PCIe 80 GB: the same rates, 1,935 GB/s (same datasheet).
+        {"A100-PCIe", 19.5, 1, 156, 312, 80, 1935},
+        // H100 SXM5 80 GB: 67 TFLOP/s FP32, 494.5 TF32 and 989 FP16 tensor (dense), 3.35 TB/s
+        // HBM3 (NVIDIA H100 Tensor Core GPU datasheet).
+        {"H100", 67.0, 1, 494.5, 989, 80, 3350},
+        // H100 PCIe 80 GB: 51 TFLOP/s FP32, 378 TF32, 756 FP16 tensor (dense), 2 TB/s HBM2e
+        // (same datasheet).
+        {"H100-PCIe", 51.0, 1, 378, 756, 80, 2000},
+        // H200 SXM 141 GB: the H100 SXM's rates, 4.8 TB/s HBM3e (NVIDIA H200 Tensor Core GPU
+        // datasheet). The GPU bench/measured/h200-2026-11-26 was taken on.
+        {"H200", 67.0, 1, 494.5, 989, 141, 4800},
     };
     return table;
 }

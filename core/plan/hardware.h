@@ -1,9 +1,9 @@
 // Hardware models: what the planner knows of a device or a link it cannot measure.
 //
-// A device model gives peak rates, memory and the share of them a training step attains; a
-// link model gives one direction's bandwidth and latency. The figures and their sources are in
-// hardware.cpp, one comment per entry. CPU devices are not in the table: the planner measures
-// them (see cost_model.h).
+// A device model gives peak rates and memory (what a kernel attains of them is the analytic cost
+// model's, analytic_costs.h); a link model gives one direction's bandwidth and latency. The figures
+// and their sources are in hardware.cpp, one comment per entry. CPU devices are not in the table:
+// the planner measures them (see cost_model.h).
 #pragma once
 
 #include <string>
@@ -13,14 +13,16 @@
 namespace tandem {
 
 struct DeviceModel {
-    std::string name;               // "V100"
-    double fp32_tflops = 0;         // peak FP32 rate
-    double tensor_tflops = 0;       // peak FP16 tensor-core rate, dense (0: no tensor cores)
-    double memory_gib = 0;          // device memory
-    double bandwidth_gbs = 0;       // device memory bandwidth, GB/s
-    double compute_fraction = 0;    // share of fp32_tflops convolutions and products attain
-    double bandwidth_fraction = 0;  // share of bandwidth element-wise kernels attain
-    double launch_us = 0;           // fixed cost of one kernel (launch and tail)
+    std::string name;        // "V100"
+    double fp32_tflops = 0;  // peak FP32 rate (FMA units), as the datasheet counts it
+    // What FP32 kernels attain of that count relative to the H200 the model was fitted on
+    // (analytic_costs.cpp): Ampere and Hopper datasheets count a second FP32 datapath per SM
+    // partition that convolutions rarely keep busy, Volta's and Pascal's count one.
+    double fp32_attained = 1;
+    double tf32_tflops = 0;    // peak TF32 tensor-core rate, dense (0: no TF32)
+    double tensor_tflops = 0;  // peak FP16 tensor-core rate, dense (0: no tensor cores)
+    double memory_gib = 0;     // device memory
+    double bandwidth_gbs = 0;  // device memory bandwidth, GB/s
 };
 
 struct LinkModel {

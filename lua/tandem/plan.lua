@@ -161,7 +161,9 @@ end
 
 -- A cost model to share between searches and simulations (their `costs =`): the net profiled
 -- once, every plan weighed alike. args: net, sample, cost ('measured' or 'analytic'; 'auto' or
--- none: by `topology`, measured without one), momentum, layout, seed, warmup, iterations.
+-- none: by `topology`, measured without one), precision (analytic: 'fp32', 'tf32', 'fp16' or
+-- 'bf16'), momentum, layout, seed, warmup, iterations. costs:layers{device =, batch =} lists
+-- what it says each layer, and each of its kernels, costs.
 function M.costs(args)
   check_numbers('T.plan.costs', args)
   local copy = with_cost(args)
@@ -337,7 +339,7 @@ local function plan_net(net, sample, opt)
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
                      trace_plan = opt.trace_plan,
                      iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm,
-                     overlap = opt.overlap}
+                     overlap = opt.overlap, precision = opt.precision}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
   if r.calibration then print(M.describe_calibration(r.calibration)) end
   io.write(r.table)
@@ -380,6 +382,9 @@ local options = {
   warmup = {2, 'measured costs: untimed steps first', kind = 'nonneg_int'},
   algorithm = {'ring', "the gradient all-reduce's algorithm", choices = {'ring', 'tree'}},
   overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
+  precision = {'fp32', "GPU models: what convolutions and products compute in (tf32: the CUDA "
+                       .. "backend's tf32 option; fp16, bf16: mixed precision, for comparison)",
+               choices = {'fp32', 'tf32', 'fp16', 'bf16'}},
 }
 
 local about = {

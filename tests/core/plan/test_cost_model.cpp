@@ -1,6 +1,6 @@
-// The analytic cost model from shapes: FLOPs and bytes per sample from the layers, times that
-// scale with the batch, the first layer's backward without an input gradient, the roofline's
-// memory-bound side, and the shapes' memory figures; the measured model's machine figures, its
+// The analytic cost model from shapes: FLOPs and bytes per sample from the layers, their kernels
+// by class, times affine in the batch, the first kernel's backward without an input gradient,
+// the precisions, and the shapes' memory figures; the measured model's machine figures, its
 // concurrent measurements ending (no hang) when one thread fails, and its profiles taken in
 // rounds that keep each figure's fastest.
 #include <gtest/gtest.h>
@@ -56,37 +56,87 @@ TEST(CostModel, ShapesGiveFlopsAndBytesPerSample) {
     EXPECT_EQ(s.classes, 10);
 }
 
-TEST(CostModel, AnalyticTimesFollowTheRoofline) {
+TEST(CostModel, KernelsAreClassedByTheirAlgorithm) {
+    auto n = cost_net();
+    const NetShapes s = net_shapes(*n, Shape({3, 32, 32}));
+    // A thin first convolution, a 3x3 one over 64 channels (Winograd's), a product.
+    EXPECT_EQ(s.layers[0].leaves.at(0).kernel_class, KernelClass::conv_other);
+    EXPECT_EQ(s.layers[2].leaves.at(0).kernel_class, KernelClass::conv_winograd);
+    EXPECT_EQ(s.layers[1].leaves.at(0).kernel_class, KernelClass::memory);
+    EXPECT_EQ(s.layers[5].leaves.at(0).kernel_class, KernelClass::gemm);
+    // conv2 as a product: 32 x 32 output pixels a sample, 64 channels, 64 x 3 x 3 inner.
+    const KernelShape& conv2 = s.layers[2].leaves[0];
+    EXPECT_EQ(conv2.rows, 32 * 32);
+    EXPECT_EQ(conv2.columns, 64);
+    EXPECT_EQ(conv2.inner, 64 * 9);
+    EXPECT_DOUBLE_EQ(conv2.flops, s.layers[2].forward_flops);
+    // Flatten is a view: no kernel.
+    EXPECT_FALSE(s.layers[4].leaves.at(0).launches);
+}
+
+TEST(CostModel, AnalyticTimesAreAffineInTheBatch) {
     auto n = cost_net();
     const AnalyticCostModel model(net_shapes(*n, Shape({3, 32, 32})), true);
-    const DeviceModel& m = device_model("V100");
-    const double flops_per_ms = m.fp32_tflops * m.compute_fraction * 1e9;
-    const auto one = model.layer_costs(v100(), 32);
-    const auto two = model.layer_costs(v100(), 64);
-    // conv2 is compute-bound: its time is FLOPs over the attained rate, plus a launch.
-    const double conv2 = 2.0 * 64 * 64 * 9 * 32 * 32 * 32 / flops_per_ms + m.launch_us / 1e3;
-    EXPECT_NEAR(one[2].forward_ms, conv2, 1e-9);
-    EXPECT_NEAR(one[2].backward_ms, 2 * (conv2 - m.launch_us / 1e3) + 2 * m.launch_us / 1e3, 1e-9);
-    // The first layer computes no input gradient: its backward is one forward's FLOPs (on a
-    // cost_net whose first layer is conv2's twin, compute-bound).
-    auto tail = std::make_shared<Sequential>(
-        std::vector<LayerPtr>{std::make_shared<Conv2d>(conv64()), std::make_shared<ReLU>()});
-    const auto first =
-        AnalyticCostModel(net_shapes(*tail, Shape({64, 32, 32})), true).layer_costs(v100(), 32);
-    EXPECT_NEAR(first[0].backward_ms, conv2 + m.launch_us / 1e3, 1e-9);
-    // ReLU is memory-bound: bytes over the attained bandwidth.
-    const double relu_bytes = 3.0 * 64 * 32 * 32 * 4 * 32;  // input, output and the saved output
-    EXPECT_GT(one[1].forward_ms, 0.5 * relu_bytes / (m.bandwidth_gbs * m.bandwidth_fraction * 1e6));
-    // Twice the batch, about twice the time (launches aside); weights do not grow.
-    EXPECT_NEAR(two[2].forward_ms - m.launch_us / 1e3, 2 * (one[2].forward_ms - m.launch_us / 1e3),
-                1e-9);
-    EXPECT_EQ(two[5].parameter_bytes, one[5].parameter_bytes);
-    EXPECT_EQ(two[5].optimizer_bytes, one[5].parameter_bytes);  // momentum
-    EXPECT_EQ(two[2].input_bytes, 2 * one[2].input_bytes);
-    EXPECT_GT(model.update_ms(v100(), one[5].parameter_bytes), 0);
+    const auto at = [&](std::int64_t batch) { return model.layer_costs(v100(), batch); };
+    const auto b16 = at(16), b32 = at(32), b64 = at(64);
+    for (std::size_t i : {std::size_t(0), std::size_t(1), std::size_t(2)}) {
+        // A fixed cost a kernel, then time in proportion to the batch (conv2's narrowest
+        // dimension, its 64 channels, does not grow with it).
+        EXPECT_NEAR(b64[i].forward_ms - b32[i].forward_ms,
+                    2 * (b32[i].forward_ms - b16[i].forward_ms), 1e-9);
+        EXPECT_NEAR(b64[i].backward_ms - b32[i].backward_ms,
+                    2 * (b32[i].backward_ms - b16[i].backward_ms), 1e-9);
+    }
+    // So a small micro-batch costs a convolution more a sample than a large one.
+    EXPECT_GT(b16[2].forward_ms / 16, b64[2].forward_ms / 64);
+    EXPECT_GT(b16[2].backward_ms / 16, b64[2].backward_ms / 64);
+    EXPECT_EQ(b64[4].forward_ms, 0);  // Flatten
+    EXPECT_EQ(b64[5].parameter_bytes, b32[5].parameter_bytes);
+    EXPECT_EQ(b64[5].optimizer_bytes, b32[5].parameter_bytes);  // momentum
+    EXPECT_EQ(b64[2].input_bytes, 2 * b32[2].input_bytes);
+    EXPECT_GT(model.update_ms(v100(), b32[5].parameter_bytes), 0);
     TopologyDevice unknown = v100();
     unknown.model = "V9000";
     EXPECT_THROW(model.layer_costs(unknown, 1), ConfigError);
+}
+
+// The net's first kernel computes no input gradient: its backward does half the work of the
+// same convolution further in.
+TEST(CostModel, TheFirstKernelHasNoInputGradient) {
+    auto twin = [](bool first) {
+        std::vector<LayerPtr> layers;
+        if (!first) layers.push_back(std::make_shared<ReLU>());
+        layers.push_back(std::make_shared<Conv2d>(conv64()));
+        Sequential n(layers);
+        const auto costs = AnalyticCostModel(net_shapes(n, Shape({64, 32, 32})), true)
+                               .kernel_times(first ? 0 : 1, v100(), 32);
+        return costs.at(0);
+    };
+    const KernelTime first = twin(true), later = twin(false);
+    EXPECT_EQ(first.forward_ms, later.forward_ms);
+    EXPECT_LT(first.backward_ms, later.backward_ms);
+}
+
+// Tensor cores: half precision runs the products at the tensor peak and stores activations in
+// two bytes; TF32 needs an Ampere (a V100 runs it as FP32); BF16 is refused before Ampere.
+TEST(CostModel, PrecisionPicksThePeakAndTheBytes) {
+    auto n = cost_net();
+    const NetShapes s = net_shapes(*n, Shape({3, 32, 32}));
+    const auto step = [&](Precision p, const char* model) {
+        TopologyDevice d = v100();
+        d.model = model;
+        return AnalyticCostModel(s, true, p).layer_costs(d, 64);
+    };
+    const auto fp32 = step(Precision::fp32, "V100"), fp16 = step(Precision::fp16, "V100");
+    EXPECT_LT(fp16[2].forward_ms, fp32[2].forward_ms);
+    EXPECT_EQ(fp16[2].output_bytes * 2, fp32[2].output_bytes);
+    EXPECT_EQ(step(Precision::tf32, "V100")[2].forward_ms, fp32[2].forward_ms);
+    EXPECT_LT(step(Precision::tf32, "A100")[2].forward_ms,
+              step(Precision::fp32, "A100")[2].forward_ms);
+    EXPECT_THROW(step(Precision::bf16, "V100"), ConfigError);
+    EXPECT_NO_THROW(step(Precision::bf16, "A100"));
+    EXPECT_EQ(parse_precision("tf32"), Precision::tf32);
+    EXPECT_THROW(parse_precision("fp8"), ConfigError);
 }
 
 // Every element-wise activation is memory-bound as ReLU is: the same bytes, the same times.

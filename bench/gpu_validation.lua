@@ -1,0 +1,83 @@
+-- The planner's one-GPU figures against measured and published ones (issue 20's validation
+-- table, docs/planner.md):
+--   build/tandem run bench/gpu_validation.lua [--markdown]
+-- Each row: a figure (its source, machine, net, batch, precision), the planner's simulated
+-- step of that net on that GPU (T.plan.simulate, one device, the analytic costs), and the
+-- error. `fitted` marks the figures the model's constants were fitted to (the H200's in
+-- core/plan/analytic_costs.cpp, the V100's and P100's in hardware.cpp); the others check it. Then the ratio of VGG-16's time per
+-- image to ResNet-50's, where a source gives both.
+local T = require 'tandem'
+
+local opt = T.options(..., {markdown = true})
+
+local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
+
+local h200 = 'Tandem on an H200, bench/measured/h200-2026-11-26'
+local dle = 'NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README (21.03 container)'
+local tf = 'TensorFlow benchmarks (tf_cnn_benchmarks, May 2017, synthetic data), tensorflow.org'
+-- {source, model, net, batch, precision, images/s, fitted}
+local figures = {
+  {h200 .. '/layers.txt', 'H200', 'resnet50', 8, 'fp32', 439.9, true},
+  {h200 .. '/layers.txt', 'H200', 'resnet50', 64, 'fp32', 830.2, true},
+  {h200 .. '/layers.txt', 'H200', 'vgg16', 8, 'fp32', 424.4, true},
+  {h200 .. '/layers.txt', 'H200', 'vgg16', 64, 'fp32', 589.1, true},
+  {h200 .. '/layers.txt', 'H200', 'alexnet224', 8, 'fp32', 3163, true},
+  {h200 .. '/layers.txt', 'H200', 'alexnet224', 64, 'fp32', 8319, true},
+  {h200 .. '/peers_224.txt', 'H200', 'alexnet224', 128, 'fp32', 10012, false},
+  {dle, 'V100-SXM2', 'resnet50', 112, 'fp32', 367, true},
+  {dle, 'V100-SXM2', 'resnet50', 256, 'fp16', 1200, false},
+  {dle, 'A100-80GB', 'resnet50', 256, 'tf32', 938, false},
+  {dle, 'A100-80GB', 'resnet50', 256, 'fp16', 2470, false},
+  {tf, 'P100', 'resnet50', 64, 'fp32', 219, true},
+  {tf, 'P100', 'vgg16', 64, 'fp32', 154, true},
+  {tf, 'P100', 'alexnet224', 512, 'fp32', 2987, true},
+  {tf .. ', Google Compute Engine', 'K80', 'resnet50', 64, 'fp32', 51.9, false},
+  {tf .. ', Google Compute Engine', 'K80', 'vgg16', 32, 'fp32', 35.4, false},
+  {tf .. ', Google Compute Engine', 'K80', 'alexnet224', 512, 'fp32', 656, false},
+}
+
+local nets = {}
+local function net_of(name)
+  if not nets[name] then
+    local net, sample = dofile(nets_dir .. name .. '.lua')({})
+    nets[name] = {net = net, sample = sample, costs = {}}
+  end
+  return nets[name]
+end
+
+-- The simulated images/s of one figure's net, batch and precision on one GPU of its model.
+local function simulated(model, name, batch, precision)
+  local n = net_of(name)
+  n.costs[precision] = n.costs[precision]
+                       or T.plan.costs{net = n.net, sample = n.sample, cost = 'analytic', precision = precision}
+  local topology = T.plan.topology{name = 'one ' .. model, nodes = {{name = 'gpu0', device = model, memory = 2^40}}}
+  local r = T.plan.simulate{costs = n.costs[precision], batch = batch, topology = topology, plan = {}}
+  return r.images_per_s
+end
+
+print('| source | GPU | net | batch | precision | figure img/s | simulated img/s | error | |')
+print('|---|---|---|---|---|---|---|---|---|')
+local per_image = {}
+local worst_checked = 0
+for _, f in ipairs(figures) do
+  local source, model, name, batch, precision, figure, fitted = unpack(f)
+  local s = simulated(model, name, batch, precision)
+  local err = s / figure - 1
+  if not fitted then worst_checked = math.max(worst_checked, math.abs(err)) end
+  print(('| %s | %s | %s | %d | %s | %.0f | %.0f | %+.1f%% | %s |'):format(source, model, name, batch, precision, figure, s,
+                                                                       100 * err, fitted and 'fitted' or 'check'))
+  local key = source .. '|' .. model
+  per_image[key] = per_image[key] or {}
+  per_image[key][name] = per_image[key][name] or {figure = 1 / figure, simulated = 1 / s, batch = batch}
+end
+print(('\nlargest error of a checked figure: %.1f%%\n'):format(100 * worst_checked))
+print('| source | GPU | VGG-16 / ResNet-50 time per image, figure | simulated | error |')
+print('|---|---|---|---|---|')
+for key, by_net in pairs(per_image) do
+  local v, r = by_net.vgg16, by_net.resnet50
+  if v and r then
+    local source, model = key:match('^(.*)|(.*)$')
+    local figure, sim = v.figure / r.figure, v.simulated / r.simulated
+    print(('| %s | %s | %.2f | %.2f | %+.1f%% |'):format(source, model, figure, sim, 100 * (sim / figure - 1)))
+  end
+end
