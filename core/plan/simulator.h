@@ -10,8 +10,10 @@
 //    topology's channels (one direction of each link on the route), which copies share first come,
 //    first served; between CPU devices the receiving worker copies it itself, as part of its op;
 //  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
-//    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree: a binomial reduce then
-//    broadcast), the buckets filled layer by layer in backward order. With overlap_backward
+//    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk, one ring per NIC across machines;
+//    tree: NCCL's double binary tree with a chain in each machine, pipelined, its channels held
+//    for its closed-form time; collectives.h), the buckets filled layer by layer in backward
+//    order. With overlap_backward
 //    (the engine's default) a bucket goes as soon as the last micro-batch's backward has passed
 //    its layers, on the stage's lane: the worker goes on with the rest of its backward. The
 //    collectives of a stage run one after another. On GPUs the copies use the channels; on CPU
