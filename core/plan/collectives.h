@@ -50,9 +50,10 @@ std::vector<std::vector<int>> all_reduce_rings(const Topology& topology,
 struct TreeAllReduce {
     // Per tree: for each position in `devices`, its parent's position, -1 for the root.
     std::array<std::vector<int>, 2> parent;
-    std::vector<int> channels;  // every channel the trees use
-    double bandwidth_ms = 0;    // the busiest channel's bytes over its bandwidth
-    double fill_ms = 0;         // one chunk up the deepest path and back down
+    std::vector<int> channels;       // every channel the trees use
+    std::vector<double> channel_ms;  // each one's bytes over its bandwidth
+    double bandwidth_ms = 0;         // the busiest channel's bytes over its bandwidth
+    double fill_ms = 0;              // one chunk up the deepest path and back down
     double ms() const { return bandwidth_ms + fill_ms; }
 };
 

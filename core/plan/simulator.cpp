@@ -63,16 +63,22 @@ void StepSimulator::set_signal(int signal, double at) {
 }
 
 double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
-    // First come, first served: the copy waits for every channel on its route to be free,
-    // then holds them all for its time.
+    // First come, first served on each channel: the copy takes each channel of its route, in
+    // turn of arrival, for its bytes at that channel's bandwidth, and lands when the last is
+    // through, plus the route's latency. Holding every channel for the slowest one's time (as
+    // this did before multi-ring collectives) chained unrelated copies that share one channel
+    // each into a convoy through a whole step (issue 20).
     const auto route = topology_.route(device_of_[static_cast<std::size_t>(from)],
                                        device_of_[static_cast<std::size_t>(to)]);
-    double start = at;
-    for (int c : route) start = std::max(start, channel_free_[static_cast<std::size_t>(c)]);
-    const double end = start + topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
-                                                 device_of_[static_cast<std::size_t>(to)], bytes);
-    for (int c : route) channel_free_[static_cast<std::size_t>(c)] = end;
-    return end;
+    double end = at, latency_us = 0;
+    for (int c : route) {
+        const Channel& ch = topology_.channels()[static_cast<std::size_t>(c)];
+        double& free = channel_free_[static_cast<std::size_t>(c)];
+        free = std::max(at, free) + static_cast<double>(bytes) / (ch.bandwidth_gbs * 1e6);
+        end = std::max(end, free);
+        latency_us += ch.latency_us;
+    }
+    return end + latency_us / 1e3;
 }
 
 void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, double at) {

@@ -94,6 +94,11 @@ struct Simulation {
 Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs,
                     bool trace = false);
 
+// One all-reduce of `bytes` among `devices` (topology indices) alone on the topology, as the
+// simulator plays a step's bucket: for comparing with nccl-tests' bus bandwidth.
+double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
+                              std::size_t bytes, ReduceAlgorithm algorithm);
+
 // Writes the simulated spans as a Chrome trace (the format of Trace::write).
 void write_simulated_trace(const Simulation& simulation, const std::string& path);
 

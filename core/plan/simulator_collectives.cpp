@@ -61,3 +61,41 @@ void StepSimulator::collective_step(int ci, int step) {
 }
 
 }  // namespace tandem::simulation
+
+namespace tandem {
+namespace {
+
+// A step with no compute: one layer of `bytes` of gradients, so the step is its all-reduce.
+class AllReduceOnly final : public CostModel {
+public:
+    explicit AllReduceOnly(std::size_t bytes) : bytes_(bytes) {}
+    std::vector<LayerCost> layer_costs(const TopologyDevice&, std::int64_t) const override {
+        LayerCost c;
+        c.name = "gradients";
+        c.parameter_bytes = bytes_;
+        c.input_bytes = c.output_bytes = 4;
+        return {c};
+    }
+    double loss_ms(const TopologyDevice&, std::int64_t) const override { return 0; }
+    double update_ms(const TopologyDevice&, std::size_t) const override { return 0; }
+    double copy_gbs() const override { return 1e9; }
+    double handoff_ms() const override { return 0; }
+
+private:
+    std::size_t bytes_;
+};
+
+}  // namespace
+
+double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
+                              std::size_t bytes, ReduceAlgorithm algorithm) {
+    Plan p;
+    p.groups = static_cast<int>(devices.size());
+    p.batch = p.groups;
+    p.devices = devices;
+    p.algorithm = algorithm;
+    p.bucket_bytes = bytes;  // one bucket
+    return simulate(p, topology, AllReduceOnly(bytes)).step_ms;
+}
+
+}  // namespace tandem

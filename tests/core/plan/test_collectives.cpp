@@ -86,24 +86,28 @@ TEST(Collectives, NvSwitchPortsAreSharedByAGpusPeers) {
 }
 
 TEST(Collectives, TwoCopiesFromOneGpuQueueOnItsPortAndDisjointPairsDoNot) {
-    // The simulator's rule for copies (StepSimulator::reserve: a copy waits until every
-    // channel of its route is free, then holds them all) over fabric routes: copies from one
-    // GPU to two peers, or from two GPUs into one, queue on the shared port.
+    // The simulator's rule for copies (StepSimulator::reserve: each channel of the route
+    // first come, first served, for the bytes at its bandwidth; the copy lands when the last is
+    // through, plus the route's latency) over fabric routes: copies from one GPU to two peers,
+    // or from two GPUs into one, queue on the shared port; disjoint pairs do not.
     const Topology t = fabric(4);
     const std::size_t bytes = std::size_t(48) << 20;
-    const double one = t.copy_ms(0, 1, bytes);
-    // Reserve the channels as the simulator does: first come, first served.
+    const double one = t.copy_ms(0, 1, bytes), through = double(bytes) / (240.0 * 1e6);
     std::vector<double> free(t.channels().size(), 0.0);
     auto reserve = [&](int from, int to) {
-        double start = 0;
-        for (int c : t.route(from, to)) start = std::max(start, free[static_cast<std::size_t>(c)]);
-        const double end = start + t.copy_ms(from, to, bytes);
-        for (int c : t.route(from, to)) free[static_cast<std::size_t>(c)] = end;
-        return end;
+        double end = 0, latency_us = 0;
+        for (int c : t.route(from, to)) {
+            const Channel& ch = t.channels()[static_cast<std::size_t>(c)];
+            auto& f = free[static_cast<std::size_t>(c)];
+            f += double(bytes) / (ch.bandwidth_gbs * 1e6);
+            end = std::max(end, f);
+            latency_us += ch.latency_us;
+        }
+        return end + latency_us / 1e3;
     };
     EXPECT_NEAR(reserve(0, 1), one, 1e-12);
-    EXPECT_NEAR(reserve(0, 2), 2 * one, 1e-12);  // gpu0's port: after the first
-    EXPECT_NEAR(reserve(3, 2), 3 * one, 1e-12);  // gpu2's port out of the fabric: after that
+    EXPECT_NEAR(reserve(0, 2), one + through, 1e-12);  // gpu0's port: after the first
+    EXPECT_NEAR(reserve(3, 2), one + through, 1e-12);  // gpu2's port out of the fabric
     std::fill(free.begin(), free.end(), 0.0);
     EXPECT_NEAR(reserve(0, 1), one, 1e-12);
     EXPECT_NEAR(reserve(2, 3), one, 1e-12);  // disjoint
