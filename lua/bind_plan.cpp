@@ -700,6 +700,26 @@ int plan_simulate(lua_State* L) {
     return 1;
 }
 
+// core.plan_all_reduce(topology, bytes, n, algorithm) -> ms: one all-reduce of `bytes` among the
+// topology's first n devices, alone, as the simulator plays a bucket (bench/gpu_scaling.lua
+// compares it with nccl-tests' bus bandwidth).
+int plan_all_reduce(lua_State* L) {
+    const Topology t(read_topology(L, 1));
+    const double bytes = luaL_checknumber(L, 2);
+    const auto n = static_cast<int>(luaL_checkinteger(L, 3));
+    TANDEM_CHECK_AS(ConfigError, bytes >= 1 && bytes < 9.0e15)
+        << "T.plan.all_reduce: bytes must be positive, got " << bytes;
+    TANDEM_CHECK_AS(ConfigError, n >= 2 && n <= t.device_count())
+        << "T.plan.all_reduce: devices must be in [2, " << t.device_count() << "] on topology '"
+        << t.name() << "', got " << n;
+    std::vector<int> devices;
+    for (int i = 0; i < n; ++i) devices.push_back(i);
+    const ReduceAlgorithm algorithm = parse_reduce_algorithm(luaL_optstring(L, 4, "ring"));
+    lua_pushnumber(L,
+                   simulate_all_reduce_ms(t, devices, static_cast<std::size_t>(bytes), algorithm));
+    return 1;
+}
+
 // core.plan_models() -> the hardware table's device models, the link models (two lists).
 int plan_models(lua_State* L) {
     for (const auto& names : {device_model_names(), link_model_names()}) {
@@ -725,6 +745,7 @@ const luaL_Reg kPlanFunctions[] = {
     {"plan_simulate", wrap<plan_simulate>},
     {"plan_costs", wrap<plan_costs>},
     {"plan_models", wrap<plan_models>},
+    {"plan_all_reduce", wrap<plan_all_reduce>},
     {nullptr, nullptr},
 };
 
