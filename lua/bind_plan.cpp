@@ -4,7 +4,9 @@
 //
 // Arguments are plain tables:
 //   topology = {name =, nodes = {{name =, parent =, link =, device =, memory =, threads =,
-//               cores =}, ...}, peers = {{'gpu0', 'gpu1', link = 'nvlink2', count = 2}, ...}}
+//               cores =, count =}, ...}, peers = {{'gpu0', 'gpu1', link = 'nvlink2', count = 2},
+//               ...}, fabrics = {{name = 'nvswitch', link = 'nvlink3', count = 12,
+//                           devices = {'gpu0', ...}}, ...}}
 //   net = Sequential, sample = {C, H, W}, batch = global batch,
 //   cost = 'measured' (CPU devices, profiled here) or 'analytic' (the hardware table),
 //   momentum = true, layout = 'channels_last', seed = 1
@@ -113,7 +115,8 @@ TopologySpec read_topology(lua_State* L, int index) {
     TopologySpec spec;
     spec.name = string_field(L, index, "name", "topology: ", "topology");
     const std::string where = "topology '" + spec.name + "': ";
-    known_fields(L, index, {"name", "nodes", "peers", "description", "device_count"}, where);
+    known_fields(L, index, {"name", "nodes", "peers", "fabrics", "description", "device_count"},
+                 where);
     if (get(L, index, "nodes") != LUA_TTABLE)
         throw ConfigError(where + "'nodes' must be a list of node tables");
     for_each_item(L, lua_gettop(L), [&](int i) {
@@ -124,7 +127,8 @@ TopologySpec read_topology(lua_State* L, int index) {
         const std::string at = where + "node " + std::to_string(i) + ": ";
         n.name = string_field(L, node, "name", at);
         const std::string in = n.name.empty() ? at : where + "node '" + n.name + "': ";
-        known_fields(L, node, {"name", "parent", "link", "device", "memory", "threads", "cores"},
+        known_fields(L, node,
+                     {"name", "parent", "link", "device", "memory", "threads", "cores", "count"},
                      in);
         n.parent = string_field(L, node, "parent", in);
         n.link = string_field(L, node, "link", in);
@@ -132,6 +136,7 @@ TopologySpec read_topology(lua_State* L, int index) {
         n.memory_bytes = bytes_field(L, node, "memory", in);
         n.threads = int_field(L, node, "threads", 1, 1, 1024, in);
         n.cores = int_field(L, node, "cores", 0, 0, 1 << 20, in);
+        n.count = int_field(L, node, "count", 1, 1, 64, in);
         spec.nodes.push_back(std::move(n));
     });
     lua_pop(L, 1);
@@ -154,6 +159,35 @@ TopologySpec read_topology(lua_State* L, int index) {
             p.count = int_field(L, peer, "count", 1, 1, 64, in);
             spec.peers.push_back(std::move(p));
         });
+    }
+    lua_pop(L, 1);
+    if (get(L, index, "fabrics") == LUA_TTABLE) {
+        for_each_item(L, lua_gettop(L), [&](int i) {
+            const int table = lua_gettop(L);
+            const std::string at = where + "fabric " + std::to_string(i) + ": ";
+            if (!lua_istable(L, table))
+                throw ConfigError(at +
+                                  "must be a table: {name = 'nvswitch', link = 'nvlink3', "
+                                  "count = 12, devices = {'gpu0', ...}}");
+            FabricSpec f;
+            f.name = string_field(L, table, "name", at);
+            const std::string in = f.name.empty() ? at : where + "fabric '" + f.name + "': ";
+            known_fields(L, table, {"name", "link", "count", "devices"}, in);
+            f.link = string_field(L, table, "link", in);
+            f.count = int_field(L, table, "count", 1, 1, 64, in);
+            if (get(L, table, "devices") != LUA_TTABLE)
+                throw ConfigError(in + "'devices' must be a list of device names");
+            for_each_item(L, lua_gettop(L), [&](int k) {
+                if (lua_type(L, -1) != LUA_TSTRING)
+                    throw ConfigError(in + "device " + std::to_string(k) + " must be a name, got " +
+                                      number_or_type(L, -1));
+                f.devices.push_back(lua_tostring(L, -1));
+            });
+            lua_pop(L, 1);
+            spec.fabrics.push_back(std::move(f));
+        });
+    } else if (!lua_isnil(L, -1)) {
+        throw ConfigError(where + "'fabrics' must be a list of fabric tables");
     }
     lua_pop(L, 1);
     return spec;
@@ -723,6 +757,26 @@ int plan_simulate(lua_State* L) {
     return 1;
 }
 
+// core.plan_all_reduce(topology, bytes, n, algorithm) -> ms: one all-reduce of `bytes` among the
+// topology's first n devices, alone, as the simulator plays a bucket (bench/gpu_scaling.lua
+// compares it with nccl-tests' bus bandwidth).
+int plan_all_reduce(lua_State* L) {
+    const Topology t(read_topology(L, 1));
+    const double bytes = luaL_checknumber(L, 2);
+    const auto n = static_cast<int>(luaL_checkinteger(L, 3));
+    TANDEM_CHECK_AS(ConfigError, bytes >= 1 && bytes < 9.0e15)
+        << "T.plan.all_reduce: bytes must be positive, got " << bytes;
+    TANDEM_CHECK_AS(ConfigError, n >= 2 && n <= t.device_count())
+        << "T.plan.all_reduce: devices must be in [2, " << t.device_count() << "] on topology '"
+        << t.name() << "', got " << n;
+    std::vector<int> devices;
+    for (int i = 0; i < n; ++i) devices.push_back(i);
+    const ReduceAlgorithm algorithm = parse_reduce_algorithm(luaL_optstring(L, 4, "ring"));
+    lua_pushnumber(L,
+                   simulate_all_reduce_ms(t, devices, static_cast<std::size_t>(bytes), algorithm));
+    return 1;
+}
+
 // core.plan_models() -> the hardware table's device models, the link models (two lists).
 int plan_models(lua_State* L) {
     for (const auto& names : {device_model_names(), link_model_names()}) {
@@ -748,6 +802,7 @@ const luaL_Reg kPlanFunctions[] = {
     {"plan_simulate", wrap<plan_simulate>},
     {"plan_costs", wrap<plan_costs>},
     {"plan_models", wrap<plan_models>},
+    {"plan_all_reduce", wrap<plan_all_reduce>},
     {nullptr, nullptr},
 };
 

@@ -54,8 +54,14 @@ const std::vector<DeviceModel>& device_table() {
 
 // Bandwidth: one direction, what a large copy attains (below the raw signalling rate, which
 // is given beside it). Latency: one hop's fixed cost, including the DMA set-up for the first.
+// NVLink entries are one link: a topology says how many join two GPUs (a peer's `count`) or a
+// GPU to an NVSwitch fabric (the fabric's `count`), and their bandwidth adds up.
 const std::vector<LinkModel>& link_table() {
     static const std::vector<LinkModel> table = {
+        // PCIe 2.0 x16 (Tesla K20c, the first seed's cards): 5 GT/s x 16 lanes x 8b/10b = 8 GB/s
+        // raw (PCI-SIG PCIe 2.0 specification); CUDA's bandwidthTest shows about 6 GB/s pinned
+        // on Kepler boards (our reading of published runs; 0.75 of raw).
+        {"pcie2_x16", 6.0, 2.0},
         // PCIe 3.0 x16: 8 GT/s x 16 lanes x 128/130 = 15.75 GB/s raw (PCI-SIG PCIe 3.0
         // specification); CUDA's bandwidthTest shows 12-13 GB/s pinned.
         {"pcie3_x16", 12.0, 1.5},
@@ -69,26 +75,36 @@ const std::vector<LinkModel>& link_table() {
         {"qpi", 9.0, 5.0},
         // Intel UPI at 10.4 GT/s: 20.8 GB/s a direction (Xeon Scalable datasheet); staged as above.
         {"upi", 10.0, 5.0},
-        // NVLink 2 (V100): 25 GB/s a direction per link (Tesla V100 whitepaper); DGX-1 pairs use
-        // one or two links, given as `count` in the topology. About 22 GB/s attained per link.
+        // AMD Infinity Fabric between EPYC sockets (xGMI, the DGX A100's two EPYC 7742): xGMI-2
+        // links at 16 GT/s x16, 32 GB/s a direction each (AMD EPYC 7002 platform brief). GPU
+        // peer traffic across sockets is staged through host memory as above; we take 20 GB/s,
+        // our assumption (no published peer figure found).
+        {"xgmi", 20.0, 5.0},
+        // NVLink 1 (P100): 20 GB/s a direction per link, four links a GPU (Tesla P100
+        // whitepaper, 2016); we take 0.9 of it attained, as NVLink 2 below.
+        {"nvlink1", 18.0, 2.0},
+        // NVLink 2 (V100): 25 GB/s a direction per link, six links a GPU (Tesla V100
+        // whitepaper); DGX-1 pairs use one or two. About 22 GB/s attained per link.
         {"nvlink2", 22.0, 2.0},
-        // NVLink 3 through NVSwitch (A100): 12 links x 25 GB/s = 300 GB/s a direction per GPU
-        // (A100 datasheet); about 240 attained.
-        {"nvlink3", 240.0, 2.0},
-        // NVLink 4 through NVSwitch (H100): 18 links x 25 GB/s = 450 GB/s a direction per GPU
-        // (H100 datasheet); about 360 attained.
-        {"nvlink4", 360.0, 2.0},
+        // NVLink 3 (A100): 25 GB/s a direction per link, 12 links a GPU = 300 GB/s (A100
+        // datasheet). NCCL loses about 20% of NVLink's line rate to its protocol (NCCL's
+        // maintainer, NVIDIA/nccl-tests issue #212, 2024): 20 GB/s a link attained.
+        {"nvlink3", 20.0, 2.0},
+        // NVLink 4 (H100): 25 GB/s a direction per link, 18 links a GPU = 450 GB/s (H100
+        // datasheet); NCCL's ring reaches 370 GB/s of bus bandwidth on 8 H100 (same issue):
+        // 20.5 GB/s a link.
+        {"nvlink4", 20.5, 2.0},
         // InfiniBand EDR 4x: 100 Gb/s = 12.5 GB/s; HDR 200 Gb/s; NDR 400 Gb/s (InfiniBand Trade
         // Association roadmap). Latency through one switch: about 1.5 us (NVIDIA ConnectX
-        // adapter and Quantum switch briefs).
-        {"ib_edr", 11.5, 1.5},
-        {"ib_hdr", 23.0, 1.5},
-        {"ib_ndr", 46.0, 1.5},
+        // adapter and Quantum switch briefs). Links between machines.
+        {"ib_edr", 11.5, 1.5, true},
+        {"ib_hdr", 23.0, 1.5, true},
+        {"ib_ndr", 46.0, 1.5, true},
         // Ethernet: 10/25/100 Gb/s = 1.25/3.1/12.5 GB/s raw; about 90% attained by TCP, with
         // about 20 us of kernel and stack latency a message.
-        {"eth_10g", 1.1, 20.0},
-        {"eth_25g", 2.8, 20.0},
-        {"eth_100g", 11.0, 20.0},
+        {"eth_10g", 1.1, 20.0, true},
+        {"eth_25g", 2.8, 20.0, true},
+        {"eth_100g", 11.0, 20.0, true},
         // Between CPU devices of one process: a copy in shared memory. The planner measures it on
         // the machine at hand and uses that figure instead; this is a DDR4 server's single-thread
         // copy rate, for topologies read without measuring.

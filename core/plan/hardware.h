@@ -29,6 +29,9 @@ struct LinkModel {
     std::string name;          // "pcie3_x16"
     double bandwidth_gbs = 0;  // one direction, attainable by a large copy, GB/s
     double latency_us = 0;     // one message's fixed cost on this hop
+    // Between machines (InfiniBand, Ethernet): devices joined only through such links are on
+    // different machines, which NCCL's tree spans with a binary tree of machines.
+    bool network = false;
 };
 
 // Throws ConfigError naming the known models when `name` is not one.

@@ -63,16 +63,22 @@ void StepSimulator::set_signal(int signal, double at) {
 }
 
 double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
-    // First come, first served: the copy waits for every channel on its route to be free,
-    // then holds them all for its time.
+    // First come, first served on each channel: the copy takes each channel of its route, in
+    // turn of arrival, for its bytes at that channel's bandwidth, and lands when the last is
+    // through, plus the route's latency. Holding every channel for the slowest one's time (as
+    // this did before multi-ring collectives) chained unrelated copies that share one channel
+    // each into a convoy through a whole step (issue 20).
     const auto route = topology_.route(device_of_[static_cast<std::size_t>(from)],
                                        device_of_[static_cast<std::size_t>(to)]);
-    double start = at;
-    for (int c : route) start = std::max(start, channel_free_[static_cast<std::size_t>(c)]);
-    const double end = start + topology_.copy_ms(device_of_[static_cast<std::size_t>(from)],
-                                                 device_of_[static_cast<std::size_t>(to)], bytes);
-    for (int c : route) channel_free_[static_cast<std::size_t>(c)] = end;
-    return end;
+    double end = at, latency_us = 0;
+    for (int c : route) {
+        const Channel& ch = topology_.channels()[static_cast<std::size_t>(c)];
+        double& free = channel_free_[static_cast<std::size_t>(c)];
+        free = std::max(at, free) + static_cast<double>(bytes) / (ch.bandwidth_gbs * 1e6);
+        end = std::max(end, free);
+        latency_us += ch.latency_us;
+    }
+    return end + latency_us / 1e3;
 }
 
 void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, double at) {
@@ -184,56 +190,6 @@ void StepSimulator::start_collective(int ci) {
         };
     }
     start_activity(std::move(a));
-}
-
-void StepSimulator::collective_step(int ci, int step) {
-    // GPUs: the copies of one step go out together; the next step starts when all have landed.
-    Collective& c = collectives_[static_cast<std::size_t>(ci)];
-    const int n = static_cast<int>(c.members.size());
-    double end = now_;
-    int steps = 0;
-    if (plan_.algorithm == ReduceAlgorithm::ring) {
-        steps = 2 * (n - 1);
-        const std::size_t chunk =
-            (c.bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-        if (c.ring.empty()) {
-            // NCCL orders its ring by the topology: the members in a fast ring.
-            std::vector<int> placed;
-            for (int m : c.members) placed.push_back(device_of_[static_cast<std::size_t>(m)]);
-            for (int device : topology_.ring_order(placed))
-                c.ring.push_back(c.members[static_cast<std::size_t>(
-                    std::find(placed.begin(), placed.end(), device) - placed.begin())]);
-        }
-        for (int r = 0; r < n; ++r)
-            end =
-                std::max(end, reserve(c.ring[static_cast<std::size_t>(r)],
-                                      c.ring[static_cast<std::size_t>((r + 1) % n)], chunk, now_));
-    } else {
-        // Binomial tree: levels 1, 2, 4, ... reduce towards rank 0, then the same in reverse.
-        const int levels = static_cast<int>(std::ceil(std::log2(n)));
-        steps = 2 * levels;
-        const int level = step < levels ? step : 2 * levels - 1 - step;
-        const int stride = 1 << level;
-        for (int r = 0; r + stride < n; r += 2 * stride) {
-            const int a = c.members[static_cast<std::size_t>(r)],
-                      b = c.members[static_cast<std::size_t>(r + stride)];
-            end = std::max(
-                end, step < levels ? reserve(b, a, c.bytes, now_) : reserve(a, b, c.bytes, now_));
-        }
-    }
-    if (step + 1 < steps) {
-        timed_.push({end, seq_++, [this, ci, step] { collective_step(ci, step + 1); }});
-        return;
-    }
-    timed_.push({end, seq_++, [this, ci] {
-                     Collective& cc = collectives_[static_cast<std::size_t>(ci)];
-                     cc.finished = true;
-                     for (int m : cc.members)
-                         span(m, " all-reduce", "all-reduce", "allreduce", cc.start, now_,
-                              {TraceArg("bytes", cc.bytes)});
-                     ++lane_free_[static_cast<std::size_t>(cc.stage)];
-                     for (int m : cc.members) compute_phase_done(m);
-                 }});
 }
 
 void StepSimulator::compute_phase_done(int d) {

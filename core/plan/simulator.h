@@ -10,8 +10,10 @@
 //    topology's channels (one direction of each link on the route), which copies share first come,
 //    first served; between CPU devices the receiving worker copies it itself, as part of its op;
 //  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
-//    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk; tree: a binomial reduce then
-//    broadcast), the buckets filled layer by layer in backward order. With overlap_backward
+//    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk, one ring per NIC across machines;
+//    tree: NCCL's double binary tree with a chain in each machine, pipelined, its channels held
+//    for its closed-form time; collectives.h), the buckets filled layer by layer in backward
+//    order. With overlap_backward
 //    (the engine's default) a bucket goes as soon as the last micro-batch's backward has passed
 //    its layers, on the stage's lane: the worker goes on with the rest of its backward. The
 //    collectives of a stage run one after another. On GPUs the copies use the channels; on CPU
@@ -91,6 +93,11 @@ struct Simulation {
 // a batch that does not split into G x M equal micro-batches).
 Simulation simulate(const Plan& plan, const Topology& topology, const CostModel& costs,
                     bool trace = false);
+
+// One all-reduce of `bytes` among `devices` (topology indices) alone on the topology, as the
+// simulator plays a step's bucket: for comparing with nccl-tests' bus bandwidth.
+double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
+                              std::size_t bytes, ReduceAlgorithm algorithm);
 
 // Writes the simulated spans as a Chrome trace (the format of Trace::write).
 void write_simulated_trace(const Simulation& simulation, const std::string& path);

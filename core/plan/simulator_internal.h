@@ -49,7 +49,8 @@ struct Item {
 
 struct Collective {
     std::vector<int> members;  // plan devices
-    std::vector<int> ring;     // the members in ring order (GPUs), found on first use
+    // GPUs, found on first use: the members in each ring's order (collectives.h)
+    std::vector<std::vector<int>> rings;
     std::size_t bytes = 0;
     int stage = 0, bucket = 0;
     int arrived = 0;

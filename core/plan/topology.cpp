@@ -1,5 +1,6 @@
 #include "plan/topology.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/error.h"
@@ -87,8 +88,11 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
         if (parent_[static_cast<std::size_t>(i)] < 0) continue;
         const LinkModel& link = naming(where + "node '" + node.name + "': ",
                                        [&]() -> const LinkModel& { return link_model(node.link); });
-        up_[static_cast<std::size_t>(i)] = add_channel(node.name, node.parent, link, 1);
-        down_[static_cast<std::size_t>(i)] = add_channel(node.parent, node.name, link, 1);
+        TANDEM_CHECK_AS(ConfigError, node.count >= 1)
+            << where << "node '" << node.name << "' has " << node.count << " links to '"
+            << node.parent << "'";
+        up_[static_cast<std::size_t>(i)] = add_channel(node.name, node.parent, link, node.count);
+        down_[static_cast<std::size_t>(i)] = add_channel(node.parent, node.name, link, node.count);
     }
     for (int i = 0; i < n; ++i) {
         const auto& node = nodes[static_cast<std::size_t>(i)];
@@ -137,6 +141,76 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
         peer_[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] =
             add_channel(p.b, p.a, link, p.count);
     }
+    add_fabrics(where);
+    find_machines();
+}
+
+void Topology::add_fabrics(const std::string& where) {
+    const std::size_t count = devices_.size();
+    fabric_.assign(count, -1);
+    into_.assign(count, -1);
+    out_of_.assign(count, -1);
+    for (std::size_t f = 0; f < spec_.fabrics.size(); ++f) {
+        const FabricSpec& fabric = spec_.fabrics[f];
+        TANDEM_CHECK_AS(ConfigError, !fabric.name.empty())
+            << where << "fabric " << f + 1 << " has no name";
+        const std::string in = where + "fabric '" + fabric.name + "': ";
+        for (std::size_t g = 0; g < f; ++g)
+            TANDEM_CHECK_AS(ConfigError, spec_.fabrics[g].name != fabric.name)
+                << where << "two fabrics are called '" << fabric.name << "'";
+        TANDEM_CHECK_AS(ConfigError, fabric.count >= 1)
+            << in << "count must be at least 1, got " << fabric.count;
+        TANDEM_CHECK_AS(ConfigError, fabric.devices.size() >= 2)
+            << in << "needs at least two devices, got " << fabric.devices.size();
+        const LinkModel& link =
+            naming(in, [&]() -> const LinkModel& { return link_model(fabric.link); });
+        // The port's latency is the link's, charged once on the way in: a copy crosses the
+        // switch in one hop of the link, not two.
+        LinkModel out_link = link;
+        out_link.latency_us = 0;
+        for (const std::string& name : fabric.devices) {
+            const auto it = std::find_if(devices_.begin(), devices_.end(),
+                                         [&](const TopologyDevice& d) { return d.name == name; });
+            TANDEM_CHECK_AS(ConfigError, it != devices_.end())
+                << in << "'" << name << "' is not a device (a node with device = ...)";
+            const auto d = static_cast<std::size_t>(it - devices_.begin());
+            TANDEM_CHECK_AS(ConfigError, fabric_[d] < 0)
+                << in << "device '" << name << "' is already on fabric '"
+                << spec_.fabrics[static_cast<std::size_t>(fabric_[d])].name << "'";
+            fabric_[d] = static_cast<int>(f);
+            into_[d] = add_channel(name, fabric.name, link, fabric.count);
+            out_of_[d] = add_channel(fabric.name, name, out_link, fabric.count);
+        }
+    }
+}
+
+void Topology::find_machines() {
+    // Devices joined by a route that crosses no network link share a machine, and so do the
+    // devices joined to them (on a DGX-1, gpu0 and gpu5 have no NVLink between them but both
+    // have one to gpu1): a search over those pairs, numbered in device order.
+    const int n = device_count();
+    machine_.assign(static_cast<std::size_t>(n), -1);
+    machine_count_ = 0;
+    for (int first = 0; first < n; ++first) {
+        if (machine_[static_cast<std::size_t>(first)] >= 0) continue;
+        std::vector<int> todo{first};
+        machine_[static_cast<std::size_t>(first)] = machine_count_;
+        while (!todo.empty()) {
+            const int a = todo.back();
+            todo.pop_back();
+            for (int b = 0; b < n; ++b) {
+                if (machine_[static_cast<std::size_t>(b)] >= 0) continue;
+                const auto hops = route(a, b);
+                if (std::none_of(hops.begin(), hops.end(), [&](int c) {
+                        return channels_[static_cast<std::size_t>(c)].network;
+                    })) {
+                    machine_[static_cast<std::size_t>(b)] = machine_count_;
+                    todo.push_back(b);
+                }
+            }
+        }
+        ++machine_count_;
+    }
 }
 
 int Topology::node_index(const std::string& name, const std::string& referrer) const {
@@ -148,7 +222,8 @@ int Topology::node_index(const std::string& name, const std::string& referrer) c
 
 int Topology::add_channel(const std::string& from, const std::string& to, const LinkModel& link,
                           int count) {
-    channels_.push_back({from + "->" + to, link.bandwidth_gbs * count, link.latency_us});
+    channels_.push_back(
+        {from + "->" + to, link.bandwidth_gbs * count, link.latency_us, link.network});
     return static_cast<int>(channels_.size()) - 1;
 }
 
@@ -173,6 +248,8 @@ std::vector<int> Topology::route(int from, int to) const {
     if (from == to) return {};
     const int direct = peer_[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
     if (direct >= 0) return {direct};
+    const auto f = static_cast<std::size_t>(from), t = static_cast<std::size_t>(to);
+    if (fabric_[f] >= 0 && fabric_[f] == fabric_[t]) return {into_[f], out_of_[t]};
     int a = device_node_[static_cast<std::size_t>(from)],
         b = device_node_[static_cast<std::size_t>(to)];
     std::vector<int> up, down;
@@ -251,7 +328,7 @@ std::vector<int> Topology::ring_order(const std::vector<int>& devices) const {
 }
 
 bool Topology::flat() const {
-    if (!spec_.peers.empty()) return false;
+    if (!spec_.peers.empty() || !spec_.fabrics.empty()) return false;
     const auto& first = spec_.nodes[static_cast<std::size_t>(device_node_.front())];
     for (int node : device_node_) {
         const auto& n = spec_.nodes[static_cast<std::size_t>(node)];
@@ -272,11 +349,17 @@ std::string Topology::describe() const {
                        devices_[static_cast<std::size_t>(device_index(node.name))].memory_bytes))
                 << "]";
         if (node.cores > 0) out << " (" << node.cores << " cores)";
-        if (!node.parent.empty()) out << "  <- " << node.link;
+        if (!node.parent.empty())
+            out << "  <- " << (node.count > 1 ? std::to_string(node.count) + " x " : "")
+                << node.link;
         out << "\n";
     }
     for (const auto& p : spec_.peers)
         out << "  peer " << p.a << " <-> " << p.b << ": " << p.count << " x " << p.link << "\n";
+    for (const auto& f : spec_.fabrics)
+        out << "  fabric " << f.name << ": " << join(f.devices, ", ") << ", each " << f.count
+            << " x " << f.link << "\n";
+    if (machine_count_ > 1) out << "  " << machine_count_ << " machines\n";
     return out.str();
 }
 

@@ -8,6 +8,15 @@
 // the lowest common ancestor and down to b. Each link is two channels, one a direction: two
 // copies in opposite directions do not share bandwidth, two in the same direction do.
 //
+// A fabric (an NVSwitch system) joins its devices all to all, but through each device's own
+// ports: a copy from a to b takes a's channel into the fabric and b's channel out of it, so two
+// copies from one GPU to two peers share its ports (12 NVLink 3 links on an A100, in total, not
+// per peer) while copies between disjoint pairs do not. A peer link wins over a fabric, a fabric
+// over the tree.
+//
+// Machines: devices joined by a route that crosses no network link (hardware.h's `network`:
+// InfiniBand, Ethernet) are on one machine; NCCL's tree spans machines with binary trees.
+//
 // CPU devices (device 'cpu') share their machine's cores: the nearest ancestor that gives
 // `cores` is the pool their kernel threads run on, and the simulator slows them down when
 // busy devices ask for more threads than the pool has.
@@ -33,6 +42,7 @@ struct TopologyNodeSpec {
     std::size_t memory_bytes = 0;  // a device's memory; 0: its model's
     int threads = 1;               // a CPU device's kernel threads
     int cores = 0;                 // a machine's cores, shared by the CPU devices under it
+    int count = 1;                 // parallel links to the parent (bandwidth adds up)
 };
 
 struct PeerLinkSpec {
@@ -41,10 +51,18 @@ struct PeerLinkSpec {
     int count = 1;     // parallel links (bandwidth adds up)
 };
 
+struct FabricSpec {
+    std::string name;                  // "nvswitch"
+    std::string link;                  // link model of one port link ('nvlink3')
+    int count = 1;                     // links from each device into the fabric
+    std::vector<std::string> devices;  // its devices, each on one fabric at most
+};
+
 struct TopologySpec {
     std::string name;
     std::vector<TopologyNodeSpec> nodes;
     std::vector<PeerLinkSpec> peers;
+    std::vector<FabricSpec> fabrics;
 };
 
 struct TopologyDevice {
@@ -61,6 +79,7 @@ struct Channel {
     std::string name;  // "gpu0->switch0"
     double bandwidth_gbs = 0;
     double latency_us = 0;
+    bool network = false;  // a link between machines
 };
 
 class Topology {
@@ -89,8 +108,12 @@ public:
     // (nearest unvisited next) beyond.
     std::vector<int> ring_order(const std::vector<int>& devices) const;
 
+    // The machine of each device, numbered from 0 in device order (see above).
+    int machine(int device) const { return machine_[static_cast<std::size_t>(device)]; }
+    int machine_count() const { return machine_count_; }
+
     // Whether every device hangs off the same node with the same link and there are no peer
-    // links: then where a stage runs makes no difference.
+    // links or fabrics: then where a stage runs makes no difference.
     bool flat() const;
 
     // One line per device and link, for `tandem plan`.
@@ -100,6 +123,8 @@ private:
     int node_index(const std::string& name, const std::string& referrer) const;
     int add_channel(const std::string& from, const std::string& to, const LinkModel& link,
                     int count);
+    void add_fabrics(const std::string& where);
+    void find_machines();
 
     TopologySpec spec_;
     std::vector<int> parent_;       // per node; -1 for the root
@@ -110,6 +135,10 @@ private:
     std::vector<Channel> channels_;
     std::vector<int> pool_cores_;
     std::vector<std::vector<int>> peer_;  // [from device][to device]: channel or -1
+    std::vector<int> fabric_;             // per device: its fabric or -1
+    std::vector<int> into_, out_of_;      // per device: its channel into / out of its fabric
+    std::vector<int> machine_;            // per device
+    int machine_count_ = 0;
 };
 
 }  // namespace tandem

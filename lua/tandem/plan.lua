@@ -154,6 +154,13 @@ end
 
 -- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
 -- pipeline, recompute, split}.
+-- One all-reduce of `bytes` among the first `devices` devices of a topology (a name, a file or
+-- a table), alone, as the simulator plays a bucket: its time in ms. algorithm: 'ring' or 'tree'.
+function M.all_reduce(topology, bytes, devices, algorithm)
+  if type(topology) ~= 'table' or not topology.nodes then topology = M.topology(topology) end
+  return core.plan_all_reduce(topology, bytes, devices, algorithm)
+end
+
 function M.simulate(args)
   check_numbers('T.plan.simulate', args)
   return core.plan_simulate(with_cost(args))

@@ -174,7 +174,7 @@ end)
 t.test('command-line mistakes of the tools: status 2, named, no traceback', function()
   refused({'plan', 'recipes/nets/resnet20.lua'}, 'tandem plan: --batch=B is required')
   refused({'plan', 'recipes/nets/resnet20.lua', '--batch=64', '--topology=nope'},
-          "unknown topology 'nope' (known: machine, cluster, cpu, dgx1, server8_pcie")
+          "unknown topology 'nope' (known: machine, cluster, cluster_dgx, cpu, dgx1, dgx_a100, dgx_h100, server8_h100_nvl, server8_h100_pcie, server8_pcie, server_k20c")
   refused({'plan', 'no_such.lua', '--batch=4'}, 'tandem plan: cannot open no_such.lua')
   refused({'plan'}, 'usage: tandem plan RECIPE|NET.lua --batch=B')
   refused({'plan', 'recipes/nets/resnet20.lua', '--batch=64', '--cost=guess'},

@@ -1,0 +1,161 @@
+-- The planner's multi-GPU model against published figures (issue 20, item 4): scaling from 1 to
+-- 8 GPUs on DGX-class machines, nccl-tests' all-reduce bus bandwidth, and the seeds'
+-- experiments re-run in simulation. Prints markdown tables (docs/planner.md, "Links,
+-- collectives and topologies"):
+--   build/tandem run bench/gpu_scaling.lua [--only=scaling|nccl|seeds]
+-- Every published figure is listed with its source; nothing here is measured. The simulated
+-- compute is the analytic model's (FP32 only until per-layer costs with tensor cores land), so
+-- rows published in TF32 or mixed precision compare a ratio whose compute share differs.
+local T = require 'tandem'
+
+local opt = T.options(..., {only = ''})
+local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
+
+local nets = {}
+local function net(name)
+  if not nets[name] then
+    local n, sample = dofile(nets_dir .. name .. '.lua')()
+    nets[name] = {net = n, sample = sample,
+                  costs = T.plan.costs{net = n, sample = sample, cost = 'analytic'}}
+  end
+  return nets[name]
+end
+
+local function images_per_s(name, topology, batch, plan, extra)
+  local n = net(name)
+  local args = {costs = n.costs, batch = batch, topology = topology, plan = plan}
+  for k, v in pairs(extra or {}) do args[k] = v end
+  return T.plan.simulate(args).images_per_s
+end
+
+local function devices(count)
+  local list = {}
+  for i = 0, count - 1 do list[#list + 1] = i end
+  return list
+end
+
+local function err(simulated, published) return ('%+.1f%%'):format(100 * (simulated / published - 1)) end
+
+local DLE = 'NVIDIA DeepLearningExamples, PyTorch ResNet50 v1.5 README (pytorch-21.03 container)'
+
+-- Scaling 1 -> 8 GPUs, pure data parallel, per-GPU batch fixed (weak scaling, as the README's
+-- multi-GPU runs are).
+local function scaling()
+  print('### ResNet-50 data parallel, 1 to 8 GPUs\n')
+  print('| source | machine | net | batch per GPU | precision (published / simulated) | published 1 -> 8 GPUs | '
+        .. 'simulated 1 -> 8 GPUs | simulated 8-GPU all-reduce exposed | error |')
+  print('|---|---|---|---|---|---|---|---|---|')
+  local rows = {
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'FP32', 367, 2855, 128},
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 32GB', 'FP32', 356, 2766, 128},
+    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'TF32', 938, 7248, 128},
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'mixed', 1200, 8322, 256},
+    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'mixed', 2470, 16621, 256},
+  }
+  for _, r in ipairs(rows) do
+    local topology = T.plan.topology(r[1], r[2])
+    local b = r[7]
+    local one = images_per_s('resnet50', topology, b, {groups = 1, devices = {0}})
+    local n = net('resnet50')
+    local s8 = T.plan.simulate{costs = n.costs, batch = 8 * b, topology = topology,
+                               plan = {groups = 8, devices = devices(8)}}
+    local published, simulated = r[6] / r[5], s8.images_per_s / one
+    print(('| %s | %s | ResNet-50 | %d (our assumption: the table does not give it) | %s / FP32 | '
+           .. '%d -> %d img/s: %.2fx | %.0f -> %.0f img/s: %.2fx | %.1f ms of %.1f | %s |')
+          :format(DLE, r[3], b, r[4], r[5], r[6], published, one, s8.images_per_s, simulated,
+                  s8.exposed_comm_ms, s8.step_ms, err(simulated, published)))
+  end
+  print()
+end
+
+-- nccl-tests' all_reduce_perf: busbw = algbw x 2 (n - 1) / n, algbw = bytes / time.
+local function nccl()
+  print('### All-reduce bus bandwidth (nccl-tests all_reduce_perf)\n')
+  print('| source | machine | GPUs | message | algorithm | published busbw | simulated busbw | error |')
+  print('|---|---|---|---|---|---|---|---|')
+  local rows = {
+    {'dgx_h100', nil, 'DGX H100 (8x H100 SXM5)', 8, 4 * 2^30, 'ring', 370,
+     "NVIDIA/nccl-tests issue #212 (NCCL's maintainer: NCCL_ALGO=RING reaches ~370 GB/s of "
+     .. "450 GB/s line rate)"},
+    {'dgx_h100', nil, 'DGX H100 (8x H100 SXM5)', 8, 4 * 2^30, 'NVLS', 480,
+     'same issue (NVLink SHARP, the default all-reduce on H100 NVSwitch: busbw ~480 GB/s)'},
+    {'dgx_a100', nil, '8x A100 SXM4 80GB on NVSwitch (HPE Apollo 6500)', 8, 2^30, 'ring', 200,
+     'NVIDIA/nccl-tests issue #149 (NCCL 2.17-2.18, "a busbw of ~200 GB/s", up to 1 GiB)'},
+    {'cluster_dgx', {nodes = 3, model = 'a100', nics = 4}, '3 servers of 8x A100 SXM4 40GB, 4 HDR NICs each',
+     24, 128 * 2^20, 'ring', 96,
+     'NVIDIA/nccl-tests issue #119 (peak ~96 GB/s at 128 MB, average 84.8; 100 GB/s theoretical)'},
+  }
+  for _, r in ipairs(rows) do
+    local simulated = 'not modelled (in-switch reduction)'
+    local error = '-'
+    if r[6] ~= 'NVLS' then
+      local topology = T.plan.topology(r[1], r[2])
+      local ms = T.plan.all_reduce(topology, r[5], r[4], r[6])
+      local busbw = r[5] / (ms * 1e6) * 2 * (r[4] - 1) / r[4]
+      simulated = ('%.0f GB/s'):format(busbw)
+      error = err(busbw, r[7])
+    end
+    local size = r[5] >= 2^30 and ('%d GiB'):format(r[5] / 2^30) or ('%d MiB'):format(r[5] / 2^20)
+    print(('| %s | %s | %d | %s | %s | %d GB/s | %s | %s |'):format(r[8], r[3], r[4], size, r[6], r[7],
+                                                                   simulated, error))
+  end
+  print()
+end
+
+local function best(plans, test)
+  local found
+  for _, p in ipairs(plans) do
+    if test(p) and (not found or p.images_per_s > found.images_per_s) then found = p end
+  end
+  return found
+end
+
+local function seeds()
+  print("### Seed 000: Tencent's framework, 4 Tesla K20c on PCIe 2.0 (server_k20c)\n")
+  print('AlexNet (alexnet224), a batch of 128 per group (weak scaling, as the seed\'s worker groups '
+        .. 'each train on their own mini-batch), FP32, ring all-reduce; against one K20c at batch 128.\n')
+  print('| layout | published speed-up (issue 20, from the seed\'s source article) | simulated, buckets during '
+        .. 'backward | simulated, after backward (no overlap) |')
+  print('|---|---|---|---|')
+  local k20 = T.plan.topology('server_k20c')
+  local one = images_per_s('alexnet224', k20, 128, {groups = 1, devices = {0}})
+  local layouts = {
+    {'2 GPUs, data parallel (2x1x1)', '-', {groups = 2, devices = {0, 1}}, 256},
+    {'2 GPUs, model parallel (1x2x1)', '-', {groups = 1, stages = 2, devices = {0, 1}}, 128},
+    {'4 GPUs, data parallel (4x1x1)', '2.67x', {groups = 4, devices = devices(4)}, 512},
+    {'4 GPUs, data + model (2x2x1)', '2.52x', {groups = 2, stages = 2, devices = devices(4)}, 256},
+  }
+  for _, l in ipairs(layouts) do
+    local during = images_per_s('alexnet224', k20, l[4], l[3]) / one
+    local after = images_per_s('alexnet224', k20, l[4], l[3], {overlap = false}) / one
+    print(('| %s | %s | %.2fx | %.2fx |'):format(l[1], l[2], during, after))
+  end
+  print()
+
+  print('### Seed 001: GroPipe on an 8-GPU server (server8_pcie: V100 PCIe; the thesis does not '
+        .. 'name its GPUs)\n')
+  print('| net | all-reduce | buckets | best data parallel | best hybrid | pure GPipe | hybrid vs DP '
+        .. '(GroPipe: R50 +59.6%, VGG +111.2%) | hybrid vs GPipe (GroPipe: R50 +14.3%, VGG +30.9%) |')
+  print('|---|---|---|---|---|---|---|---|')
+  local server = T.plan.topology('server8_pcie')
+  for _, name in ipairs{'resnet50', 'vgg16'} do
+    local n = net(name)
+    for _, variant in ipairs{{'ring', true}, {'ring', false}, {'tree', true}, {'tree', false}} do
+      local r = T.plan.search{costs = n.costs, batch = 256, topology = server, algorithm = variant[1],
+                              overlap = variant[2]}
+      local dp = best(r.plans, function(p) return p.groups == 8 and p.stages == 1 end)
+      local hybrid = best(r.plans, function(p) return p.groups > 1 and p.stages > 1 end)
+      local gpipe = best(r.plans, function(p) return p.groups == 1 and p.stages == 8 and p.schedule == 'gpipe' end)
+      local function rate(p) return p and ('%.0f'):format(p.images_per_s) or '-' end
+      local function vs(a, b) return (a and b) and err(a.images_per_s, b.images_per_s) or '-' end
+      print(('| %s | %s | %s | %s | %s (%s) | %s | %s | %s |'):format(
+        name, variant[1], variant[2] and 'during backward' or 'after backward', rate(dp), rate(hybrid),
+        hybrid and hybrid.label or '-', rate(gpipe), vs(hybrid, dp), vs(hybrid, gpipe)))
+    end
+  end
+  print()
+end
+
+if opt.only == '' or opt.only == 'scaling' then scaling() end
+if opt.only == '' or opt.only == 'nccl' then nccl() end
+if opt.only == '' or opt.only == 'seeds' then seeds() end
