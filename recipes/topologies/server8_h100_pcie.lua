@@ -3,11 +3,10 @@
 -- generic one, not a named product). Each switch's uplink carries both its cards' traffic. With
 -- bridges = true, each pair is joined by NVLink bridges: 600 GB/s both directions together
 -- (H100 PCIe product brief), 300 a direction = 12 NVLink 4 links (server8_h100_nvl.lua).
--- Options: bridges (default false), model (default 'H100': the device table has no H100 PCIe
--- model yet, see docs/planner.md).
+-- Options: bridges (default false), model (default 'H100-PCIe').
 return function(opt)
   opt = opt or {}
-  local model = opt.model or 'H100'
+  local model = opt.model or 'H100-PCIe'
   local nodes, peers = {{name = 'host'}}, {}
   for s = 0, 1 do
     local socket = 'socket' .. s
