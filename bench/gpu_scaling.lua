@@ -4,25 +4,26 @@
 -- collectives and topologies"):
 --   build/tandem run bench/gpu_scaling.lua [--only=scaling|nccl|seeds]
 -- Every published figure is listed with its source; nothing here is measured. The simulated
--- compute is the analytic model's (FP32 only until per-layer costs with tensor cores land), so
--- rows published in TF32 or mixed precision compare a ratio whose compute share differs.
+-- compute is the analytic model's, in the precision the figure was taken in (mixed precision
+-- as fp16).
 local T = require 'tandem'
 
 local opt = T.options(..., {only = ''})
 local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
 
 local nets = {}
-local function net(name)
-  if not nets[name] then
+local function net(name, precision)
+  local key = name .. ' ' .. (precision or 'fp32')
+  if not nets[key] then
     local n, sample = dofile(nets_dir .. name .. '.lua')()
-    nets[name] = {net = n, sample = sample,
-                  costs = T.plan.costs{net = n, sample = sample, cost = 'analytic'}}
+    nets[key] = {net = n, sample = sample,
+                 costs = T.plan.costs{net = n, sample = sample, cost = 'analytic', precision = precision}}
   end
-  return nets[name]
+  return nets[key]
 end
 
-local function images_per_s(name, topology, batch, plan, extra)
-  local n = net(name)
+local function images_per_s(name, topology, batch, plan, extra, precision)
+  local n = net(name, precision)
   local args = {costs = n.costs, batch = batch, topology = topology, plan = plan}
   for k, v in pairs(extra or {}) do args[k] = v end
   return T.plan.simulate(args).images_per_s
@@ -42,27 +43,28 @@ local DLE = 'NVIDIA DeepLearningExamples, PyTorch ResNet50 v1.5 README (pytorch-
 -- multi-GPU runs are).
 local function scaling()
   print('### ResNet-50 data parallel, 1 to 8 GPUs\n')
-  print('| source | machine | net | batch per GPU | precision (published / simulated) | published 1 -> 8 GPUs | '
+  print('| source | machine | net | batch per GPU | precision | published 1 -> 8 GPUs | '
         .. 'simulated 1 -> 8 GPUs | simulated 8-GPU all-reduce exposed | error |')
   print('|---|---|---|---|---|---|---|---|---|')
+  -- The batches per GPU are the README's benchmark configurations (ConvNets/configs.yml).
   local rows = {
-    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'FP32', 367, 2855, 128},
-    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 32GB', 'FP32', 356, 2766, 128},
-    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'TF32', 938, 7248, 128},
-    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'mixed', 1200, 8322, 256},
-    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'mixed', 2470, 16621, 256},
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'fp32', 367, 2855, 112},
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 32GB', 'fp32', 356, 2766, 112},
+    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'tf32', 938, 7248, 256},
+    {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'fp16', 1200, 8322, 256},
+    {'dgx_a100', {model = 'A100-80GB'}, 'DGX A100 80GB', 'fp16', 2470, 16621, 256},
   }
   for _, r in ipairs(rows) do
     local topology = T.plan.topology(r[1], r[2])
-    local b = r[7]
-    local one = images_per_s('resnet50', topology, b, {groups = 1, devices = {0}})
-    local n = net('resnet50')
+    local b, precision = r[7], r[4]
+    local one = images_per_s('resnet50', topology, b, {groups = 1, devices = {0}}, nil, precision)
+    local n = net('resnet50', precision)
     local s8 = T.plan.simulate{costs = n.costs, batch = 8 * b, topology = topology,
                                plan = {groups = 8, devices = devices(8)}}
     local published, simulated = r[6] / r[5], s8.images_per_s / one
-    print(('| %s | %s | ResNet-50 | %d (our assumption: the table does not give it) | %s / FP32 | '
+    print(('| %s | %s | ResNet-50 | %d | %s | '
            .. '%d -> %d img/s: %.2fx | %.0f -> %.0f img/s: %.2fx | %.1f ms of %.1f | %s |')
-          :format(DLE, r[3], b, r[4], r[5], r[6], published, one, s8.images_per_s, simulated,
+          :format(DLE, r[3], b, precision, r[5], r[6], published, one, s8.images_per_s, simulated,
                   s8.exposed_comm_ms, s8.step_ms, err(simulated, published)))
   end
   print()
@@ -115,8 +117,8 @@ local function seeds()
   print('AlexNet (alexnet224), a batch of 128 per group (weak scaling, as the seed\'s worker groups '
         .. 'each train on their own mini-batch), FP32, ring all-reduce; against one K20c at batch 128.\n')
   print('| layout | published speed-up (issue 20, from the seed\'s source article) | simulated, buckets during '
-        .. 'backward | simulated, after backward (no overlap) |')
-  print('|---|---|---|---|')
+        .. 'backward | simulated, after backward (no overlap) | simulated, through a parameter server on GPU 0 |')
+  print('|---|---|---|---|---|')
   local k20 = T.plan.topology('server_k20c')
   local one = images_per_s('alexnet224', k20, 128, {groups = 1, devices = {0}})
   local layouts = {
@@ -128,18 +130,26 @@ local function seeds()
   for _, l in ipairs(layouts) do
     local during = images_per_s('alexnet224', k20, l[4], l[3]) / one
     local after = images_per_s('alexnet224', k20, l[4], l[3], {overlap = false}) / one
-    print(('| %s | %s | %.2fx | %.2fx |'):format(l[1], l[2], during, after))
+    local groups = l[3].groups > 1
+    local server = groups and images_per_s('alexnet224', k20, l[4], l[3], {overlap = false, algorithm = 'server'}) / one
+    print(('| %s | %s | %.2fx | %.2fx | %s |'):format(l[1], l[2], during, after,
+                                                     server and ('%.2fx'):format(server) or '-'))
   end
   print()
 
   print('### Seed 001: GroPipe on an 8-GPU server (server8_pcie: V100 PCIe; the thesis does not '
         .. 'name its GPUs)\n')
   print('| net | all-reduce | buckets | best data parallel | best hybrid | pure GPipe | hybrid vs DP '
-        .. '(GroPipe: R50 +59.6%, VGG +111.2%) | hybrid vs GPipe (GroPipe: R50 +14.3%, VGG +30.9%) |')
-  print('|---|---|---|---|---|---|---|---|')
+        .. '(GroPipe: R50 +59.6%, VGG +111.2%) | hybrid vs DP through GPU 0 (nn.DataParallel) | hybrid vs GPipe '
+        .. '(GroPipe: R50 +14.3%, VGG +30.9%) |')
+  print('|---|---|---|---|---|---|---|---|---|')
   local server = T.plan.topology('server8_pcie')
   for _, name in ipairs{'resnet50', 'vgg16'} do
     local n = net(name)
+    -- PyTorch's single-process nn.DataParallel: gradients summed on GPU 0 after the backward,
+    -- weights sent back out (a parameter server on one GPU).
+    local data_parallel = T.plan.simulate{costs = n.costs, batch = 256, topology = server, algorithm = 'server',
+                                          overlap = false, plan = {groups = 8, devices = devices(8)}}
     for _, variant in ipairs{{'ring', true}, {'ring', false}, {'tree', true}, {'tree', false}} do
       local r = T.plan.search{costs = n.costs, batch = 256, topology = server, algorithm = variant[1],
                               overlap = variant[2]}
@@ -148,9 +158,9 @@ local function seeds()
       local gpipe = best(r.plans, function(p) return p.groups == 1 and p.stages == 8 and p.schedule == 'gpipe' end)
       local function rate(p) return p and ('%.0f'):format(p.images_per_s) or '-' end
       local function vs(a, b) return (a and b) and err(a.images_per_s, b.images_per_s) or '-' end
-      print(('| %s | %s | %s | %s | %s (%s) | %s | %s | %s |'):format(
+      print(('| %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s |'):format(
         name, variant[1], variant[2] and 'during backward' or 'after backward', rate(dp), rate(hybrid),
-        hybrid and hybrid.label or '-', rate(gpipe), vs(hybrid, dp), vs(hybrid, gpipe)))
+        hybrid and hybrid.label or '-', rate(gpipe), vs(hybrid, dp), vs(hybrid, data_parallel), vs(hybrid, gpipe)))
     end
   end
   print()

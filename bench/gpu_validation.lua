@@ -1,6 +1,8 @@
--- The planner's one-GPU figures against measured and published ones (issue 20's validation
--- table, docs/planner.md):
---   build/tandem run bench/gpu_validation.lua [--markdown]
+-- The planner's GPU figures against measured and published ones (issue 20's validation tables,
+-- docs/planner.md), in one command:
+--   build/tandem run bench/gpu_validation.lua [--one_gpu]
+-- First one GPU (below), then, unless --one_gpu, bench/gpu_scaling.lua's tables: scaling to 8
+-- GPUs, all-reduce bus bandwidth and the seeds' experiments.
 -- Each row: a figure (its source, machine, net, batch, precision), the planner's simulated
 -- step of that net on that GPU (T.plan.simulate, one device, the analytic costs), and the
 -- error. `fitted` marks the figures the model's constants were fitted to (the H200's in
@@ -8,7 +10,7 @@
 -- image to ResNet-50's, where a source gives both.
 local T = require 'tandem'
 
-local opt = T.options(..., {markdown = true})
+local opt = T.options(..., {one_gpu = false})
 
 local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
 
@@ -80,4 +82,9 @@ for key, by_net in pairs(per_image) do
     local figure, sim = v.figure / r.figure, v.simulated / r.simulated
     print(('| %s | %s | %.2f | %.2f | %+.1f%% |'):format(source, model, figure, sim, 100 * (sim / figure - 1)))
   end
+end
+
+if not opt.one_gpu then
+  print()
+  assert(loadfile((T.recipe_dir or 'bench') .. '/gpu_scaling.lua'))()
 end

@@ -29,6 +29,20 @@
 namespace tandem::lua {
 namespace {
 
+// The planner's `algorithm` beside the engine's ring and tree: a parameter server on group 0's
+// GPU (Plan::parameter_server), a baseline to compare with, not a way the engine trains.
+constexpr const char* kServerAlgorithm = "server";
+
+ReduceAlgorithm parse_server_or_reduce(const std::string& name) {
+    try {
+        return parse_reduce_algorithm(name);
+    } catch (const ConfigError&) {
+        throw ConfigError("unknown algorithm '" + name +
+                          "'; known: ring, tree, server (a baseline: a parameter server on one "
+                          "GPU, which the engine does not run)");
+    }
+}
+
 // Field `key` of the table at absolute index `table`, pushed; returns its Lua type.
 int get(lua_State* L, int table, const char* key) {
     lua_getfield(L, table, key);
@@ -405,7 +419,8 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "device_indices");  // `devices` is the simulation's, per device
-    set_string(L, "lua", plan_to_lua(r, search));
+    // A parameter-server plan is a baseline the engine cannot run: no plan file for it.
+    if (!r.plan.parameter_server) set_string(L, "lua", plan_to_lua(r, search));
     push_simulation(L, r.simulation);
 }
 
@@ -414,7 +429,8 @@ PlannerOptions planner_options(lua_State* L, int args) {
     o.batch = option_int(L, args, "batch", 0);
     o.devices = static_cast<int>(option_int(L, args, "devices", 0));
     const std::string algorithm = option_string(L, args, "algorithm", "ring");
-    o.algorithm = parse_reduce_algorithm(algorithm);
+    o.parameter_server = algorithm == kServerAlgorithm;
+    if (!o.parameter_server) o.algorithm = parse_server_or_reduce(algorithm);
     o.bucket_bytes =
         static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
     o.overlap_backward = option_bool(L, args, "overlap", true);
@@ -641,7 +657,9 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         option_string(L, pt, "pipeline", option_string(L, pt, "schedule", "gpipe")));
     plan.recompute = option_bool(L, pt, "recompute", false);
     plan.batch = option_int(L, 1, "batch", 0);
-    plan.algorithm = parse_reduce_algorithm(option_string(L, 1, "algorithm", "ring"));
+    const std::string algorithm = option_string(L, 1, "algorithm", "ring");
+    plan.parameter_server = algorithm == kServerAlgorithm;
+    if (!plan.parameter_server) plan.algorithm = parse_server_or_reduce(algorithm);
     plan.bucket_bytes =
         static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
     plan.overlap_backward = option_bool(L, 1, "overlap", true);
@@ -758,8 +776,9 @@ int plan_simulate(lua_State* L) {
 }
 
 // core.plan_all_reduce(topology, bytes, n, algorithm) -> ms: one all-reduce of `bytes` among the
-// topology's first n devices, alone, as the simulator plays a bucket (bench/gpu_scaling.lua
-// compares it with nccl-tests' bus bandwidth).
+// topology's first n devices (or with 'server', the parameter-server baseline's exchange), alone,
+// as the simulator plays a bucket (bench/gpu_scaling.lua compares it with nccl-tests' bus
+// bandwidth).
 int plan_all_reduce(lua_State* L) {
     const Topology t(read_topology(L, 1));
     const double bytes = luaL_checknumber(L, 2);
@@ -771,9 +790,11 @@ int plan_all_reduce(lua_State* L) {
         << t.name() << "', got " << n;
     std::vector<int> devices;
     for (int i = 0; i < n; ++i) devices.push_back(i);
-    const ReduceAlgorithm algorithm = parse_reduce_algorithm(luaL_optstring(L, 4, "ring"));
-    lua_pushnumber(L,
-                   simulate_all_reduce_ms(t, devices, static_cast<std::size_t>(bytes), algorithm));
+    const std::string name = luaL_optstring(L, 4, "ring");
+    const bool server = name == kServerAlgorithm;
+    const ReduceAlgorithm algorithm = server ? ReduceAlgorithm::ring : parse_server_or_reduce(name);
+    lua_pushnumber(
+        L, simulate_all_reduce_ms(t, devices, static_cast<std::size_t>(bytes), algorithm, server));
     return 1;
 }
 

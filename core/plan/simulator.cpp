@@ -152,6 +152,10 @@ void StepSimulator::start_collective(int ci) {
     Collective& c = collectives_[static_cast<std::size_t>(ci)];
     c.started = true;
     c.start = now_;
+    if (plan_.parameter_server && on_cpu(c.members.front()))
+        TANDEM_THROW(ConfigError) << "algorithm 'server' (a parameter server on one GPU) is a "
+                                     "baseline for GPU topologies; CPU devices reduce in shared "
+                                     "memory (ring or tree)";
     if (!on_cpu(c.members.front())) {
         collective_step(ci, 0);
         return;
@@ -351,6 +355,7 @@ std::string Plan::label() const {
     out << groups << "x" << stages << "x" << micro_batches;
     if (stages > 1) out << " " << pipeline_schedule_name(schedule);
     if (recompute) out << " recompute";
+    if (parameter_server) out << " server";
     return out.str();
 }
 

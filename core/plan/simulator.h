@@ -12,8 +12,8 @@
 //  - a stage's gradients are all-reduced with the same stage of the other groups, bucket by
 //    bucket (ring: 2(n-1) steps of n copies of a 1/n chunk, one ring per NIC across machines;
 //    tree: NCCL's double binary tree with a chain in each machine, pipelined, its channels held
-//    for its closed-form time; collectives.h), the buckets filled layer by layer in backward
-//    order. With overlap_backward
+//    for its closed-form time; collectives.h; or, as a baseline, through a parameter server on
+//    group 0's device), the buckets filled layer by layer in backward order. With overlap_backward
 //    (the engine's default) a bucket goes as soon as the last micro-batch's backward has passed
 //    its layers, on the stage's lane: the worker goes on with the rest of its backward. The
 //    collectives of a stage run one after another. On GPUs the copies use the channels; on CPU
@@ -57,7 +57,12 @@ struct Plan {
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // buckets reduced during the last backward (engine.h)
-    std::string device_order;      // how devices were chosen (planner.h), for the tables
+    // A baseline the engine does not run, to compare with the seeds' and older frameworks'
+    // data parallelism: instead of an all-reduce, every replica sends each bucket of gradients
+    // to group 0's device, which sums them and sends the result back to each (PyTorch's
+    // single-process nn.DataParallel, a parameter server on one GPU). GPUs only.
+    bool parameter_server = false;
+    std::string device_order;  // how devices were chosen (planner.h), for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
     // The engine's options that run this plan (parallel/parallel_options.h).
@@ -95,9 +100,11 @@ Simulation simulate(const Plan& plan, const Topology& topology, const CostModel&
                     bool trace = false);
 
 // One all-reduce of `bytes` among `devices` (topology indices) alone on the topology, as the
-// simulator plays a step's bucket: for comparing with nccl-tests' bus bandwidth.
+// simulator plays a step's bucket: for comparing with nccl-tests' bus bandwidth. With
+// `parameter_server`, the baseline's exchange through the first device instead.
 double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
-                              std::size_t bytes, ReduceAlgorithm algorithm);
+                              std::size_t bytes, ReduceAlgorithm algorithm,
+                              bool parameter_server = false);
 
 // Writes the simulated spans as a Chrome trace (the format of Trace::write).
 void write_simulated_trace(const Simulation& simulation, const std::string& path);

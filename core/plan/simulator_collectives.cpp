@@ -1,6 +1,6 @@
 // StepSimulator::collective_step: one all-reduce among GPUs, as NCCL runs it (collectives.h),
-// its copies on the topology's channels, which it shares first come, first served with every
-// other copy of the step.
+// or through a parameter server (Plan::parameter_server), its copies on the topology's channels,
+// which it shares first come, first served with every other copy of the step.
 #include <algorithm>
 
 #include "plan/collectives.h"
@@ -19,7 +19,16 @@ void StepSimulator::collective_step(int ci, int step) {
     };
     double end = now_;
     int steps = 1;
-    if (plan_.algorithm == ReduceAlgorithm::ring) {
+    if (plan_.parameter_server) {
+        // Two steps: every other member's bucket into the server (group 0's member), then the
+        // sum back out to each; the copies of a step share the server's channels.
+        steps = 2;
+        const int server = c.members.front();
+        for (int m : c.members)
+            if (m != server)
+                end = std::max(end, step == 0 ? reserve(m, server, c.bytes, now_)
+                                              : reserve(server, m, c.bytes, now_));
+    } else if (plan_.algorithm == ReduceAlgorithm::ring) {
         // 2(n-1) steps; in each, every member of every ring sends its next chunk to the next
         // member; the next step starts when all have landed.
         steps = 2 * (n - 1);
@@ -88,12 +97,13 @@ private:
 }  // namespace
 
 double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
-                              std::size_t bytes, ReduceAlgorithm algorithm) {
+                              std::size_t bytes, ReduceAlgorithm algorithm, bool parameter_server) {
     Plan p;
     p.groups = static_cast<int>(devices.size());
     p.batch = p.groups;
     p.devices = devices;
     p.algorithm = algorithm;
+    p.parameter_server = parameter_server;
     p.bucket_bytes = bytes;  // one bucket
     return simulate(p, topology, AllReduceOnly(bytes)).step_ms;
 }

@@ -359,6 +359,10 @@ local function plan_net(net, sample, opt)
   print(('best: %s (%s device order), %s: %.2f ms a step, %.0f images/s predicted')
         :format(best.label, best.device_order, where, best.step_ms, best.images_per_s))
   if opt.write ~= '' then
+    if not best.lua then
+      require('tandem.command_line').usage_error('tandem plan --write: --algorithm=server plans are a baseline '
+                                                 .. 'to compare with; the engine does not run them')
+    end
     local f = assert(io.open(opt.write, 'w'))
     f:write(best.lua)
     f:close()
@@ -387,7 +391,8 @@ local options = {
   gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
   iterations = {7, 'measured costs: timed steps of each profile', kind = 'positive_int'},
   warmup = {2, 'measured costs: untimed steps first', kind = 'nonneg_int'},
-  algorithm = {'ring', "the gradient all-reduce's algorithm", choices = {'ring', 'tree'}},
+  algorithm = {'ring', "the gradient all-reduce's algorithm (server: a parameter server on one GPU, a "
+                      .. "baseline the engine does not run)", choices = {'ring', 'tree', 'server'}},
   overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
   precision = {'fp32', "GPU models: what convolutions and products compute in (tf32: the CUDA "
                        .. "backend's tf32 option; fp16, bf16: mixed precision, for comparison)",

@@ -252,4 +252,29 @@ t.test('the default recipe plans itself with --plan=auto', function()
   S.cleanup()
 end)
 
+t.test('a parameter server is a baseline to compare with: simulated on GPUs, never written or run', function()
+  local net, sample = dofile('recipes/nets/lenet5.lua')()
+  local gpus = T.plan.topology('server8_pcie')
+  local costs = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
+  local plan = {groups = 8, devices = {0, 1, 2, 3, 4, 5, 6, 7}}
+  local ring = T.plan.simulate{costs = costs, batch = 256, topology = gpus, plan = plan, overlap = false}
+  local server = T.plan.simulate{costs = costs, batch = 256, topology = gpus, plan = plan, overlap = false,
+                                 algorithm = 'server'}
+  t.ok(server.step_ms > ring.step_ms, ('through GPU 0 %.3f ms, ring %.3f ms'):format(server.step_ms, ring.step_ms))
+  local r = T.plan.search{costs = costs, batch = 256, topology = gpus, algorithm = 'server', top = 3}
+  t.ok(r.plans[1].label:find('server'), r.plans[1].label)
+  t.eq(r.plans[1].lua, nil, 'no plan file for a baseline')
+  t.raises(function()
+    T.plan.simulate{net = net, sample = sample, cost = 'measured', warmup = 0, iterations = 1, rounds = 1,
+                    batch = 8, topology = T.plan.topology('cpu'), plan = {groups = 2}, algorithm = 'server'}
+  end, {"'server'", 'GPU topologies'})
+  t.raises(function() T.plan.search{costs = costs, batch = 256, topology = gpus, algorithm = 'ps'} end,
+           {"unknown algorithm 'ps'", 'ring, tree, server'})
+  local out, rc = S.tandem{'plan', 'recipes/nets/lenet5.lua', '--topology=server8_pcie', '--batch=256',
+                           '--algorithm=server', '--write=' .. S.tmpname('.lua')}
+  t.eq(rc, 2, out)
+  t.ok(out:find('baseline', 1, true) and not out:find('traceback', 1, true), out)
+  S.cleanup()
+end)
+
 t.finish()

@@ -164,6 +164,24 @@ TEST(Collectives, TreeTimeIsItsClosedForm) {
     }
 }
 
+// The parameter-server baseline: every other GPU's bucket into GPU 0's port, one after
+// another, then the sum back out of it the same way: 2 (n - 1) S through one port, plus each
+// step's latency (one hop through the fabric), against the ring's 2 (n - 1) / n S.
+TEST(Collectives, AParameterServerQueuesOnTheServersPort) {
+    const double port = 12 * 20.0 * 1e6;  // bytes a ms
+    const double latency = 2.0e-3;        // ms, once a hop
+    const std::size_t bytes = std::size_t(25) << 20;
+    for (int n : {2, 4, 8}) {
+        const Topology t = fabric(n);
+        const double server = simulate_all_reduce_ms(t, first(n), bytes, ReduceAlgorithm::ring,
+                                                     /*parameter_server=*/true);
+        EXPECT_NEAR(server, 2 * (n - 1) * double(bytes) / port + 2 * latency, 1e-9) << n;
+        if (n > 2) {
+            EXPECT_GT(server, 2 * all_reduce_ms(t, n, bytes, ReduceAlgorithm::ring)) << n;
+        }
+    }
+}
+
 TEST(Collectives, TreeSpansMachinesWithADoubleBinaryTree) {
     // 8 machines of one GPU: a chain per machine is one GPU, the machines in NCCL's two trees.
     // A machine's NIC sends, in the tree where it is interior, a half to its parent and a half
