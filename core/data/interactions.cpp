@@ -1,8 +1,6 @@
 #include "data/interactions.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
@@ -13,19 +11,17 @@
 namespace tandem {
 namespace {
 
-// Records store float32 little-endian (docs/data-format.md); the copies below are plain memcpy.
-static_assert(std::endian::native == std::endian::little, "records are little-endian");
-
 InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
     const LmdbSource source(path);
     auto reader = source.open_reader();
     InteractionSet set;
     set.classes = source.classes();
+    std::vector<float> row;
     for (std::int64_t i = 0; i < source.size(); ++i) {
         const RawSample s = reader->read(i);
-        TANDEM_CHECK_AS(DataError, s.encoding == Encoding::interaction)
-            << path << ": record '" << s.key << "' is a " << encoding_name(s.encoding)
-            << " image, not an interaction example (tandem import-interactions writes those)";
+        // decode_interaction refuses another encoding before it writes, naming the key.
+        row.resize(s.encoding == Encoding::interaction ? std::size_t(s.height) + s.width : 0);
+        const std::int64_t largest = decode_interaction(s, row.data());
         if (i == 0) {
             set.length = s.height, set.features = s.width;
             TANDEM_CHECK_AS(ConfigError,
@@ -39,11 +35,8 @@ InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
         TANDEM_CHECK_AS(DataError, s.height == set.length && s.width == set.features)
             << path << ": record '" << s.key << "' holds " << s.height << " items and " << s.width
             << " features, the first record " << set.length << " and " << set.features;
-        const std::size_t at = set.samples.size();
-        set.samples.resize(at + std::size_t(set.width()));
-        std::memcpy(set.samples.data() + at, s.bytes.data(), s.bytes.size());
-        for (std::int64_t j = 0; j < set.length; ++j)
-            set.items = std::max(set.items, std::int64_t(set.samples[at + std::size_t(j)]) + 1);
+        set.samples.insert(set.samples.end(), row.begin(), row.end());
+        set.items = std::max(set.items, largest + 1);
         set.labels.push_back(s.label);
         const std::size_t space = s.key.find(' ');
         set.users.push_back(space == std::string::npos ? s.key : s.key.substr(space + 1));

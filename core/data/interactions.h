@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data/data_source.h"
 #include "data/interaction_text.h"
 
 namespace tandem {
@@ -50,6 +51,15 @@ void check_interaction_shape(const InteractionShape& shape);
 // length or width, or both coming out 0.
 InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
                                    const std::string& name, const InteractionShape& shape);
+
+// The one reading of an interaction record's payload (record.h), shared by read_interactions
+// and the streaming Loader so both give the same sample: the record's height + width float32s
+// into out[0 .. height + width), returning the largest stored id (0 when it has no item).
+// CorruptSampleError naming the key (and database) when the record is not an interaction, its
+// payload is not (height + width) floats, a stored id is not a whole number in [0, 2^24 - 1]
+// or a feature is not finite: a flipped bit in a payload would otherwise reach the net as a
+// NaN or a row past the embedding.
+std::int64_t decode_interaction(const RawSample& sample, float* out);
 
 // A folder holding data.mdb: an LMDB database, else a text file.
 bool is_lmdb_folder(const std::string& path);
