@@ -254,6 +254,7 @@ Shape Loader::probe_sample_shape(SourceReader& reader, const std::vector<std::in
     // them in order. If none decodes, every slot will be a corrupt one and no slab needs pixels.
     const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
     std::vector<float> row;
+    interaction_length_ = interaction_features_ = 0;
     for (const std::int64_t index : order) {
         {
             std::lock_guard lock(window_mutex_);
@@ -343,20 +344,27 @@ void Loader::decode_interaction_slot(const RawSample& sample, BatchSlab& slab, s
     SlotRecord& slot = slab.slot(i);
     slot.shape = Shape{1, 1, std::int64_t(sample.height) + sample.width};
     // The same L + F split otherwise would pass the shape check with items read as features.
-    if (sample.height != interaction_length_ || sample.width != interaction_features_) {
+    const bool same = sample.height == interaction_length_ && sample.width == interaction_features_;
+    try {
+        if (same && slab.fits(slot)) {
+            decode_interaction(sample, slab.pixels(i));
+        } else {
+            // Checked all the same: a damaged record is skipped whatever its shape, as a
+            // corrupt image is, and the epoch's others may all be damaged (no shape at all).
+            std::vector<float> row(std::size_t(slot.shape.numel()));
+            decode_interaction(sample, row.data());
+        }
+    } catch (const CorruptSampleError& e) {
+        slot.corrupt = e.what();
+        return;
+    }
+    if (!same)
         slot.error = (sample.origin.empty() ? "" : sample.origin + ": ") + "record '" + sample.key +
                      "' holds " + std::to_string(sample.height) + " items and " +
                      std::to_string(sample.width) + " features, the epoch's first record " +
                      std::to_string(interaction_length_) + " and " +
                      std::to_string(interaction_features_) +
                      " (tandem import-interactions writes one shape a database)";
-        return;
-    }
-    try {
-        if (slab.fits(slot)) decode_interaction(sample, slab.pixels(i));
-    } catch (const CorruptSampleError& e) {
-        slot.corrupt = e.what();
-    }
 }
 
 void Loader::assemble_stage() {
