@@ -69,6 +69,17 @@ bool is_lmdb_folder(const std::string& path);
 // DataError naming the key for a record that is not an interaction or of another shape.
 InteractionSet read_interactions(const std::string& path, const InteractionShape& shape);
 
+// What read_interactions says of a data set, without the data.
+struct InteractionInfo {
+    std::int64_t length = 0, features = 0, items = 1, classes = 0, size = 0;
+};
+
+// read_interactions' shape, item rows, classes and example count, with its errors, for a
+// recipe that streams a database (T.data.Loader) and sizes its net first: for a database one
+// pass over its records that keeps none of them (a text file is read whole, as it must be to
+// lay it out).
+InteractionInfo interaction_info(const std::string& path, const InteractionShape& shape);
+
 // Writes `set` as a new database at `path` (keys: the record number, a space, the user id). It
 // is built aside and moved into place when complete (LmdbWriter), so a failure leaves nothing;
 // ConfigError when `path` exists and not `overwrite`.
