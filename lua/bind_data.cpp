@@ -60,6 +60,28 @@ int data_dataset(lua_State* L) {
     return 1;
 }
 
+// The options {length = 0, features = 0} of `function`, at argument 2.
+InteractionShape interaction_shape_options(lua_State* L, const char* function) {
+    check_options(L, 2, function, {"length", "features"});
+    InteractionShape shape;
+    shape.length = option_int(L, 2, "length", 0);
+    shape.features = option_int(L, 2, "features", 0);
+    return shape;
+}
+
+void push_interaction_info(lua_State* L, const InteractionInfo& info) {
+    lua_createtable(L, 0, 5);
+    const std::pair<const char*, std::int64_t> fields[] = {{"length", info.length},
+                                                           {"features", info.features},
+                                                           {"items", info.items},
+                                                           {"classes", info.classes},
+                                                           {"size", info.size}};
+    for (const auto& [key, value] : fields) {
+        lua_pushnumber(L, static_cast<lua_Number>(value));
+        lua_setfield(L, -2, key);
+    }
+}
+
 // T.data.interactions(path [, {length = 0, features = 0}]) -> dataset, {length =, features =,
 // items =, classes =, size =}: users' interaction data (a text file or the LMDB database
 // `tandem import-interactions` wrote; docs/data-format.md) as a dataset of f32 samples
@@ -67,10 +89,7 @@ int data_dataset(lua_State* L) {
 // table says the shape, and `items` the rows an nn.Embedding over the ids needs.
 int data_interactions(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.data.interactions", {"length", "features"});
-    InteractionShape shape;
-    shape.length = option_int(L, 2, "length", 0);
-    shape.features = option_int(L, 2, "features", 0);
+    const InteractionShape shape = interaction_shape_options(L, "T.data.interactions");
     if (push_missing(L, path)) return 2;
     InteractionSet set = read_interactions(path, shape);
     const std::int64_t n = set.size();
@@ -78,17 +97,19 @@ int data_interactions(lua_State* L) {
     Tensor y = Tensor::empty({n}, host_device(), DType::i32);
     std::copy(set.labels.begin(), set.labels.end(), y.data<int>());
     push_box(L, kDatasetType, std::make_shared<InMemoryDataset>(std::move(x), std::move(y)));
-    lua_createtable(L, 0, 5);
-    const std::pair<const char*, std::int64_t> fields[] = {{"length", set.length},
-                                                           {"features", set.features},
-                                                           {"items", set.items},
-                                                           {"classes", set.classes},
-                                                           {"size", n}};
-    for (const auto& [key, value] : fields) {
-        lua_pushnumber(L, static_cast<lua_Number>(value));
-        lua_setfield(L, -2, key);
-    }
+    push_interaction_info(L, {set.length, set.features, set.items, set.classes, n});
     return 2;
+}
+
+// T.data.interactions_info(path [, {length = 0, features = 0}]) -> {length =, features =,
+// items =, classes =, size =} | nil, message: T.data.interactions' table without its data set,
+// for a recipe that streams the database with T.data.Loader (one pass, keeping no sample).
+int data_interactions_info(lua_State* L) {
+    const std::string path = check_string(L, 1);
+    const InteractionShape shape = interaction_shape_options(L, "T.data.interactions_info");
+    if (push_missing(L, path)) return 2;
+    push_interaction_info(L, interaction_info(path, shape));
+    return 1;
 }
 
 // T.data.epoch_order(n, seed, epoch [, shuffle = true]) -> {i1, i2, ..., in} (1-based)
@@ -197,6 +218,7 @@ const luaL_Reg kDataFunctions[] = {
     {"mnist", wrap<data_mnist>},
     {"dataset", wrap<data_dataset>},
     {"interactions", wrap<data_interactions>},
+    {"interactions_info", wrap<data_interactions_info>},
     {"epoch_order", wrap<data_epoch_order>},
     {nullptr, nullptr},
 };

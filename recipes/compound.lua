@@ -17,6 +17,11 @@
 --   tandem gen-interactions users.tsv --users=5000
 --   tandem import-interactions users.tsv users_db --length=12     (or read users.tsv directly)
 --   tandem run recipes/compound.lua --interactions=users_db --epochs=5
+-- --interactions holds the examples in memory. A database too large for that is streamed by
+-- T.data.Loader (read, copied into batches and shuffled on its threads) with --interactions_db,
+-- testing on held-out examples of their own:
+--   tandem gen-interactions test.tsv --users=500 --seed=2
+--   tandem run recipes/compound.lua --interactions_db=users_db --interactions_test=test.tsv
 local T = require 'tandem'
 local usage_error = require('tandem.command_line').usage_error
 
@@ -41,7 +46,10 @@ local opt = T.options(..., T.parallel.defaults{
   placement = table.concat(stages, '/'),
   interactions = {'', "users' interaction data, a text file or an LMDB database from `tandem "
                       .. "import-interactions` (docs/data-format.md), instead of Fashion-MNIST"},
+  interactions_db = {'', "an LMDB database of interaction records to train on, streamed by T.data.Loader "
+                         .. "rather than held in memory (needs --interactions_test)"},
   interactions_test = {'', "held-out interaction data ('': every tenth example of --interactions)"},
+  data_threads = {2, '--interactions_db: the loader\'s threads', kind = 'positive_int'},
   length = {0, 'interactions: items a sample keeps (0: the longest sequence, or the database\'s)', kind = 'nonneg_int'},
   features = {0, 'interactions: the feature width (0: the largest index + 1, or the database\'s)', kind = 'nonneg_int'},
 })
@@ -49,7 +57,9 @@ local opt = T.options(..., T.parallel.defaults{
 -- The data: Fashion-MNIST by default; with --interactions, users' examples and the shape of
 -- their samples ({length =, features =, items =, classes =}).
 local train, test, shape
-if opt.interactions == '' then
+local streamed = opt.interactions_db ~= ''  -- train is then a T.data.Loader
+if opt.interactions ~= '' and streamed then usage_error('give --interactions or --interactions_db, not both') end
+if opt.interactions == '' and not streamed then
   train, test = T.data.mnist_split(opt.data, 'train'), T.data.mnist_split(opt.data, 't10k')
 else
   local function read(path, asked)
@@ -58,10 +68,31 @@ else
     return data, info
   end
   local all
-  all, shape = read(opt.interactions, {length = opt.length, features = opt.features})
+  if streamed then
+    local db = opt.interactions_db
+    local f = io.open(db .. '/data.mdb', 'rb')
+    if not f then
+      usage_error(('--interactions_db=%s is not an LMDB database (a folder holding data.mdb): convert a text file with '
+                   .. '`tandem import-interactions`, or give it as --interactions'):format(db))
+    end
+    f:close()
+    if opt.interactions_test == '' then
+      usage_error('--interactions_db streams the whole database for training: give held-out examples as '
+                  .. '--interactions_test=PATH (a text file or database)')
+    end
+    -- The shape and item ids in one pass that keeps nothing; the loader reads the records again.
+    shape = T.data.interactions_info(db, {length = opt.length, features = opt.features})
+    train = T.data.Loader{
+      source = assert(T.data.lmdb(db)), threads = opt.data_threads, seed = opt.seed,
+      batch = select(2, T.parallel.share(1, opt.batch)),  -- under MPI: this rank's part
+      shard = {index = T.mpi.rank() + 1, count = T.mpi.size()},  -- under MPI: each rank its shard
+    }
+  else
+    all, shape = read(opt.interactions, {length = opt.length, features = opt.features})
+  end
   if opt.interactions_test ~= '' then
     local test_shape
-    train = all
+    train = train or all
     test, test_shape = read(opt.interactions_test, {length = shape.length, features = shape.features})
     -- Ids only the test set holds still need rows of the embedding.
     shape.items, shape.classes = math.max(shape.items, test_shape.items), math.max(shape.classes, test_shape.classes)
@@ -81,15 +112,18 @@ else
     for s, names in ipairs(placed.placement) do texts[s] = table.concat(names, ',') end
     opt.placement = table.concat(texts, '/')
   end
-  print(('interactions: %d examples to train on, %d to test; %d items then %d features a sample, %d item ids, %d classes')
-        :format(train:size(), test:size(), shape.length, shape.features, shape.items, shape.classes))
+  print(('interactions: %d examples to train on%s, %d to test; %d items then %d features a sample, %d item ids, %d classes')
+        :format(streamed and shape.size or train:size(), streamed and ' (streamed: ' .. tostring(train) .. ')' or '',
+                test:size(), shape.length, shape.features, shape.items, shape.classes))
 end
 
 local net, sample_shape, built = compound{hidden = opt.hidden, code = opt.code, reconstruction = opt.reconstruction,
                                           interactions = shape, classes = shape and shape.classes}
 local attention = built.attention
 
-local steps_per_epoch = T.mpi.all_reduce({math.floor(train:size() / opt.batch)}, 'min')[1]
+-- Under MPI a loader's shards may differ by a batch: all stop at the shortest.
+local steps_per_epoch = T.mpi.all_reduce({streamed and train:batches_per_epoch()
+                                          or math.floor(train:size() / opt.batch)}, 'min')[1]
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{net = net, devices = devices, parallel = parallel, optim = T.optim.Adam{lr = opt.lr},
                         seed = opt.seed, trace = opt.trace ~= ''}
@@ -110,11 +144,19 @@ end
 local done = false
 for epoch = 1, opt.epochs do
   local bar = T.Progress{total = steps_per_epoch, title = ('epoch %d/%d'):format(epoch, opt.epochs), mode = opt.progress}
-  local order = T.data.epoch_order(train:size(), opt.seed, epoch, true)
+  local order = not streamed and T.data.epoch_order(train:size(), opt.seed, epoch, true)
+  if streamed then train:start(epoch) end
   local loss, added, seen = 0, 0, 0
   for b = 1, steps_per_epoch do
-    local first, count = T.parallel.share((b - 1) * opt.batch + 1, opt.batch)  -- MPI: our part
-    local r = engine:step(train:batch(order, first, count))
+    local r
+    if streamed then
+      local samples, labels = train:next()
+      if not samples then error(('%s ended its epoch after %d batches'):format(tostring(train), b - 1)) end
+      r = engine:step(samples, labels)
+    else
+      local first, count = T.parallel.share((b - 1) * opt.batch + 1, opt.batch)  -- MPI: our part
+      r = engine:step(train:batch(order, first, count))
+    end
     loss, added, seen = loss + r.loss * r.samples, added + (r.added_loss or 0) * r.samples, seen + r.samples
     bar:update(b, {loss = loss / seen}, r.samples)
     done = opt.max_steps > 0 and engine:steps() >= opt.max_steps

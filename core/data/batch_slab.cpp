@@ -62,13 +62,14 @@ bool BatchAssembler::check(const SlotRecord& s, const BatchSlab& slab) {
             std::fprintf(stderr, "warning: skipping corrupt sample: %s\n", s.corrupt.c_str());
         return false;
     }
+    if (!s.error.empty()) throw DataError(s.error);
     TANDEM_CHECK_AS(DataError, slab.fits(s))
         << "image '" << s.key << "' is " << s.shape.to_string()
         << " after its transforms, the batch holds " << slab.sample_shape().to_string()
         << " images (the shape of the epoch's first image); give a crop (or resize) so every "
            "image has one size";
     TANDEM_CHECK_AS(DataError, s.label >= 0 && s.label < classes_)
-        << "image '" << s.key << "' has label " << s.label << ", out of range for " << classes_
+        << "sample '" << s.key << "' has label " << s.label << ", out of range for " << classes_
         << " classes";
     return true;
 }

@@ -30,7 +30,10 @@ struct SlotRecord {
     std::string key;
     std::int32_t label = 0;
     std::string corrupt;  // why the sample cannot be used; empty when it can
-    Shape shape;          // after its transforms; written into the slab only when it fits
+    // Why the sample stops the epoch (a DataError the assembler raises in epoch order, as it
+    // does for a shape that differs); empty when it does not.
+    std::string error;
+    Shape shape;  // after its transforms; written into the slab only when it fits
 };
 
 class BatchSlab {
@@ -73,8 +76,8 @@ public:
                    std::atomic<std::int64_t>& skipped, CorruptSamples& corrupt, Emit emit);
 
     // The next slab in epoch order. Corrupt samples are skipped, with a warning the first time
-    // each is met (an error when strict); a sample of another shape or a label out of range is
-    // a DataError naming it.
+    // each is met (an error when strict); a slot's error, a sample of another shape or a label
+    // out of range is a DataError naming it.
     // False when emit did.
     bool add(BatchSlab& slab);
     // The end of the epoch: the partial batch left, by options.last. False when emit did.

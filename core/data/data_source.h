@@ -26,13 +26,18 @@ class CorruptSampleError : public DataError {
     using DataError::DataError;
 };
 
+// What a source's samples are: images (decoded and transformed by the loader), or users'
+// interaction examples (data/interactions.h), which the loader copies as they are stored.
+enum class SampleKind { image, interaction };
+
 // One sample as its source stores it.
 struct RawSample {
     std::string key;  // LMDB key or file path: what messages name
     // the database a record is in, for messages ('' for a file: its key is its path)
     std::string origin;
     std::int32_t label = 0;
-    Encoding encoding = Encoding::raw;  // raw, png, jpeg, or other (a file in any format)
+    // raw, png, jpeg, interaction, or other (a file in any format)
+    Encoding encoding = Encoding::raw;
     // The stored shape; 0 when the source does not know it before decoding (image files).
     std::uint32_t height = 0, width = 0, channels = 0;
     std::string bytes;  // the encoded image, or raw H x W x C RGB bytes
@@ -62,6 +67,8 @@ public:
     virtual std::string key(std::int64_t index) const = 0;
     // "LMDB train_db (60000 records, 10 classes)": for messages and __tostring.
     virtual std::string description() const = 0;
+    // Images unless the source holds interaction records (only an LMDB database can).
+    virtual SampleKind sample_kind() const { return SampleKind::image; }
 
     // A reader for the calling thread; each thread that reads opens its own.
     virtual std::unique_ptr<SourceReader> open_reader() const = 0;

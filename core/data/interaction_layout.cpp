@@ -1,12 +1,45 @@
 // layout_interactions (data/interactions.h): parsed lines as samples of one length and width.
 // Apart from the database code so that the fuzzer builds it without LMDB (cmake/fuzz.cmake).
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
 #include <new>
 
 #include "base/error.h"
 #include "data/interactions.h"
 
 namespace tandem {
+
+// Records store float32 little-endian (docs/data-format.md); the copy below is a plain memcpy.
+static_assert(std::endian::native == std::endian::little, "records are little-endian");
+
+std::int64_t decode_interaction(const RawSample& s, float* out) {
+    // As LmdbSource names a damaged record: "users_db: record '00000007 u7' is ...".
+    const std::string where = (s.origin.empty() ? "" : s.origin + ": ") + "record '" + s.key + "'";
+    TANDEM_CHECK_AS(CorruptSampleError, s.encoding == Encoding::interaction)
+        << where << " is a " << encoding_name(s.encoding)
+        << " image, not an interaction example (tandem import-interactions writes those)";
+    const std::size_t width = std::size_t(s.height) + s.width;
+    TANDEM_CHECK_AS(CorruptSampleError, s.bytes.size() == width * sizeof(float))
+        << where << " holds " << s.bytes.size() << " bytes, not the " << width * sizeof(float)
+        << " of " << s.height << " items and " << s.width << " features";
+    std::memcpy(out, s.bytes.data(), s.bytes.size());
+    // The largest stored id is the largest item id + 1 (0 pads), exact in float32.
+    constexpr float kLargestStored = float(kMaxInteractionWidth - 1);
+    std::int64_t largest = 0;
+    for (std::size_t j = 0; j < s.height; ++j) {
+        const float v = out[j];
+        TANDEM_CHECK_AS(CorruptSampleError, v >= 0 && v <= kLargestStored && v == std::floor(v))
+            << where << " is damaged: item " << j + 1 << " is " << v
+            << ", not a stored item id (a whole number in [0, " << kLargestStored << "])";
+        largest = std::max(largest, std::int64_t(v));
+    }
+    for (std::size_t j = s.height; j < width; ++j)
+        TANDEM_CHECK_AS(CorruptSampleError, std::isfinite(out[j]))
+            << where << " is damaged: feature " << j - s.height << " is " << out[j];
+    return largest;
+}
 
 void check_interaction_shape(const InteractionShape& s) {
     TANDEM_CHECK_AS(ConfigError, s.length >= 0 && s.length <= kMaxInteractionWidth)

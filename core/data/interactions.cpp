@@ -1,8 +1,6 @@
 #include "data/interactions.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
@@ -13,19 +11,20 @@
 namespace tandem {
 namespace {
 
-// Records store float32 little-endian (docs/data-format.md); the copies below are plain memcpy.
-static_assert(std::endian::native == std::endian::little, "records are little-endian");
-
-InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
+// The examples of a database; only their count (in `examples`) and the set's other fields
+// without `keep`.
+InteractionSet read_db(const std::string& path, const InteractionShape& asked, bool keep,
+                       std::int64_t& examples) {
     const LmdbSource source(path);
     auto reader = source.open_reader();
     InteractionSet set;
     set.classes = source.classes();
+    std::vector<float> row;
     for (std::int64_t i = 0; i < source.size(); ++i) {
         const RawSample s = reader->read(i);
-        TANDEM_CHECK_AS(DataError, s.encoding == Encoding::interaction)
-            << path << ": record '" << s.key << "' is a " << encoding_name(s.encoding)
-            << " image, not an interaction example (tandem import-interactions writes those)";
+        // decode_interaction refuses another encoding before it writes, naming the key.
+        row.resize(s.encoding == Encoding::interaction ? std::size_t(s.height) + s.width : 0);
+        const std::int64_t largest = decode_interaction(s, row.data());
         if (i == 0) {
             set.length = s.height, set.features = s.width;
             TANDEM_CHECK_AS(ConfigError,
@@ -34,16 +33,15 @@ InteractionSet read_db(const std::string& path, const InteractionShape& asked) {
                 << path << " holds sequences of " << set.length << " items and " << set.features
                 << " features; length = " << asked.length << ", features = " << asked.features
                 << " asked (convert the text again with --length= and --features=, or ask 0)";
-            set.samples.reserve(std::size_t(source.size() * set.width()));
+            if (keep) set.samples.reserve(std::size_t(source.size() * set.width()));
         }
         TANDEM_CHECK_AS(DataError, s.height == set.length && s.width == set.features)
             << path << ": record '" << s.key << "' holds " << s.height << " items and " << s.width
             << " features, the first record " << set.length << " and " << set.features;
-        const std::size_t at = set.samples.size();
-        set.samples.resize(at + std::size_t(set.width()));
-        std::memcpy(set.samples.data() + at, s.bytes.data(), s.bytes.size());
-        for (std::int64_t j = 0; j < set.length; ++j)
-            set.items = std::max(set.items, std::int64_t(set.samples[at + std::size_t(j)]) + 1);
+        set.items = std::max(set.items, largest + 1);
+        examples += 1;
+        if (!keep) continue;
+        set.samples.insert(set.samples.end(), row.begin(), row.end());
         set.labels.push_back(s.label);
         const std::size_t space = s.key.find(' ');
         set.users.push_back(space == std::string::npos ? s.key : s.key.substr(space + 1));
@@ -61,8 +59,22 @@ bool is_lmdb_folder(const std::string& path) {
 
 InteractionSet read_interactions(const std::string& path, const InteractionShape& shape) {
     check_interaction_shape(shape);
-    if (is_lmdb_folder(path)) return read_db(path, shape);
+    std::int64_t examples = 0;
+    if (is_lmdb_folder(path)) return read_db(path, shape, true, examples);
     return layout_interactions(read_interaction_text(path), path, shape);
+}
+
+InteractionInfo interaction_info(const std::string& path, const InteractionShape& shape) {
+    check_interaction_shape(shape);
+    std::int64_t examples = 0;
+    InteractionSet set;
+    if (is_lmdb_folder(path)) {
+        set = read_db(path, shape, false, examples);
+    } else {
+        set = layout_interactions(read_interaction_text(path), path, shape);
+        examples = set.size();
+    }
+    return {set.length, set.features, set.items, set.classes, examples};
 }
 
 void write_interaction_db(const InteractionSet& set, const std::string& path, bool overwrite) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data/data_source.h"
 #include "data/interaction_text.h"
 
 namespace tandem {
@@ -51,6 +52,15 @@ void check_interaction_shape(const InteractionShape& shape);
 InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
                                    const std::string& name, const InteractionShape& shape);
 
+// The one reading of an interaction record's payload (record.h), shared by read_interactions
+// and the streaming Loader so both give the same sample: the record's height + width float32s
+// into out[0 .. height + width), returning the largest stored id (0 when it has no item).
+// CorruptSampleError naming the key (and database) when the record is not an interaction, its
+// payload is not (height + width) floats, a stored id is not a whole number in [0, 2^24 - 1]
+// or a feature is not finite: a flipped bit in a payload would otherwise reach the net as a
+// NaN or a row past the embedding.
+std::int64_t decode_interaction(const RawSample& sample, float* out);
+
 // A folder holding data.mdb: an LMDB database, else a text file.
 bool is_lmdb_folder(const std::string& path);
 
@@ -58,6 +68,17 @@ bool is_lmdb_folder(const std::string& path);
 // database, a non-zero `shape` must be the one it was written with (ConfigError saying so);
 // DataError naming the key for a record that is not an interaction or of another shape.
 InteractionSet read_interactions(const std::string& path, const InteractionShape& shape);
+
+// What read_interactions says of a data set, without the data.
+struct InteractionInfo {
+    std::int64_t length = 0, features = 0, items = 1, classes = 0, size = 0;
+};
+
+// read_interactions' shape, item rows, classes and example count, with its errors, for a
+// recipe that streams a database (T.data.Loader) and sizes its net first: for a database one
+// pass over its records that keeps none of them (a text file is read whole, as it must be to
+// lay it out).
+InteractionInfo interaction_info(const std::string& path, const InteractionShape& shape);
 
 // Writes `set` as a new database at `path` (keys: the record number, a space, the user id). It
 // is built aside and moved into place when complete (LmdbWriter), so a failure leaves nothing;

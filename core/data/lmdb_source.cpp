@@ -69,7 +69,9 @@ LmdbSource::LmdbSource(const std::string& path, std::int64_t classes)
             keys_.emplace_back(static_cast<const char*>(k.mv_data), k.mv_size);
             std::int32_t label = kDamaged;
             try {
-                label = decode_record(as_bytes(v), keys_.back()).header.label;
+                const RecordHeader header = decode_record(as_bytes(v), keys_.back()).header;
+                label = header.label;
+                interaction_records_ += header.encoding == Encoding::interaction ? 1 : 0;
             } catch (const DataError& e) {
                 damage_.emplace(keys_.size() - 1, e.what());
             }
@@ -115,9 +117,16 @@ std::string LmdbSource::key(std::int64_t index) const {
     return keys_.at(static_cast<std::size_t>(index));
 }
 
+SampleKind LmdbSource::sample_kind() const {
+    const std::int64_t readable = size() - damaged();
+    return 2 * interaction_records_ > readable ? SampleKind::interaction : SampleKind::image;
+}
+
 std::string LmdbSource::description() const {
-    return "LMDB " + env_->path() + " (" + std::to_string(size()) + " records, " +
-           std::to_string(classes_) + " classes)";
+    const bool interactions = sample_kind() == SampleKind::interaction;
+    return "LMDB " + env_->path() + " (" + std::to_string(size()) +
+           (interactions ? " interaction records, " : " records, ") + std::to_string(classes_) +
+           " classes)";
 }
 
 std::unique_ptr<SourceReader> LmdbSource::open_reader() const {

@@ -32,6 +32,10 @@ public:
     std::int32_t label(std::int64_t index) const override;
     std::string key(std::int64_t index) const override;
     std::string description() const override;
+    // Interaction when most of the records whose header reads are interaction records: a
+    // database mixing the two is read as its majority, and the loader skips the others as it
+    // skips damaged records, rather than skipping most of an epoch.
+    SampleKind sample_kind() const override;
     std::unique_ptr<SourceReader> open_reader() const override;
 
     // Records whose header could not be read when the database was opened.
@@ -46,6 +50,7 @@ private:
     std::vector<std::int32_t> labels_;           // kDamaged for a damaged record
     std::map<std::size_t, std::string> damage_;  // index -> what is wrong, for the damaged ones
     std::int64_t classes_ = 0;
+    std::int64_t interaction_records_ = 0;
     std::vector<std::string> class_names_;
 };
 

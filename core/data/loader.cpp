@@ -6,6 +6,7 @@
 
 #include "base/rng.h"
 #include "data/dataset.h"
+#include "data/interactions.h"
 #include "device/device.h"
 #include "layers/layer.h"
 
@@ -19,6 +20,16 @@ double now_seconds() {
 
 std::int64_t nanos_since(double start) {
     return std::int64_t((now_seconds() - start) * 1e9);
+}
+
+// Why a record of the other kind than its source's is skipped, named as LmdbSource names a
+// damaged record.
+std::string out_of_kind(const RawSample& s, bool interactions) {
+    const std::string where = (s.origin.empty() ? "" : s.origin + ": ") + "record '" + s.key + "'";
+    if (interactions)
+        return where + " is a " + std::string(encoding_name(s.encoding)) +
+               " image among interaction examples";
+    return where + " is an interaction example among images";
 }
 
 }  // namespace
@@ -40,9 +51,17 @@ LastBatch parse_last_batch(const std::string& name) {
 
 Loader::Loader(DataSourcePtr source, LoaderOptions options)
     : source_(std::move(source)), options_(std::move(options)), transform_(options_.transform),
-      device_(options_.device ? options_.device.get() : &host_device()) {
+      device_(options_.device ? options_.device.get() : &host_device()),
+      interactions_(source_ != nullptr && source_->sample_kind() == SampleKind::interaction) {
     const LoaderOptions& o = options_;
     TANDEM_CHECK_AS(ConfigError, source_ != nullptr) << "a loader needs a data source";
+    if (interactions_) {
+        const std::string_view option = first_set_transform_option(o.transform);
+        TANDEM_CHECK_AS(ConfigError, option.empty())
+            << "transforms option '" << option << "' is for images, and " << source_->description()
+            << " holds users' interaction examples, which the loader passes on as stored (1 x 1 "
+               "x (length + features) samples): leave the transforms out";
+    }
     // Upper bounds too: a batch of 10^12 images or 10^9 batches in flight is a typo, refused
     // here rather than as a failed allocation later (issue 19).
     TANDEM_CHECK_AS(ConfigError, o.batch >= 1 && o.batch <= (std::int64_t(1) << 24))
@@ -234,14 +253,23 @@ Shape Loader::probe_sample_shape(SourceReader& reader, const std::vector<std::in
     // Corrupt samples met here are passed over; the decode threads meet them again and report
     // them in order. If none decodes, every slot will be a corrupt one and no slab needs pixels.
     const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
+    std::vector<float> row;
+    interaction_length_ = interaction_features_ = 0;
     for (const std::int64_t index : order) {
         {
             std::lock_guard lock(window_mutex_);
             if (stopping_) return Shape{};
         }
         try {
-            return transform_.prepare(reader.read(index), rng_key(epoch_key, std::uint64_t(index)))
-                .shape();
+            const RawSample sample = reader.read(index);
+            if ((sample.encoding == Encoding::interaction) != interactions_) continue;
+            if (!interactions_)
+                return transform_.prepare(sample, rng_key(epoch_key, std::uint64_t(index))).shape();
+            row.resize(std::size_t(sample.height) + sample.width);
+            decode_interaction(sample, row.data());
+            interaction_length_ = sample.height;
+            interaction_features_ = sample.width;
+            return Shape{1, 1, std::int64_t(row.size())};
         } catch (const CorruptSampleError&) {
         }
     }
@@ -271,17 +299,15 @@ void Loader::decode_stage() {
             slot.index = it.index;
             slot.label = it.sample.label;
             slot.corrupt = std::move(it.corrupt);
+            if (slot.corrupt.empty() &&
+                (it.sample.encoding == Encoding::interaction) != interactions_)
+                slot.corrupt = out_of_kind(it.sample, interactions_);
             if (slot.corrupt.empty()) {
                 const double start = now_seconds();
-                try {
-                    const PreparedImage image =
-                        transform_.prepare(it.sample, rng_key(epoch_key, std::uint64_t(it.index)));
-                    slot.shape = image.shape();
-                    // One of another shape is not written: the assembler reports it in order.
-                    if (slab->fits(slot)) transform_.write(image, options_.layout, slab->pixels(i));
-                } catch (const CorruptSampleError& e) {
-                    slot.corrupt = e.what();
-                }
+                if (interactions_)
+                    decode_interaction_slot(it.sample, *slab, i);
+                else
+                    decode_image_slot(it.sample, *slab, i, epoch_key);
                 decode_ns_ += nanos_since(start);
                 images_decoded_ += 1;
             }
@@ -298,6 +324,47 @@ void Loader::decode_stage() {
     } catch (...) {
         fail(std::current_exception());
     }
+}
+
+void Loader::decode_image_slot(const RawSample& sample, BatchSlab& slab, std::int64_t i,
+                               std::uint64_t epoch_key) {
+    SlotRecord& slot = slab.slot(i);
+    try {
+        const PreparedImage image =
+            transform_.prepare(sample, rng_key(epoch_key, std::uint64_t(slot.index)));
+        slot.shape = image.shape();
+        // One of another shape is not written: the assembler reports it in order.
+        if (slab.fits(slot)) transform_.write(image, options_.layout, slab.pixels(i));
+    } catch (const CorruptSampleError& e) {
+        slot.corrupt = e.what();
+    }
+}
+
+void Loader::decode_interaction_slot(const RawSample& sample, BatchSlab& slab, std::int64_t i) {
+    SlotRecord& slot = slab.slot(i);
+    slot.shape = Shape{1, 1, std::int64_t(sample.height) + sample.width};
+    // The same L + F split otherwise would pass the shape check with items read as features.
+    const bool same = sample.height == interaction_length_ && sample.width == interaction_features_;
+    try {
+        if (same && slab.fits(slot)) {
+            decode_interaction(sample, slab.pixels(i));
+        } else {
+            // Checked all the same: a damaged record is skipped whatever its shape, as a
+            // corrupt image is, and the epoch's others may all be damaged (no shape at all).
+            std::vector<float> row(std::size_t(slot.shape.numel()));
+            decode_interaction(sample, row.data());
+        }
+    } catch (const CorruptSampleError& e) {
+        slot.corrupt = e.what();
+        return;
+    }
+    if (!same)
+        slot.error = (sample.origin.empty() ? "" : sample.origin + ": ") + "record '" + sample.key +
+                     "' holds " + std::to_string(sample.height) + " items and " +
+                     std::to_string(sample.width) + " features, the epoch's first record " +
+                     std::to_string(interaction_length_) + " and " +
+                     std::to_string(interaction_features_) +
+                     " (tandem import-interactions writes one shape a database)";
 }
 
 void Loader::assemble_stage() {

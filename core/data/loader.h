@@ -23,6 +23,14 @@
 // A corrupt sample is skipped and counted, with a warning naming its key the first time (strict:
 // an error).
 //
+// Interaction records (issue 18; a source whose sample_kind() is interaction: an LMDB database
+// from `tandem import-interactions`) go through the same stages, threads, shards and batches,
+// but a decode thread copies each record's payload into its slot (decode_interaction, the
+// reading T.data.interactions shares) instead of decoding an image: samples are 1 x 1 x (L + F)
+// floats. The transforms are about images and are refused for them, naming the option. A record
+// of the other kind (an image among interaction records, or the reverse) is skipped and counted
+// as a corrupt one is; one of another L and F than the epoch's first is a DataError naming it.
+//
 // Threads: start_epoch, next, close and stats belong to one consumer thread.
 #pragma once
 
@@ -80,6 +88,10 @@ private:
     // slabs are made for it before any sample is decoded into them.
     Shape probe_sample_shape(SourceReader& reader, const std::vector<std::int64_t>& order);
     void decode_stage();
+    // One read sample into slot `i` of `slab`, by the source's kind.
+    void decode_image_slot(const RawSample& sample, BatchSlab& slab, std::int64_t i,
+                           std::uint64_t epoch_key);
+    void decode_interaction_slot(const RawSample& sample, BatchSlab& slab, std::int64_t i);
     // The slab of the chunk holding `position`, made by the first decode thread that needs it.
     SlabPtr slab_for(std::int64_t position);
     void assemble_stage();
@@ -92,11 +104,14 @@ private:
     LoaderOptions options_;
     ImageTransform transform_;
     Device* device_;
+    bool interactions_;  // the source holds interaction records, not images
 
     // Per epoch.
     std::int64_t epoch_ = 0;
     std::int64_t chunks_ = 0;  // slabs of the epoch: its positions in runs of `batch`
     Shape sample_shape_;       // set by the reader before it hands out its first item
+    // With interaction records: the L and F of the epoch's first one (set with sample_shape_).
+    std::uint32_t interaction_length_ = 0, interaction_features_ = 0;
     std::unique_ptr<BoundedQueue<std::unique_ptr<Item>>> read_queue_;
     std::unique_ptr<BoundedQueue<SlabPtr>> done_queue_;  // finished slabs, in any order
     std::unique_ptr<BoundedQueue<Batch>> batch_queue_;

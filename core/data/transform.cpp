@@ -30,6 +30,26 @@ float jitter_factor(float amount, std::uint64_t rng, Draw draw) {
 
 }  // namespace
 
+std::string_view first_set_transform_option(const TransformOptions& o) {
+    const TransformOptions d;
+    const std::pair<std::string_view, bool> set[] = {
+        {"channels", o.channels != d.channels},
+        {"resize", o.resize != d.resize},
+        {"crop", o.crop_height != d.crop_height || o.crop_width != d.crop_width},
+        {"random_crop", o.random_crop != d.random_crop},
+        {"pad", o.pad != d.pad},
+        {"fill", o.fill != d.fill},
+        {"flip", o.flip != d.flip},
+        {"brightness", o.brightness != d.brightness},
+        {"contrast", o.contrast != d.contrast},
+        {"saturation", o.saturation != d.saturation},
+        {"mean", o.mean != d.mean},
+        {"std", o.std != d.std}};
+    for (const auto& [name, differs] : set)
+        if (differs) return name;
+    return {};
+}
+
 ImageTransform::ImageTransform(TransformOptions o) : options_(std::move(o)) {
     const auto& t = options_;
     TANDEM_CHECK_AS(ConfigError, t.channels == 0 || t.channels == 1 || t.channels == 3)

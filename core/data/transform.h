@@ -35,6 +35,11 @@ struct TransformOptions {
     std::vector<float> std{1.f};
 };
 
+// The first option of `options` that is not at its default, by its Lua name ("crop", "flip",
+// "mean"), or "" when none is: every one of them is about images, and the loader refuses them
+// for interaction samples, which it copies as they are stored.
+std::string_view first_set_transform_option(const TransformOptions& options);
+
 // A sample decoded (and resized) with its random choices drawn: what is left to do is to
 // write it out. Its shape is known before any pixel is written, so the loader can find a
 // place for it in a batch first and have it written straight there.

@@ -1,7 +1,9 @@
 -- Users' interaction data (issue 18, item 6; docs/data-format.md "Interaction data"): synthetic
 -- users converted to LMDB read back as the text gives them; the compound net over them trains
 -- the same on three devices (one sub-model each) as on one, and learns; the recipe takes
--- --interactions; bad lines are refused naming the file, line and field, leaving no database.
+-- --interactions; T.data.Loader streams the database (the same samples, shuffled) and trains the
+-- net a step, as recipes/compound.lua --interactions_db does; bad lines are refused naming the
+-- file, line and field, leaving no database.
 local t = require 'tandem.test'
 local T = require 'tandem'
 local S = dofile('tests/lua/support.lua')
@@ -37,9 +39,46 @@ t.test('the text and its database give the same samples', function()
   local info_out = tandem{'dbinfo', db}
   t.ok(info_out:find('interaction 300', 1, true) and info_out:find('8 items + 12 features', 1, true), info_out)
   t.raises(function() T.data.interactions(db, {length = 9}) end, 'holds sequences of 8 items')
-  -- The image loader refuses it by name rather than skipping every record as damaged.
-  t.raises(function() for _ in T.data.Loader{source = assert(T.data.lmdb(db)), batch = 4}:batches(1) do end end,
-           'holds an interaction example, not an image')
+  local described = T.data.interactions_info(db)
+  for _, k in ipairs{'length', 'features', 'items', 'classes', 'size'} do t.eq(described[k], info[k], k) end
+end)
+
+-- Each row of `x` (N x 1 x 1 x W) with its label as text, sorted: a data set's samples whatever their order.
+local function rows(x, y, count)
+  local flat, labels, width, out = x:to_flat(), y:to_flat(), x:shape()[4], {}
+  for i = 1, count or x:shape()[1] do
+    local row = {labels[i]}
+    for j = 1, width do row[j + 1] = ('%.9g'):format(flat[(i - 1) * width + j]) end
+    out[i] = table.concat(row, ' ')
+  end
+  return out
+end
+
+t.test('T.data.Loader streams the database: the in-memory samples, shuffled and sharded', function()
+  local memory = T.data.interactions(db)
+  local expected = rows(memory:batch(T.data.epoch_order(memory:size(), 0, 0, false)))
+  -- Shard 1's first batch unshuffled: the records at 1, 3, ... 31 in the file's order.
+  local unshuffled = {}
+  for i = 1, 16 do unshuffled[i] = expected[2 * i - 1] end
+  table.sort(expected)
+  local source = assert(T.data.lmdb(db))
+  t.ok(tostring(source):find('300 interaction records', 1, true), tostring(source))
+  local streamed, first = {}, nil
+  for shard = 1, 2 do
+    local loader = T.data.Loader{source = source, batch = 16, threads = 2, last = 'keep', seed = 4,
+                                 shard = {index = shard, count = 2}}
+    for x, y, count in loader:batches(1) do
+      t.eq(x:shape(), {count, 1, 1, 20})
+      first = first or rows(x, y, count)
+      for _, r in ipairs(rows(x, y, count)) do streamed[#streamed + 1] = r end
+    end
+    t.eq(loader:stats().skipped, 0)
+  end
+  t.ok(table.concat(first, '\n') ~= table.concat(unshuffled, '\n'), 'shuffled')
+  table.sort(streamed)
+  t.eq(streamed, expected)
+  t.raises(function() T.data.Loader{source = source, transforms = {crop = 4}} end,
+           "T.data.Loader: transforms option 'crop' is for images")
 end)
 
 -- The compound net over the interaction samples, on `devices` CPU devices (placement when 3).
@@ -67,6 +106,32 @@ t.test('the interaction compound net trains on three devices as on one, and lear
   local first = (one[1] + one[2] + one[3]) / 3
   local last = (one[38] + one[39] + one[40]) / 3
   t.ok(last < 0.6 * first, ('the loss falls: %.4f -> %.4f'):format(first, last))
+end)
+
+t.test('a T.data.Loader over the database trains the compound net a step', function()
+  local info = T.data.interactions_info(db)
+  local net = compound{interactions = info, classes = info.classes, hidden = 16, code = 4, embedding = 8}
+  local engine = T.Engine{net = net, devices = T.devices('cpu', 1, {threads = 1}), seed = 3,
+                          optim = T.optim.Adam{lr = 0.01}}
+  local loader = T.data.Loader{source = assert(T.data.lmdb(db)), batch = 60, threads = 2}
+  loader:start(1)
+  local x, y = loader:next()
+  local r = engine:step(x, y)
+  t.eq(r.samples, 60)
+  t.ok(r.loss > 0 and r.loss < 10, r.loss)
+  loader:close()
+end)
+
+t.test('recipes/compound.lua --interactions_db trains streaming the database', function()
+  local run = tandem{'run', 'recipes/compound.lua', '--interactions_db=' .. db, '--interactions_test=' .. text,
+                     '--epochs=1', '--batch=30', '--hidden=16', '--code=4', '--progress=plain', '--threads=1'}
+  t.ok(run:find('interactions: 300 examples to train on (streamed: Loader(LMDB', 1, true), run)
+  t.ok(run:find('300 to test; 8 items then 12 features', 1, true), run)
+  t.ok(run:find('epoch 1/1 %[#+%] 10/10'), run)
+  t.ok(run:find('accuracy %d+%.%d+%%'), run)
+  local o, rc = S.tandem{'run', 'recipes/compound.lua', '--interactions_db=' .. db}
+  t.eq(rc, 2, o)
+  t.ok(o:find('give held-out examples as --interactions_test=PATH', 1, true), o)
 end)
 
 t.test('recipes/compound.lua --interactions trains the interaction variant', function()
