@@ -176,72 +176,27 @@ int source_tostring(lua_State* L) {
     return 1;
 }
 
-// Reads the option `key` of the table at `index` as one number or a list of 1 to 3 numbers.
-std::vector<float> option_floats(lua_State* L, int index, const char* key,
-                                 std::vector<float> fallback) {
-    lua_getfield(L, index, key);
-    const int top = lua_gettop(L);
-    std::vector<float> out;
-    if (lua_isnil(L, top)) {
-        out = std::move(fallback);
-    } else if (lua_type(L, top) == LUA_TNUMBER) {
-        out.push_back(static_cast<float>(lua_tonumber(L, top)));
-    } else if (lua_istable(L, top) && lua_objlen(L, top) >= 1 && lua_objlen(L, top) <= 3) {
-        for (int i = 1; i <= static_cast<int>(lua_objlen(L, top)); ++i) {
-            lua_rawgeti(L, top, i);
-            const bool ok = lua_type(L, -1) == LUA_TNUMBER;
-            const double v = lua_tonumber(L, -1);
-            lua_pop(L, 1);
-            if (!ok) break;
-            out.push_back(static_cast<float>(v));
-        }
-    }
-    lua_settop(L, top - 1);
-    if (out.empty())
-        TANDEM_THROW(ConfigError) << "transforms option '" << key
-                                  << "' must be a number or a list of 1 to 3 numbers";
-    return out;
-}
-
-TransformOptions check_transforms(lua_State* L, int index) {
+// The transforms table at `index` (nil: none), through data/pipeline_schema.h's schema.
+TransformOptions read_transforms(lua_State* L, int index) {
+    const OptionTable given(L, index, loader_transform_option_schema(), "transforms.");
     TransformOptions t;
-    if (lua_isnoneornil(L, index)) return t;
-    check_options(L, index, "transforms",
-                  {"channels", "resize", "crop", "random_crop", "pad", "fill", "flip", "brightness",
-                   "contrast", "saturation", "mean", "std"});
-    t.channels = static_cast<int>(option_int(L, index, "channels", 0));
-    t.resize = static_cast<int>(option_int(L, index, "resize", 0));
-    lua_getfield(L, index, "crop");
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-        lua_pop(L, 1);
-        t.crop_height = t.crop_width = static_cast<int>(option_int(L, index, "crop", 0));
-    } else if (lua_istable(L, -1) && lua_objlen(L, -1) == 2) {
-        for (int i = 1; i <= 2; ++i) {
-            lua_rawgeti(L, -1, i);
-            const double v = lua_tonumber(L, -1);
-            if (lua_type(L, -1) != LUA_TNUMBER || v != double(int(v)))
-                TANDEM_THROW(ConfigError)
-                    << "transforms option 'crop' must be a size or {height, width}";
-            (i == 1 ? t.crop_height : t.crop_width) = int(v);
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-    } else {
-        const bool absent = lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (!absent)
-            TANDEM_THROW(ConfigError)
-                << "transforms option 'crop' must be a size or {height, width}";
-    }
-    t.random_crop = option_bool(L, index, "random_crop", false);
-    t.pad = static_cast<int>(option_int(L, index, "pad", 0));
-    t.fill = static_cast<int>(option_int(L, index, "fill", 0));
-    t.flip = option_bool(L, index, "flip", false);
-    t.brightness = static_cast<float>(option_number(L, index, "brightness", 0));
-    t.contrast = static_cast<float>(option_number(L, index, "contrast", 0));
-    t.saturation = static_cast<float>(option_number(L, index, "saturation", 0));
-    t.mean = option_floats(L, index, "mean", {0.f});
-    t.std = option_floats(L, index, "std", {1.f});
+    t.channels = static_cast<int>(given.integer("channels"));
+    t.resize = static_cast<int>(given.integer("resize"));
+    const std::vector<double> crop = given.numbers("crop");  // one size for both, or the pair
+    t.crop_height = static_cast<int>(crop.front());
+    t.crop_width = static_cast<int>(crop.back());
+    t.random_crop = given.flag("random_crop");
+    t.pad = static_cast<int>(given.integer("pad"));
+    t.fill = static_cast<int>(given.integer("fill"));
+    t.flip = given.flag("flip");
+    t.brightness = static_cast<float>(given.number("brightness"));
+    t.contrast = static_cast<float>(given.number("contrast"));
+    t.saturation = static_cast<float>(given.number("saturation"));
+    const auto floats = [](const std::vector<double>& values) {
+        return std::vector<float>(values.begin(), values.end());
+    };
+    t.mean = floats(given.numbers("mean"));
+    t.std = floats(given.numbers("std"));
     return t;
 }
 
@@ -259,13 +214,7 @@ int data_loader(lua_State* L) {
     o.batch = options.integer("batch");
     o.threads = static_cast<int>(options.integer("threads"));
     options.push("transforms");
-    try {
-        o.transform = check_transforms(L, lua_gettop(L));
-    } catch (const ArgError& e) {  // "option 'crop' must be an integer, got 1.5"
-        throw ConfigError(std::string("T.data.Loader: transforms ") + e.what());
-    } catch (const ConfigError& e) {
-        throw ConfigError(std::string("T.data.Loader: ") + e.what());
-    }
+    o.transform = read_transforms(L, lua_gettop(L));
     lua_pop(L, 1);
     options.push("shard");
     const OptionTable shard(L, lua_gettop(L), loader_shard_option_schema(), "shard.");

@@ -18,6 +18,8 @@ std::string_view type_word(OptionType type) {
         case OptionType::choice: return "choice";
         case OptionType::text: return "text";
         case OptionType::size: return "size";
+        case OptionType::extent: return "extent";
+        case OptionType::numbers: return "numbers";
         case OptionType::object: return "object";
         case OptionType::objects: return "objects";
         case OptionType::table: return "table";
@@ -25,7 +27,8 @@ std::string_view type_word(OptionType type) {
     return "?";
 }
 
-constexpr const char* kSchemaNames = "engine, loader, loader.shard, devices.cpu, devices.cuda";
+constexpr const char* kSchemaNames =
+    "engine, loader, loader.shard, loader.transforms, devices.cpu, devices.cuda";
 
 const OptionSchema& check_schema(lua_State* L, int index) {
     const std::string name = check_string(L, index);
@@ -35,6 +38,14 @@ const OptionSchema& check_schema(lua_State* L, int index) {
     return *schema;
 }
 
+void push_numbers(lua_State* L, const std::vector<double>& list) {
+    lua_createtable(L, static_cast<int>(list.size()), 0);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        lua_pushnumber(L, list[i]);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+}
+
 void push_default(lua_State* L, const OptionDefault& value) {
     if (const auto* b = std::get_if<bool>(&value))
         lua_pushboolean(L, *b);
@@ -42,6 +53,8 @@ void push_default(lua_State* L, const OptionDefault& value) {
         lua_pushnumber(L, *x);
     else if (const auto* s = std::get_if<std::string>(&value))
         lua_pushlstring(L, s->data(), s->size());
+    else if (const auto* list = std::get_if<std::vector<double>>(&value))
+        push_numbers(L, *list);
     else
         lua_pushnil(L);
 }

@@ -18,6 +18,7 @@ namespace {
 std::string given_text(lua_State* L, int index) {
     if (lua_type(L, index) == LUA_TSTRING) return "'" + std::string(lua_tostring(L, index)) + "'";
     if (lua_type(L, index) != LUA_TNUMBER) return type_name(L, index);
+    if (std::isnan(lua_tonumber(L, index))) return "nan";  // not printf's "-nan" for 0/0
     char text[32];
     std::snprintf(text, sizeof text, "%.14g", lua_tonumber(L, index));
     return text;
@@ -61,6 +62,37 @@ std::string stray_entry(lua_State* L, int index, const std::string& type) {
     return "";
 }
 
+// The numbers of the list at `index` when it is a table of 1 to `most` entries under the keys
+// 1, 2, ..., each a number in [low, high] (a whole one when `whole`); nullopt otherwise, with
+// what it was in `why` ("a list of 4 entries", "a list whose entry 2 is inf").
+std::optional<std::vector<double>> number_list(lua_State* L, int index, std::size_t most,
+                                               double low, double high, bool whole,
+                                               std::string& why) {
+    if (!lua_istable(L, index)) return std::nullopt;
+    const std::size_t length = lua_objlen(L, index);
+    std::size_t keys = 0;
+    lua_pushnil(L);
+    while (lua_next(L, index) != 0) lua_pop(L, 1), ++keys;
+    if (keys != length) {  // {1, 2, x = 3}: no list
+        why = "a table with keys other than 1 to " + std::to_string(length);
+        return std::nullopt;
+    }
+    if (length == 0 || length > most) {
+        why = "a list of " + std::to_string(length) + " entries";
+        return std::nullopt;
+    }
+    std::vector<double> values;
+    for (std::size_t i = 1; i <= length; ++i) {
+        lua_rawgeti(L, index, static_cast<int>(i));
+        const bool ok = is_number_in(L, -1, low, high, whole);
+        if (!ok) why = "a list whose entry " + std::to_string(i) + " is " + given_text(L, -1);
+        values.push_back(lua_tonumber(L, -1));
+        lua_pop(L, 1);
+        if (!ok) return std::nullopt;
+    }
+    return values;
+}
+
 // Checks the value at `index` against option `o`; its plain value (monostate for objects and
 // tables, which stay in the Lua table).
 OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, const OptionSpec& o,
@@ -86,6 +118,25 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
             if (lua_type(L, index) != LUA_TSTRING) bad();
             return std::string(lua_tostring(L, index));
         case OptionType::size: return read_size(L, index, schema, o, name);
+        case OptionType::extent:
+        case OptionType::numbers: {
+            const bool extent = o.type == OptionType::extent;
+            const double low = extent ? o.low : -HUGE_VAL, high = extent ? o.high : HUGE_VAL;
+            if (lua_type(L, index) == LUA_TNUMBER) {
+                if (!is_number_in(L, index, low, high, extent)) bad();
+                return std::vector<double>{lua_tonumber(L, index)};
+            }
+            std::string why = given_text(L, index);
+            const auto list = number_list(L, index, extent ? 2 : 3, low, high, extent, why);
+            // An extent is a pair; a list of numbers one value for all channels or one for each.
+            const bool fits =
+                list && (extent ? list->size() == 2 : list->size() == 1 || list->size() == 3);
+            if (!fits) {
+                if (list) why = "a list of " + std::to_string(list->size()) + " entries";
+                throw_bad_option(schema, o, why);
+            }
+            return *list;
+        }
         case OptionType::object:
             if (luaL_testudata(L, index, std::string(o.object).c_str()) == nullptr) bad();
             return {};
@@ -198,6 +249,14 @@ bool OptionTable::flag(std::string_view name) const {
     return *b;
 }
 
+std::vector<double> OptionTable::numbers(std::string_view name) const {
+    const OptionDefault& v = value(name);
+    if (const auto* x = std::get_if<double>(&v)) return {*x};  // a default of one value
+    const auto* list = std::get_if<std::vector<double>>(&v);
+    TANDEM_CHECK(list != nullptr) << schema_.function << ": option '" << name << "' has no list";
+    return *list;
+}
+
 std::string OptionTable::text(std::string_view name) const {
     const auto* s = std::get_if<std::string>(&value(name));
     TANDEM_CHECK(s != nullptr) << schema_.function << ": option '" << name << "' is no text";
@@ -223,7 +282,7 @@ void OptionTable::push_all() const {
         else if (const auto* s = std::get_if<std::string>(&v))
             lua_pushlstring(L_, s->data(), s->size());
         else
-            push(o.name);  // an object or a table, as given (nil when not)
+            push(o.name);  // a list, an object or a table, as given (nil when not)
         lua_setfield(L_, -2, std::string(o.name).c_str());
     }
 }
@@ -231,7 +290,8 @@ void OptionTable::push_all() const {
 const OptionSchema* find_option_schema(std::string_view name) {
     for (const OptionSchema* schema :
          {&engine_option_schema(), &loader_option_schema(), &loader_shard_option_schema(),
-          &cpu_device_option_schema(), &cuda_device_option_schema()})
+          &loader_transform_option_schema(), &cpu_device_option_schema(),
+          &cuda_device_option_schema()})
         if (schema->name == name) return schema;
     return nullptr;
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/option_schema.h"
 
@@ -33,6 +34,8 @@ public:
     bool flag(std::string_view name) const;
     std::string text(std::string_view name) const;   // text and choice
     std::size_t bytes(std::string_view name) const;  // size; 0 where its default is none
+    // extent and numbers: the values given ({x} for one number; an extent's pair as given).
+    std::vector<double> numbers(std::string_view name) const;
     // Pushes the option's Lua value as given (nil when it was not): for objects and tables.
     void push(std::string_view name) const;
     // Pushes a table of every option given, plus the default of each plain option not given.

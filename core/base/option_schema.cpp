@@ -18,7 +18,7 @@ std::string bound_text(double x) {
 }
 
 std::string range_words(const OptionSpec& o) {
-    if (o.type == OptionType::integer) {
+    if (o.type != OptionType::number) {
         if (o.high < kUnbounded)
             return "an integer in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
         if (o.low == 0) return "a non-negative integer";
@@ -48,6 +48,8 @@ std::string type_words(const OptionSpec& o) {
         case OptionType::choice: return choice_words(o.choices);
         case OptionType::text: return "a string";
         case OptionType::size: return "a size such as '512MB' or a byte count, above 0";
+        case OptionType::extent: return range_words(o) + " or a pair {height, width} of them";
+        case OptionType::numbers: return "a finite number or a list of 1 or 3 of them";
         case OptionType::object:
         case OptionType::objects:
         case OptionType::table: return std::string(o.expected);

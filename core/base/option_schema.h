@@ -24,14 +24,17 @@ enum class OptionType {
     choice,   // one of `choices`
     text,     // any string
     size,     // a size such as '512MB' or a byte count, at least 1
+    extent,   // an integer in [low, high], or a pair {height, width} of them
+    numbers,  // a finite number, or a list of 1 or 3 of them (one per colour channel)
     object,   // a bound object whose metatable is `object` ("tandem.Layer")
     objects,  // a list of such objects
     table     // a table of its own options, read by its own schema or code
 };
 
-// A default that is a plain value; monostate where there is none (a required option, an object)
-// or where it is worked out when used (`default_note` then says how).
-using OptionDefault = std::variant<std::monostate, bool, double, std::string>;
+// A value that is plain data (an extent's or a list's numbers as a vector). As a default:
+// monostate where there is none (a required option, an object) or where it is worked out when
+// used (`default_note` then says how).
+using OptionDefault = std::variant<std::monostate, bool, double, std::string, std::vector<double>>;
 
 struct OptionSpec {
     std::string_view name;
@@ -41,7 +44,8 @@ struct OptionSpec {
     // How the default reads where it is not the plain value: "none: the machine's memory",
     // "T.devices('cpu', 1)".
     std::string_view default_note{};
-    double low = 0, high = 0;                 // integer and number: the range, both ends included
+    // integer, number, extent: the range, both ends included (number: high HUGE_VAL for none)
+    double low = 0, high = 0;
     std::vector<std::string_view> choices{};  // choice
     std::string_view object{};                // object and objects: the metatable's name
     // What the value must be, in words, for object, objects and table ("a loss (nn.MSE(), ...)");

@@ -1,5 +1,7 @@
 #include "data/pipeline_schema.h"
 
+#include <cmath>
+
 #include "tensor/tensor.h"
 
 namespace tandem {
@@ -7,6 +9,9 @@ namespace {
 
 // A count or seed above 2^53 is no longer read exactly from a Lua number.
 constexpr double kExact = 9007199254740992.0;  // 2^53
+// Image sides, crops and padding in pixels: far above any image OpenCV decodes, far below int's
+// limit (the transforms keep them as int).
+constexpr double kMaxPixels = 65536;
 
 OptionSchema make_loader_schema() {
     const std::vector<std::string_view> layouts{layout_name(Layout::contiguous),
@@ -106,6 +111,76 @@ OptionSchema make_shard_schema() {
             }};
 }
 
+// The colour jitters: factors drawn from [max(0, 1 - x), 1 + x].
+OptionSpec jitter(std::string_view name, std::string_view help) {
+    return {.name = name,
+            .type = OptionType::number,
+            .help = help,
+            .fallback = 0.0,
+            .low = 0,
+            .high = HUGE_VAL};
+}
+
+OptionSchema make_transform_schema() {
+    return {
+        "loader.transforms",
+        "T.data.Loader",
+        {
+            {.name = "channels",
+             .type = OptionType::integer,
+             .help = "convert to 1 (grey) or 3 (RGB) channels",
+             .fallback = 0.0,
+             .low = 0,
+             .high = 3,
+             .note = "0: as stored"},
+            {.name = "resize",
+             .type = OptionType::integer,
+             .help = "the shorter side scaled to this many pixels",
+             .fallback = 0.0,
+             .low = 0,
+             .high = kMaxPixels,
+             .note = "0: as stored"},
+            {.name = "crop",
+             .type = OptionType::extent,
+             .help = "the output size; without it every image must already have one size",
+             .fallback = 0.0,
+             .default_note = "none",
+             .low = 1,
+             .high = kMaxPixels},
+            {.name = "random_crop",
+             .type = OptionType::flag,
+             .help = "the crop placed at random (false: in the centre)",
+             .fallback = false},
+            {.name = "pad",
+             .type = OptionType::integer,
+             .help = "pixels of `fill` around the image before cropping",
+             .fallback = 0.0,
+             .low = 0,
+             .high = kMaxPixels},
+            {.name = "fill",
+             .type = OptionType::integer,
+             .help = "the padding pixels' value",
+             .fallback = 0.0,
+             .low = 0,
+             .high = 255},
+            {.name = "flip",
+             .type = OptionType::flag,
+             .help = "mirrored left-right with probability 1/2",
+             .fallback = false},
+            jitter("brightness", "colour jitter: brightness factor from [1 - x, 1 + x]"),
+            jitter("contrast", "colour jitter: contrast factor from [1 - x, 1 + x]"),
+            jitter("saturation", "colour jitter: saturation factor from [1 - x, 1 + x]"),
+            {.name = "mean",
+             .type = OptionType::numbers,
+             .help = "subtracted, on the 0..1 scale: one value, or one per channel in RGB order",
+             .fallback = 0.0},
+            {.name = "std",
+             .type = OptionType::numbers,
+             .help = "divided by after the mean, above 0: one value, or one per channel",
+             .fallback = 1.0},
+        }};
+}
+
 }  // namespace
 
 const OptionSchema& loader_option_schema() {
@@ -115,6 +190,11 @@ const OptionSchema& loader_option_schema() {
 
 const OptionSchema& loader_shard_option_schema() {
     static const OptionSchema schema = make_shard_schema();
+    return schema;
+}
+
+const OptionSchema& loader_transform_option_schema() {
+    static const OptionSchema schema = make_transform_schema();
     return schema;
 }
 

@@ -14,5 +14,9 @@ namespace tandem {
 const OptionSchema& loader_option_schema();
 // shard = {index =, count =}: named "shard.index" and "shard.count" in messages.
 const OptionSchema& loader_shard_option_schema();
+// transforms = {crop =, flip =, ...}: "transforms.crop" in messages. The defaults are
+// TransformOptions' (data/transform.h); ImageTransform still checks what a range cannot say (1 or
+// 3 channels, std above 0, pad only with a crop), for callers from C++.
+const OptionSchema& loader_transform_option_schema();
 
 }  // namespace tandem

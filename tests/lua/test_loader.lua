@@ -212,7 +212,7 @@ t.test('loader options and error messages', function()
   t.raises(function() T.data.Loader{source = src, batch = 4, last = 'round'} end,
            "T.data.Loader: option 'last' must be 'drop', 'keep' or 'pad', got 'round'")
   t.raises(function() T.data.Loader{source = src, transforms = {crop = 8, rotate = 1}} end,
-           "transforms: unknown option 'rotate'")
+           "T.data.Loader: unknown option 'transforms.rotate' (known: transforms.channels, ")
   t.raises(function() T.data.Loader{source = src, shard = {index = 4, count = 3}} end,
            "T.data.Loader: option 'shard.index' must be an integer in [1, 3], got 4")
   t.raises(function() T.data.Loader{source = src, shard = {index = 0, count = 3}} end,
@@ -222,7 +222,7 @@ t.test('loader options and error messages', function()
   t.raises(function() T.data.Loader{source = src, layout = 'hwc'} end,
            "T.data.Loader: option 'layout' must be 'contiguous' or 'channels_last', got 'hwc'")
   t.raises(function() T.data.Loader{source = src, transforms = {mean = {1, 2, 3, 4}}} end,
-           "'mean' must be a number or a list of 1 to 3 numbers")
+           "T.data.Loader: option 'transforms.mean' must be a finite number or a list of 1 or 3 of them, got a list of 4 entries")
   t.raises(function() T.data.Loader{source = T.zeros{1}} end,
            "option 'source' must be a data source (T.data.folder, T.data.lmdb, T.data.list), got tandem.Tensor")
   local big = T.data.Loader{source = src, transforms = {crop = 500}}
