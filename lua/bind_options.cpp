@@ -71,7 +71,11 @@ int option_schema(lua_State* L) {
         set_string(L, "name", std::string(o.name));
         set_string(L, "type", std::string(type_word(o.type)));
         set_string(L, "help", std::string(o.help));
-        push_default(L, o.fallback);
+        // A default worked out when used (default_note) has no plain value to show.
+        if (o.default_note.empty())
+            push_default(L, o.fallback);
+        else
+            lua_pushnil(L);
         lua_setfield(L, -2, "default");
         set_string(L, "default_text", default_text(o));
         set_string(L, "expected", expected_text(o));
