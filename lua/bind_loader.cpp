@@ -207,9 +207,18 @@ int data_loader(lua_State* L) {
     if (!lua_istable(L, 1)) throw ArgError(1, "options table expected, got " + type_name(L, 1));
     const OptionTable options(L, 1, loader_option_schema());
     constexpr const char* kLoader = "T.data.Loader";
-    options.push("source");
-    SourceBox source = check_source(L, lua_gettop(L));  // its type is checked: here, a freed one
-    lua_pop(L, 1);
+    // The schema checked the objects' types; what is left is a freed one (its __gc called by hand).
+    const auto object = [&](const char* name, auto check) {
+        options.push(name);
+        try {
+            auto value = check(L, lua_gettop(L));
+            lua_pop(L, 1);
+            return value;
+        } catch (const ArgError& e) {  // "device was freed"
+            throw ConfigError(std::string(kLoader) + ": option '" + name + "': " + e.what());
+        }
+    };
+    SourceBox source = object("source", check_source);
     LoaderOptions o;
     o.batch = options.integer("batch");
     o.threads = static_cast<int>(options.integer("threads"));
@@ -225,15 +234,7 @@ int data_loader(lua_State* L) {
     lua_pop(L, 1);
     o.last = parse_last_batch(options.text("last"));
     o.layout = parse_layout(options.text("layout"));
-    if (options.given("device")) {
-        options.push("device");
-        try {
-            o.device = check_device(L, lua_gettop(L));
-        } catch (const ArgError& e) {  // "device was freed"
-            throw ConfigError(std::string(kLoader) + ": option 'device': " + e.what());
-        }
-        lua_pop(L, 1);
-    }
+    if (options.given("device")) o.device = object("device", check_device);
     o.seed = static_cast<std::uint64_t>(options.integer("seed"));
     o.shuffle = options.flag("shuffle");
     o.strict = options.flag("strict");

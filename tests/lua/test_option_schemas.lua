@@ -89,6 +89,9 @@ t.test('T.data.Loader: every kind of mistake, named, nested options by their pat
            "T.data.Loader: option 'transforms.std' must be a finite number or a list of 1 or 3 of them, got a list of 2 entries")
   t.raises(function() loader{transforms = {mean = {0.5, x = 1}}} end, 'got a table with keys other than 1 to 1')
   t.raises(function() loader{transforms = {fill = 256}} end, "T.data.Loader: option 'transforms.fill' must be an integer in [0, 255], got 256")
+  local freed = assert(T.data.folder(dir))
+  getmetatable(freed).__gc(freed)
+  t.raises(function() loader{source = freed} end, "T.data.Loader: option 'source': data source was freed")
   -- What a range cannot say is still checked, after the schema: 2 channels, std 0.
   t.raises(function() loader{transforms = {channels = 2}} end, 'T.data.Loader: transform option channels must be 0, 1 or 3, got 2')
   t.raises(function() loader{transforms = {std = 0}} end, 'T.data.Loader: transform option std must be > 0, got 0')
