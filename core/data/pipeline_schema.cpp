@@ -11,7 +11,7 @@ namespace {
 constexpr double kExact = 9007199254740992.0;  // 2^53
 // Image sides, crops and padding in pixels: far above any image OpenCV decodes, far below int's
 // limit (the transforms keep them as int).
-constexpr double kMaxPixels = 65536;
+constexpr double kMaxSide = 65536;
 
 OptionSchema make_loader_schema() {
     const std::vector<std::string_view> layouts{layout_name(Layout::contiguous),
@@ -138,7 +138,7 @@ OptionSchema make_transform_schema() {
              .help = "the shorter side scaled to this many pixels",
              .fallback = 0.0,
              .low = 0,
-             .high = kMaxPixels,
+             .high = kMaxSide,
              .note = "0: as stored"},
             {.name = "crop",
              .type = OptionType::extent,
@@ -146,7 +146,7 @@ OptionSchema make_transform_schema() {
              .fallback = 0.0,
              .default_note = "none",
              .low = 1,
-             .high = kMaxPixels},
+             .high = kMaxSide},
             {.name = "random_crop",
              .type = OptionType::flag,
              .help = "the crop placed at random (false: in the centre)",
@@ -156,7 +156,7 @@ OptionSchema make_transform_schema() {
              .help = "pixels of `fill` around the image before cropping",
              .fallback = 0.0,
              .low = 0,
-             .high = kMaxPixels},
+             .high = kMaxSide},
             {.name = "fill",
              .type = OptionType::integer,
              .help = "the padding pixels' value",
