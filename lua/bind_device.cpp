@@ -16,11 +16,13 @@
 #include "base/format.h"
 #include "binding.h"
 #include "device/cpu/cpu_device.h"
+#include "device/device_schema.h"
 #include "device/gpu_share.h"
 #if TANDEM_CUDA
 #include "device/cuda/cuda_backend.h"
 #endif
 #include "objects.h"
+#include "option_table.h"
 #include "parallel/mpi_world.h"
 #include "wrap.h"
 
@@ -66,38 +68,6 @@ void push_device(lua_State* L, std::shared_ptr<Device> device) {
 
 namespace {
 
-// Option `key` of the table at `index` as a byte count: '512MB' or a number; `fallback` when
-// absent.
-std::size_t option_bytes(lua_State* L, int index, const char* key, std::size_t fallback) {
-    if (!has_option(L, index, key)) return fallback;
-    lua_getfield(L, index, key);
-    std::size_t bytes = 0;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        try {
-            bytes = parse_bytes(lua_tostring(L, -1));
-        } catch (const ConfigError& e) {
-            lua_pop(L, 1);
-            throw ArgError(index, std::string("option '") + key + "': " + e.what());
-        }
-    } else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 &&
-               lua_tonumber(L, -1) < 1e18) {
-        bytes = static_cast<std::size_t>(lua_tonumber(L, -1));
-    }
-    if (bytes == 0) {
-        // '0B' is no cap at all: say so rather than run without one.
-        const std::string got = lua_type(L, -1) == LUA_TSTRING
-                                    ? std::string("'") + lua_tostring(L, -1) + "'"
-                                    : number_or_type(L, -1);
-        lua_pop(L, 1);
-        throw ArgError(index, std::string("option '") + key +
-                                  "' must be a size such as '512MB' or a byte count, above 0 "
-                                  "(leave it out for none), got " +
-                                  got);
-    }
-    lua_pop(L, 1);
-    return bytes;
-}
-
 // Pushes a list of devices (owned with retire() as the deleter: see the top of this file).
 void push_devices(lua_State* L, const std::vector<std::shared_ptr<Device>>& devices) {
     lua_createtable(L, static_cast<int>(devices.size()), 0);
@@ -140,42 +110,36 @@ int cuda_devices_new(lua_State* L) {
     } else {
         wanted = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
     }
-    check_options(L, 3, "T.devices", {"memory", "workspace", "benchmark", "tf32"});
+    const OptionTable given(L, 3, cuda_device_option_schema());
     const std::vector<int> ordinals = cuda_ordinals(wanted);
 #if TANDEM_CUDA
     CudaDeviceOptions options;
-    options.memory = option_bytes(L, 3, "memory", 0);
-    options.workspace = option_bytes(L, 3, "workspace", 0);
-    options.benchmark = option_bool(L, 3, "benchmark", false);
-    options.tf32 = option_bool(L, 3, "tf32", false);
+    options.memory = given.bytes("memory");
+    options.workspace = given.bytes("workspace");
+    options.benchmark = given.flag("benchmark");
+    options.tf32 = given.flag("tf32");
     std::vector<std::shared_ptr<Device>> devices;
     for (int i : ordinals)
         devices.push_back(std::shared_ptr<Device>(make_cuda_device(i, options).release(), retire));
     push_devices(L, devices);
     return 1;
 #else
-    (void)ordinals;
+    (void)ordinals, (void)given;
     return 0;  // unreachable: cuda_devices_to_make throws when CUDA is not compiled in
 #endif
 }
 
-constexpr std::int64_t kMaxThreads = 1024;
-
-// T.devices(kind, n [, {memory = '512MB' | bytes, threads = k}]): a list of n new devices.
+// T.devices(kind, n [, {memory = '512MB' | bytes, threads = k}]): a list of n new devices (the
+// options are device/device_schema.h's, for each kind).
 int devices_new(lua_State* L) {
     const std::string kind = check_string(L, 1);
     if (kind == "cuda") return cuda_devices_new(L);
     if (kind != "cpu") throw ArgError(1, "unknown device kind '" + kind + "' (known: cpu, cuda)");
     const auto count = static_cast<int>(check_int_in(L, 2, 1, 256, "device count"));
-    check_options(L, 3, "T.devices", {"memory", "threads"});
+    const OptionTable given(L, 3, cpu_device_option_schema());
     CpuDeviceOptions options;
-    options.memory = option_bytes(L, 3, "memory", 0);
-    // 0: every core. More kernel threads than any machine has cores is a mistake, not a request.
-    const std::int64_t threads = option_int(L, 3, "threads", 0);
-    if (threads < 0 || threads > kMaxThreads)
-        throw ArgError(3, "option 'threads' must be 0 (every core) to " +
-                              std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
-    options.threads = static_cast<int>(threads);
+    options.memory = given.bytes("memory");
+    options.threads = static_cast<int>(given.integer("threads"));
 
     std::vector<std::shared_ptr<Device>> devices;
     for (int i = 0; i < count; ++i)

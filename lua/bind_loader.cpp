@@ -20,7 +20,9 @@
 #include "data/file_list_source.h"
 #include "data/lmdb_source.h"
 #include "data/loader.h"
+#include "data/pipeline_schema.h"
 #include "objects.h"
+#include "option_table.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -84,15 +86,6 @@ std::int64_t int_option(lua_State* L, int table, const char* function, const cha
     }
     lua_pop(L, 1);
     return static_cast<std::int64_t>(v);
-}
-
-bool bool_option(lua_State* L, int table, const char* function, const char* key, bool fallback) {
-    lua_getfield(L, table, key);
-    const int type = lua_type(L, -1);
-    if (type != LUA_TNIL && type != LUA_TBOOLEAN) bad_option(L, function, key, "true or false");
-    const bool value = type == LUA_TNIL ? fallback : lua_toboolean(L, -1) != 0;
-    lua_pop(L, 1);
-    return value;
 }
 
 std::string string_option(lua_State* L, int table, const char* function, const char* key,
@@ -183,146 +176,75 @@ int source_tostring(lua_State* L) {
     return 1;
 }
 
-// Reads the option `key` of the table at `index` as one number or a list of 1 to 3 numbers.
-std::vector<float> option_floats(lua_State* L, int index, const char* key,
-                                 std::vector<float> fallback) {
-    lua_getfield(L, index, key);
-    const int top = lua_gettop(L);
-    std::vector<float> out;
-    if (lua_isnil(L, top)) {
-        out = std::move(fallback);
-    } else if (lua_type(L, top) == LUA_TNUMBER) {
-        out.push_back(static_cast<float>(lua_tonumber(L, top)));
-    } else if (lua_istable(L, top) && lua_objlen(L, top) >= 1 && lua_objlen(L, top) <= 3) {
-        for (int i = 1; i <= static_cast<int>(lua_objlen(L, top)); ++i) {
-            lua_rawgeti(L, top, i);
-            const bool ok = lua_type(L, -1) == LUA_TNUMBER;
-            const double v = lua_tonumber(L, -1);
-            lua_pop(L, 1);
-            if (!ok) break;
-            out.push_back(static_cast<float>(v));
-        }
-    }
-    lua_settop(L, top - 1);
-    if (out.empty())
-        TANDEM_THROW(ConfigError) << "transforms option '" << key
-                                  << "' must be a number or a list of 1 to 3 numbers";
-    return out;
-}
-
-TransformOptions check_transforms(lua_State* L, int index) {
+// The transforms table at `index` (nil: none), through data/pipeline_schema.h's schema.
+TransformOptions read_transforms(lua_State* L, int index) {
+    const OptionTable given(L, index, loader_transform_option_schema(), "transforms.");
     TransformOptions t;
-    if (lua_isnoneornil(L, index)) return t;
-    check_options(L, index, "transforms",
-                  {"channels", "resize", "crop", "random_crop", "pad", "fill", "flip", "brightness",
-                   "contrast", "saturation", "mean", "std"});
-    t.channels = static_cast<int>(option_int(L, index, "channels", 0));
-    t.resize = static_cast<int>(option_int(L, index, "resize", 0));
-    lua_getfield(L, index, "crop");
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-        lua_pop(L, 1);
-        t.crop_height = t.crop_width = static_cast<int>(option_int(L, index, "crop", 0));
-    } else if (lua_istable(L, -1) && lua_objlen(L, -1) == 2) {
-        for (int i = 1; i <= 2; ++i) {
-            lua_rawgeti(L, -1, i);
-            const double v = lua_tonumber(L, -1);
-            if (lua_type(L, -1) != LUA_TNUMBER || v != double(int(v)))
-                TANDEM_THROW(ConfigError)
-                    << "transforms option 'crop' must be a size or {height, width}";
-            (i == 1 ? t.crop_height : t.crop_width) = int(v);
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-    } else {
-        const bool absent = lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (!absent)
-            TANDEM_THROW(ConfigError)
-                << "transforms option 'crop' must be a size or {height, width}";
-    }
-    t.random_crop = option_bool(L, index, "random_crop", false);
-    t.pad = static_cast<int>(option_int(L, index, "pad", 0));
-    t.fill = static_cast<int>(option_int(L, index, "fill", 0));
-    t.flip = option_bool(L, index, "flip", false);
-    t.brightness = static_cast<float>(option_number(L, index, "brightness", 0));
-    t.contrast = static_cast<float>(option_number(L, index, "contrast", 0));
-    t.saturation = static_cast<float>(option_number(L, index, "saturation", 0));
-    t.mean = option_floats(L, index, "mean", {0.f});
-    t.std = option_floats(L, index, "std", {1.f});
+    t.channels = static_cast<int>(given.integer("channels"));
+    t.resize = static_cast<int>(given.integer("resize"));
+    const std::vector<double> crop = given.numbers("crop");  // one size for both, or the pair
+    t.crop_height = static_cast<int>(crop.front());
+    t.crop_width = static_cast<int>(crop.back());
+    t.random_crop = given.flag("random_crop");
+    t.pad = static_cast<int>(given.integer("pad"));
+    t.fill = static_cast<int>(given.integer("fill"));
+    t.flip = given.flag("flip");
+    t.brightness = static_cast<float>(given.number("brightness"));
+    t.contrast = static_cast<float>(given.number("contrast"));
+    t.saturation = static_cast<float>(given.number("saturation"));
+    const auto floats = [](const std::vector<double>& values) {
+        return std::vector<float>(values.begin(), values.end());
+    };
+    t.mean = floats(given.numbers("mean"));
+    t.std = floats(given.numbers("std"));
     return t;
 }
 
-// T.data.Loader{source =, batch = 32, transforms = {...}, threads = 2, shard = {index =, count =},
-//               last = 'drop', device =, layout = 'contiguous', seed = 1, shuffle = true,
-//               strict = false, prefetch = 2, quiet = false} -> loader
+// T.data.Loader{source =, batch =, transforms =, threads =, shard =, last =, device =, layout =,
+//               seed =, shuffle =, strict =, prefetch =, quiet =} -> loader: the options and
+// their defaults are data/pipeline_schema.h's, checked in one loop by OptionTable.
 int data_loader(lua_State* L) {
     if (!lua_istable(L, 1)) throw ArgError(1, "options table expected, got " + type_name(L, 1));
-    check_options(L, 1, "T.data.Loader",
-                  {"source", "batch", "transforms", "threads", "shard", "last", "device", "layout",
-                   "seed", "shuffle", "strict", "prefetch", "quiet"});
-    lua_getfield(L, 1, "source");
-    if (lua_isnil(L, -1)) TANDEM_THROW(ConfigError) << "T.data.Loader: option 'source' is required";
-    SourceBox source = check_source(L, lua_gettop(L));
-    lua_pop(L, 1);
+    const OptionTable options(L, 1, loader_option_schema());
     constexpr const char* kLoader = "T.data.Loader";
-    LoaderOptions o;
-    o.batch = int_option(L, 1, kLoader, "batch", "batch", 32, 1, std::int64_t(1) << 24);
-    o.threads = static_cast<int>(int_option(L, 1, kLoader, "threads", "threads", 2, 1, 256));
-    lua_getfield(L, 1, "transforms");
-    if (!lua_isnil(L, -1) && !lua_istable(L, -1))
-        bad_option(L, kLoader, "transforms",
-                   "a table of transforms ({crop = 24, flip = true, ...})");
-    try {
-        o.transform = check_transforms(L, lua_gettop(L));
-    } catch (const ArgError& e) {  // "option 'crop' must be an integer, got 1.5"
-        throw ConfigError(std::string("T.data.Loader: transforms ") + e.what());
-    } catch (const ConfigError& e) {
-        throw ConfigError(std::string("T.data.Loader: ") + e.what());
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, 1, "shard");
-    if (!lua_isnil(L, -1)) {
-        const int shard = lua_gettop(L);
-        if (!lua_istable(L, shard)) bad_option(L, kLoader, "shard", "a table {index =, count =}");
-        check_options(L, shard, "T.data.Loader: shard", {"index", "count"});
-        const std::int64_t count =
-            int_option(L, shard, kLoader, "count", "shard.count", 1, 1, 1 << 20);
-        // Shards count from 1 here, as Lua does (the core's are 0-based).
-        const std::int64_t index =
-            int_option(L, shard, kLoader, "index", "shard.index", 1, 1, count);
-        o.shard_count = static_cast<int>(count);
-        o.shard_index = static_cast<int>(index) - 1;
-    }
-    lua_pop(L, 1);
-    try {
-        o.last = parse_last_batch(
-            string_option(L, 1, kLoader, "last", "drop", "'drop', 'keep' or 'pad'"));
-        o.layout = parse_layout(string_option(L, 1, kLoader, "layout", "contiguous"));
-    } catch (const ConfigError& e) {
-        const std::string what = e.what();
-        throw ConfigError(what.starts_with(kLoader) ? what : std::string("T.data.Loader: ") + what);
-    }
-    lua_getfield(L, 1, "device");
-    if (!lua_isnil(L, -1)) {
+    // The schema checked the objects' types; what is left is a freed one (its __gc called by hand).
+    const auto object = [&](const char* name, auto check) {
+        options.push(name);
         try {
-            o.device = check_device(L, lua_gettop(L));
-        } catch (const ArgError& e) {
-            throw ConfigError(std::string("T.data.Loader: option 'device': ") + e.what());
+            auto value = check(L, lua_gettop(L));
+            lua_pop(L, 1);
+            return value;
+        } catch (const ArgError& e) {  // "device was freed"
+            throw ConfigError(std::string(kLoader) + ": option '" + name + "': " + e.what());
         }
-    }
+    };
+    SourceBox source = object("source", check_source);
+    LoaderOptions o;
+    o.batch = options.integer("batch");
+    o.threads = static_cast<int>(options.integer("threads"));
+    options.push("transforms");
+    o.transform = read_transforms(L, lua_gettop(L));
     lua_pop(L, 1);
-    // A seed below 0 was taken as 2^64 - 1 (issue 19).
-    o.seed = static_cast<std::uint64_t>(
-        int_option(L, 1, kLoader, "seed", "seed", 1, 0, std::int64_t(1) << 53));
-    o.shuffle = bool_option(L, 1, kLoader, "shuffle", true);
-    o.strict = bool_option(L, 1, kLoader, "strict", false);
-    o.prefetch = static_cast<int>(int_option(L, 1, kLoader, "prefetch", "prefetch", 2, 1, 1024));
-    o.quiet = bool_option(L, 1, kLoader, "quiet", false);
+    options.push("shard");
+    const OptionTable shard(L, lua_gettop(L), loader_shard_option_schema(), "shard.");
+    // Shards count from 1 here, as Lua does (the core's are 0-based).
+    const std::int64_t count = shard.integer("count"), index = shard.integer("index");
+    o.shard_count = static_cast<int>(count);
+    o.shard_index = static_cast<int>(index) - 1;
+    lua_pop(L, 1);
+    o.last = parse_last_batch(options.text("last"));
+    o.layout = parse_layout(options.text("layout"));
+    if (options.given("device")) o.device = object("device", check_device);
+    o.seed = static_cast<std::uint64_t>(options.integer("seed"));
+    o.shuffle = options.flag("shuffle");
+    o.strict = options.flag("strict");
+    o.prefetch = static_cast<int>(options.integer("prefetch"));
+    o.quiet = options.flag("quiet");
     std::shared_ptr<Loader> loader;
     try {
         loader = std::make_shared<Loader>(std::move(source), std::move(o));
     } catch (const ConfigError& e) {  // the transforms' checks: "transform option std must be > 0"
-        throw ConfigError(std::string("T.data.Loader: ") + e.what());
+        throw ConfigError(std::string(kLoader) + ": " + e.what());
     }
     push_box<LoaderBox>(L, kLoaderType, std::move(loader));
     return 1;

@@ -38,6 +38,8 @@ void register_io(lua_State* L, int module);
 void register_data(lua_State* L, int module);
 void register_loader(lua_State* L, int module);
 void register_engine(lua_State* L, int module);
+// core.option_schema and core.check_options (lua/bind_options.cpp).
+void register_options(lua_State* L, int module);
 void register_parallel(lua_State* L, int module);
 void register_profile(lua_State* L, int module);
 void register_plan(lua_State* L, int module);

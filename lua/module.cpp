@@ -88,6 +88,7 @@ extern "C" int luaopen_tandem_core(lua_State* L) {
     register_data(L, module);
     register_loader(L, module);
     register_engine(L, module);
+    register_options(L, module);
     register_parallel(L, module);
     register_profile(L, module);
     register_plan(L, module);

@@ -4,7 +4,8 @@
 --                           schedule = T.schedule.Cosine{lr = 0.1, total_steps = 1000},
 --                           seed = 1, layout = 'channels_last',
 --                           parallel = {groups = 2, stages = 2, micro_batches = 4, pipeline = '1f1b'}}
--- Options are checked here (unknown keys list the known ones) and reach C++ as plain values.
+-- Options are checked against their schemas (unknown keys list the known ones) and reach C++ as
+-- plain values.
 local core = require 'tandem.core'
 local check = require 'tandem.options'
 
@@ -19,11 +20,6 @@ local function options(given, name, known, checked)
   for _, key in ipairs(known) do spec[key] = (checked or {})[key] or any end
   local checked = check.check(name, given, spec, 4)  -- raised at the line calling the constructor
   return checked
-end
-
-local function is_device(d)
-  local mt = getmetatable(d)
-  return type(mt) == 'table' and mt.__name == 'tandem.Device'
 end
 
 -- A checker for a bound object of metatable `type_name`, described as `what` ("a net (nn.Sequential
@@ -46,15 +42,17 @@ local function split_list(split)
   return cuts
 end
 
+-- T.Engine's options are core/engine/engine_schema.h's, checked by the binding in one loop
+-- (defaults filled in); a mistake is raised at the line calling T.Engine. (Called through
+-- pcall, the binding's message carries no position of its own.)
+local function engine_options(given)
+  local ok, o = pcall(core.check_options, 'engine', given)
+  if not ok then error(o, 3) end
+  return o
+end
+
 function M.Engine(o)
-  o = options(o, 'T.Engine', {'net', 'loss', 'devices', 'optim', 'schedule', 'seed', 'layout',
-                              'parallel', 'trace'},
-              {seed = check.nonneg_int, trace = check.boolean,
-               net = object('tandem.Layer', 'a net (nn.Sequential{...})'),
-               optim = object('tandem.Optimizer', 'an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})'),
-               loss = object('tandem.Loss', 'a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits())'),
-               schedule = object('tandem.Schedule', 'a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...)')})
-  if o.net == nil then error('T.Engine: option net is required', 2) end
+  o = engine_options(o)
   -- The engine places a Sequential's entries; a graph (or any other single layer) given as the
   -- net trains as the one entry of a Sequential (its parameters read '<its name>.<node>...').
   local net = o.net
@@ -63,14 +61,7 @@ function M.Engine(o)
     if not ok then error('T.Engine: ' .. tostring(wrapped), 2) end
     net = wrapped
   end
-  if o.optim == nil then error('T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})', 2) end
   local devices = o.devices or core.devices('cpu', 1)
-  if type(devices) ~= 'table' then error('T.Engine: devices must be a list from T.devices', 2) end
-  for i, d in ipairs(devices) do
-    if not is_device(d) then
-      error(('T.Engine: devices must be a list from T.devices; entry %d is %s'):format(i, check.describe(d)), 2)
-    end
-  end
   local parallel = o.parallel
   -- Under mpirun with several ranks the groups spread over the processes unless told not to.
   local mpi_default = core.mpi.size() > 1 and (type(parallel) ~= 'table' or parallel.mpi == nil)
@@ -82,9 +73,8 @@ function M.Engine(o)
   end
   local layout = o.layout or (devices[1] and require('tandem.parallel').preferred_layout(devices[1]:kind()))
                  or 'channels_last'
-  return core.engine_new(net, o.loss, devices, o.optim, o.schedule, o.seed or 1,
-                         layout, parallel or {},
-                         o.trace and true or false)
+  return core.engine_new(net, o.loss, devices, o.optim, o.schedule, o.seed, layout, parallel or {},
+                         o.trace)
 end
 
 function M.optim.SGD(o)

@@ -223,18 +223,18 @@ local x = T.zeros{4, 1, 4, 4}
 local labels = T.tensor({0, 1, 1, 0}, nil, i32)
 local ds = T.data.dataset(x, labels)
 suite('the engine', {
-  {'no net', function() return T.Engine{optim = T.optim.SGD{}} end, 'T.Engine: option net is required'},
-  {'no optim', function() return T.Engine{net = small_net()} end, 'T.Engine: option optim is required (e.g. T.optim.SGD{lr = 0.1})'},
+  {'no net', function() return T.Engine{optim = T.optim.SGD{}} end, "T.Engine: option 'net' is required: a net (nn.Sequential{...})"},
+  {'no optim', function() return T.Engine{net = small_net()} end, "T.Engine: option 'optim' is required: an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})"},
   {'optim a table', function() return engine_with{optim = {lr = 1}} end, "T.Engine: option 'optim' must be an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...}), got table"},
   {'loss a table', function() return engine_with{loss = {}} end, "T.Engine: option 'loss' must be a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits()), got table"},
   {'schedule a table', function() return engine_with{schedule = {}} end, "T.Engine: option 'schedule' must be a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...), got table"},
   {'schedule a number', function() return engine_with{schedule = 0.1} end, "T.Engine: option 'schedule' must be a schedule"},
   {'net a table', function() return engine_with{net = {}} end, "T.Engine: option 'net' must be a net (nn.Sequential{...}), got table"},
   {'optim an SGD constructor', function() return engine_with{optim = T.optim.SGD} end, "T.Engine: option 'optim' must be an optimizer"},
-  {'devices names', function() return engine_with{devices = {'cpu'}} end, "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'"},
+  {'devices names', function() return engine_with{devices = {'cpu'}} end, "T.Engine: option 'devices' must be a list of devices from T.devices, got a list whose entry 1 is 'cpu'"},
   {'seed 1.5', function() return engine_with{seed = 1.5} end, "T.Engine: option 'seed' must be a non-negative integer, got 1.5"},
   {'seed -1', function() return engine_with{seed = -1} end, "option 'seed' must be a non-negative integer, got -1"},
-  {'layout nhwc', function() return engine_with{layout = 'nhwc'} end, "layout must be 'contiguous' or 'channels_last', got 'nhwc'"},
+  {'layout nhwc', function() return engine_with{layout = 'nhwc'} end, "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'nhwc'"},
   {'epochs', function() return engine_with{epochs = 1} end, "T.Engine: unknown option 'epochs'"},
   {'parallel group', function() return engine_with{parallel = {group = 2}} end, "unknown option 'group' (known: groups"},
   {'parallel groups 0', function() return engine_with{parallel = {groups = 0}} end, 'groups must be at least 1, got 0'},
@@ -276,7 +276,7 @@ suite('data sets and batches', {
   {'batch crop_pad -1', function() return ds:batch({1}, 1, 1, {crop_pad = -1}) end, "option 'crop_pad' must be non-negative"},
   {'epoch_order of -1', function() return T.data.epoch_order(-1, 1, 1) end, 'n must be in [0, 67108864], got -1'},
   {'Loader without source', function() return T.data.Loader{batch = 2} end, "T.data.Loader: option 'source' is required"},
-  {'Loader source 5', function() return T.data.Loader{source = 5, batch = 2} end, 'tandem.Source expected, got number'},
+  {'Loader source 5', function() return T.data.Loader{source = 5, batch = 2} end, "T.data.Loader: option 'source' must be a data source (T.data.folder, T.data.lmdb, T.data.list), got 5"},
 })
 
 -- Missing files are answered with nil and a message naming them (a recipe may branch on it).
@@ -430,19 +430,19 @@ suite('databases', {
   {'Loader seed 1.5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, seed = 1.5} end, "T.data.Loader: option 'seed' must be a non-negative integer, got 1.5"},
   {'Loader shuffle 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, shuffle = 1} end, "T.data.Loader: option 'shuffle' must be true or false, got 1"},
   {'Loader last 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, last = 1} end, "T.data.Loader: option 'last' must be 'drop', 'keep' or 'pad', got 1"},
-  {'Loader layout 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, layout = 1} end, "T.data.Loader: option 'layout' must be a string, got 1"},
+  {'Loader layout 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, layout = 1} end, "T.data.Loader: option 'layout' must be 'contiguous' or 'channels_last', got 1"},
   {'Loader shard 5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, shard = 5} end, "T.data.Loader: option 'shard' must be a table {index =, count =}, got 5"},
   {'Loader shard.index 1.5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, shard = {index = 1.5, count = 2}} end, "T.data.Loader: option 'shard.index' must be an integer in [1, 2], got 1.5"},
   {'Loader transforms 5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = 5} end, "T.data.Loader: option 'transforms' must be a table of transforms"},
-  {'Loader crop 1.5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {crop = 1.5}} end, "T.data.Loader: transforms option 'crop' must be an integer, got 1.5"},
-  {'Loader flip 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {flip = 1}} end, "T.data.Loader: transforms option 'flip' must be a boolean, got 1"},
-  {'Loader device 5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, device = 5} end, "T.data.Loader: option 'device': tandem.Device expected, got number"},
+  {'Loader crop 1.5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {crop = 1.5}} end, "T.data.Loader: option 'transforms.crop' must be an integer in [1, 65536] or a pair {height, width} of them, got 1.5"},
+  {'Loader flip 1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {flip = 1}} end, "T.data.Loader: option 'transforms.flip' must be true or false, got 1"},
+  {'Loader device 5', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, device = 5} end, "T.data.Loader: option 'device' must be a device (from T.devices), got 5"},
   {'lmdb classes 1.5', function() return T.data.lmdb(db_dir .. '/db', {classes = 1.5}) end, "T.data.lmdb: option 'classes' must be a non-negative integer, got 1.5"},
   {'list classes -1', function() return T.data.list(db_dir .. '/no_list', {classes = -1}) end, "T.data.list: option 'classes' must be a non-negative integer, got -1"},
   {'list root 5', function() return T.data.list(db_dir .. '/no_list', {root = 5}) end, "T.data.list: option 'root' must be a string, got 5"},
-  {'Loader brightness nan', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {brightness = 0 / 0}} end, 'T.data.Loader: transform option brightness must be a finite number >= 0, got '},
-  {'Loader resize -1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {resize = -1}} end, 'T.data.Loader: transform option resize must be >= 0, got -1'},
-  {'Loader mean inf', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {mean = {math.huge}}} end, 'transform option mean must be finite, got inf'},
+  {'Loader brightness nan', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {brightness = 0 / 0}} end, "T.data.Loader: option 'transforms.brightness' must be a finite number >= 0, got nan"},
+  {'Loader resize -1', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {resize = -1}} end, "T.data.Loader: option 'transforms.resize' must be an integer in [0, 65536] (0: as stored), got -1"},
+  {'Loader mean inf', function() return T.data.Loader{source = T.data.folder(images_dir), batch = 2, transforms = {mean = {math.huge}}} end, "T.data.Loader: option 'transforms.mean' must be a finite number or a list of 1 or 3 of them, got a list whose entry 1 is inf"},
   {'garbage for data.mdb', function() return T.data.lmdb(db_dir .. '/garbage') end, 'cannot open LMDB database ' .. db_dir .. '/garbage: it is not an LMDB database (LMDB: '},
 })
 

@@ -107,3 +107,54 @@ t.test('the parallel options are documented as the schema defines them', functio
   end
   t.eq(#missing, 0, path .. ' lacks these rows of the parallel options table:\n' .. table.concat(missing, '\n'))
 end)
+
+-- The option tables of T.Engine, T.data.Loader (and its shard and transforms) and T.devices are
+-- their schemas' (core.option_schema: core/engine/engine_schema.h, core/data/pipeline_schema.h,
+-- core/device/device_schema.h), exactly: one table of the page per schema, holding its options in
+-- its order with their defaults, values and help, and nothing else.
+local function schema_rows(name)
+  local rows = {}
+  for _, o in ipairs(core.option_schema(name)) do
+    local default = o.default ~= nil and '`' .. o.default_text .. '`' or o.default_text
+    rows[#rows + 1] = ('| `%s` | %s | %s | %s |'):format(o.name, default, o.expected, o.help)
+  end
+  return rows
+end
+
+-- Every table of the page under the header `header`, as its lists of rows.
+local function tables_under(header)
+  local tables, current = {}, nil
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+    if current then
+      if line:match('^|') then
+        if not line:match('^|%-') then current[#current + 1] = line end
+      else
+        tables[#tables + 1], current = current, nil
+      end
+    elseif line == header then
+      current = {}
+    end
+  end
+  return tables
+end
+
+local option_tables = tables_under('| option | default | values | what it does |')
+
+for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'devices.cpu', 'devices.cuda'} do
+  t.test(('the %s options are documented exactly as their schema declares them'):format(name), function()
+    local want = schema_rows(name)
+    -- The page's table for this schema: the one naming the most of its options.
+    local best, shared = nil, 0
+    for _, rows in ipairs(option_tables) do
+      local n = 0
+      for _, row in ipairs(rows) do
+        for _, o in ipairs(core.option_schema(name)) do
+          if row:find('| `' .. o.name .. '` |', 1, true) == 1 then n = n + 1 end
+        end
+      end
+      if n > shared then best, shared = rows, n end
+    end
+    t.ok(best ~= nil, path .. ' has no table of the ' .. name .. ' options')
+    t.eq(best, want, path .. "'s table of the " .. name .. ' options')
+  end)
+end

@@ -178,12 +178,12 @@ t.test('bad arguments raise errors that name them', function()
   local engine = engine_for(tiny_net(), 1)
   t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{lr = 0.1}, bogus = 1} end,
            "unknown option 'bogus'")
-  t.raises(function() T.Engine{optim = T.optim.SGD{lr = 0.1}} end, 'option net is required')
-  t.raises(function() T.Engine{net = tiny_net()} end, 'option optim is required')
+  t.raises(function() T.Engine{optim = T.optim.SGD{lr = 0.1}} end, "option 'net' is required")
+  t.raises(function() T.Engine{net = tiny_net()} end, "option 'optim' is required")
   t.raises(function() T.Engine{net = 5, optim = T.optim.SGD{lr = 0.1}} end, "T.Engine: option 'net' must be a net (nn.Sequential{...}), got 5")
   t.raises(function() T.Engine{net = tiny_net(), optim = {lr = 1}} end, "T.Engine: option 'optim' must be an optimizer")
   t.raises(function() T.Engine{net = tiny_net(), optim = T.optim.SGD{}, layout = 'nchw16c'} end,
-           "layout must be 'contiguous' or 'channels_last'")
+           "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'nchw16c'")
   t.raises(function() T.optim.SGD{lr = -1} end, 'invalid learning rate -1')
   t.raises(function() T.optim.SGD{learning_rate = 1} end, "unknown option 'learning_rate'")
   t.raises(function() T.optim.SGD{lr = 0.1, momentum = 5} end,

@@ -230,7 +230,7 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.raises(function() T.Engine{net = net, optim = sgd, seed = 1.5} end,
            "T.Engine: option 'seed' must be a non-negative integer, got 1.5")
   t.raises(function() T.Engine{net = net, optim = sgd, devices = {'cpu'}} end,
-           "T.Engine: devices must be a list from T.devices; entry 1 is 'cpu'")
+           "T.Engine: option 'devices' must be a list of devices from T.devices, got a list whose entry 1 is 'cpu'")
   t.raises(function() nn.Conv2d(1, 2, 3):set_kernel_impl('cudnn2') end,
            "layer Conv2d: unknown kernel implementation 'cudnn2' (this build has: ")
   local conv = nn.Conv2d(1, 2, 3)
@@ -244,12 +244,12 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.ok(message:find('prepare: samples of shape 8x8 do not fit the net', 1, true), message)
   t.raises(function() e:prepare({1, 8, 8}, 0) end, "bad argument #2 to 'prepare' (batch must be at least 1)")
   e:prepare({1, 8, 8}, 4)
-  t.raises(function() T.devices('cpu', 1, {memory = '0B'}) end, "option 'memory' must be a size such as '512MB' or a byte count, above 0")
-  t.raises(function() T.devices('cpu', 1, {threads = 1e9}) end, "option 'threads' must be 0 (every core) to 1024")
+  t.raises(function() T.devices('cpu', 1, {memory = '0B'}) end, "T.devices: option 'memory' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got '0B'")
+  t.raises(function() T.devices('cpu', 1, {threads = 1e9}) end, "T.devices: option 'threads' must be an integer in [0, 1024] (0: every core), got 1000000000")
   -- One set of layout names everywhere ('nhwc' was taken by some and read as channels_last
   -- by the planner whatever it said).
   t.raises(function() T.Engine{net = net, optim = sgd, layout = 'nhwc'} end,
-           "layout must be 'contiguous' or 'channels_last', got 'nhwc'")
+           "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'nhwc'")
   t.raises(function() T.plan.costs{net = net, sample = {1, 2, 2}, cost = 'measured', layout = 'nhwc'} end,
            "layout must be 'contiguous' or 'channels_last', got 'nhwc'")
   t.raises(function() T.parallel.data_layout{layout = 'nhwc'} end,

@@ -210,19 +210,21 @@ t.test('loader options and error messages', function()
   local src = T.data.folder(folder)
   t.raises(function() T.data.Loader{batch = 4} end, "option 'source' is required")
   t.raises(function() T.data.Loader{source = src, batch = 4, last = 'round'} end,
-           "unknown last-batch mode 'round' (known: drop, keep, pad)")
+           "T.data.Loader: option 'last' must be 'drop', 'keep' or 'pad', got 'round'")
   t.raises(function() T.data.Loader{source = src, transforms = {crop = 8, rotate = 1}} end,
-           "transforms: unknown option 'rotate'")
+           "T.data.Loader: unknown option 'transforms.rotate' (known: transforms.channels, ")
   t.raises(function() T.data.Loader{source = src, shard = {index = 4, count = 3}} end,
            "T.data.Loader: option 'shard.index' must be an integer in [1, 3], got 4")
   t.raises(function() T.data.Loader{source = src, shard = {index = 0, count = 3}} end,
            "option 'shard.index' must be an integer in [1, 3], got 0")
   t.raises(function() T.data.Loader{source = src, shard = {index = 1, count = 0}} end,
            "T.data.Loader: option 'shard.count' must be an integer in [1, 1048576], got 0")
-  t.raises(function() T.data.Loader{source = src, layout = 'hwc'} end, "layout must be")
+  t.raises(function() T.data.Loader{source = src, layout = 'hwc'} end,
+           "T.data.Loader: option 'layout' must be 'contiguous' or 'channels_last', got 'hwc'")
   t.raises(function() T.data.Loader{source = src, transforms = {mean = {1, 2, 3, 4}}} end,
-           "'mean' must be a number or a list of 1 to 3 numbers")
-  t.raises(function() T.data.Loader{source = T.zeros{1}} end, 'tandem.Source expected')
+           "T.data.Loader: option 'transforms.mean' must be a finite number or a list of 1 or 3 of them, got a list of 4 entries")
+  t.raises(function() T.data.Loader{source = T.zeros{1}} end,
+           "option 'source' must be a data source (T.data.folder, T.data.lmdb, T.data.list), got tandem.Tensor")
   local big = T.data.Loader{source = src, transforms = {crop = 500}}
   t.raises(function() for _ in big:batches(1) do end end, 'smaller than the 500x500 crop')
   local none, message = T.data.lmdb(dir .. '/no_db')

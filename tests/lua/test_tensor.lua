@@ -138,7 +138,7 @@ t.test('device errors', function()
   t.raises(function() T.devices('cpu', 1, {memory = 'lots'}) end, "cannot read a size from 'lots'")
   t.raises(function() T.devices('cpu', 1, {memory = true}) end, "option 'memory' must be a size")
   t.raises(function() T.devices('cpu', 1, {threads = 'two'}) end,
-           "option 'threads' must be an integer, got 'two'")
+           "T.devices: option 'threads' must be an integer in [0, 1024] (0: every core), got 'two'")
   t.raises(function() T.devices('cpu', 1, 'fast') end, 'options table expected, got string')
   local d = T.devices('cpu', 1)[1]
   t.raises(function() d.name(T.zeros{1}) end, 'tandem.Device expected, got tandem.Tensor')

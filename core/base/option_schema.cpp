@@ -1,0 +1,99 @@
+#include "base/option_schema.h"
+
+#include <cstdio>
+
+#include "base/error.h"
+
+namespace tandem {
+namespace {
+
+// Beyond this a double no longer holds every whole number: "no upper bound" for an integer.
+constexpr double kUnbounded = 9007199254740992.0;  // 2^53
+
+// A bound as the messages write it: "16777216", "0.5".
+std::string bound_text(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.14g", x);
+    return text;
+}
+
+std::string range_words(const OptionSpec& o) {
+    if (o.type != OptionType::number) {
+        if (o.high < kUnbounded)
+            return "an integer in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
+        if (o.low == 0) return "a non-negative integer";
+        if (o.low == 1) return "a positive integer";
+        return "an integer >= " + bound_text(o.low);
+    }
+    if (o.high < kUnbounded)
+        return "a finite number in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
+    return "a finite number >= " + bound_text(o.low);
+}
+
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
+std::string choice_words(const std::vector<std::string_view>& choices) {
+    std::string words;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+        if (i > 0) words += i + 1 == choices.size() ? " or " : ", ";
+        words.append(1, '\'').append(choices[i]).append(1, '\'');
+    }
+    return words;
+}
+
+std::string type_words(const OptionSpec& o) {
+    switch (o.type) {
+        case OptionType::integer:
+        case OptionType::number: return range_words(o);
+        case OptionType::flag: return "true or false";
+        case OptionType::choice: return choice_words(o.choices);
+        case OptionType::text: return "a string";
+        case OptionType::size: return "a size such as '512MB' or a byte count, above 0";
+        case OptionType::extent: return range_words(o) + " or a pair {height, width} of them";
+        case OptionType::numbers: return "a finite number or a list of 1 or 3 of them";
+        case OptionType::object:
+        case OptionType::objects:
+        case OptionType::table: return std::string(o.expected);
+    }
+    return "?";
+}
+
+}  // namespace
+
+const OptionSpec* OptionSchema::find(std::string_view wanted) const {
+    for (const auto& option : options)
+        if (option.name == wanted) return &option;
+    return nullptr;
+}
+
+std::vector<std::string> OptionSchema::names() const {
+    std::vector<std::string> out;
+    for (const auto& option : options) out.emplace_back(option.name);
+    return out;
+}
+
+std::string expected_text(const OptionSpec& option) {
+    std::string words = type_words(option);
+    if (!option.note.empty()) words += " (" + std::string(option.note) + ")";
+    return words;
+}
+
+std::string default_text(const OptionSpec& option) {
+    if (!option.default_note.empty()) return std::string(option.default_note);
+    if (const auto* b = std::get_if<bool>(&option.fallback)) return *b ? "true" : "false";
+    if (const auto* x = std::get_if<double>(&option.fallback)) return bound_text(*x);
+    if (const auto* s = std::get_if<std::string>(&option.fallback)) {
+        // Appended, not "'" + *s + "'": g++ 12 warns of a false overlap there (-Wrestrict).
+        std::string quoted(1, '\'');
+        quoted.append(*s).push_back('\'');
+        return quoted;
+    }
+    return option.required ? "required" : "none";
+}
+
+void throw_bad_option(const OptionSchema& schema, const OptionSpec& option,
+                      const std::string& got) {
+    throw ConfigError(std::string(schema.function) + ": option '" + std::string(option.name) +
+                      "' must be " + expected_text(option) + ", got " + got);
+}
+
+}  // namespace tandem

@@ -1,0 +1,79 @@
+#include "engine/engine_schema.h"
+
+#include "tensor/tensor.h"
+
+namespace tandem {
+namespace {
+
+// Above this a seed would no longer be read exactly from a Lua number.
+constexpr double kMaxSeed = 9007199254740992.0;  // 2^53
+
+OptionSchema make_engine_schema() {
+    const std::vector<std::string_view> layouts{layout_name(Layout::contiguous),
+                                                layout_name(Layout::channels_last)};
+    return {
+        "engine",
+        "T.Engine",
+        {
+            {.name = "net",
+             .type = OptionType::object,
+             .help = "the layers to train: a nn.Sequential, or one layer (a graph) trained as its "
+                     "only entry",
+             .object = "tandem.Layer",
+             .expected = "a net (nn.Sequential{...})",
+             .required = true},
+            {.name = "loss",
+             .type = OptionType::object,
+             .help = "the loss on the net's output and the batch's targets",
+             .default_note = "nn.CrossEntropy()",
+             .object = "tandem.Loss",
+             .expected = "a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits())"},
+            {.name = "devices",
+             .type = OptionType::objects,
+             .help = "the devices the stages and groups run on (groups x stages of them)",
+             .default_note = "T.devices('cpu', 1)",
+             .object = "tandem.Device",
+             .expected = "a list of devices from T.devices"},
+            {.name = "optim",
+             .type = OptionType::object,
+             .help = "the optimizer and its settings",
+             .object = "tandem.Optimizer",
+             .expected = "an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})",
+             .required = true},
+            {.name = "schedule",
+             .type = OptionType::object,
+             .help = "the learning rate by step",
+             .default_note = "none: the optimizer's lr throughout",
+             .object = "tandem.Schedule",
+             .expected = "a schedule (T.schedule.Cosine{...}, T.schedule.Step{...}, ...)"},
+            {.name = "seed",
+             .type = OptionType::integer,
+             .help = "draws the initial weights and, with the step, every random number of a step",
+             .fallback = 1.0,
+             .low = 0,
+             .high = kMaxSeed},
+            {.name = "layout",
+             .type = OptionType::choice,
+             .help = "the activations' memory layout (channels_last: NHWC, contiguous: NCHW)",
+             .default_note = "the first device's kind's fastest",
+             .choices = layouts},
+            {.name = "parallel",
+             .type = OptionType::table,
+             .help = "how the step spreads over the devices: groups, stages, micro-batches (below)",
+             .default_note = "{}",
+             .expected = "a table of parallel options ({groups = 2, stages = 2, ...})"},
+            {.name = "trace",
+             .type = OptionType::flag,
+             .help = "record every step's spans, for engine:write_trace",
+             .fallback = false},
+        }};
+}
+
+}  // namespace
+
+const OptionSchema& engine_option_schema() {
+    static const OptionSchema schema = make_engine_schema();
+    return schema;
+}
+
+}  // namespace tandem

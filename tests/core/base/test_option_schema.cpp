@@ -1,0 +1,171 @@
+// The option schemas of T.Engine, T.data.Loader (its shard and transforms) and T.devices: each
+// entry well formed, its words as messages and the API reference show them, and its defaults
+// those of the C++ options it fills (the binding takes the schema's; C++ callers the struct's).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/error.h"
+#include "base/option_schema.h"
+#include "data/loader_options.h"
+#include "data/pipeline_schema.h"
+#include "device/cpu/cpu_device.h"
+#include "device/device_schema.h"
+#include "engine/engine.h"
+#include "engine/engine_schema.h"
+#if TANDEM_CUDA
+#include "device/cuda/cuda_backend.h"
+#endif
+
+namespace tandem::test {
+namespace {
+
+std::vector<const OptionSchema*> schemas() {
+    return {&engine_option_schema(),       &loader_option_schema(),
+            &loader_shard_option_schema(), &loader_transform_option_schema(),
+            &cpu_device_option_schema(),   &cuda_device_option_schema()};
+}
+
+double number_default(const OptionSchema& schema, std::string_view name) {
+    const OptionSpec* o = schema.find(name);
+    EXPECT_NE(o, nullptr) << schema.name << " has no " << name;
+    return o ? std::get<double>(o->fallback) : 0;
+}
+
+bool flag_default(const OptionSchema& schema, std::string_view name) {
+    const OptionSpec* o = schema.find(name);
+    EXPECT_NE(o, nullptr) << schema.name << " has no " << name;
+    return o ? std::get<bool>(o->fallback) : false;
+}
+
+std::string text_default(const OptionSchema& schema, std::string_view name) {
+    const OptionSpec* o = schema.find(name);
+    EXPECT_NE(o, nullptr) << schema.name << " has no " << name;
+    return o ? std::get<std::string>(o->fallback) : "";
+}
+
+TEST(OptionSchema, EveryEntryIsWellFormed) {
+    std::set<std::string_view> schema_names;
+    for (const OptionSchema* schema : schemas()) {
+        EXPECT_TRUE(schema_names.insert(schema->name).second) << schema->name;
+        std::set<std::string_view> names;
+        for (const OptionSpec& o : schema->options) {
+            const std::string where = std::string(schema->name) + "." + std::string(o.name);
+            EXPECT_TRUE(names.insert(o.name).second) << where << " twice";
+            EXPECT_EQ(schema->find(o.name), &o) << where;
+            EXPECT_FALSE(o.help.empty()) << where;
+            EXPECT_EQ(o.type == OptionType::choice, !o.choices.empty()) << where;
+            const bool is_object = o.type == OptionType::object || o.type == OptionType::objects;
+            EXPECT_EQ(is_object, !o.object.empty()) << where;
+            EXPECT_EQ(is_object || o.type == OptionType::table, !o.expected.empty()) << where;
+            // A required option has no default; any other has a value or says what it is.
+            const bool has_value = !std::holds_alternative<std::monostate>(o.fallback);
+            EXPECT_EQ(o.required, !has_value && o.default_note.empty()) << where;
+            if (o.type == OptionType::integer || o.type == OptionType::number ||
+                o.type == OptionType::extent) {
+                EXPECT_LE(o.low, o.high) << where;
+            }
+            if (const auto* x = std::get_if<double>(&o.fallback)) {
+                // A default inside the range (0 for a size or an extent: none given).
+                if (o.type == OptionType::integer || o.type == OptionType::number) {
+                    EXPECT_TRUE(*x >= o.low && *x <= o.high) << where;
+                }
+            }
+            if (const auto* text = std::get_if<std::string>(&o.fallback)) {
+                ASSERT_EQ(o.type, OptionType::choice) << where;
+                EXPECT_NE(std::find(o.choices.begin(), o.choices.end(), *text), o.choices.end())
+                    << where << ": the default is no choice";
+            }
+            if (!o.at_most.empty()) {
+                const OptionSpec* bound = schema->find(o.at_most);
+                ASSERT_NE(bound, nullptr) << where << " is bounded by an unknown option";
+                EXPECT_EQ(bound->type, OptionType::integer) << where;
+            }
+        }
+    }
+}
+
+TEST(OptionSchema, DefaultsAreTheStructsDefaults) {
+    const LoaderOptions loader;
+    const OptionSchema& l = loader_option_schema();
+    EXPECT_EQ(number_default(l, "batch"), static_cast<double>(loader.batch));
+    EXPECT_EQ(number_default(l, "threads"), loader.threads);
+    EXPECT_EQ(number_default(l, "seed"), static_cast<double>(loader.seed));
+    EXPECT_EQ(number_default(l, "prefetch"), loader.prefetch);
+    EXPECT_EQ(flag_default(l, "shuffle"), loader.shuffle);
+    EXPECT_EQ(flag_default(l, "strict"), loader.strict);
+    EXPECT_EQ(flag_default(l, "quiet"), loader.quiet);
+    EXPECT_EQ(parse_last_batch(text_default(l, "last")), loader.last);
+    EXPECT_EQ(parse_layout(text_default(l, "layout")), loader.layout);
+    for (const auto& choice : l.find("last")->choices)
+        EXPECT_NO_THROW(parse_last_batch(std::string(choice))) << choice;
+    EXPECT_EQ(number_default(loader_shard_option_schema(), "index"), loader.shard_index + 1);
+    EXPECT_EQ(number_default(loader_shard_option_schema(), "count"), loader.shard_count);
+
+    const TransformOptions& t = loader.transform;
+    const OptionSchema& ts = loader_transform_option_schema();
+    EXPECT_EQ(number_default(ts, "channels"), t.channels);
+    EXPECT_EQ(number_default(ts, "resize"), t.resize);
+    EXPECT_EQ(number_default(ts, "crop"), t.crop_height);
+    EXPECT_EQ(number_default(ts, "crop"), t.crop_width);
+    EXPECT_EQ(flag_default(ts, "random_crop"), t.random_crop);
+    EXPECT_EQ(number_default(ts, "pad"), t.pad);
+    EXPECT_EQ(number_default(ts, "fill"), t.fill);
+    EXPECT_EQ(flag_default(ts, "flip"), t.flip);
+    EXPECT_EQ(number_default(ts, "brightness"), t.brightness);
+    EXPECT_EQ(number_default(ts, "contrast"), t.contrast);
+    EXPECT_EQ(number_default(ts, "saturation"), t.saturation);
+    EXPECT_EQ(std::vector<float>{static_cast<float>(number_default(ts, "mean"))}, t.mean);
+    EXPECT_EQ(std::vector<float>{static_cast<float>(number_default(ts, "std"))}, t.std);
+
+    const EngineOptions engine;
+    const OptionSchema& e = engine_option_schema();
+    EXPECT_EQ(number_default(e, "seed"), static_cast<double>(engine.seed));
+    EXPECT_EQ(flag_default(e, "trace"), engine.trace != nullptr);
+    for (const auto& choice : e.find("layout")->choices)
+        EXPECT_NO_THROW(parse_layout(choice)) << choice;
+
+    const CpuDeviceOptions cpu;
+    EXPECT_EQ(number_default(cpu_device_option_schema(), "memory"), cpu.memory);
+    EXPECT_EQ(number_default(cpu_device_option_schema(), "threads"), cpu.threads);
+#if TANDEM_CUDA
+    const CudaDeviceOptions cuda;
+    const OptionSchema& c = cuda_device_option_schema();
+    EXPECT_EQ(number_default(c, "memory"), cuda.memory);
+    EXPECT_EQ(number_default(c, "workspace"), cuda.workspace);
+    EXPECT_EQ(flag_default(c, "benchmark"), cuda.benchmark);
+    EXPECT_EQ(flag_default(c, "tf32"), cuda.tf32);
+#endif
+}
+
+TEST(OptionSchema, WordsSayWhatAValueMustBe) {
+    const OptionSchema& l = loader_option_schema();
+    EXPECT_EQ(expected_text(*l.find("batch")), "an integer in [1, 16777216]");
+    EXPECT_EQ(expected_text(*l.find("seed")), "a non-negative integer");
+    EXPECT_EQ(expected_text(*l.find("last")), "'drop', 'keep' or 'pad'");
+    EXPECT_EQ(expected_text(*l.find("layout")), "'contiguous' or 'channels_last'");
+    EXPECT_EQ(expected_text(*l.find("shuffle")), "true or false");
+    EXPECT_EQ(default_text(*l.find("last")), "'drop'");
+    EXPECT_EQ(default_text(*l.find("batch")), "32");
+    EXPECT_EQ(default_text(*l.find("source")), "required");
+    EXPECT_EQ(default_text(*l.find("device")), "the host");
+    const OptionSchema& cpu = cpu_device_option_schema();
+    EXPECT_EQ(expected_text(*cpu.find("threads")), "an integer in [0, 1024] (0: every core)");
+    EXPECT_EQ(expected_text(*cpu.find("memory")),
+              "a size such as '512MB' or a byte count, above 0 (leave it out for none)");
+    const OptionSchema& ts = loader_transform_option_schema();
+    EXPECT_EQ(expected_text(*ts.find("brightness")), "a finite number >= 0");
+    EXPECT_EQ(expected_text(*ts.find("crop")),
+              "an integer in [1, 65536] or a pair {height, width} of them");
+    try {
+        throw_bad_option(l, *l.find("batch"), "1.5");
+        ADD_FAILURE() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_STREQ(e.what(),
+                     "T.data.Loader: option 'batch' must be an integer in [1, 16777216], got 1.5");
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test

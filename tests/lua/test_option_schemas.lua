@@ -1,0 +1,151 @@
+-- The one check of T.Engine's, T.data.Loader's and T.devices' options against their schemas
+-- (core/base/option_schema.h, lua/option_table.h): each kind of mistake in each option set,
+-- as the user meets it, and every option of every schema given a value of the wrong kind.
+local T = require 'tandem'
+local core = require 'tandem.core'
+local t = require 'tandem.test'
+local S = dofile('tests/lua/support.lua')
+local nn = T.nn
+
+local dir = S.tmpname('_schemas')
+S.tandem({'gen-images', dir, '--classes=2', '--per-class=2', '--min-size=16', '--max-size=16', '--format=png'})
+local source = assert(T.data.folder(dir))
+local function net() return nn.Sequential{nn.Flatten(), nn.Linear(16, 2)} end
+local sgd = T.optim.SGD{lr = 0.1}
+local cpu = T.devices('cpu', 1, {threads = 1})
+
+t.test('core.option_schema gives each schema, and refuses an unknown name', function()
+  local rows, fn = core.option_schema('loader')
+  t.eq(fn, 'T.data.Loader')
+  t.eq(rows[1].name, 'source')
+  t.eq(rows[1].required, true)
+  t.eq(rows[2].name, 'batch')
+  t.eq(rows[2].default, 32)
+  t.eq(rows[2].low, 1)
+  t.eq(rows[2].expected, 'an integer in [1, 16777216]')
+  local _, engine_fn = core.option_schema('engine')
+  t.eq(engine_fn, 'T.Engine')
+  t.raises(function() core.option_schema('engines') end,
+           "unknown option schema 'engines' (known: engine, loader, ")
+end)
+
+t.test('T.Engine: every kind of mistake, named, at the line calling it', function()
+  local function engine(extra)
+    local o = {net = net(), optim = sgd, devices = cpu}
+    for k, v in pairs(extra) do o[k] = v end
+    return T.Engine(o)
+  end
+  local here = 'test_option_schemas.lua:' .. (debug.getinfo(1, 'l').currentline + 1) .. ': '
+  local message = t.raises(function() T.Engine{net = net(), optim = sgd, epochs = 3} end,
+                           "T.Engine: unknown option 'epochs' (known: net, loss, devices, optim, schedule, seed, layout, parallel, trace)")
+  t.ok(message:find(here, 1, true), 'not raised at the caller: ' .. message)
+  t.raises(function() T.Engine{net = net()} end,
+           "T.Engine: option 'optim' is required: an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})")
+  t.raises(function() engine{seed = 'x'} end, "T.Engine: option 'seed' must be a non-negative integer, got 'x'")
+  t.raises(function() engine{seed = -1} end, "T.Engine: option 'seed' must be a non-negative integer, got -1")
+  t.raises(function() engine{seed = 2^60} end, "option 'seed' must be a non-negative integer, got 1.1529215046068e+18")
+  t.raises(function() engine{trace = 1} end, "T.Engine: option 'trace' must be true or false, got 1")
+  t.raises(function() engine{layout = 'NHWC'} end,
+           "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'NHWC'")
+  t.raises(function() engine{loss = sgd} end,
+           "T.Engine: option 'loss' must be a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits()), got tandem.Optimizer")
+  t.raises(function() engine{devices = cpu[1]} end,
+           "T.Engine: option 'devices' must be a list of devices from T.devices, got tandem.Device")
+  t.raises(function() engine{devices = {cpu[1], 'cpu:1'}} end, "got a list whose entry 2 is 'cpu:1'")
+  t.raises(function() engine{parallel = 2} end,
+           "T.Engine: option 'parallel' must be a table of parallel options ({groups = 2, stages = 2, ...}), got 2")
+  t.raises(function() T.Engine(5) end, 'T.Engine: options table expected, got number')
+  -- The defaults are the schema's: none of them written in engine.lua.
+  local o = core.check_options('engine', {net = net(), optim = sgd})
+  t.eq(o.seed, 1)
+  t.eq(o.trace, false)
+  t.eq(o.layout, nil)  -- worked out from the devices when used
+  t.eq(tostring(engine{}):match('^Engine%(2 layers on cpu:0'), 'Engine(2 layers on cpu:0')
+end)
+
+t.test('T.data.Loader: every kind of mistake, named, nested options by their path', function()
+  local function loader(extra)
+    local o = {source = source, batch = 2}
+    for k, v in pairs(extra) do o[k] = v end
+    return T.data.Loader(o)
+  end
+  t.raises(function() loader{batches = 2} end, "T.data.Loader: unknown option 'batches' (known: source, batch, ")
+  t.raises(function() T.data.Loader{batch = 2} end,
+           "T.data.Loader: option 'source' is required: a data source (T.data.folder, T.data.lmdb, T.data.list)")
+  t.raises(function() loader{source = sgd} end, "option 'source' must be a data source (T.data.folder, T.data.lmdb, T.data.list), got tandem.Optimizer")
+  t.raises(function() loader{batch = 0} end, "T.data.Loader: option 'batch' must be an integer in [1, 16777216], got 0")
+  t.raises(function() loader{threads = 0.5} end, "T.data.Loader: option 'threads' must be an integer in [1, 256], got 0.5")
+  t.raises(function() loader{shuffle = 'yes'} end, "T.data.Loader: option 'shuffle' must be true or false, got 'yes'")
+  t.raises(function() loader{last = 'partial'} end, "T.data.Loader: option 'last' must be 'drop', 'keep' or 'pad', got 'partial'")
+  t.raises(function() loader{device = cpu} end, "T.data.Loader: option 'device' must be a device (from T.devices), got table")
+  t.raises(function() loader{shard = true} end, "T.data.Loader: option 'shard' must be a table {index =, count =}, got boolean")
+  t.raises(function() loader{shard = {idx = 1}} end, "T.data.Loader: unknown option 'shard.idx' (known: shard.index, shard.count)")
+  t.raises(function() loader{shard = {index = 3, count = 2}} end, "T.data.Loader: option 'shard.index' must be an integer in [1, 2], got 3")
+  t.raises(function() loader{shard = {index = 2}} end, "option 'shard.index' must be an integer in [1, 1], got 2")
+  t.raises(function() loader{transforms = {crop = {8, 8, 8}}} end,
+           "T.data.Loader: option 'transforms.crop' must be an integer in [1, 65536] or a pair {height, width} of them, got a list of 3 entries")
+  t.raises(function() loader{transforms = {crop = {8, 0}}} end, "got a list whose entry 2 is 0")
+  t.raises(function() loader{transforms = {std = {1, 1}}} end,
+           "T.data.Loader: option 'transforms.std' must be a finite number or a list of 1 or 3 of them, got a list of 2 entries")
+  t.raises(function() loader{transforms = {mean = {0.5, x = 1}}} end, 'got a table with keys other than 1 to 1')
+  t.raises(function() loader{transforms = {fill = 256}} end, "T.data.Loader: option 'transforms.fill' must be an integer in [0, 255], got 256")
+  local freed = assert(T.data.folder(dir))
+  getmetatable(freed).__gc(freed)
+  t.raises(function() loader{source = freed} end, "T.data.Loader: option 'source': data source was freed")
+  -- What a range cannot say is still checked, after the schema: 2 channels, std 0.
+  t.raises(function() loader{transforms = {channels = 2}} end, 'T.data.Loader: transform option channels must be 0, 1 or 3, got 2')
+  t.raises(function() loader{transforms = {std = 0}} end, 'T.data.Loader: transform option std must be > 0, got 0')
+  -- Defaults from the schema: batch 32, 2 threads, one shard.
+  t.eq(tostring(T.data.Loader{source = source}):match(', batch %d+, %d+ threads%)$'), ', batch 32, 2 threads)')
+  t.eq(loader{transforms = {crop = {8, 4}}}:batches_per_epoch(), 2)
+end)
+
+t.test('T.devices: every kind of mistake, for each kind of device', function()
+  t.raises(function() T.devices('cpu', 1, {tf32 = true}) end, "T.devices: unknown option 'tf32' (known: memory, threads)")
+  t.raises(function() T.devices('cpu', 1, {threads = -1}) end,
+           "T.devices: option 'threads' must be an integer in [0, 1024] (0: every core), got -1")
+  t.raises(function() T.devices('cpu', 1, {memory = 1.5}) end,
+           "T.devices: option 'memory' must be a size such as '512MB' or a byte count, above 0 (leave it out for none), got 1.5")
+  t.raises(function() T.devices('cpu', 1, {memory = true}) end, 'got boolean')
+  t.raises(function() T.devices('cpu', 1, {memory = '5 furlongs'}) end, "T.devices: option 'memory': cannot read a size from '5 furlongs'")
+  t.raises(function() T.devices('cpu', 1, 'fast') end, "bad argument #3 to 'devices' (options table expected, got string)")
+  -- The CUDA options are checked before any GPU is looked for: a mistake is named on any machine.
+  t.raises(function() T.devices('cuda', 1, {threads = 2}) end,
+           "T.devices: unknown option 'threads' (known: memory, workspace, benchmark, tf32)")
+  t.raises(function() T.devices('cuda', 1, {tf32 = 'on'}) end, "T.devices: option 'tf32' must be true or false, got 'on'")
+  t.raises(function() T.devices('cuda', 1, {workspace = '0B'}) end, "T.devices: option 'workspace' must be a size such as '512MB'")
+  local d = T.devices('cpu', 1, {memory = '1MB'})[1]
+  t.eq(d:memory().cap, 1024 * 1024)
+end)
+
+-- Every option of every schema, given a value of a kind it never takes, is refused by name with
+-- the schema's words: the loop leaves no option unchecked.
+local wrong = {integer = 'x', number = 'x', flag = 1, choice = 1, text = 1, size = true,
+               extent = 'x', numbers = 'x', object = 1, objects = 1, table = 1}
+local function shown(v)  -- as the messages show what was given
+  if type(v) == 'string' then return "'" .. v .. "'" end
+  if type(v) == 'number' then return tostring(v) end
+  return type(v)
+end
+for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'devices.cpu', 'devices.cuda'} do
+  t.test(('every %s option refuses a value of the wrong kind'):format(name), function()
+    local rows, fn = core.option_schema(name)
+    local by_name = {}
+    for _, o in ipairs(rows) do by_name[o.name] = o end
+    for _, o in ipairs(rows) do
+      local value = wrong[o.type]
+      t.ok(value ~= nil, 'no wrong value for the type ' .. o.type)
+      local given, expected = {[o.name] = value}, o.expected
+      -- An option bounded by another (shard.index by count) is checked against that one's value.
+      local bound = expected:match(' %(at most (%w+)%)$')
+      if bound then
+        given[bound] = by_name[bound].high
+        expected = expected:gsub(' %(at most %w+%)$', '')
+      end
+      t.raises(function() core.check_options(name, given) end,
+               ("%s: option '%s' must be %s, got %s"):format(fn, o.name, expected, shown(value)))
+    end
+  end)
+end
+
+S.cleanup()
