@@ -38,31 +38,9 @@ std::vector<int> first(int n) {
     return d;
 }
 
-// No compute and one layer of `bytes` of weights: the step is the all-reduce of one bucket.
-class ReduceOnly final : public CostModel {
-public:
-    explicit ReduceOnly(std::size_t bytes) : bytes_(bytes) {}
-    std::vector<LayerCost> layer_costs(const TopologyDevice&, std::int64_t) const override {
-        LayerCost c;
-        c.name = "layer";
-        c.parameter_bytes = c.optimizer_bytes = bytes_;
-        c.input_bytes = c.output_bytes = 4;
-        return {c};
-    }
-    double loss_ms(const TopologyDevice&, std::int64_t) const override { return 0; }
-    double update_ms(const TopologyDevice&, std::size_t) const override { return 0; }
-    double copy_gbs() const override { return 1e9; }
-    double handoff_ms() const override { return 0; }
-
-private:
-    std::size_t bytes_;
-};
-
+// One bucket's all-reduce among the first n devices, alone: a step of nothing else.
 double all_reduce_ms(const Topology& t, int n, std::size_t bytes, ReduceAlgorithm algorithm) {
-    Plan p;
-    p.groups = n, p.batch = n, p.algorithm = algorithm;
-    p.bucket_bytes = bytes;  // one bucket
-    return simulate(p, t, ReduceOnly(bytes)).step_ms;
+    return simulate_all_reduce_ms(t, first(n), bytes, algorithm);
 }
 
 TEST(Collectives, NvSwitchPortsAreSharedByAGpusPeers) {
