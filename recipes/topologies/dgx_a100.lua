@@ -4,23 +4,14 @@
 -- of the two AMD EPYC 7742 sockets, joined by Infinity Fabric (NVIDIA DGX A100 System
 -- Architecture whitepaper, 2020; DGX A100 User Guide). The NICs matter between machines only
 -- (cluster_dgx.lua). Option: model (default 'A100'; 'A100-80GB' for the 640 GB system).
+local here = debug.getinfo(1, 'S').source:gsub('^@', ''):gsub('[^/]*$', '')
+
 return function(opt)
   opt = opt or {}
-  local model = opt.model or 'A100'
-  local nodes, gpus = {{name = 'host'}}, {}
-  for s = 0, 1 do
-    local socket = 'socket' .. s
-    nodes[#nodes + 1] = {name = socket, parent = 'host', link = 'xgmi'}
-    for w = 0, 1 do
-      local switch = 'switch' .. (2 * s + w)
-      nodes[#nodes + 1] = {name = switch, parent = socket, link = 'pcie4_x16'}
-      for g = 0, 1 do
-        local gpu = 'gpu' .. (4 * s + 2 * w + g)
-        nodes[#nodes + 1] = {name = gpu, parent = switch, link = 'pcie4_x16', device = model}
-        gpus[#gpus + 1] = gpu
-      end
-    end
-  end
-  return {name = 'dgx_a100', nodes = nodes,
+  local spec = dofile(here .. 'server8_pcie.lua'){model = opt.model or 'A100', pcie = 'pcie4_x16',
+                                                  sockets = 'xgmi'}
+  local gpus = {}
+  for g = 0, 7 do gpus[#gpus + 1] = 'gpu' .. g end
+  return {name = 'dgx_a100', nodes = spec.nodes,
           fabrics = {{name = 'nvswitch', link = 'nvlink3', count = 12, devices = gpus}}}
 end

@@ -3,23 +3,14 @@
 -- GPUs (and two ConnectX-7 NDR NICs) each, two on each of the two Intel Xeon 8480C sockets,
 -- joined by UPI (NVIDIA DGX H100 User Guide, "Hardware overview"; H100 datasheet). Option:
 -- model (default 'H100').
+local here = debug.getinfo(1, 'S').source:gsub('^@', ''):gsub('[^/]*$', '')
+
 return function(opt)
   opt = opt or {}
-  local model = opt.model or 'H100'
-  local nodes, gpus = {{name = 'host'}}, {}
-  for s = 0, 1 do
-    local socket = 'socket' .. s
-    nodes[#nodes + 1] = {name = socket, parent = 'host', link = 'upi'}
-    for w = 0, 1 do
-      local switch = 'switch' .. (2 * s + w)
-      nodes[#nodes + 1] = {name = switch, parent = socket, link = 'pcie5_x16'}
-      for g = 0, 1 do
-        local gpu = 'gpu' .. (4 * s + 2 * w + g)
-        nodes[#nodes + 1] = {name = gpu, parent = switch, link = 'pcie5_x16', device = model}
-        gpus[#gpus + 1] = gpu
-      end
-    end
-  end
-  return {name = 'dgx_h100', nodes = nodes,
+  local spec = dofile(here .. 'server8_pcie.lua'){model = opt.model or 'H100', pcie = 'pcie5_x16',
+                                                  sockets = 'upi'}
+  local gpus = {}
+  for g = 0, 7 do gpus[#gpus + 1] = 'gpu' .. g end
+  return {name = 'dgx_h100', nodes = spec.nodes,
           fabrics = {{name = 'nvswitch', link = 'nvlink4', count = 18, devices = gpus}}}
 end
