@@ -1,16 +1,20 @@
 // Conv2d on oneDNN's convolution primitives.
 //
-// src/dst stay in the plain layout the net uses (nchw, or nhwc for channels_last, which the
-// avx512 jit and brgemm convolutions read directly), so no activation is ever reordered; that
-// reordering is where PyTorch's CPU convolutions lose time. Weights are the only reordered
-// tensor: each primitive picks its weights format (format_tag::any), and our plain oihw
-// (goihw with groups) weights are reordered into a buffer the kernel allocates once from the
-// device's allocator. oneDNN's backward_weights overwrites its destination while our contract
-// adds, so it writes into a scratch buffer that is added back into the plain gradient: by a
-// reorder with a sum post-op when the primitive chose a blocked format (one pass), by a
-// vector loop when it chose the plain one.
+// Activations: the primitives choose their format (dnnl_activation.h), and the net's plain
+// tensors (nchw, or nhwc for channels_last) are reordered into it and out of it around each
+// call. On AlexNet's 3x3 and 5x5 layers oneDNN 2.6's channel-blocked AVX2 kernels took about
+// 0.7x the time of its nhwc ones, forward and backward, and the reorders a few percent of
+// that. A chosen format that pads the channels (20 channels in blocks of 8, say) is declined:
+// LeNet-5's thin layers ran 25% slower whole-step with it. Weights are reordered too: each
+// primitive picks its weights format (format_tag::any), and our plain oihw (goihw with groups)
+// weights are reordered into a buffer the kernel allocates once from the device's allocator.
+// oneDNN's backward_weights overwrites its destination while our contract adds, so it writes into a
+// scratch buffer that is added back into the plain gradient: by a reorder with a sum post-op when
+// the primitive chose a blocked format (one pass), by a vector loop when it chose the plain one.
+#include <algorithm>
 #include <string_view>
 
+#include "device/cpu/dnnl_activation.h"
 #include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
 
@@ -84,34 +88,33 @@ public:
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
-        src_.set_data_handle(src.raw());
-        dst_.set_data_handle(dst.raw());
-        dnnl_args args{{DNNL_ARG_SRC, src_},
+        place_scratch();
+        dnnl_args args{{DNNL_ARG_SRC, forward_src_.read(device_, src)},
                        {DNNL_ARG_WEIGHTS, weights_for(weights, forward_weights_, to_forward_)},
-                       {DNNL_ARG_DST, dst_}};
+                       {DNNL_ARG_DST, forward_dst_.write(dst)}};
         if (config_.bias) {
             bias_.set_data_handle(bias.raw());
             args.emplace(DNNL_ARG_BIAS, bias_);
         }
         execute(device_, forward_, args, "convolution_forward");
+        forward_dst_.finish(device_);
     }
 
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
-        dst_.set_data_handle(diff_dst.raw());
-        src_.set_data_handle(diff_src.raw());
+        place_scratch();
         execute(device_, backward_data_,
-                {{DNNL_ARG_DIFF_DST, dst_},
+                {{DNNL_ARG_DIFF_DST, data_diff_dst_.read(device_, diff_dst)},
                  {DNNL_ARG_WEIGHTS, weights_for(weights, data_weights_, to_data_)},
-                 {DNNL_ARG_DIFF_SRC, src_}},
+                 {DNNL_ARG_DIFF_SRC, data_diff_src_.write(diff_src)}},
                 "convolution_backward_data");
+        data_diff_src_.finish(device_);
     }
 
     void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                           Tensor& diff_bias) override {
-        src_.set_data_handle(src.raw());
-        dst_.set_data_handle(diff_dst.raw());
-        dnnl_args args{{DNNL_ARG_SRC, src_},
-                       {DNNL_ARG_DIFF_DST, dst_},
+        place_scratch();
+        dnnl_args args{{DNNL_ARG_SRC, weights_src_.read(device_, src)},
+                       {DNNL_ARG_DIFF_DST, weights_diff_dst_.read(device_, diff_dst)},
                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.memory}};
         if (config_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, diff_bias_.memory);
         execute(device_, backward_weights_, args, "convolution_backward_weights");
@@ -132,6 +135,9 @@ private:
         auto& engine = device_.dnnl_engine();
         const auto src_md = plain_desc({c.n, c.c, c.h, c.w}, c.layout);
         const auto dst_md = plain_desc({c.n, c.out_channels, c.out_h(), c.out_w()}, c.layout);
+        const dnnl::memory::desc src_any({c.n, c.c, c.h, c.w}, dt::f32, tag::any);
+        const dnnl::memory::desc dst_any({c.n, c.out_channels, c.out_h(), c.out_w()}, dt::f32,
+                                         tag::any);
         const auto bias_md =
             c.bias ? dnnl::memory::desc({c.out_channels}, dt::f32, tag::x) : dnnl::memory::desc();
         const auto any_md = weights_desc(c, tag::any);
@@ -140,16 +146,26 @@ private:
         // Symmetric padding: oneDNN checks the output size with the same floor division.
         const dnnl::memory::dims pad{c.pad_h, c.pad_w};
 
-        const dnnl::convolution_forward::primitive_desc fwd_pd(
-            {dnnl::prop_kind::forward_training, algo::convolution_direct, src_md, any_md, bias_md,
-             dst_md, strides, pad, pad},
-            engine);
+        const auto forward_with = [&](const dnnl::memory::desc& s, const dnnl::memory::desc& d) {
+            return dnnl::convolution_forward::primitive_desc(
+                {dnnl::prop_kind::forward_training, algo::convolution_direct, s, any_md, bias_md, d,
+                 strides, pad, pad},
+                engine);
+        };
+        auto fwd_pd = forward_with(src_any, dst_any);
+        const bool chosen =
+            same_size(fwd_pd.src_desc(), src_md) && same_size(fwd_pd.dst_desc(), dst_md);
+        if (!chosen) fwd_pd = forward_with(src_md, dst_md);
+        // The backward primitives take the same decision: chosen formats, or the plain ones.
+        const auto& src_arg = chosen ? src_any : src_md;
+        const auto& dst_arg = chosen ? dst_any : dst_md;
         const dnnl::convolution_backward_data::primitive_desc data_pd(
-            {algo::convolution_direct, src_md, any_md, dst_md, strides, pad, pad}, engine, fwd_pd);
+            {algo::convolution_direct, src_arg, any_md, dst_arg, strides, pad, pad}, engine,
+            fwd_pd);
         const auto weights_pd = first_usable_impl(
             [&](const dnnl::memory::desc& weights_md) {
                 return dnnl::convolution_backward_weights::primitive_desc(
-                    {algo::convolution_direct, src_md, weights_md, bias_md, dst_md, strides, pad,
+                    {algo::convolution_direct, src_arg, weights_md, bias_md, dst_arg, strides, pad,
                      pad},
                     engine, fwd_pd);
             },
@@ -159,9 +175,21 @@ private:
         backward_data_ = dnnl::convolution_backward_data(data_pd);
         backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
 
+        forward_src_ = ActivationArg(src_md, fwd_pd.src_desc(), engine);
+        forward_dst_ = ActivationArg(dst_md, fwd_pd.dst_desc(), engine);
+        data_diff_dst_ = ActivationArg(dst_md, data_pd.diff_dst_desc(), engine);
+        data_diff_src_ = ActivationArg(src_md, data_pd.diff_src_desc(), engine);
+        weights_src_ = ActivationArg(src_md, weights_pd.src_desc(), engine);
+        weights_diff_dst_ = ActivationArg(dst_md, weights_pd.diff_dst_desc(), engine);
+        // Scratch holds one input-side argument (src, diff_src) and one output-side one (dst,
+        // diff_dst): no call uses two of one side.
+        input_bytes_ = std::max({forward_src_.scratch_bytes(), data_diff_src_.scratch_bytes(),
+                                 weights_src_.scratch_bytes()});
+        // Rounded up so the output side starts on a cache line, as oneDNN's buffers prefer.
+        input_bytes_ = (input_bytes_ + 63) / 64 * 64;
+        output_bytes_ = std::max({forward_dst_.scratch_bytes(), data_diff_dst_.scratch_bytes(),
+                                  weights_diff_dst_.scratch_bytes()});
         // Handles are set per call: these describe the caller's tensors, not ours.
-        src_ = dnnl::memory(src_md, engine, DNNL_MEMORY_NONE);
-        dst_ = dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE);
         plain_weights_ = dnnl::memory(plain_md, engine, DNNL_MEMORY_NONE);
         if (c.bias) bias_ = dnnl::memory(bias_md, engine, DNNL_MEMORY_NONE);
 
@@ -194,6 +222,16 @@ private:
         }
     }
 
+    // Points the reordered arguments at this thread's scratch for the coming call.
+    void place_scratch() {
+        if (input_bytes_ + output_bytes_ == 0) return;
+        auto* base = static_cast<char*>(
+            activation_scratch(device_).for_calling_thread(input_bytes_ + output_bytes_));
+        for (auto* a : {&forward_src_, &data_diff_src_, &weights_src_}) a->place(base);
+        for (auto* a : {&forward_dst_, &data_diff_dst_, &weights_diff_dst_})
+            a->place(base + input_bytes_);
+    }
+
     // The weights in `buffer`'s format: reordered from the plain tensor on every call (the
     // optimizer changes them between steps), or the plain tensor itself when the primitive
     // reads that format.
@@ -211,7 +249,10 @@ private:
     dnnl::convolution_forward forward_;
     dnnl::convolution_backward_data backward_data_;
     dnnl::convolution_backward_weights backward_weights_;
-    dnnl::memory src_, dst_, bias_, plain_weights_;
+    ActivationArg forward_src_, forward_dst_, data_diff_dst_, data_diff_src_, weights_src_,
+        weights_diff_dst_;
+    std::size_t input_bytes_ = 0, output_bytes_ = 0;
+    dnnl::memory bias_, plain_weights_;
     WeightsBuffer forward_weights_, data_weights_, diff_weights_, diff_bias_;
     dnnl::reorder to_forward_, to_data_, add_back_;
 };

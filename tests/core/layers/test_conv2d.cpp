@@ -49,6 +49,13 @@ TEST(Conv2d, GradientChannelsLast) {
     grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::channels_last);
 }
 
+// 16 channels in and out: oneDNN's blocked formats hold them without padding (blocks of 8 or
+// 16), so the kernel reorders the activations into them (dnnl_activation.h).
+TEST(Conv2d, GradientChannelBlocked) {
+    grad_check(conv_options(16, 16, 3, 1, 1), {2, 16, 4, 5}, Layout::channels_last);
+    grad_check(conv_options(16, 16, 3, 2, 1), {1, 16, 5, 4}, Layout::contiguous);
+}
+
 TEST(Conv2d, GradientStride2Padding) {
     grad_check(conv_options(2, 3, 3, 2, 2), {2, 2, 7, 6}, Layout::contiguous);
     grad_check(conv_options(2, 3, 3, 2, 2), {2, 2, 7, 6}, Layout::channels_last);
@@ -124,6 +131,33 @@ TEST(Conv2d, DnnlMatchesReference) {
         {conv_options(3, 16, 5, 2, 2), {2, 3, 11, 11}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c);
+}
+
+// The kernels of one device share the scratch their reordered activations go through: a
+// larger kernel grows it between a smaller one's forward and backward, and each call still
+// sees its own arguments.
+TEST(Conv2d, KernelsOfOneDeviceShareReorderScratch) {
+    Conv2d small(conv_options(16, 16, 3, 1, 1)), large(conv_options(32, 64, 3, 1, 1));
+    Conv2d small_ref(conv_options(16, 16, 3, 1, 1)), large_ref(conv_options(32, 64, 3, 1, 1));
+    for (Conv2d* ref : {&small_ref, &large_ref}) ref->set_kernel_impl("reference");
+    for (Conv2d* conv : {&small, &large, &small_ref, &large_ref}) randomise(*conv, 5);
+    const Tensor xs = random_tensor({2, 16, 6, 6}, test_device(), 7, -1.f, 1.f);
+    const Tensor xl = random_tensor({2, 32, 12, 12}, test_device(), 8, -1.f, 1.f);
+    const Tensor dys = random_tensor(small.output_shape(xs.shape()), test_device(), 9);
+    const Tensor dyl = random_tensor(large.output_shape(xl.shape()), test_device(), 10);
+
+    Tape ts, tl, trs, trl;
+    Pass ps{test_device(), Mode::train, 0, ts, 0}, pl{test_device(), Mode::train, 0, tl, 0};
+    Pass prs{test_device(), Mode::train, 0, trs, 0}, prl{test_device(), Mode::train, 0, trl, 0};
+    const Tensor ys = small.forward(xs, ps), yl = large.forward(xl, pl);
+    const Tensor dxs = small.backward(xs, dys, ps), dxl = large.backward(xl, dyl, pl);
+    expect_close_to_scale(ys, small_ref.forward(xs, prs), "small y");
+    expect_close_to_scale(yl, large_ref.forward(xl, prl), "large y");
+    expect_close_to_scale(dxs, small_ref.backward(xs, dys, prs), "small dx");
+    expect_close_to_scale(dxl, large_ref.backward(xl, dyl, prl), "large dx");
+    for (std::size_t i = 0; i < small.parameters().size(); ++i)
+        expect_close_to_scale(small.parameters()[i]->grad, small_ref.parameters()[i]->grad,
+                              "small d" + small.parameters()[i]->name);
 }
 
 // A strided 1x1 convolution over a thin input (a ResNet's projection shortcut on a 4-channel
