@@ -10,6 +10,7 @@
 
 #include "data/dataset.h"
 #include "data/image_decode.h"
+#include "data/interactions.h"
 #include "data/lmdb_source.h"
 #include "data/lmdb_writer.h"
 
@@ -134,6 +135,9 @@ std::vector<std::string> check_db(const std::string& path, int threads,
                                   const std::function<void(std::int64_t, std::int64_t)>& progress) {
     const LmdbSource source(path);
     const std::int64_t n = source.size();
+    // A database of interaction records is read as the loader reads it (decode_interaction);
+    // a record of the other kind in it is named as the loader would skip it.
+    const bool interactions = source.sample_kind() == SampleKind::interaction;
     std::vector<std::unique_ptr<SourceReader>> readers;
     for (int t = 0; t < std::max(1, threads); ++t) readers.push_back(source.open_reader());
     std::vector<std::string> problems, errors(kChunk);
@@ -142,7 +146,13 @@ std::vector<std::string> check_db(const std::string& path, int threads,
         parallel_range(std::max(1, threads), begin, end, [&](int t, std::int64_t i) {
             errors[std::size_t(i - begin)].clear();
             try {
-                decode_image(readers[std::size_t(t)]->read(i), 0, ImageCheck::full);
+                const RawSample sample = readers[std::size_t(t)]->read(i);
+                if (interactions) {
+                    std::vector<float> row(std::size_t(sample.height) + sample.width);
+                    decode_interaction(sample, row.data());
+                } else {
+                    decode_image(sample, 0, ImageCheck::full);
+                }
             } catch (const CorruptSampleError& e) {
                 errors[std::size_t(i - begin)] = e.what();
             }

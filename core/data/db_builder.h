@@ -39,8 +39,9 @@ struct DbBuildResult {
 DbBuildResult build_db(const DataSource& source, const std::string& path,
                        const DbBuildOptions& options);
 
-// Decodes every record of the database at `path`; returns one message per record that does not
-// decode (empty when all do). `progress` as above.
+// Decodes every record of the database at `path`, images or interaction records as the loader
+// would (LmdbSource::sample_kind); returns one message per record that does not decode (empty
+// when all do). `progress` as above.
 std::vector<std::string> check_db(
     const std::string& path, int threads,
     const std::function<void(std::int64_t, std::int64_t)>& progress = {});

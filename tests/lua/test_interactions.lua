@@ -22,6 +22,11 @@ tandem{'gen-interactions', text, '--users=300', '--items=40', '--length=10', '--
 local out = tandem{'import-interactions', text, db, '--length=8'}
 t.ok(out:find('wrote 300 examples to', 1, true), out)
 
+t.test('mkdb --check reads an interaction database as the loader does', function()
+  local o = tandem{'mkdb', '--check', db}
+  t.ok(o:find('300 records, 0 do not decode', 1, true), o)
+end)
+
 t.test('the text and its database give the same samples', function()
   local a, info = T.data.interactions(text, {length = 8})
   local b, db_info = T.data.interactions(db)

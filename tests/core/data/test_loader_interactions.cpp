@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "data/db_builder.h"
 #include "data/interactions.h"
 #include "data/lmdb_source.h"
 #include "data/loader.h"
@@ -201,6 +202,27 @@ TEST(LoaderInteractions, DamagedAndOtherKindRecordsAreSkippedAndCounted) {
         << messages[2];
     EXPECT_NE(messages[3].find("item 2 is 2.5, not a stored item id"), std::string::npos)
         << messages[3];
+}
+
+// `tandem mkdb --check` on an interaction database: each record decoded as the loader decodes
+// it; the damaged ones and the image among them are named, the good ones pass.
+TEST(LoaderInteractions, CheckingADatabaseNamesTheRecordsTheLoaderWouldSkip) {
+    TempDir dir;
+    const std::vector<float> good{0, 3, 4, 0.5f, -1};
+    std::vector<float> nan_feature = good;
+    nan_feature[4] = std::numeric_limits<float>::quiet_NaN();
+    write_records(dir.file("db"),
+                  {interaction_record(good, 3, 0), interaction_record(nan_feature, 3, 1),
+                   encode_image_record(pattern_image(0, 4, 4, 1), 0, Encoding::png, 95),
+                   interaction_record(good, 3, 2)});
+    const auto problems = check_db(dir.file("db"), 2);
+    ASSERT_EQ(problems.size(), 2u);
+    EXPECT_NE(problems[0].find("record '00000001' is damaged: feature 1 is nan"), std::string::npos)
+        << problems[0];
+    EXPECT_NE(problems[1].find("'00000002'"), std::string::npos) << problems[1];
+
+    const InteractionDb clean(20);
+    EXPECT_TRUE(check_db(clean.path, 2).empty());
 }
 
 TEST(LoaderInteractions, AnImageDatabaseSkipsAStrayInteractionRecord) {
