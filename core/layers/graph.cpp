@@ -5,7 +5,6 @@
 
 #include "base/rng.h"
 #include "device/device.h"
-#include "kernels/kernel_cache.h"
 #include "layers/graph_part.h"
 #include "layers/merge.h"
 #include "layers/sequential.h"
@@ -231,9 +230,21 @@ void Graph::check_one_in_one_out(const char* what) const {
         << " needs one of each (g:forward{x1, x2, ...} runs a graph of several)";
 }
 
-std::string Graph::context(std::size_t i, const Pass& pass, const char* direction) const {
-    return "in node " + nodes_[i].layer->label() + " of " + label() + " on " + pass.device.name() +
-           ", micro-batch " + std::to_string(pass.micro_batch) + ", " + direction;
+GraphPart Graph::as_part() const {
+    const std::size_t inputs = input_names_.size();
+    std::vector<PartNode> part;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        PartNode node;
+        node.layer = nodes_[i].layer.get();
+        node.merge = nodes_[i].merge;
+        node.inputs = nodes_[i].inputs;
+        node.output = inputs + i;
+        // A node reading the graph's input needs its gradient when the graph's caller does.
+        if (node.inputs[0] < inputs) node.need_dx = std::nullopt;
+        node.where = "node " + node.layer->label() + " of " + label();
+        part.push_back(std::move(node));
+    }
+    return GraphPart(std::move(part), outputs_);
 }
 
 std::vector<Graph::Values> Graph::run_forward(const std::vector<std::vector<Tensor>>& inputs,
@@ -241,44 +252,19 @@ std::vector<Graph::Values> Graph::run_forward(const std::vector<std::vector<Tens
     std::vector<Shape> shapes;
     for (const Tensor& x : inputs.front()) shapes.push_back(x.shape());
     (void)value_shapes(shapes);  // every shape error before any work, naming the node
-    const std::size_t batches = passes.size();
     const bool train = passes.front()->mode == Mode::train;
-    // In evaluation a value is dropped after its last reader (training keeps them for backward).
-    std::vector<std::size_t> last_reader(input_names_.size() + nodes_.size(), 0);
-    for (std::size_t i = 0; i < nodes_.size(); ++i)
-        for (std::size_t v : nodes_[i].inputs) last_reader[v] = i;
-    for (std::size_t v : outputs_) last_reader[v] = nodes_.size();
-
-    std::vector<Values> values(batches);
-    for (std::size_t m = 0; m < batches; ++m) values[m] = inputs[m];
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        Node& node = nodes_[i];
-        try {
-            if (node.merge == nullptr && together) {
-                std::vector<Tensor> xs;
-                for (std::size_t m = 0; m < batches; ++m) xs.push_back(values[m][node.inputs[0]]);
-                auto ys = node.layer->forward_many(xs, passes);
-                for (std::size_t m = 0; m < batches; ++m) values[m].push_back(std::move(ys[m]));
-            } else {
-                for (std::size_t m = 0; m < batches; ++m) {
-                    std::vector<Tensor> xs;
-                    for (std::size_t v : node.inputs) xs.push_back(values[m][v]);
-                    values[m].push_back(node.merge ? node.merge->merge(xs, *passes[m])
-                                                   : node.layer->forward(xs[0], *passes[m]));
-                }
-            }
-        } catch (Error& e) {
-            e.add_context(context(i, *passes.front(),
-                                  together ? "forward of micro-batches together" : "forward"));
-            throw;
-        }
-        if (!train)
-            for (std::size_t v : node.inputs)
-                if (last_reader[v] == i && v >= input_names_.size())
-                    for (auto& vals : values) vals[v] = Tensor();
+    std::vector<Values> values(inputs);
+    for (auto& v : values) v.resize(input_names_.size() + nodes_.size());
+    GraphPart part = as_part();
+    if (together) {
+        part.forward_many(values, passes);
+    } else {
+        // In evaluation a value is dropped after its last reader (training keeps them all).
+        part.forward(values[0], *passes[0], 0, nodes_.size(),
+                     train ? GraphPart::Keep::for_backward : GraphPart::Keep::outputs);
     }
     if (train)
-        for (std::size_t m = 0; m < batches; ++m) passes[m]->saved.put(this, values[m]);
+        for (std::size_t m = 0; m < passes.size(); ++m) passes[m]->saved.put(this, values[m]);
     return values;
 }
 
@@ -306,61 +292,11 @@ std::vector<std::vector<Tensor>> Graph::run_backward(const std::vector<std::vect
             add_in_layout(grads[m][outputs_[o]], dys[m][o], value, passes[m]->device);
         }
     }
-    for (std::size_t i = nodes_.size(); i-- > 0;) {
-        Node& node = nodes_[i];
-        const std::size_t self = inputs + i;
-        bool any = false;
-        for (auto& g : grads) any = any || g[self].defined();
-        if (!any) continue;  // feeds only outputs given no gradient
-        try {
-            std::vector<Tensor> gs;
-            for (std::size_t m = 0; m < batches; ++m) {
-                Tensor g = grads[m][self];
-                if (!g.defined()) {  // this micro-batch's outputs gave none: zero
-                    g = Tensor::empty(values[m][self].shape(), passes[m]->device, DType::f32,
-                                      values[m][self].layout());
-                    tensor_ops(passes[m]->device).fill(g, 0);
-                }
-                gs.push_back(std::move(g));
-                grads[m][self] = Tensor();
-            }
-            // dx is needed for every node's value, and for the graph's inputs when our caller needs
-            // it.
-            std::vector<std::unique_ptr<NeedDx>> need;
-            for (Pass* pass : passes)
-                need.push_back(
-                    std::make_unique<NeedDx>(*pass, node.inputs[0] >= inputs || pass->need_dx));
-            std::vector<std::vector<Tensor>> dxs(batches);  // [m][input of the node]
-            if (node.merge == nullptr && together) {
-                std::vector<Tensor> xs;
-                for (std::size_t m = 0; m < batches; ++m) xs.push_back(values[m][node.inputs[0]]);
-                auto d = node.layer->backward_many(xs, gs, passes);
-                for (std::size_t m = 0; m < batches; ++m) dxs[m] = {std::move(d[m])};
-            } else {
-                for (std::size_t m = 0; m < batches; ++m) {
-                    std::vector<Tensor> xs;
-                    for (std::size_t v : node.inputs) xs.push_back(values[m][v]);
-                    dxs[m] =
-                        node.merge
-                            ? node.merge->unmerge(xs, gs[m], *passes[m])
-                            : std::vector<Tensor>{node.layer->backward(xs[0], gs[m], *passes[m])};
-                }
-            }
-            for (std::size_t m = 0; m < batches; ++m)
-                for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-                    const Tensor& x = values[m][node.inputs[k]];
-                    const Tensor& dx = dxs[m][k];
-                    TANDEM_CHECK_AS(ShapeError, !dx.defined() || dx.shape() == x.shape())
-                        << "the gradient of input " << k + 1 << " is " << dx.shape().to_string()
-                        << ", the input is " << x.shape().to_string();
-                    add_in_layout(grads[m][node.inputs[k]], dx, x, passes[m]->device);
-                }
-        } catch (Error& e) {
-            e.add_context(context(i, *passes.front(),
-                                  together ? "backward of micro-batches together" : "backward"));
-            throw;
-        }
-    }
+    GraphPart part = as_part();
+    if (together)
+        part.backward_many(values, grads, passes);
+    else
+        part.backward(values[0], grads[0], *passes[0], 0, nodes_.size());
     std::vector<std::vector<Tensor>> out(batches);
     for (std::size_t m = 0; m < batches; ++m) {
         out[m].assign(grads[m].begin(), grads[m].begin() + static_cast<std::ptrdiff_t>(inputs));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/graph_part.h"
 #include "layers/layer.h"
 
 namespace tandem {
@@ -112,7 +113,10 @@ private:
     bool taken(const std::string& name) const;
     void check_not_in_engine() const;
     void check_one_in_one_out(const char* what) const;
-    std::string context(std::size_t i, const Pass& pass, const char* direction) const;
+    // The nodes as a GraphPart over the values (inputs, then nodes): the one loop that runs
+    // them, which pipeline stages holding part of a graph run too. Built for each run, so its
+    // messages carry the graph's name as it is then.
+    GraphPart as_part() const;
     // Forward of every micro-batch (inputs[m] has one tensor per graph input); `together`
     // runs each layer over all micro-batches at once (forward_many).
     std::vector<Values> run_forward(const std::vector<std::vector<Tensor>>& inputs,

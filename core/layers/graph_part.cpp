@@ -112,7 +112,7 @@ void GraphPart::backward(const std::vector<Tensor>& values, std::vector<Tensor>&
         try {
             std::vector<Tensor> xs;
             for (std::size_t v : node.inputs) xs.push_back(values[v]);
-            NeedDx need(pass, node.need_dx);
+            NeedDx need(pass, node.need_dx.value_or(pass.need_dx));
             const std::vector<Tensor> dxs =
                 node.merge ? node.merge->unmerge(xs, dy, pass)
                            : std::vector<Tensor>{node.layer->backward(xs[0], dy, pass)};
@@ -150,7 +150,8 @@ void GraphPart::backward_many(const std::vector<std::vector<Tensor>>& values,
                     tensor_ops(passes[m]->device).fill(dy, 0);
                 }
                 dys.push_back(std::move(dy));
-                need.push_back(std::make_unique<NeedDx>(*passes[m], node.need_dx));
+                need.push_back(std::make_unique<NeedDx>(*passes[m],
+                                                        node.need_dx.value_or(passes[m]->need_dx)));
             }
             const std::vector<Tensor> dxs = node.layer->backward_many(xs, dys, passes);
             for (std::size_t m = 0; m < passes.size(); ++m)

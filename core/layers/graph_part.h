@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,9 @@ struct PartNode {
     std::vector<std::size_t> inputs;  // value indices, in the order the layer takes them
     std::size_t output = 0;           // the value it makes
     // Whether backward needs the gradient of its inputs (false when they are the batch's
-    // images, which nobody reads the gradient of).
-    bool need_dx = true;
+    // images, which nobody reads the gradient of); none: as the pass says (a node of a Graph
+    // reading the graph's input, whose gradient its caller may not need).
+    std::optional<bool> need_dx = true;
     std::string where;  // "node 'lstm1' (LSTM) of graph 'g'", for errors
 };
 
