@@ -4,6 +4,7 @@ local t = require 'tandem.test'
 local T = require 'tandem'
 local S = dofile('tests/lua/support.lua')
 local command_line = require 'tandem.command_line'
+local host = require 'tandem.host'
 
 local function recipe(text)
   local path = S.tmpname('.lua')
@@ -96,6 +97,23 @@ t.test('override keeps a declared option\'s help and kind under a new default', 
   t.eq(base.epochs[1], 10, 'the base is not changed')
   t.eq(merged.lr, 0.5)
   t.eq(merged.extra, true)
+end)
+
+-- tools/tandem/omp_wait_policy.cpp: OpenMP's idle threads sleep (a spin count of 0) unless the
+-- user set the policy or the spin count.
+t.test('OpenMP threads sleep when idle unless OMP_WAIT_POLICY says otherwise', function()
+  local function spin_count(env)
+    local pipe = assert(io.popen(('env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT %s OMP_DISPLAY_ENV=verbose %s help 2>&1')
+                                 :format(env, S.quote(host.executable))))
+    local out = pipe:read('*a')
+    pipe:close()
+    local last  -- libgomp shows its settings again in the restarted process: the last counts
+    for count in out:gmatch("GOMP_SPINCOUNT = '(%d+)'") do last = count end
+    return last, out
+  end
+  t.eq(spin_count(''), '0')
+  t.eq(spin_count('OMP_WAIT_POLICY=active'), '30000000000')
+  t.eq(spin_count('GOMP_SPINCOUNT=1000'), '1000')
 end)
 
 t.test('every command takes --help and exits 0', function()

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "omp_wait_policy.h"
 #include "parallel/mpi_world.h"
 #include "version.h"
 
@@ -85,6 +86,7 @@ int run_command(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
+    tandem::tool::let_idle_openmp_threads_sleep(argv);
     // Line-buffered even into a pipe or a file, so progress reaches logs as it happens.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     namespace mpi = tandem::mpi;
