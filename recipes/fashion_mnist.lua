@@ -116,7 +116,7 @@ for epoch = first_epoch, opt.epochs do
   -- Data wait: time spent getting batches after the first (the pipeline filling), as a share
   -- of the time since that first batch arrived.
   local waited, warm_start, data_wait = 0, nil, 0
-  local stepping, timed = 0, 0  -- time inside engine:step after the first (warm) step
+  local step_seconds = {}  -- each engine:step after the first (warm) one
   for b = 1, steps_per_epoch do
     local t0 = T.now()
     local images, labels = fetch(b)
@@ -124,7 +124,7 @@ for epoch = first_epoch, opt.epochs do
     local t1 = T.now()
     if b == 1 then warm_start = t1 else waited = waited + (t1 - t0) end
     local r = engine:step(images, labels)
-    if b > 1 then stepping, timed = stepping + (T.now() - t1), timed + 1 end
+    if b > 1 then step_seconds[#step_seconds + 1] = T.now() - t1 end
     sums.loss = sums.loss + r.loss * r.samples
     sums.correct = sums.correct + r.accuracy * r.samples
     sums.seen = sums.seen + r.samples
@@ -134,7 +134,7 @@ for epoch = first_epoch, opt.epochs do
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
   local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
-  if epoch == first_epoch and timed > 0 then T.parallel.compare(opt, 1000 * stepping / timed) end
+  if epoch == first_epoch then T.parallel.compare(opt, step_seconds) end
   local result = engine:evaluate(test, {batch = opt.eval_batch})
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
         :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,

@@ -3,7 +3,7 @@
 --   local opt = T.options(..., T.parallel.defaults{epochs = 10, batch = 128, stages = 2})
 --   local devices, parallel = T.parallel.layout(opt, net, sample_shape)  -- for T.Engine
 --   T.parallel.describe(engine, opt, sample_shape)          -- after T.Engine: the partition
---   T.parallel.compare(opt, seconds / steps)                -- measured step beside the plan's
+--   T.parallel.compare(opt, step_seconds)                   -- measured steps beside the plan's
 --   local first, count = T.parallel.share(first, count)     -- under MPI: this rank's part
 --
 -- Under mpirun every rank runs the recipe with these options: --groups is per process (the
@@ -263,11 +263,41 @@ function M.layout(opt, net, sample_shape)
   return devices, engine_parallel(opt)
 end
 
--- With a plan: the measured step time (ms) beside the predicted one.
-function M.compare(opt, measured_ms)
-  if not opt.predicted_step_ms then return end
-  print(('step time: measured %.2f ms, predicted %.2f ms (%+.0f%%) for plan %s'):format(
-    measured_ms, opt.predicted_step_ms, 100 * (opt.predicted_step_ms / measured_ms - 1), opt.plan_label))
+-- The machine's load: the run-queue length over the last minute (/proc/loadavg), nil where
+-- there is none.
+local function machine_load()
+  local f = io.open('/proc/loadavg', 'r')
+  if not f then return nil end
+  local load = tonumber((f:read('*l') or ''):match('^(%S+)'))
+  f:close()
+  return load
+end
+
+-- The q-quantile of a list of numbers, interpolated between neighbours, as the planner's
+-- profiler takes it (core/plan/profiler.cpp).
+local function quantile(values, q)
+  local v = {}
+  for i, x in ipairs(values) do v[i] = x end
+  table.sort(v)
+  local at = 1 + q * (#v - 1)
+  local low = math.floor(at)
+  local high = math.min(low + 1, #v)
+  return v[low] + (at - low) * (v[high] - v[low])
+end
+
+-- With a plan: the measured steps (a list of seconds, warm steps only) beside the predicted
+-- step. The prediction is built from profiles' lower quartiles, so the measured lower quartile
+-- is the figure compared; the mean and the machine's load say how far a busy machine moved it.
+function M.compare(opt, step_seconds)
+  if not opt.predicted_step_ms or #step_seconds == 0 then return end
+  local quartile = 1000 * quantile(step_seconds, 0.25)
+  local sum = 0
+  for _, s in ipairs(step_seconds) do sum = sum + s end
+  local load = machine_load()
+  print(('step time: measured %.2f ms (lower quartile of %d; mean %.2f), predicted %.2f ms (%+.0f%%) for plan %s%s')
+        :format(quartile, #step_seconds, 1000 * sum / #step_seconds, opt.predicted_step_ms,
+                100 * (opt.predicted_step_ms / quartile - 1), opt.plan_label,
+                load and (', machine load %.1f on %d cores'):format(load, core.cores()) or ''))
 end
 
 -- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the
