@@ -75,7 +75,11 @@ end
 print(('\nlargest error of a checked figure: %.1f%%\n'):format(100 * worst_checked))
 print('| source | GPU | VGG-16 / ResNet-50 time per image, figure | simulated | error |')
 print('|---|---|---|---|---|')
-for key, by_net in pairs(per_image) do
+local keys = {}  -- in a fixed order, so a rerun prints the same table
+for key in pairs(per_image) do keys[#keys + 1] = key end
+table.sort(keys)
+for _, key in ipairs(keys) do
+  local by_net = per_image[key]
   local v, r = by_net.vgg16, by_net.resnet50
   if v and r then
     local source, model = key:match('^(.*)|(.*)$')

@@ -87,9 +87,10 @@ double MeasuredCostModel::loss_ms(const TopologyDevice& device, std::int64_t bat
     return std::max(0.0, p.step_ms - layers - p.update_ms);
 }
 
-double MeasuredCostModel::update_ms(const TopologyDevice& device,
-                                    std::size_t parameter_bytes) const {
+double MeasuredCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes,
+                                    std::size_t /*parameter_tensors*/) const {
     // The update does not depend on the batch: one profile's, the same whatever else is cached.
+    // Its per-tensor costs are in the measured time, shared out by bytes.
     const NetProfile& p = profile(device, 1);
     const std::size_t total = shapes_.parameter_bytes();
     return total == 0

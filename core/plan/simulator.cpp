@@ -216,8 +216,9 @@ void StepSimulator::start_updates() {
     for (int d = 0; d < count_; ++d) {
         const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
         Activity a;
+        const auto ud = static_cast<std::size_t>(d);
         a.remaining =
-            costs_.update_ms(device, sim_.devices[static_cast<std::size_t>(d)].memory.weights);
+            costs_.update_ms(device, sim_.devices[ud].memory.weights, parameter_tensors_[ud]);
         a.update = true;
         a.pool = device.cpu ? device.pool : -1;
         a.threads = device.threads;

@@ -102,6 +102,7 @@ private:
     std::vector<std::size_t> position_;
     std::vector<bool> busy_;
     std::vector<std::size_t> live_, static_bytes_;
+    std::vector<std::size_t> parameter_tensors_;  // per device: what its update goes over
     std::vector<bool> signal_set_;
     std::vector<double> signal_at_;
     std::vector<Collective> collectives_;

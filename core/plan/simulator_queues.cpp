@@ -87,6 +87,13 @@ void StepSimulator::build_queues() {
         sd.cap = device.memory_bytes;
         sim_.devices.push_back(sd);
         static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
+        std::size_t tensors = 0;
+        for (std::size_t i = begin; i < end; ++i)
+            tensors += !costs[i].parameter_tensor_bytes.empty()
+                           ? costs[i].parameter_tensor_bytes.size()
+                       : costs[i].parameter_bytes > 0 ? 1
+                                                      : 0;
+        parameter_tensors_.push_back(tensors);
         // What one layer needs while it runs (its output or gradients, scratch): the largest.
         std::size_t workspace = 0;
         for (std::size_t i = begin; i < end; ++i)
