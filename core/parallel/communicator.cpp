@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "device/device.h"
 #include "parallel/comm_staged.h"
@@ -12,19 +13,17 @@
 
 namespace tandem {
 
+namespace {
+constexpr std::array<EnumName<ReduceAlgorithm>, 2> kReduceAlgorithms{
+    {{ReduceAlgorithm::ring, "ring"}, {ReduceAlgorithm::tree, "tree"}}};
+}  // namespace
+
 std::string_view reduce_algorithm_name(ReduceAlgorithm algorithm) {
-    switch (algorithm) {
-        case ReduceAlgorithm::ring: return "ring";
-        case ReduceAlgorithm::tree: return "tree";
-    }
-    return "unknown";
+    return enum_name(kReduceAlgorithms, algorithm);
 }
 
 ReduceAlgorithm parse_reduce_algorithm(std::string_view name) {
-    if (name == "ring") return ReduceAlgorithm::ring;
-    if (name == "tree") return ReduceAlgorithm::tree;
-    TANDEM_THROW(ConfigError) << "unknown all-reduce algorithm '" << std::string(name)
-                              << "' (choices: ring, tree)";
+    return parse_enum(kReduceAlgorithms, name, "unknown all-reduce algorithm");
 }
 
 std::unique_ptr<Communicator> make_device_communicator(const std::vector<Device*>& devices,

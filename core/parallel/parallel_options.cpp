@@ -1,43 +1,35 @@
 #include "parallel/parallel_options.h"
 
-#include "base/error.h"
+#include "base/enum_names.h"
 
 namespace tandem {
 
+namespace {
+constexpr std::array<EnumName<BatchNormMode>, 3> kBatchNormModes{
+    {{BatchNormMode::micro, "micro"},
+     {BatchNormMode::deferred, "deferred"},
+     {BatchNormMode::sync, "sync"}}};
+constexpr std::array<EnumName<AveragingAlgorithm>, 4> kAveragingAlgorithms{
+    {{AveragingAlgorithm::plain, "plain"},
+     {AveragingAlgorithm::bmuf, "bmuf"},
+     {AveragingAlgorithm::easgd, "easgd"},
+     {AveragingAlgorithm::momentum, "momentum"}}};
+}  // namespace
+
 std::string_view batch_norm_mode_name(BatchNormMode mode) {
-    switch (mode) {
-        case BatchNormMode::micro: return "micro";
-        case BatchNormMode::deferred: return "deferred";
-        case BatchNormMode::sync: return "sync";
-    }
-    return "?";
+    return enum_name(kBatchNormModes, mode);
 }
 
 BatchNormMode parse_batch_norm_mode(std::string_view name) {
-    if (name == "micro") return BatchNormMode::micro;
-    if (name == "deferred") return BatchNormMode::deferred;
-    if (name == "sync") return BatchNormMode::sync;
-    TANDEM_THROW(ConfigError) << "unknown batch-norm mode '" << name
-                              << "' (known: micro, deferred, sync)";
+    return parse_enum(kBatchNormModes, name, "unknown batch-norm mode");
 }
 
 std::string_view averaging_algorithm_name(AveragingAlgorithm algorithm) {
-    switch (algorithm) {
-        case AveragingAlgorithm::plain: return "plain";
-        case AveragingAlgorithm::bmuf: return "bmuf";
-        case AveragingAlgorithm::easgd: return "easgd";
-        case AveragingAlgorithm::momentum: return "momentum";
-    }
-    return "?";
+    return enum_name(kAveragingAlgorithms, algorithm);
 }
 
 AveragingAlgorithm parse_averaging_algorithm(std::string_view name) {
-    if (name == "plain") return AveragingAlgorithm::plain;
-    if (name == "bmuf") return AveragingAlgorithm::bmuf;
-    if (name == "easgd") return AveragingAlgorithm::easgd;
-    if (name == "momentum") return AveragingAlgorithm::momentum;
-    TANDEM_THROW(ConfigError) << "parallel.averaging: unknown algorithm '" << name
-                              << "' (known: plain, bmuf, easgd, momentum)";
+    return parse_enum(kAveragingAlgorithms, name, "parallel.averaging: unknown algorithm");
 }
 
 }  // namespace tandem

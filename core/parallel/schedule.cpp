@@ -2,18 +2,22 @@
 
 #include <algorithm>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 
 namespace tandem {
 
+namespace {
+constexpr std::array<EnumName<PipelineSchedule>, 2> kPipelineSchedules{
+    {{PipelineSchedule::gpipe, "gpipe"}, {PipelineSchedule::one_f_one_b, "1f1b"}}};
+}  // namespace
+
 std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
-    return schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
+    return enum_name(kPipelineSchedules, schedule);
 }
 
 PipelineSchedule parse_pipeline_schedule(std::string_view name) {
-    if (name == "gpipe") return PipelineSchedule::gpipe;
-    if (name == "1f1b") return PipelineSchedule::one_f_one_b;
-    TANDEM_THROW(ConfigError) << "unknown pipeline schedule '" << name << "' (known: gpipe, 1f1b)";
+    return parse_enum(kPipelineSchedules, name, "unknown pipeline schedule");
 }
 
 std::vector<StageOp> stage_ops(PipelineSchedule schedule, int stages, int stage,

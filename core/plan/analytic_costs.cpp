@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "plan/hardware.h"
 
@@ -78,23 +79,19 @@ double activation_scale(Precision p) {
 
 }  // namespace
 
+namespace {
+constexpr std::array<EnumName<Precision>, 4> kPrecisions{{{Precision::fp32, "fp32"},
+                                                          {Precision::tf32, "tf32"},
+                                                          {Precision::fp16, "fp16"},
+                                                          {Precision::bf16, "bf16"}}};
+}  // namespace
+
 Precision parse_precision(std::string_view name) {
-    if (name == "fp32") return Precision::fp32;
-    if (name == "tf32") return Precision::tf32;
-    if (name == "fp16") return Precision::fp16;
-    if (name == "bf16") return Precision::bf16;
-    TANDEM_THROW(ConfigError) << "unknown precision '" << name
-                              << "'; known: fp32, tf32, fp16, bf16";
+    return parse_enum(kPrecisions, name, "unknown precision");
 }
 
 std::string_view precision_name(Precision p) {
-    switch (p) {
-        case Precision::fp32: return "fp32";
-        case Precision::tf32: return "tf32";
-        case Precision::fp16: return "fp16";
-        case Precision::bf16: return "bf16";
-    }
-    return "?";
+    return enum_name(kPrecisions, p);
 }
 
 AnalyticCostModel::AnalyticCostModel(NetShapes shapes, bool momentum, Precision precision)
