@@ -14,7 +14,6 @@ local opt = T.options(..., {
 })
 
 local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
-local classes = {'conv 3x3', 'conv 1x1', 'conv other', 'gemm', 'memory'}
 
 -- {{net =, batch =, layers = {{name, forward_ms, backward_ms}}, update_ms, step_ms}}
 local function read_table(path)
@@ -44,8 +43,8 @@ if rows then
   rows:write('net,batch,layer,pass,measured_ms,step_ms,update_ms,kernel,class,flops,bytes,rows,columns,inner\n')
 end
 
-print(('| net | batch | layer kinds | measured fwd+bwd ms | predicted | predicted / measured |'))
-print('|---|---|---|---|---|---|')
+print(('| net | batch | measured fwd+bwd ms | predicted | predicted / measured |'))
+print('|---|---|---|---|---|')
 local summary = {}
 for _, run in ipairs(read_table(opt.table)) do
   local net, sample = dofile(nets_dir .. run.net .. '.lua')({})
@@ -77,7 +76,7 @@ for _, run in ipairs(read_table(opt.table)) do
       end
     end
   end
-  summary[#summary + 1] = ('| %s | %d | all | %.2f | %.2f | %.2f |'):format(run.net, run.batch, measured_total,
+  summary[#summary + 1] = ('| %s | %d | %.2f | %.2f | %.2f |'):format(run.net, run.batch, measured_total,
                                                                       predicted_total, predicted_total / measured_total)
 end
 for _, line in ipairs(summary) do print(line) end
