@@ -35,16 +35,7 @@ local function random_batch(sample, n, classes)
   return T.tensor(values, shape), T.tensor(labels, {n}, {dtype = 'i32'})
 end
 
--- The q-quantile of a list, interpolated between neighbours (0.5: the median).
-local function quantile(list, q)
-  local v = {}
-  for i, x in ipairs(list) do v[i] = x end
-  table.sort(v)
-  local at = 1 + q * (#v - 1)
-  local below = math.floor(at)
-  local above = math.min(below + 1, #v)
-  return v[below] + (v[above] - v[below]) * (at - below)
-end
+local quantile = T.quantile
 
 -- An engine for a plan, on fresh one-thread devices, warmed up.
 local function engine_for(p)

@@ -92,6 +92,8 @@ T.cores = core.cores
 -- Measuring (lua/bind_profile.cpp, lua/tandem/progress.lua).
 T.profile = core.profile
 T.now = core.now
+-- T.quantile(list, q): the q-quantile of a list of timings (lua/tandem/stats.lua).
+T.quantile = require('tandem.stats').quantile
 
 -- T.cpu_peak([{remeasure = false}]): this machine's float32 FMA rate on one core and on all
 -- (GFLOP/s, its widest ISA), and its memory bandwidth (GB/s), measured once and cached per CPU.

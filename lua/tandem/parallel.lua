@@ -273,24 +273,12 @@ local function machine_load()
   return load
 end
 
--- The q-quantile of a list of numbers, interpolated between neighbours, as the planner's
--- profiler takes it (core/plan/profiler.cpp).
-local function quantile(values, q)
-  local v = {}
-  for i, x in ipairs(values) do v[i] = x end
-  table.sort(v)
-  local at = 1 + q * (#v - 1)
-  local low = math.floor(at)
-  local high = math.min(low + 1, #v)
-  return v[low] + (at - low) * (v[high] - v[low])
-end
-
 -- With a plan: the measured steps (a list of seconds, warm steps only) beside the predicted
 -- step. The prediction is built from profiles' lower quartiles, so the measured lower quartile
 -- is the figure compared; the mean and the machine's load say how far a busy machine moved it.
 function M.compare(opt, step_seconds)
   if not opt.predicted_step_ms or #step_seconds == 0 then return end
-  local quartile = 1000 * quantile(step_seconds, 0.25)
+  local quartile = 1000 * require('tandem.stats').quantile(step_seconds, 0.25)
   local sum = 0
   for _, s in ipairs(step_seconds) do sum = sum + s end
   local load = machine_load()
