@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "data/png_check.h"
+#include "data/png_decode.h"
 
 namespace tandem {
 namespace {
@@ -137,21 +138,30 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
                            std::to_string(stated->width) + ", the record " +
                            std::to_string(s.height) + "x" + std::to_string(s.width));
     }
-    // libpng would print its own complaint about a damaged PNG on stderr before failing: the
-    // structure is checked here first, so the user reads only this sample's error (issue 19).
-    if (s.encoding == Encoding::png || has_png_signature(s.bytes))
+    // A PNG is decoded by libpng with our handlers (data/png_decode.h), so libpng prints nothing
+    // whatever the bytes. Its chunks are checked first all the same: the check names the chunk
+    // and byte that are wrong ("chunk 'IDAT' at byte 41 fails its CRC check") where libpng
+    // would say "IDAT: CRC error" (issue 19).
+    const bool png = s.encoding == Encoding::png || has_png_signature(s.bytes);
+    if (png)
         if (const std::string why = png_problem(
                 s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);
             !why.empty())
             corrupt(s, why);
-    const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
-                      : channels == 3 ? cv::IMREAD_COLOR
-                                      : cv::IMREAD_ANYCOLOR;
     cv::Mat image;
     try {
-        const cv::Mat buffer(1, static_cast<int>(s.bytes.size()), CV_8UC1,
-                             const_cast<char*>(s.bytes.data()));
-        image = cv::imdecode(buffer, flags);
+        if (png) {
+            std::string why;
+            image = decode_png(s.bytes, channels == 1 || channels == 3 ? channels : 0, why);
+            if (image.empty()) corrupt(s, why);
+        } else {
+            const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
+                              : channels == 3 ? cv::IMREAD_COLOR
+                                              : cv::IMREAD_ANYCOLOR;
+            const cv::Mat buffer(1, static_cast<int>(s.bytes.size()), CV_8UC1,
+                                 const_cast<char*>(s.bytes.data()));
+            image = cv::imdecode(buffer, flags);
+        }
     } catch (const cv::Exception& e) {
         // e.what() is OpenCV's source file, line and assertion: the user needs only its reason.
         corrupt(s, "the image decoder failed (" + e.err + ")");

@@ -223,7 +223,7 @@ std::string png_problem(const std::string& b, PngCheck check) {
         if (length > 8000000)
             return chunk + " has " + std::to_string(length) +
                    " bytes, over the 8000000 PNG readers accept";
-        // Ancillary chunks libpng checks and complains about (as warnings, on stderr).
+        // Ancillary chunks libpng checks and warns about (it skips them and decodes the image).
         if (seen_idat && one_of(type, {"tRNS", "gAMA", "cHRM", "sRGB", "iCCP", "sBIT", "bKGD",
                                        "hIST", "pHYs", "sPLT", "oFFs", "pCAL", "sCAL"}))
             return chunk + " must come before the image data";

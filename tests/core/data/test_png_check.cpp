@@ -1,84 +1,15 @@
 // A damaged PNG is answered by our check before libpng reads it (issue 19): libpng printed
 // "libpng error: [20]rea: invalid chunk type" or "IDAT: CRC error" on stderr above our message.
 #include <gtest/gtest.h>
-#include <zlib.h>
-
-#include <opencv2/imgcodecs.hpp>
 
 #include "base/error.h"
 #include "data/image_decode.h"
 #include "data/png_check.h"
 #include "data_fixtures.h"
+#include "png_fixtures.h"
 
 namespace tandem::test {
 namespace {
-
-std::string encode_png(const cv::Mat& image) {
-    std::vector<unsigned char> png;
-    cv::imencode(".png", image, png);
-    return {png.begin(), png.end()};
-}
-
-void put_u32(std::string& b, std::size_t at, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) b[at + std::size_t(i)] = static_cast<char>(v >> (24 - 8 * i));
-}
-
-// Recomputes every chunk's CRC, as a made (not accidental) damage would.
-void fix_crcs(std::string& b) {
-    for (std::size_t at = 8; at + 12 <= b.size();) {
-        const std::uint32_t length = std::uint32_t(static_cast<unsigned char>(b[at])) << 24 |
-                                     std::uint32_t(static_cast<unsigned char>(b[at + 1])) << 16 |
-                                     std::uint32_t(static_cast<unsigned char>(b[at + 2])) << 8 |
-                                     static_cast<unsigned char>(b[at + 3]);
-        if (length > b.size() - at - 12) return;
-        put_u32(b, at + 8 + length,
-                crc32(0, reinterpret_cast<const Bytef*>(b.data() + at + 4), length + 4));
-        at += 12 + length;
-    }
-}
-
-std::string chunk(const std::string& type, const std::string& data) {
-    std::string c(4, '\0');
-    put_u32(c, 0, std::uint32_t(data.size()));
-    c += type + data + std::string(4, '\0');
-    put_u32(c, c.size() - 4,
-            crc32(0, reinterpret_cast<const Bytef*>(c.data() + 4), uInt(data.size() + 4)));
-    return c;
-}
-
-// A 2x3 grey 8-bit PNG whose scanlines (filter byte + 3 pixels each) are `rows`.
-std::string grey_png(const std::string& rows) {
-    std::string ihdr(13, '\0');
-    put_u32(ihdr, 0, 3);
-    put_u32(ihdr, 4, 2);
-    ihdr[8] = 8;
-    uLongf size = compressBound(uLong(rows.size()));
-    std::string z(size, '\0');
-    compress(reinterpret_cast<Bytef*>(z.data()), &size, reinterpret_cast<const Bytef*>(rows.data()),
-             uLong(rows.size()));
-    z.resize(size);
-    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) +
-           chunk("IEND", "");
-}
-
-std::string decode_error(const std::string& bytes, ImageCheck check = ImageCheck::fast) {
-    RawSample s;
-    s.key = "cat.png";
-    s.encoding = Encoding::png;
-    s.bytes = bytes;
-    testing::internal::CaptureStderr();
-    std::string error = "(decoded)";
-    try {
-        (void)decode_image(s, 3, check);
-    } catch (const CorruptSampleError& e) {
-        error = e.what();
-    }
-    const std::string printed = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(printed, "") << "the decoder printed on stderr";
-    return error;
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 TEST(PngCheck, DamageIsNamedBeforeTheDecoderSeesIt) {
     const std::string good = encode_png(pattern_image(1, 9, 7, 3));
@@ -98,18 +29,18 @@ TEST(PngCheck, DamageIsNamedBeforeTheDecoderSeesIt) {
     EXPECT_HAS(decode_error(good.substr(0, good.size() - 12)),
                "truncated: it ends without an IEND chunk");
     EXPECT_HAS(decode_error(good.substr(0, 50)), "truncated: chunk 'IDAT' at byte 33 states");
-    EXPECT_HAS(decode_error(std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IDAT", "x")),
+    EXPECT_HAS(decode_error(std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IDAT", "x")),
                "its first chunk is 'IDAT'");
     std::string depth = good;
     depth[24] = 3;  // bit depth 3 for RGB
     fix_crcs(depth);
     EXPECT_HAS(decode_error(depth), "IHDR states bit depth 3 with colour type 2");
     std::string critical = good;
-    critical.insert(33, chunk("ABCD", "x"));
+    critical.insert(33, png_chunk("ABCD", "x"));
     EXPECT_HAS(decode_error(critical),
                "chunk 'ABCD' at byte 33 is a critical chunk PNG readers do not know");
     std::string gamma = good;
-    gamma.insert(33, chunk("gAMA", std::string(3, '\0')));
+    gamma.insert(33, png_chunk("gAMA", std::string(3, '\0')));
     EXPECT_HAS(decode_error(gamma), "chunk 'gAMA' at byte 33 has 3 bytes, not 4");
     EXPECT_HAS(decode_error("not a png at all"), "not a PNG (no PNG signature)");
 }
