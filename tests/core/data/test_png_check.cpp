@@ -39,9 +39,11 @@ TEST(PngCheck, DamageIsNamedBeforeTheDecoderSeesIt) {
     critical.insert(33, png_chunk("ABCD", "x"));
     EXPECT_HAS(decode_error(critical),
                "chunk 'ABCD' at byte 33 is a critical chunk PNG readers do not know");
+    // A malformed ancillary chunk is libpng's to skip: the image decodes.
     std::string gamma = good;
     gamma.insert(33, png_chunk("gAMA", std::string(3, '\0')));
-    EXPECT_HAS(decode_error(gamma), "chunk 'gAMA' at byte 33 has 3 bytes, not 4");
+    EXPECT_EQ(png_problem(gamma, PngCheck::chunks), "");
+    EXPECT_EQ(decode_error(gamma), "(decoded)");
     EXPECT_HAS(decode_error("not a png at all"), "not a PNG (no PNG signature)");
 }
 
