@@ -14,7 +14,9 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/interactions.h"
+#include "data/source_schema.h"
 #include "objects.h"
+#include "option_table.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -41,9 +43,9 @@ int data_idx(lua_State* L) {
 int data_mnist(lua_State* L) {
     const std::string images = check_string(L, 1);
     const std::string labels = check_string(L, 2);
-    check_options(L, 3, "T.data.mnist", {"mean", "std"});
-    const auto mean = static_cast<float>(option_number(L, 3, "mean", 0.0));
-    const auto std = static_cast<float>(option_number(L, 3, "std", 1.0));
+    const OptionTable options(L, 3, mnist_option_schema());
+    const auto mean = static_cast<float>(options.number("mean"));
+    const auto std = static_cast<float>(options.number("std"));
     if (push_missing(L, images) || push_missing(L, labels)) return 2;
     push_box(
         L, kDatasetType,
@@ -60,12 +62,13 @@ int data_dataset(lua_State* L) {
     return 1;
 }
 
-// The options {length = 0, features = 0} of `function`, at argument 2.
-InteractionShape interaction_shape_options(lua_State* L, const char* function) {
-    check_options(L, 2, function, {"length", "features"});
+// The options {length = 0, features = 0} at argument 2, through `schema` (data/source_schema.h:
+// T.data.interactions' or T.data.interactions_info's).
+InteractionShape interaction_shape_options(lua_State* L, const OptionSchema& schema) {
+    const OptionTable options(L, 2, schema);
     InteractionShape shape;
-    shape.length = option_int(L, 2, "length", 0);
-    shape.features = option_int(L, 2, "features", 0);
+    shape.length = options.integer("length");
+    shape.features = options.integer("features");
     return shape;
 }
 
@@ -89,7 +92,7 @@ void push_interaction_info(lua_State* L, const InteractionInfo& info) {
 // table says the shape, and `items` the rows an nn.Embedding over the ids needs.
 int data_interactions(lua_State* L) {
     const std::string path = check_string(L, 1);
-    const InteractionShape shape = interaction_shape_options(L, "T.data.interactions");
+    const InteractionShape shape = interaction_shape_options(L, interactions_option_schema());
     if (push_missing(L, path)) return 2;
     InteractionSet set = read_interactions(path, shape);
     const std::int64_t n = set.size();
@@ -106,7 +109,7 @@ int data_interactions(lua_State* L) {
 // for a recipe that streams the database with T.data.Loader (one pass, keeping no sample).
 int data_interactions_info(lua_State* L) {
     const std::string path = check_string(L, 1);
-    const InteractionShape shape = interaction_shape_options(L, "T.data.interactions_info");
+    const InteractionShape shape = interaction_shape_options(L, interactions_info_option_schema());
     if (push_missing(L, path)) return 2;
     push_interaction_info(L, interaction_info(path, shape));
     return 1;
@@ -142,14 +145,14 @@ int dataset_sample_shape(lua_State* L) {
     return 1;
 }
 
-// The augmentation table {flip = bool, crop_pad = n, fill = x} at `index`.
+// The augmentation table {flip = bool, crop_pad = n, fill = x} at `index`, through its schema
+// (data/source_schema.h); augment_batch checks crop_pad against the images' sides.
 AugmentOptions check_augment(lua_State* L, int index) {
-    check_options(L, index, "batch", {"flip", "crop_pad", "fill"});
+    const OptionTable options(L, index, augment_option_schema());
     AugmentOptions o;
-    o.flip = option_bool(L, index, "flip", false);
-    o.crop_pad = option_int(L, index, "crop_pad", 0);
-    o.fill = static_cast<float>(option_number(L, index, "fill", 0.0));
-    if (o.crop_pad < 0) throw ArgError(index, "option 'crop_pad' must be non-negative");
+    o.flip = options.flag("flip");
+    o.crop_pad = options.integer("crop_pad");
+    o.fill = static_cast<float>(options.number("fill"));
     return o;
 }
 

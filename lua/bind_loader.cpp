@@ -12,15 +12,12 @@
 // Return conventions: a path that does not exist gives nil, message (a recipe may fall back);
 // a source that exists but is malformed, and bad options, raise. A loader's errors (a stage
 // failing, a corrupt sample with strict = true) raise from the iterator or loader:next().
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
-
 #include "binding.h"
 #include "data/file_list_source.h"
 #include "data/lmdb_source.h"
 #include "data/loader.h"
 #include "data/pipeline_schema.h"
+#include "data/source_schema.h"
 #include "objects.h"
 #include "option_table.h"
 #include "wrap.h"
@@ -44,76 +41,22 @@ Loader& check_loader(lua_State* L, int index) {
     return *check_box<LoaderBox>(L, index, kLoaderType, "loader");
 }
 
-// The options of T.data.Loader, T.data.lmdb and T.data.list, named with the constructor and as
-// the user wrote them ("T.data.Loader: option 'batch' must be an integer in [1, 16777216], got
-// 1.5"; "option 'shard.index'"), not as "bad argument #1 to 'Loader'" (issue 19).
-constexpr std::int64_t kMaxClasses = std::int64_t(1) << 53;  // any count: "a non-negative integer"
-
-std::string given(lua_State* L, int index) {
-    if (lua_type(L, index) == LUA_TSTRING) return "'" + std::string(lua_tostring(L, index)) + "'";
-    if (lua_type(L, index) != LUA_TNUMBER) return type_name(L, index);
-    char text[32];
-    std::snprintf(text, sizeof text, "%.14g", lua_tonumber(L, index));
-    return text;
-}
-
-// Throws for the option's value, on top of the stack.
-[[noreturn]] void bad_option(lua_State* L, const char* function, const std::string& name,
-                             const std::string& expected) {
-    throw ConfigError(std::string(function) + ": option '" + name + "' must be " + expected +
-                      ", got " + given(L, -1));
-}
-
-// Option `key` of the table at `table` (`name` in messages): a whole number in [low, high].
-std::int64_t int_option(lua_State* L, int table, const char* function, const char* key,
-                        const std::string& name, std::int64_t fallback, std::int64_t low,
-                        std::int64_t high) {
-    lua_getfield(L, table, key);
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return fallback;
-    }
-    const double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= double(low) && v <= double(high)) ||
-        v != std::floor(v)) {
-        constexpr std::int64_t kUnbounded = std::int64_t(1) << 53;
-        bad_option(L, function, name,
-                   high < kUnbounded
-                       ? "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]"
-                   : low == 0 ? std::string("a non-negative integer")
-                   : low == 1 ? std::string("a positive integer")
-                              : "an integer >= " + std::to_string(low));
-    }
-    lua_pop(L, 1);
-    return static_cast<std::int64_t>(v);
-}
-
-std::string string_option(lua_State* L, int table, const char* function, const char* key,
-                          const std::string& fallback, const char* expected = "a string") {
-    lua_getfield(L, table, key);
-    const int type = lua_type(L, -1);
-    if (type != LUA_TNIL && type != LUA_TSTRING) bad_option(L, function, key, expected);
-    const std::string value = type == LUA_TNIL ? fallback : lua_tostring(L, -1);
-    lua_pop(L, 1);
-    return value;
-}
-
-// T.data.lmdb(path [, {classes = 0}]) -> source | nil, message
+// T.data.lmdb(path [, {classes = 0}]) -> source | nil, message. The sources' options are
+// data/source_schema.h's, checked in one loop by OptionTable (as the loader's) before the path
+// is looked at: "T.data.lmdb: option 'classes' must be a non-negative integer (...), got 1.5".
 int data_lmdb(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.data.lmdb", {"classes"});
-    const std::int64_t classes =
-        lua_istable(L, 2) ? int_option(L, 2, "T.data.lmdb", "classes", "classes", 0, 0, kMaxClasses)
-                          : 0;
+    const OptionTable options(L, 2, lmdb_option_schema());
     if (push_missing(L, path, kNoFileOrFolder)) return 2;
-    push_box<SourceBox>(L, kSourceType, std::make_shared<LmdbSource>(path, classes));
+    push_box<SourceBox>(L, kSourceType,
+                        std::make_shared<LmdbSource>(path, options.integer("classes")));
     return 1;
 }
 
 // T.data.folder(path) -> source | nil, message
 int data_folder(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.data.folder", {});
+    const OptionTable none(L, 2, folder_option_schema());  // "it takes no options"
     if (push_missing(L, path, kNoFileOrFolder)) return 2;
     push_box<SourceBox>(L, kSourceType, folder_source(path));
     return 1;
@@ -122,13 +65,11 @@ int data_folder(lua_State* L) {
 // T.data.list(file [, {root = <the file's folder>, classes = 0}]) -> source | nil, message
 int data_list(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.data.list", {"root", "classes"});
-    const bool options = lua_istable(L, 2);
-    const std::string root = options ? string_option(L, 2, "T.data.list", "root", "") : "";
-    const std::int64_t classes =
-        options ? int_option(L, 2, "T.data.list", "classes", "classes", 0, 0, kMaxClasses) : 0;
+    const OptionTable options(L, 2, list_option_schema());
     if (push_missing(L, path, kNoFileOrFolder)) return 2;
-    push_box<SourceBox>(L, kSourceType, list_source(path, root, classes));
+    // The root's default, "" to list_source, is the list file's folder.
+    push_box<SourceBox>(L, kSourceType,
+                        list_source(path, options.text("root"), options.integer("classes")));
     return 1;
 }
 

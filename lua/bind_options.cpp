@@ -1,7 +1,7 @@
 // The option schemas in Lua (base/option_schema.h): core.option_schema(name), each option of a
-// constructor's table as a row, for the API reference's test and anything that lists them; and
-// core.check_options(name, table), the binding's one check of such a table, for the constructors
-// written in Lua (T.Engine).
+// constructor's table as a row, for the API reference's test and anything that lists them
+// (core.option_schemas() names them); and core.check_options(name, table), the binding's one
+// check of such a table, for the constructors written in Lua (T.Engine).
 #include "binding.h"
 #include "check.h"
 #include "option_table.h"
@@ -27,14 +27,15 @@ std::string_view type_word(OptionType type) {
     return "?";
 }
 
-constexpr const char* kSchemaNames =
-    "engine, loader, loader.shard, loader.transforms, devices.cpu, devices.cuda";
-
 const OptionSchema& check_schema(lua_State* L, int index) {
     const std::string name = check_string(L, index);
     const OptionSchema* schema = find_option_schema(name);
-    if (schema == nullptr)
-        throw ArgError(index, "unknown option schema '" + name + "' (known: " + kSchemaNames + ")");
+    if (schema == nullptr) {
+        std::string known;
+        for (const OptionSchema* s : option_schemas())
+            known += (known.empty() ? "" : ", ") + std::string(s->name);
+        throw ArgError(index, "unknown option schema '" + name + "' (known: " + known + ")");
+    }
     return *schema;
 }
 
@@ -98,6 +99,18 @@ int option_schema(lua_State* L) {
     return 2;
 }
 
+// core.option_schemas() -> {'engine', 'loader', ...}: the name of every schema, for
+// core.option_schema.
+int option_schema_names(lua_State* L) {
+    const auto& schemas = option_schemas();
+    lua_createtable(L, static_cast<int>(schemas.size()), 0);
+    for (std::size_t i = 0; i < schemas.size(); ++i) {
+        lua_pushlstring(L, schemas[i]->name.data(), schemas[i]->name.size());
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    return 1;
+}
+
 // core.check_options(name, options) -> the options checked against the schema `name`, with the
 // default of every plain option not given; ConfigError naming the schema's function otherwise.
 int check_options_table(lua_State* L) {
@@ -111,6 +124,7 @@ int check_options_table(lua_State* L) {
 
 const luaL_Reg kOptionFunctions[] = {
     {"option_schema", wrap<option_schema>},
+    {"option_schemas", wrap<option_schema_names>},
     {"check_options", wrap<check_options_table>},
     {nullptr, nullptr},
 };

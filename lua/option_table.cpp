@@ -8,6 +8,7 @@
 #include "base/format.h"
 #include "check.h"
 #include "data/pipeline_schema.h"
+#include "data/source_schema.h"
 #include "device/device_schema.h"
 #include "engine/engine_schema.h"
 
@@ -101,7 +102,9 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
     switch (o.type) {
         case OptionType::integer:
         case OptionType::number:
-            if (!is_number_in(L, index, o.low, o.high, o.type == OptionType::integer)) bad();
+            if (!is_number_in(L, index, o.low, o.high, o.type == OptionType::integer) ||
+                (o.above_low && lua_tonumber(L, index) == o.low))
+                bad();
             return lua_tonumber(L, index);
         case OptionType::flag:
             if (lua_type(L, index) != LUA_TBOOLEAN) bad();
@@ -287,11 +290,21 @@ void OptionTable::push_all() const {
     }
 }
 
+const std::vector<const OptionSchema*>& option_schemas() {
+    static const std::vector<const OptionSchema*> schemas{
+        &engine_option_schema(),       &loader_option_schema(),
+        &loader_shard_option_schema(), &loader_transform_option_schema(),
+        &folder_option_schema(),       &lmdb_option_schema(),
+        &list_option_schema(),         &mnist_option_schema(),
+        &interactions_option_schema(), &interactions_info_option_schema(),
+        &augment_option_schema(),      &cpu_device_option_schema(),
+        &cuda_device_option_schema(),
+    };
+    return schemas;
+}
+
 const OptionSchema* find_option_schema(std::string_view name) {
-    for (const OptionSchema* schema :
-         {&engine_option_schema(), &loader_option_schema(), &loader_shard_option_schema(),
-          &loader_transform_option_schema(), &cpu_device_option_schema(),
-          &cuda_device_option_schema()})
+    for (const OptionSchema* schema : option_schemas())
         if (schema->name == name) return schema;
     return nullptr;
 }

@@ -1,8 +1,8 @@
 // An options table read through its schema (base/option_schema.h) in one loop: every key must be
 // an option of the schema, every value of the option's type and in its range, and the values are
 // then read by name, with the schema's default for those not given. The binding's constructors
-// (T.data.Loader, T.devices) and core.check_options (T.Engine's Lua side) use it, so that no
-// option is checked by hand and no default is written twice.
+// (T.data.Loader and the data sources, T.devices) and core.check_options (T.Engine's Lua side)
+// use it, so that no option is checked by hand and no default is written twice.
 #pragma once
 
 #include <lua.hpp>
@@ -54,7 +54,12 @@ private:
     std::map<std::string, OptionDefault, std::less<>> values_;
 };
 
-// The schema called `name` ("engine", "loader", "loader.shard", "devices.cpu", "devices.cuda"),
+// Every option set of the binding, listed once here, where every library's schema is seen (no
+// library of core/ sees both data/ and engine/): core.option_schema(name) and core.check_options
+// find them by name, core.option_schemas() names them for the tests to loop over. A new option
+// set is a schema in its library and an entry here (and in tests/core/base/test_option_schema.cpp).
+const std::vector<const OptionSchema*>& option_schemas();
+// The schema called `name` ("engine", "loader", "loader.shard", "data.lmdb", "devices.cpu", ...),
 // or null.
 const OptionSchema* find_option_schema(std::string_view name);
 

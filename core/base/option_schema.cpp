@@ -1,14 +1,12 @@
 #include "base/option_schema.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "base/error.h"
 
 namespace tandem {
 namespace {
-
-// Beyond this a double no longer holds every whole number: "no upper bound" for an integer.
-constexpr double kUnbounded = 9007199254740992.0;  // 2^53
 
 // A bound as the messages write it: "16777216", "0.5".
 std::string bound_text(double x) {
@@ -19,15 +17,18 @@ std::string bound_text(double x) {
 
 std::string range_words(const OptionSpec& o) {
     if (o.type != OptionType::number) {
-        if (o.high < kUnbounded)
+        if (o.high < kOptionUnbounded)
             return "an integer in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
         if (o.low == 0) return "a non-negative integer";
         if (o.low == 1) return "a positive integer";
         return "an integer >= " + bound_text(o.low);
     }
-    if (o.high < kUnbounded)
-        return "a finite number in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
-    return "a finite number >= " + bound_text(o.low);
+    const bool no_low = o.low == -HUGE_VAL, no_high = o.high == HUGE_VAL;
+    if (no_low) return no_high ? "a finite number" : "a finite number <= " + bound_text(o.high);
+    if (no_high)
+        return std::string("a finite number ") + (o.above_low ? "> " : ">= ") + bound_text(o.low);
+    return "a finite number in " + std::string(o.above_low ? "(" : "[") + bound_text(o.low) + ", " +
+           bound_text(o.high) + "]";
 }
 
 // "'a'", "'a' or 'b'", "'a', 'b' or 'c'".

@@ -1,6 +1,6 @@
 // An option set declared once: each option of a constructor's table (T.Engine{...},
-// T.data.Loader{...}, T.devices(kind, n, {...})) with its type, range or choices, default and one
-// line of help.
+// T.data.Loader{...}, T.data.lmdb(path, {...}) and the other data sets, T.devices(kind, n, {...}))
+// with its type, range or choices, default and one line of help.
 //
 // The Lua binding checks a table against it in one loop (lua/option_table.h): an unknown key is
 // refused with the list of known ones, a wrong type or a value out of range with the option's
@@ -34,6 +34,10 @@ enum class OptionType {
 // A value that is plain data (an extent's or a list's numbers as a vector). As a default:
 // monostate where there is none (a required option, an object) or where it is worked out when
 // used (`default_note` then says how).
+// An integer option's `high` for no upper bound: beyond 2^53 a double (a Lua number) no longer
+// holds every whole number.
+inline constexpr double kOptionUnbounded = 9007199254740992.0;
+
 using OptionDefault = std::variant<std::monostate, bool, double, std::string, std::vector<double>>;
 
 struct OptionSpec {
@@ -44,8 +48,10 @@ struct OptionSpec {
     // How the default reads where it is not the plain value: "none: the machine's memory",
     // "T.devices('cpu', 1)".
     std::string_view default_note{};
-    // integer, number, extent: the range, both ends included (number: high HUGE_VAL for none)
+    // integer, number, extent: the range, both ends included (integer: high kOptionUnbounded
+    // for none; number: low -HUGE_VAL, high HUGE_VAL for none)
     double low = 0, high = 0;
+    bool above_low = false;  // number: `low` itself excluded ("a finite number > 0")
     std::vector<std::string_view> choices{};  // choice
     std::string_view object{};                // object and objects: the metatable's name
     // What the value must be, in words, for object, objects and table ("a loss (nn.MSE(), ...)");

@@ -7,8 +7,6 @@
 namespace tandem {
 namespace {
 
-// A count or seed above 2^53 is no longer read exactly from a Lua number.
-constexpr double kExact = 9007199254740992.0;  // 2^53
 // Image sides, crops and padding in pixels: far above any image OpenCV decodes, far below int's
 // limit (the transforms keep them as int).
 constexpr double kMaxSide = 65536;
@@ -68,7 +66,7 @@ OptionSchema make_loader_schema() {
                  .help = "draws the order and every random choice, with the epoch and the sample",
                  .fallback = 1.0,
                  .low = 0,
-                 .high = kExact},
+                 .high = kOptionUnbounded},
                 {.name = "shuffle",
                  .type = OptionType::flag,
                  .help = "a fresh permutation each epoch (false: the source's order)",

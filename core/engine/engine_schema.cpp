@@ -5,9 +5,6 @@
 namespace tandem {
 namespace {
 
-// Above this a seed would no longer be read exactly from a Lua number.
-constexpr double kMaxSeed = 9007199254740992.0;  // 2^53
-
 OptionSchema make_engine_schema() {
     const std::vector<std::string_view> layouts{layout_name(Layout::contiguous),
                                                 layout_name(Layout::channels_last)};
@@ -51,7 +48,7 @@ OptionSchema make_engine_schema() {
              .help = "draws the initial weights and, with the step, every random number of a step",
              .fallback = 1.0,
              .low = 0,
-             .high = kMaxSeed},
+             .high = kOptionUnbounded},
             {.name = "layout",
              .type = OptionType::choice,
              .help = "the activations' memory layout (channels_last: NHWC, contiguous: NCHW)",

@@ -125,7 +125,7 @@ t.test('missing files give nil and a message; malformed ones raise', function()
   local _, labels = small_set()
   local wrong = idx_file({3}, {1, 2, 3})
   t.raises(function() T.data.mnist(images, wrong) end, 'holds 4 images but')
-  t.raises(function() T.data.mnist(images, labels, {std = 0}) end, 'std > 0')
+  t.raises(function() T.data.mnist(images, labels, {std = 0}) end, "T.data.mnist: option 'std' must be a finite number > 0, got 0")
   S.cleanup()
 end)
 

@@ -1,6 +1,7 @@
--- The one check of T.Engine's, T.data.Loader's and T.devices' options against their schemas
--- (core/base/option_schema.h, lua/option_table.h): each kind of mistake in each option set,
--- as the user meets it, and every option of every schema given a value of the wrong kind.
+-- The one check of T.Engine's, T.data.Loader's, the data sources' and T.devices' options against
+-- their schemas (core/base/option_schema.h, lua/option_table.h): each kind of mistake in each
+-- option set, as the user meets it, and every option of every schema given a value of the wrong
+-- kind.
 local T = require 'tandem'
 local core = require 'tandem.core'
 local t = require 'tandem.test'
@@ -100,6 +101,52 @@ t.test('T.data.Loader: every kind of mistake, named, nested options by their pat
   t.eq(loader{transforms = {crop = {8, 4}}}:batches_per_epoch(), 2)
 end)
 
+t.test('the data sources: every kind of mistake, named with the constructor, before the path', function()
+  -- The options are checked before the path is looked at: a missing file does not hide them.
+  local none = dir .. '/none'
+  t.raises(function() T.data.lmdb(none, {clases = 3}) end, "T.data.lmdb: unknown option 'clases' (known: classes)")
+  t.raises(function() T.data.lmdb(none, {classes = '3'}) end,
+           "T.data.lmdb: option 'classes' must be a non-negative integer (0: the largest label + 1), got '3'")
+  t.raises(function() T.data.lmdb(none, {classes = -1}) end, "option 'classes' must be a non-negative integer (0: the largest label + 1), got -1")
+  t.raises(function() T.data.lmdb(none, {classes = 2^60}) end, 'got 1.1529215046068e+18')
+  t.raises(function() T.data.lmdb(none, 3) end, "bad argument #2 to 'lmdb' (options table expected, got number)")
+  t.raises(function() T.data.list(none, {root = dir, class = 2}) end, "T.data.list: unknown option 'class' (known: root, classes)")
+  t.raises(function() T.data.list(none, {root = true}) end, "T.data.list: option 'root' must be a string, got boolean")
+  t.raises(function() T.data.list(none, {classes = 1.5}) end, "T.data.list: option 'classes' must be a non-negative integer (0: the largest label + 1), got 1.5")
+  t.raises(function() T.data.folder(dir, {classes = 2}) end, "T.data.folder: unknown option 'classes' (it takes no options)")
+  t.raises(function() T.data.folder(dir, {[1] = 2}) end, "T.data.folder: unknown option '[1]' (it takes no options)")
+  t.raises(function() T.data.mnist(none, none, {mean = 0, stdev = 1}) end, "T.data.mnist: unknown option 'stdev' (known: mean, std)")
+  t.raises(function() T.data.mnist(none, none, {mean = '0.5'}) end, "T.data.mnist: option 'mean' must be a finite number, got '0.5'")
+  t.raises(function() T.data.mnist(none, none, {mean = 1 / 0}) end, "T.data.mnist: option 'mean' must be a finite number, got inf")
+  t.raises(function() T.data.mnist(none, none, {std = 0}) end, "T.data.mnist: option 'std' must be a finite number > 0, got 0")
+  t.raises(function() T.data.mnist(none, none, {std = -1}) end, "T.data.mnist: option 'std' must be a finite number > 0, got -1")
+  t.raises(function() T.data.mnist_split(none, 't10k', {std = 0}) end, "T.data.mnist: option 'std' must be a finite number > 0, got 0")
+  for _, fn in ipairs{'interactions', 'interactions_info'} do
+    local f, name = T.data[fn], 'T.data.' .. fn
+    t.raises(function() f(none, {len = 2}) end, name .. ": unknown option 'len' (known: length, features)")
+    t.raises(function() f(none, {length = 'all'}) end,
+             name .. ": option 'length' must be an integer in [0, 16777216] (0: the longest sequence, or a database's own), got 'all'")
+    t.raises(function() f(none, {length = -1}) end, name .. ": option 'length' must be an integer in [0, 16777216]")
+    t.raises(function() f(none, {features = 2^24 + 1}) end,
+             name .. ": option 'features' must be an integer in [0, 16777216] (0: the largest index + 1, or a database's own), got 16777217")
+  end
+  local ds = T.data.dataset(T.zeros{2, 1, 4, 4}, T.tensor({0, 1}, nil, {dtype = 'i32'}))
+  t.raises(function() ds:batch({1}, 1, 1, {rotate = 1}) end, "dataset:batch: unknown option 'rotate' (known: flip, crop_pad, fill)")
+  t.raises(function() ds:batch({1}, 1, 1, {flip = 'yes'}) end, "dataset:batch: option 'flip' must be true or false, got 'yes'")
+  t.raises(function() ds:batch({1}, 1, 1, {crop_pad = -1}) end, "dataset:batch: option 'crop_pad' must be a non-negative integer, got -1")
+  t.raises(function() ds:batch({1}, 1, 1, {crop_pad = 1.5}) end, "dataset:batch: option 'crop_pad' must be a non-negative integer, got 1.5")
+  t.raises(function() ds:batch({1}, 1, 1, {fill = 0 / 0}) end, "dataset:batch: option 'fill' must be a finite number, got nan")
+  -- What a range cannot say is still checked, after the schema: the padding against the images.
+  t.raises(function() ds:batch({1}, 1, 1, {crop_pad = 4}) end, 'crop padding 4 must be in [0, 4)')
+  -- The defaults are the schema's: classes from the labels, the list's root its folder.
+  local list = dir .. '/files.txt'
+  S.write(list, source:key(1):sub(#dir + 2) .. ' 0\n' .. source:key(4):sub(#dir + 2) .. ' 1\n')
+  local listed = assert(T.data.list(list))
+  t.eq({listed:size(), listed:classes()}, {2, 2})
+  t.eq(assert(T.data.list(list, {classes = 5})):classes(), 5)
+  t.eq(({ds:batch({1, 2}, 1, 2, {})})[1]:shape(), {2, 1, 4, 4})
+end)
+
 t.test('T.devices: every kind of mistake, for each kind of device', function()
   t.raises(function() T.devices('cpu', 1, {tf32 = true}) end, "T.devices: unknown option 'tf32' (known: memory, threads)")
   t.raises(function() T.devices('cpu', 1, {threads = -1}) end,
@@ -127,7 +174,19 @@ local function shown(v)  -- as the messages show what was given
   if type(v) == 'number' then return tostring(v) end
   return type(v)
 end
-for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'devices.cpu', 'devices.cuda'} do
+t.test('core.option_schemas names every schema', function()
+  local names = core.option_schemas()
+  for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'data.folder', 'data.lmdb', 'data.list',
+                        'data.mnist', 'data.interactions', 'data.interactions_info', 'dataset.batch', 'devices.cpu',
+                        'devices.cuda'} do
+    local found = false
+    for _, n in ipairs(names) do found = found or n == name end
+    t.ok(found, name .. ' is not in core.option_schemas()')
+    t.ok(core.option_schema(name) ~= nil, name)
+  end
+end)
+
+for _, name in ipairs(core.option_schemas()) do
   t.test(('every %s option refuses a value of the wrong kind'):format(name), function()
     local rows, fn = core.option_schema(name)
     local by_name = {}

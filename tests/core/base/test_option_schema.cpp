@@ -1,15 +1,20 @@
-// The option schemas of T.Engine, T.data.Loader (its shard and transforms) and T.devices: each
-// entry well formed, its words as messages and the API reference show them, and its defaults
-// those of the C++ options it fills (the binding takes the schema's; C++ callers the struct's).
+// The option schemas of T.Engine, T.data.Loader (its shard and transforms), the data sources
+// (T.data.lmdb, T.data.list, ...) and T.devices: each entry well formed, its words as messages and
+// the API reference show them, and its defaults those of the C++ options it fills (the binding
+// takes the schema's; C++ callers the struct's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "base/error.h"
 #include "base/option_schema.h"
+#include "data/augment.h"
+#include "data/interactions.h"
 #include "data/loader_options.h"
 #include "data/pipeline_schema.h"
+#include "data/source_schema.h"
 #include "device/cpu/cpu_device.h"
 #include "device/device_schema.h"
 #include "engine/engine.h"
@@ -21,10 +26,16 @@
 namespace tandem::test {
 namespace {
 
+// The binding's list (lua/option_table.cpp's option_schemas(), which no library of core/ can
+// hold), again: tests/lua/test_option_schemas.lua checks that it names each of these.
 std::vector<const OptionSchema*> schemas() {
     return {&engine_option_schema(),       &loader_option_schema(),
             &loader_shard_option_schema(), &loader_transform_option_schema(),
-            &cpu_device_option_schema(),   &cuda_device_option_schema()};
+            &folder_option_schema(),       &lmdb_option_schema(),
+            &list_option_schema(),         &mnist_option_schema(),
+            &interactions_option_schema(), &interactions_info_option_schema(),
+            &augment_option_schema(),      &cpu_device_option_schema(),
+            &cuda_device_option_schema()};
 }
 
 double number_default(const OptionSchema& schema, std::string_view name) {
@@ -66,16 +77,24 @@ TEST(OptionSchema, EveryEntryIsWellFormed) {
                 o.type == OptionType::extent) {
                 EXPECT_LE(o.low, o.high) << where;
             }
+            // Only a number's range may leave out its low end.
+            if (o.above_low) {
+                EXPECT_EQ(o.type, OptionType::number) << where;
+            }
             if (const auto* x = std::get_if<double>(&o.fallback)) {
                 // A default inside the range (0 for a size or an extent: none given).
                 if (o.type == OptionType::integer || o.type == OptionType::number) {
                     EXPECT_TRUE(*x >= o.low && *x <= o.high) << where;
+                    EXPECT_FALSE(o.above_low && *x == o.low) << where;
                 }
             }
+            // A text default is a choice's (one of them) or a text option's.
             if (const auto* text = std::get_if<std::string>(&o.fallback)) {
-                ASSERT_EQ(o.type, OptionType::choice) << where;
-                EXPECT_NE(std::find(o.choices.begin(), o.choices.end(), *text), o.choices.end())
-                    << where << ": the default is no choice";
+                ASSERT_TRUE(o.type == OptionType::choice || o.type == OptionType::text) << where;
+                if (o.type == OptionType::choice) {
+                    EXPECT_NE(std::find(o.choices.begin(), o.choices.end(), *text), o.choices.end())
+                        << where << ": the default is no choice";
+                }
             }
             if (!o.at_most.empty()) {
                 const OptionSpec* bound = schema->find(o.at_most);
@@ -126,6 +145,25 @@ TEST(OptionSchema, DefaultsAreTheStructsDefaults) {
     for (const auto& choice : e.find("layout")->choices)
         EXPECT_NO_THROW(parse_layout(choice)) << choice;
 
+    // The sources' defaults: LmdbSource's and list_source's classes and root (0: the largest
+    // label + 1; "": the list file's folder), InteractionShape's and AugmentOptions' fields.
+    EXPECT_EQ(number_default(lmdb_option_schema(), "classes"), 0);
+    EXPECT_EQ(number_default(list_option_schema(), "classes"), 0);
+    EXPECT_EQ(std::get<std::string>(list_option_schema().find("root")->fallback), "");
+    EXPECT_EQ(number_default(mnist_option_schema(), "mean"), 0);
+    EXPECT_EQ(number_default(mnist_option_schema(), "std"), 1);
+    const InteractionShape shape;
+    for (const OptionSchema* s :
+         {&interactions_option_schema(), &interactions_info_option_schema()}) {
+        EXPECT_EQ(number_default(*s, "length"), static_cast<double>(shape.length));
+        EXPECT_EQ(number_default(*s, "features"), static_cast<double>(shape.features));
+    }
+    const AugmentOptions augment;
+    EXPECT_EQ(flag_default(augment_option_schema(), "flip"), augment.flip);
+    EXPECT_EQ(number_default(augment_option_schema(), "crop_pad"),
+              static_cast<double>(augment.crop_pad));
+    EXPECT_EQ(number_default(augment_option_schema(), "fill"), augment.fill);
+
     const CpuDeviceOptions cpu;
     EXPECT_EQ(number_default(cpu_device_option_schema(), "memory"), cpu.memory);
     EXPECT_EQ(number_default(cpu_device_option_schema(), "threads"), cpu.threads);
@@ -158,6 +196,22 @@ TEST(OptionSchema, WordsSayWhatAValueMustBe) {
     EXPECT_EQ(expected_text(*ts.find("brightness")), "a finite number >= 0");
     EXPECT_EQ(expected_text(*ts.find("crop")),
               "an integer in [1, 65536] or a pair {height, width} of them");
+    // A number's range without an end, or without its low end itself.
+    const OptionSchema& mnist = mnist_option_schema();
+    EXPECT_EQ(expected_text(*mnist.find("mean")), "a finite number");
+    EXPECT_EQ(expected_text(*mnist.find("std")), "a finite number > 0");
+    EXPECT_EQ(expected_text(*lmdb_option_schema().find("classes")),
+              "a non-negative integer (0: the largest label + 1)");
+    EXPECT_EQ(default_text(*list_option_schema().find("root")), "the file's folder");
+    OptionSpec unit{.name = "p",
+                    .type = OptionType::number,
+                    .help = "a probability",
+                    .low = 0,
+                    .high = 1,
+                    .above_low = true};
+    EXPECT_EQ(expected_text(unit), "a finite number in (0, 1]");
+    unit.low = -HUGE_VAL;
+    EXPECT_EQ(expected_text(unit), "a finite number <= 1");
     try {
         throw_bad_option(l, *l.find("batch"), "1.5");
         ADD_FAILURE() << "no error";
