@@ -23,11 +23,7 @@ void StepSimulator::build_queues() {
     // The programs the engine runs for this plan: what every device's queue is made of.
     ProgramSpec spec;
     spec.parallel = p.parallel_options();
-    for (const LayerCost& c : costs0) {
-        auto tensors = c.parameter_tensor_bytes;
-        if (tensors.empty() && c.parameter_bytes > 0) tensors.push_back(c.parameter_bytes);
-        spec.parameter_bytes.push_back(std::move(tensors));
-    }
+    for (const LayerCost& c : costs0) spec.parameter_bytes.push_back(c.tensor_bytes());
     spec.replicas = p.groups;
     if (p.graph.stages.empty()) {
         std::vector<std::size_t> bounds{0};
@@ -88,11 +84,7 @@ void StepSimulator::build_queues() {
         sim_.devices.push_back(sd);
         static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
         std::size_t tensors = 0;
-        for (std::size_t i = begin; i < end; ++i)
-            tensors += !costs[i].parameter_tensor_bytes.empty()
-                           ? costs[i].parameter_tensor_bytes.size()
-                       : costs[i].parameter_bytes > 0 ? 1
-                                                      : 0;
+        for (std::size_t i = begin; i < end; ++i) tensors += costs[i].tensor_bytes().size();
         parameter_tensors_.push_back(tensors);
         // What one layer needs while it runs (its output or gradients, scratch): the largest.
         std::size_t workspace = 0;

@@ -55,6 +55,11 @@ struct LayerCost {
     std::size_t workspace_bytes = 0;  // scratch its forward or backward needs while it runs
 
     double time_ms() const { return forward_ms + backward_ms; }
+    // Each parameter tensor's bytes: the list, or one tensor of parameter_bytes (none without).
+    std::vector<std::size_t> tensor_bytes() const {
+        if (!parameter_tensor_bytes.empty() || parameter_bytes == 0) return parameter_tensor_bytes;
+        return {parameter_bytes};
+    }
     std::size_t activation_bytes() const { return input_bytes + saved_bytes; }
 };
 
