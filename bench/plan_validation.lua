@@ -96,13 +96,7 @@ local rows = {}
 local net, sample = build{classes = 10}
 local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
 -- Other work on the machine skews both the profiles and the measurements: say how much there was.
-local function load_average()
-  local f = io.open('/proc/loadavg')
-  if not f then return '?' end
-  local text = f:read('*l')
-  f:close()
-  return text:match('^(%S+)')
-end
+local function load_average() return tostring(require('tandem.stats').machine_load() or '?') end
 print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here; load %s'):format(
   opt.net, opt.batch, cores, load_average()))
 

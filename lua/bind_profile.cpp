@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/thread_times.h"
 #include "binding.h"
 #include "device/cpu/cpu_peak.h"
 #include "io/metrics_log.h"
@@ -76,6 +77,17 @@ int now(lua_State* L) {
     const auto t = std::chrono::steady_clock::now().time_since_epoch();
     lua_pushnumber(L, std::chrono::duration<double>(t).count());
     return 1;
+}
+
+// core.training_thread_times() -> ran, waited: seconds the training threads have spent on a core
+// and waiting for one (base/thread_times.h), totals that only grow; nil where the kernel does not
+// count them.
+int training_thread_times_now(lua_State* L) {
+    const auto times = training_thread_times().sample();
+    if (!times) return 0;
+    lua_pushnumber(L, times->ran_s);
+    lua_pushnumber(L, times->waited_s);
+    return 2;
 }
 
 // core.cpu_peak([remeasure]): this machine's measured FMA rate and memory bandwidth
@@ -156,6 +168,7 @@ const luaL_Reg kLogMethods[] = {
 const luaL_Reg kProfileFunctions[] = {
     {"profile", wrap<profile>},
     {"now", wrap<now>},
+    {"training_thread_times", wrap<training_thread_times_now>},
     {"cpu_peak", wrap<cpu_peak_of_machine>},
     {"stdout_is_terminal", wrap<stdout_is_terminal>},
     {"metrics_log", wrap<metrics_log_new>},

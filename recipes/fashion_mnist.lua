@@ -136,13 +136,13 @@ for epoch = first_epoch, opt.epochs do
   local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
   if epoch == first_epoch then T.parallel.compare(opt, step_seconds) end
   local result = engine:evaluate(test, {batch = opt.eval_batch})
-  print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%')
+  print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%%s')
         :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
-                100 * data_wait))
+                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost)))
   log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
             train_accuracy = trained.acc, test_loss = result.loss,
             test_accuracy = result.accuracy, images_per_s = trained.images_per_s,
-            seconds = trained.seconds, data_wait = data_wait}
+            seconds = trained.seconds, data_wait = data_wait, cpu_lost = trained.cpu_lost}
   engine:save(('%s/epoch%d.safetensors'):format(opt.checkpoints, epoch), {epoch = epoch})
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end

@@ -122,12 +122,13 @@ for epoch = 1, opt.epochs do
   local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
   local result = val and engine:evaluate(val) or {loss = 0, accuracy = 0}
   local st = train:stats()
-  print(('epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f images/s | data wait %.2f%% | decode %.0f images/s per thread')
+  print(('epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%%s | decode %.0f images/s per thread')
         :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
-                100 * data_wait, st.decode_rate))
+                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost), st.decode_rate))
   log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
             train_accuracy = trained.acc, val_loss = result.loss,
             val_accuracy = result.accuracy, images_per_s = trained.images_per_s, data_wait = data_wait,
+            cpu_lost = trained.cpu_lost,
             read_rate = st.read_rate, decode_rate = st.decode_rate,
             assemble_rate = st.assemble_rate, skipped = st.skipped}
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/rng.h"
+#include "base/thread_times.h"
 #include "data/dataset.h"
 #include "data/interactions.h"
 #include "device/device.h"
@@ -217,6 +218,7 @@ LoaderStats Loader::stats() const {
 }
 
 void Loader::read_stage(std::vector<std::int64_t> order) {
+    name_thread("loader read");
     try {
         auto reader = source_->open_reader();
         const double probe_start = now_seconds();
@@ -289,6 +291,7 @@ Loader::SlabPtr Loader::slab_for(std::int64_t position) {
 }
 
 void Loader::decode_stage() {
+    name_thread("loader decode");
     try {
         const std::uint64_t epoch_key = rng_key(options_.seed, static_cast<std::uint64_t>(epoch_));
         while (auto item = read_queue_->pop()) {
@@ -368,6 +371,7 @@ void Loader::decode_interaction_slot(const RawSample& sample, BatchSlab& slab, s
 }
 
 void Loader::assemble_stage() {
+    name_thread("loader batch");
     try {
         // The assembler's busy time leaves out its waits for room in the batch queue.
         std::int64_t waited_ns = 0;

@@ -1,9 +1,11 @@
 #include "device/worker.h"
 
+#include "base/thread_times.h"
+
 namespace tandem {
 
 Worker::Worker(std::string name, std::function<void()> on_start) : name_(std::move(name)) {
-    thread_ = std::thread(&Worker::loop, state_, std::move(on_start));
+    thread_ = std::thread(&Worker::loop, state_, name_, std::move(on_start));
 }
 
 Worker::~Worker() {
@@ -40,7 +42,10 @@ void Worker::run(std::function<void()> task) {
     submit(std::move(task)).get();
 }
 
-void Worker::loop(std::shared_ptr<State> state, std::function<void()> on_start) {
+void Worker::loop(std::shared_ptr<State> state, const std::string& name,
+                  std::function<void()> on_start) {
+    // Before on_start, so the OpenMP threads a kernel starts here take the name too.
+    name_training_thread(name);
     if (on_start) on_start();
     for (;;) {
         std::packaged_task<void()> task;

@@ -42,7 +42,9 @@ private:
         std::deque<std::packaged_task<void()>> queue;
         bool stopping = false;
     };
-    static void loop(std::shared_ptr<State> state, std::function<void()> on_start);
+    // Names the thread a training thread (base/thread_times.h), then runs on_start and the tasks.
+    static void loop(std::shared_ptr<State> state, const std::string& name,
+                     std::function<void()> on_start);
 
     std::string name_;
     std::shared_ptr<State> state_ = std::make_shared<State>();

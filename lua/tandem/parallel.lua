@@ -263,25 +263,16 @@ function M.layout(opt, net, sample_shape)
   return devices, engine_parallel(opt)
 end
 
--- The machine's load: the run-queue length over the last minute (/proc/loadavg), nil where
--- there is none.
-local function machine_load()
-  local f = io.open('/proc/loadavg', 'r')
-  if not f then return nil end
-  local load = tonumber((f:read('*l') or ''):match('^(%S+)'))
-  f:close()
-  return load
-end
-
 -- With a plan: the measured steps (a list of seconds, warm steps only) beside the predicted
 -- step. The prediction is built from profiles' lower quartiles, so the measured lower quartile
 -- is the figure compared; the mean and the machine's load say how far a busy machine moved it.
 function M.compare(opt, step_seconds)
   if not opt.predicted_step_ms or #step_seconds == 0 then return end
-  local quartile = 1000 * require('tandem.stats').quantile(step_seconds, 0.25)
+  local stats = require 'tandem.stats'
+  local quartile = 1000 * stats.quantile(step_seconds, 0.25)
   local sum = 0
   for _, s in ipairs(step_seconds) do sum = sum + s end
-  local load = machine_load()
+  local load = stats.machine_load()
   print(('step time: measured %.2f ms (lower quartile of %d; mean %.2f), predicted %.2f ms (%+.0f%%) for plan %s%s')
         :format(quartile, #step_seconds, 1000 * sum / #step_seconds, opt.predicted_step_ms,
                 100 * (opt.predicted_step_ms / quartile - 1), opt.plan_label,

@@ -3,6 +3,10 @@ local t = require 'tandem.test'
 local T = require 'tandem'
 local S = dofile('tests/lua/support.lua')
 local nn = T.nn
+local core = require 'tandem.core'
+
+-- Seconds the training threads have been on a core (nil where the kernel does not count them).
+local function core_training_ran() return (core.training_thread_times()) end
 
 local function tiny_net()
   return nn.Sequential{
@@ -244,6 +248,37 @@ t.test('metrics log writes JSON lines', function()
   t.eq(S.read(path), '{"epoch": 1, "loss": 0.25, "note": "ok"}\n{"epoch": 2, "loss": 0.125, "note": "ok"}\n')
   t.raises(function() log:write{loss = {}} end, "metric 'loss' must be a number")
   S.cleanup()
+end)
+
+-- The training threads (the device's worker) are measured while the bar runs: the share of their
+-- ready time spent waiting for a core shows in the line and the figures. Nothing trains under the
+-- first bar, so it shows none.
+t.test('progress bar reports the core time the training threads lost', function()
+  local ran = core_training_ran()
+  local idle = T.Progress{total = 1, mode = 'none'}
+  idle:update(1, {}, 1)
+  t.eq(idle:finish().cpu_lost, nil)
+
+  local data = toy_data(32)
+  local engine = engine_for(tiny_net(), 1)
+  local order = T.data.epoch_order(data:size(), 1, 1, true)
+  local bar = T.Progress{total = 4, mode = 'plain'}
+  for step = 1, 4 do
+    local images, labels = data:batch(order, (step - 1) * 8 + 1, 8)
+    local r = engine:step(images, labels)
+    bar:update(step, {loss = r.loss}, r.samples)
+  end
+  local figures = bar:finish()
+  if ran then
+    t.ok(core_training_ran() > ran, 'the worker ran')
+    t.ok(figures.cpu_lost >= 0 and figures.cpu_lost < 1, tostring(figures.cpu_lost))
+    t.ok(bar.line:find(' | cpu lost %d+%.%d%%'), bar.line)
+  else  -- a kernel without schedstat: the figure is left out, not made up
+    t.eq(figures.cpu_lost, nil)
+    t.ok(not bar.line:find('cpu lost', 1, true), bar.line)
+  end
+  t.eq(T.Progress.cpu_lost_text(0.0312), ' | cpu lost 3.1%')
+  t.eq(T.Progress.cpu_lost_text(nil), '')
 end)
 
 t.test('progress bar reports rate and metrics', function()
