@@ -43,7 +43,9 @@ void name_training_thread(std::string_view role) {
     set_calling_thread_name(std::string(kTrainingPrefix) + std::string(role));
 }
 
-void name_thread(std::string_view name) { set_calling_thread_name(std::string(name)); }
+void name_thread(std::string_view name) {
+    set_calling_thread_name(std::string(name));
+}
 
 std::optional<ThreadTimes> TrainingThreadTimes::sample() {
     std::unique_ptr<DIR, int (*)(DIR*)> tasks(opendir("/proc/self/task"), closedir);
@@ -64,7 +66,8 @@ std::optional<ThreadTimes> TrainingThreadTimes::sample() {
     for (const auto& [tid, seen] : last_) {
         const auto it = now.find(tid);
         // Ended, or its id taken by a new thread (whose counts start again from zero).
-        if (it == now.end() || it->second.ran_s < seen.ran_s || it->second.waited_s < seen.waited_s) {
+        if (it == now.end() || it->second.ran_s < seen.ran_s ||
+            it->second.waited_s < seen.waited_s) {
             ended_.ran_s += seen.ran_s;
             ended_.waited_s += seen.waited_s;
         }
