@@ -95,14 +95,24 @@ end
 local rows = {}
 local net, sample = build{classes = 10}
 local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
--- Other work on the machine skews both the profiles and the measurements: say how much there was.
-local function load_average() return tostring(require('tandem.stats').machine_load() or '?') end
+-- Other work on the machine skews both the profiles and the measurements: say how much there was,
+-- as the load and as the share of their ready time the training threads waited for a core.
+local stats = require 'tandem.stats'
+local function load_average() return tostring(stats.machine_load() or '?') end
+local function lost_since(mark)
+  local lost = stats.cpu_lost(stats.thread_times_since(mark))
+  return lost and ('%.1f%%'):format(100 * lost) or '?'
+end
 print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here; load %s'):format(
   opt.net, opt.batch, cores, load_average()))
 
 -- Simulates each plan, then measures them all; prints one row per plan.
 local function compare(labels, plans, simulated, iters)
+  local mark = stats.thread_mark()
   local measured, median, times = measure_all(plans, iters)
+  -- Plans of more devices than cores wait for cores by design; a two-device plan's wait on two
+  -- idle cores is near zero.
+  print(('measured steps: the training threads waited for a core %s of their ready time'):format(lost_since(mark)))
   print(('%-16s %-22s %12s %12s %8s %12s'):format('plan', 'split', 'simulated', 'measured', 'error', '(median)'))
   local out = {}
   for i, p in ipairs(plans) do
@@ -124,8 +134,13 @@ for item in opt.plans:gmatch('[^,]+') do
   labels[#labels + 1], plans[#plans + 1] = item, parse(item)
 end
 -- One cost model for every simulation and the search: the same profiles weigh every plan.
+local profiles_mark = stats.thread_mark()
 local costs = T.plan.costs{net = net, sample = sample, iterations = opt.profile_iters}
 local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topology(4), plans = plans}
+-- The simulation takes the profiles it needs, contention runs (busy devices side by side)
+-- included, whose own wait is small on an idle machine: a large figure here is other work, and
+-- the predictions inherit it.
+print(('profiles: the training threads waited for a core %s of their ready time'):format(lost_since(profiles_mark)))
 for i, sim in ipairs(sims) do plans[i].split, simulated[i] = sim.split, sim.step_ms end
 compare(labels, plans, simulated, opt.iters)
 

@@ -10,6 +10,7 @@
 // take their creator's name. The loader's threads carry names of their own ("loader ...").
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,16 +32,27 @@ struct ThreadTimes {
 
 // The training threads' times, summed over every one a sample has seen; one that has ended keeps
 // what was last seen of it, so the totals only grow and two samples' difference is the time
-// between them (less what an ended thread did after the last sample that saw it).
+// between them (less what an ended thread did after the last sample that saw it, which a worker
+// keeps small by taking a sample as it ends).
 class TrainingThreadTimes {
 public:
     // The totals now; none where the kernel does not keep the counts (no schedstat).
     std::optional<ThreadTimes> sample();
+    // Called by a training thread about to end (with the threads it started), so that a thread
+    // that starts and ends between two samples (a planner's profile on its own devices) still
+    // counts. Nothing to do until something has sampled.
+    void note_ending_thread();
 
 private:
+    // Nanoseconds, as the kernel counts them: sums of whole numbers keep the totals exact, so they
+    // never fall when a thread moves from the living to the ended.
+    struct Counts {
+        std::uint64_t ran_ns = 0, waited_ns = 0;
+    };
     std::mutex mutex_;
-    std::map<int, ThreadTimes> last_;  // by thread id, as last seen
-    ThreadTimes ended_;                // threads gone since (or whose id was taken again)
+    bool sampled_ = false;
+    std::map<int, Counts> last_;  // by thread id, as last seen
+    Counts ended_;                // threads gone since (or whose id was taken again)
 };
 
 // The process's one meter (the binding's core.training_thread_times).

@@ -52,12 +52,14 @@ void Worker::loop(std::shared_ptr<State> state, const std::string& name,
         {
             std::unique_lock lock(state->mutex);
             state->wake.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
-            if (state->queue.empty()) return;  // stopping, and nothing left to run
+            if (state->queue.empty()) break;  // stopping, and nothing left to run
             task = std::move(state->queue.front());
             state->queue.pop_front();
         }
         task();  // packaged_task stores any exception in the future
     }
+    // This thread and its OpenMP threads end with it: what they ran and waited is counted now.
+    training_thread_times().note_ending_thread();
 }
 
 }  // namespace tandem

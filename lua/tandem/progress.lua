@@ -18,6 +18,7 @@
 -- call update and finish alike, as the training loops do.
 local core = require 'tandem.core'
 local check = require 'tandem.options'
+local stats = require 'tandem.stats'
 
 local Progress = {}
 Progress.__index = Progress
@@ -59,7 +60,7 @@ function Progress.new(options)
   self.width = options.width or 24
   self.mode = resolve_mode(options.mode or 'auto')
   self.start = core.now()
-  self.ran0, self.waited0 = core.training_thread_times()
+  self.threads = stats.thread_mark()
   self.images = 0        -- this process's
   self.job_images = 0    -- the job's, as of the last line (this process's outside MPI)
   self.metrics = {}
@@ -67,20 +68,6 @@ function Progress.new(options)
   self.next_report = 0.1
   self.line = ''
   return self
-end
-
--- The training threads' core time since the bar was made: seconds run and seconds waited for a
--- core (0, 0 where the kernel does not count them).
-function Progress:thread_times()
-  if not self.ran0 then return 0, 0 end
-  local ran, waited = core.training_thread_times()
-  return ran - self.ran0, waited - self.waited0
-end
-
--- The share of their ready time the training threads waited for a core; nil when none ran.
-local function cpu_lost(ran, waited)
-  if ran + waited <= 0 then return nil end
-  return waited / (ran + waited)
 end
 
 -- ' | cpu lost 3.0%' for the progress and epoch lines; '' when unknown.
@@ -92,8 +79,8 @@ end
 -- the ranks, metrics weighted by images, inside (a collective: every rank calls it at the same
 -- points).
 function Progress:job_figures()
-  local ran, waited = self:thread_times()
-  if not in_job() then return self.images, self.metrics, cpu_lost(ran, waited) end
+  local ran, waited = stats.thread_times_since(self.threads)
+  if not in_job() then return self.images, self.metrics, stats.cpu_lost(ran, waited) end
   local keys = {}
   for k, v in pairs(self.metrics) do
     if type(v) == 'number' then keys[#keys + 1] = k end
@@ -107,7 +94,7 @@ function Progress:job_figures()
   for i, k in ipairs(keys) do
     if sums[1] > 0 then job[k] = sums[i + 3] / sums[1] end
   end
-  return sums[1], job, cpu_lost(sums[2], sums[3])
+  return sums[1], job, stats.cpu_lost(sums[2], sums[3])
 end
 
 -- Records progress up to `step` (1-based) with the given metrics and images done this step.

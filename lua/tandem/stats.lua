@@ -1,5 +1,7 @@
--- Statistics of timings, one definition for every script that summarises them, and the
--- machine's load they are read against.
+-- Statistics of timings, one definition for every script that summarises them, and what the
+-- machine did to them: its load, and the core time our training threads waited for.
+local core = require 'tandem.core'
+
 local M = {}
 
 -- The q-quantile of a list of numbers (0.25: the lower quartile, 0.5: the median),
@@ -23,6 +25,27 @@ function M.machine_load()
   local load = tonumber((f:read('*l') or ''):match('^(%S+)'))
   f:close()
   return load
+end
+
+-- The training threads' core time so far (core/base/thread_times.h): a mark to measure from, nil
+-- where the kernel does not count it.
+function M.thread_mark()
+  local ran, waited = core.training_thread_times()
+  return ran and {ran = ran, waited = waited} or nil
+end
+
+-- Seconds the training threads ran and waited for a core since `mark` (0, 0 without one).
+function M.thread_times_since(mark)
+  if not mark then return 0, 0 end
+  local ran, waited = core.training_thread_times()
+  return ran - mark.ran, waited - mark.waited
+end
+
+-- The share of their ready time the training threads waited for a core: what other processes
+-- (or our own helper threads) took from them; nil when they did not run.
+function M.cpu_lost(ran, waited)
+  if ran + waited <= 0 then return nil end
+  return waited / (ran + waited)
 end
 
 return M
