@@ -114,6 +114,15 @@ t.test('OpenMP threads sleep when idle unless OMP_WAIT_POLICY says otherwise', f
   t.eq(spin_count(''), '0')
   t.eq(spin_count('OMP_WAIT_POLICY=active'), '30000000000')
   t.eq(spin_count('GOMP_SPINCOUNT=1000'), '1000')
+  -- Started again, the process keeps its name (top, ps): 'tandem', not 'exe'.
+  local script = S.tmpname('.lua')
+  S.write(script, "local f = io.open('/proc/self/comm') print('name: ' .. f:read('*l')) f:close()")
+  local pipe = assert(io.popen(('env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT %s run %s 2>&1')
+                               :format(S.quote(host.executable), S.quote(script))))
+  local out = pipe:read('*a')
+  pipe:close()
+  t.ok(out:find('name: tandem', 1, true), out)
+  S.cleanup()
 end)
 
 t.test('every command takes --help and exits 0', function()

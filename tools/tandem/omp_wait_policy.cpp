@@ -12,6 +12,7 @@
 // tests/lua/test_command_line.lua reads the spin count libgomp took (OMP_DISPLAY_ENV).
 #include "omp_wait_policy.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,6 +23,15 @@ void let_idle_openmp_threads_sleep(char** argv) {
     if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
         return;
     setenv("OMP_WAIT_POLICY", "passive", 1);
+    // By the executable's own path, which names the process (top, ps) after it: started as
+    // /proc/self/exe, it would be called "exe".
+    char path[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        execv(path, argv);
+    }
+    // The file was replaced or removed since it started (a rebuild): its open image still runs.
     execv("/proc/self/exe", argv);
     // Only reached when the restart failed: carry on with libgomp's spinning default.
 }
