@@ -54,6 +54,9 @@ private:
     std::map<std::string, OptionDefault, std::less<>> values_;
 };
 
+// Pushes a Lua list of the numbers: an option's list, as given or its default.
+void push_numbers(lua_State* L, const std::vector<double>& list);
+
 // Every option set of the binding, listed once here, where every library's schema is seen (no
 // library of core/ sees both data/ and engine/): core.option_schema(name) and core.check_options
 // find them by name, core.option_schemas() names them for the tests to loop over. A new option

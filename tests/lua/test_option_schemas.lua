@@ -168,7 +168,7 @@ end)
 -- Every option of every schema, given a value of a kind it never takes, is refused by name with
 -- the schema's words: the loop leaves no option unchecked.
 local wrong = {integer = 'x', number = 'x', flag = 1, choice = 1, text = 1, size = true,
-               extent = 'x', numbers = 'x', object = 1, objects = 1, table = 1}
+               extent = 'x', numbers = 'x', integers = 'x', pair = 'x', object = 1, objects = 1, table = 1}
 local function shown(v)  -- as the messages show what was given
   if type(v) == 'string' then return "'" .. v .. "'" end
   if type(v) == 'number' then return tostring(v) end
@@ -178,7 +178,8 @@ t.test('core.option_schemas names every schema', function()
   local names = core.option_schemas()
   for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'data.folder', 'data.lmdb', 'data.list',
                         'data.mnist', 'data.interactions', 'data.interactions_info', 'dataset.batch', 'devices.cpu',
-                        'devices.cuda'} do
+                        'devices.cuda', 'plan.costs', 'plan.search', 'plan.simulate', 'plan.simulate.plan',
+                        'plan.costs.layers', 'profile'} do
     local found = false
     for _, n in ipairs(names) do found = found or n == name end
     t.ok(found, name .. ' is not in core.option_schemas()')
