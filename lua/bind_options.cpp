@@ -25,6 +25,7 @@ std::string_view type_word(OptionType type) {
         case OptionType::object: return "object";
         case OptionType::objects: return "objects";
         case OptionType::table: return "table";
+        case OptionType::function: return "function";
     }
     return "?";
 }

@@ -12,8 +12,10 @@
 #include "device/device_schema.h"
 #include "engine/engine_schema.h"
 #include "io/metrics_log_schema.h"
+#include "lua_layer.h"
 #include "optim/optim_schema.h"
 #include "plan/plan_schema.h"
+#include "tensor/tensor_schema.h"
 
 namespace tandem::lua {
 namespace {
@@ -185,6 +187,9 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
         case OptionType::table:
             if (!lua_istable(L, index)) bad();
             return {};
+        case OptionType::function:
+            if (!lua_isfunction(L, index)) bad();
+            return {};
     }
     return {};
 }
@@ -342,7 +347,8 @@ const std::vector<const OptionSchema*>& option_schemas() {
         &plan_table_option_schema(),   &plan_layers_option_schema(),
         &profile_option_schema(),      &sgd_option_schema(),
         &adam_option_schema(),         &adamw_option_schema(),
-        &metrics_log_option_schema(),
+        &metrics_log_option_schema(),  &tensor_option_schema(),
+        &lua_layer_option_schema(),
     };
     return schemas;
 }

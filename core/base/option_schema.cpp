@@ -62,6 +62,7 @@ std::string type_words(const OptionSpec& o) {
         case OptionType::object:
         case OptionType::objects:
         case OptionType::table: return std::string(o.expected);
+        case OptionType::function: return "a function";
     }
     return "?";
 }

@@ -31,7 +31,8 @@ enum class OptionType {
     pair,      // a list {a, b} of two finite numbers, each in [low, high]: "a pair of ..."
     object,    // a bound object whose metatable is `object` ("tandem.Layer")
     objects,   // a list of such objects
-    table      // a table of its own options, read by its own schema or code
+    table,     // a table of its own options, read by its own schema or code
+    function   // a Lua function, for the binding to call (nn.Lua's forward)
 };
 
 // A value that is plain data (an extent's or a list's numbers as a vector). As a default:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -26,6 +27,8 @@
 #include "plan/plan_schema.h"
 #include "plan/planner.h"
 #include "plan/profiler.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor_schema.h"
 #if TANDEM_CUDA
 #include "device/cuda/cuda_backend.h"
 #endif
@@ -34,7 +37,8 @@ namespace tandem::test {
 namespace {
 
 // The binding's list (lua/option_table.cpp's option_schemas(), which no library of core/ can
-// hold), again: tests/lua/test_option_schemas.lua checks that it names each of these.
+// hold), again: tests/lua/test_option_schemas.lua checks that it names each of these. nn.Lua's
+// is the binding's own (lua/lua_layer.h): its values are Lua functions.
 std::vector<const OptionSchema*> schemas() {
     return {&engine_option_schema(),       &loader_option_schema(),
             &loader_shard_option_schema(), &loader_transform_option_schema(),
@@ -47,7 +51,7 @@ std::vector<const OptionSchema*> schemas() {
             &plan_table_option_schema(),   &plan_layers_option_schema(),
             &profile_option_schema(),      &sgd_option_schema(),
             &adam_option_schema(),         &adamw_option_schema(),
-            &metrics_log_option_schema()};
+            &metrics_log_option_schema(),  &tensor_option_schema()};
 }
 
 double number_default(const OptionSchema& schema, std::string_view name) {
@@ -229,6 +233,17 @@ TEST(OptionSchema, DefaultsAreTheStructsDefaults) {
     EXPECT_EQ(number_default(adamw_option_schema(), "weight_decay"), 0.01);  // PyTorch's
     for (const OptionSchema* s : {&sg, &adam_option_schema(), &adamw_option_schema()})
         EXPECT_EQ(as_float(number_default(*s, "clip_norm")), OptimizerOptions{}.clip_norm);
+
+    // T.tensor's dtypes are DType's (dtype.h), by the lowercase names Lua gives them.
+    std::set<std::string> dtypes, choices;
+    for (const DType d : {DType::f32, DType::i32, DType::u8}) {
+        std::string name(dtype_name(d));
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        dtypes.insert(name);
+    }
+    for (const auto& choice : tensor_option_schema().find("dtype")->choices)
+        choices.emplace(choice);
+    EXPECT_EQ(choices, dtypes);
 
     const CpuDeviceOptions cpu;
     EXPECT_EQ(number_default(cpu_device_option_schema(), "memory"), cpu.memory);
