@@ -2,14 +2,13 @@
 // (rank every layout by simulation) and core.plan_simulate (one plan's simulated step). The
 // Lua side (lua/tandem/plan.lua, T.plan) loads topology files and prints the tables.
 //
-// Arguments are plain tables:
+// The options of core.plan_costs, plan_search, plan_simulate (and each plan it takes) and
+// costs:layers are checked against their schemas (core/plan/plan_schema.h) in one loop each,
+// before anything is profiled; a topology is a plain table read here:
 //   topology = {name =, nodes = {{name =, parent =, link =, device =, memory =, threads =,
 //               cores =, count =}, ...}, peers = {{'gpu0', 'gpu1', link = 'nvlink2', count = 2},
 //               ...}, fabrics = {{name = 'nvswitch', link = 'nvlink3', count = 12,
 //                           devices = {'gpu0', ...}}, ...}}
-//   net = Sequential, sample = {C, H, W}, batch = global batch,
-//   cost = 'measured' (CPU devices, profiled here) or 'analytic' (the hardware table),
-//   momentum = true, layout = 'channels_last', seed = 1
 #include <algorithm>
 #include <cmath>
 #include <thread>

@@ -1,8 +1,9 @@
 // An options table read through its schema (base/option_schema.h) in one loop: every key must be
 // an option of the schema, every value of the option's type and in its range, and the values are
 // then read by name, with the schema's default for those not given. The binding's constructors
-// (T.data.Loader and the data sources, T.devices) and core.check_options (T.Engine's Lua side)
-// use it, so that no option is checked by hand and no default is written twice.
+// (T.data.Loader and the data sources, T.devices, T.plan's functions, T.profile, the optimizers,
+// T.MetricsLog, T.tensor, nn.Lua) and core.check_options (T.Engine's Lua side) use it, so that
+// no option is checked by hand and no default is written twice.
 #pragma once
 
 #include <lua.hpp>

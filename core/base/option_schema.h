@@ -1,6 +1,7 @@
 // An option set declared once: each option of a constructor's table (T.Engine{...},
-// T.data.Loader{...}, T.data.lmdb(path, {...}) and the other data sets, T.devices(kind, n, {...}))
-// with its type, range or choices, default and one line of help.
+// T.data.Loader{...}, T.data.lmdb(path, {...}) and the other data sets, T.devices(kind, n, {...}),
+// T.plan.search{...} and the planner's others, T.profile, T.optim.SGD{...}, ...) with its type,
+// range or choices, default and one line of help.
 //
 // The Lua binding checks a table against it in one loop (lua/option_table.h): an unknown key is
 // refused with the list of known ones, a wrong type or a value out of range with the option's

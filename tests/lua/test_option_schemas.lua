@@ -1,7 +1,8 @@
--- The one check of T.Engine's, T.data.Loader's, the data sources' and T.devices' options against
--- their schemas (core/base/option_schema.h, lua/option_table.h): each kind of mistake in each
--- option set, as the user meets it, and every option of every schema given a value of the wrong
--- kind.
+-- The one check of T.Engine's, T.data.Loader's, the data sources', T.devices', the planner's
+-- (T.plan.costs, search, simulate, costs:layers), T.profile's, the optimizers', T.MetricsLog's,
+-- T.tensor's and nn.Lua's options against their schemas (core/base/option_schema.h,
+-- lua/option_table.h): each kind of mistake in each option set, as the user meets it, and every
+-- option of every schema given a value of the wrong kind.
 local T = require 'tandem'
 local core = require 'tandem.core'
 local t = require 'tandem.test'

@@ -1,7 +1,8 @@
 // The option schemas of T.Engine, T.data.Loader (its shard and transforms), the data sources
-// (T.data.lmdb, T.data.list, ...) and T.devices: each entry well formed, its words as messages and
-// the API reference show them, and its defaults those of the C++ options it fills (the binding
-// takes the schema's; C++ callers the struct's).
+// (T.data.lmdb, T.data.list, ...), T.devices, the planner's and T.profile's, the optimizers',
+// T.MetricsLog's and T.tensor's: each entry well formed, its words as messages and the API
+// reference show them, and its defaults those of the C++ options it fills (the binding takes the
+// schema's; C++ callers the struct's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
