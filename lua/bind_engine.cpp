@@ -19,6 +19,8 @@
 #include "io/trace.h"
 #include "lua_layer.h"
 #include "objects.h"
+#include "optim/optim_schema.h"
+#include "option_table.h"
 #include "parallel/schedule.h"
 #include "plan/partitioner.h"
 #include "wrap.h"
@@ -39,8 +41,8 @@ SchedulePtr& check_schedule(lua_State* L, int index) {
 
 // --- optimizers and schedules ---
 
-float option_float(lua_State* L, const char* key, float fallback) {
-    return static_cast<float>(option_number(L, 1, key, fallback));
+float option_float(const OptionTable& o, std::string_view name) {
+    return static_cast<float>(o.number(name));
 }
 
 // Validates now, so the error points at the constructor.
@@ -51,35 +53,35 @@ void push_optimizer(lua_State* L, const OptimizerOptions& o) {
 
 // core.optim_sgd{lr =, momentum =, dampening =, weight_decay =, nesterov =, clip_norm =}
 int optim_sgd(lua_State* L) {
-    check_options(L, 1, "T.optim.SGD",
-                  {"lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_norm"});
+    const OptionTable options(L, 1, sgd_option_schema());
     OptimizerOptions o;
     SgdOptions& s = o.sgd;
-    s.lr = option_float(L, "lr", s.lr);
-    s.momentum = option_float(L, "momentum", s.momentum);
-    s.dampening = option_float(L, "dampening", s.dampening);
-    s.weight_decay = option_float(L, "weight_decay", s.weight_decay);
-    s.nesterov = option_bool(L, 1, "nesterov", s.nesterov);
-    o.clip_norm = option_float(L, "clip_norm", 0.f);
+    s.lr = option_float(options, "lr");
+    s.momentum = option_float(options, "momentum");
+    s.dampening = option_float(options, "dampening");
+    s.weight_decay = option_float(options, "weight_decay");
+    s.nesterov = options.flag("nesterov");
+    o.clip_norm = option_float(options, "clip_norm");
     push_optimizer(L, o);
     return 1;
 }
 
-// core.optim_adam{lr =, beta1 =, beta2 =, eps =, weight_decay =, decoupled =, clip_norm =}
-// (engine.lua's T.optim.Adam and AdamW give betas as a pair)
+// core.optim_adam{lr =, betas =, eps =, weight_decay =, clip_norm =} and core.optim_adamw{...}:
+// Adam with weight decay as an L2 penalty, or decoupled (AdamW).
+template <bool Decoupled>
 int optim_adam(lua_State* L) {
-    check_options(L, 1, "T.optim.Adam",
-                  {"lr", "beta1", "beta2", "eps", "weight_decay", "decoupled", "clip_norm"});
+    const OptionTable options(L, 1, Decoupled ? adamw_option_schema() : adam_option_schema());
     OptimizerOptions o;
     o.kind = OptimizerKind::adam;
     AdamOptions& a = o.adam;
-    a.lr = option_float(L, "lr", a.lr);
-    a.beta1 = option_float(L, "beta1", a.beta1);
-    a.beta2 = option_float(L, "beta2", a.beta2);
-    a.eps = option_float(L, "eps", a.eps);
-    a.weight_decay = option_float(L, "weight_decay", a.weight_decay);
-    a.decoupled = option_bool(L, 1, "decoupled", a.decoupled);
-    o.clip_norm = option_float(L, "clip_norm", 0.f);
+    a.lr = option_float(options, "lr");
+    const std::vector<double> betas = options.numbers("betas");
+    a.beta1 = static_cast<float>(betas.at(0));
+    a.beta2 = static_cast<float>(betas.at(1));
+    a.eps = option_float(options, "eps");
+    a.weight_decay = option_float(options, "weight_decay");
+    a.decoupled = Decoupled;
+    o.clip_norm = option_float(options, "clip_norm");
     push_optimizer(L, o);
     return 1;
 }
@@ -421,11 +423,17 @@ const luaL_Reg kScheduleMethods[] = {
 };
 
 const luaL_Reg kEngineFunctions[] = {
-    {"engine_new", wrap<engine_new>},           {"optim_sgd", wrap<optim_sgd>},
-    {"optim_adam", wrap<optim_adam>},           {"schedule_constant", wrap<schedule_constant>},
-    {"schedule_step", wrap<schedule_step>},     {"schedule_multistep", wrap<schedule_multistep>},
-    {"schedule_cosine", wrap<schedule_cosine>}, {"schedule_warmup", wrap<schedule_warmup>},
-    {"schedule_hybrid", wrap<schedule_hybrid>}, {nullptr, nullptr},
+    {"engine_new", wrap<engine_new>},
+    {"optim_sgd", wrap<optim_sgd>},
+    {"optim_adam", wrap<optim_adam<false>>},
+    {"optim_adamw", wrap<optim_adam<true>>},
+    {"schedule_constant", wrap<schedule_constant>},
+    {"schedule_step", wrap<schedule_step>},
+    {"schedule_multistep", wrap<schedule_multistep>},
+    {"schedule_cosine", wrap<schedule_cosine>},
+    {"schedule_warmup", wrap<schedule_warmup>},
+    {"schedule_hybrid", wrap<schedule_hybrid>},
+    {nullptr, nullptr},
 };
 
 }  // namespace

@@ -20,9 +20,12 @@ std::string_view type_word(OptionType type) {
         case OptionType::size: return "size";
         case OptionType::extent: return "extent";
         case OptionType::numbers: return "numbers";
+        case OptionType::integers: return "integers";
+        case OptionType::pair: return "pair";
         case OptionType::object: return "object";
         case OptionType::objects: return "objects";
         case OptionType::table: return "table";
+        case OptionType::function: return "function";
     }
     return "?";
 }
@@ -37,14 +40,6 @@ const OptionSchema& check_schema(lua_State* L, int index) {
         throw ArgError(index, "unknown option schema '" + name + "' (known: " + known + ")");
     }
     return *schema;
-}
-
-void push_numbers(lua_State* L, const std::vector<double>& list) {
-    lua_createtable(L, static_cast<int>(list.size()), 0);
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        lua_pushnumber(L, list[i]);
-        lua_rawseti(L, -2, static_cast<int>(i + 1));
-    }
 }
 
 void push_default(lua_State* L, const OptionDefault& value) {

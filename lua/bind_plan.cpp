@@ -2,14 +2,13 @@
 // (rank every layout by simulation) and core.plan_simulate (one plan's simulated step). The
 // Lua side (lua/tandem/plan.lua, T.plan) loads topology files and prints the tables.
 //
-// Arguments are plain tables:
+// The options of core.plan_costs, plan_search, plan_simulate (and each plan it takes) and
+// costs:layers are checked against their schemas (core/plan/plan_schema.h) in one loop each,
+// before anything is profiled; a topology is a plain table read here:
 //   topology = {name =, nodes = {{name =, parent =, link =, device =, memory =, threads =,
 //               cores =, count =}, ...}, peers = {{'gpu0', 'gpu1', link = 'nvlink2', count = 2},
 //               ...}, fabrics = {{name = 'nvswitch', link = 'nvlink3', count = 12,
 //                           devices = {'gpu0', ...}}, ...}}
-//   net = Sequential, sample = {C, H, W}, batch = global batch,
-//   cost = 'measured' (CPU devices, profiled here) or 'analytic' (the hardware table),
-//   momentum = true, layout = 'channels_last', seed = 1
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -21,8 +20,10 @@
 #include "check.h"
 #include "device/cpu/cpu_device.h"
 #include "objects.h"
+#include "option_table.h"
 #include "plan/analytic_costs.h"
 #include "plan/measured_costs.h"
+#include "plan/plan_schema.h"
 #include "plan/planner.h"
 #include "wrap.h"
 
@@ -228,65 +229,76 @@ struct PlanCosts {
 };
 using CostsPtr = std::shared_ptr<const PlanCosts>;
 
-// A new cost model from the arguments at `args`: net, sample, placement, cost, momentum, and
-// for measured costs layout, seed, warmup, iterations and rounds (MeasuredCostModel::prefetch).
-CostsPtr new_cost_model(lua_State* L, int args) {
-    lua_getfield(L, args, "net");
+// Whether every device of the topology is a CPU: cost = 'auto' profiles them (measured costs).
+bool all_cpu(const Topology& topology) {
+    for (int i = 0; i < topology.device_count(); ++i)
+        if (!topology.device(i).cpu) return false;
+    return true;
+}
+
+// A new cost model from the options `o` of the table at `args` (checked by its function's
+// schema, plan_schema.h): net, sample, placement, cost ('auto': `when_auto`), precision,
+// momentum, and for measured costs layout, seed, warmup, iterations and rounds
+// (MeasuredCostModel::prefetch).
+CostsPtr new_cost_model(lua_State* L, int args, const OptionTable& o, const OptionSchema& schema,
+                        const std::string& when_auto) {
+    if (!o.given("net") || !o.given("sample"))
+        throw ConfigError(std::string(schema.function) +
+                          ": give the net and its sample's shape (net =, sample =), or a cost "
+                          "model from T.plan.costs (costs =)");
+    o.push("net");
     auto net = check_sequential_ptr(L, lua_gettop(L));
     lua_pop(L, 1);
-    lua_getfield(L, args, "sample");
+    o.push("sample");
     const Shape sample = check_shape(L, lua_gettop(L));
     lua_pop(L, 1);
     auto costs = std::make_shared<PlanCosts>();
     costs->net = net;
-    if (get(L, args, "placement") != LUA_TNIL) {
-        costs->placed = std::make_shared<const UnitPlacement>(
-            place_units(*net, read_placement(L, args, "placement", "T.plan: placement")));
+    if (o.given("placement")) {
+        costs->placed = std::make_shared<const UnitPlacement>(place_units(
+            *net, read_placement(L, args, "placement",
+                                 std::string(schema.function) + ": option 'placement'")));
     } else if (opens_units(*net, kPlanOpening)) {
         // A graph's nodes and a block's layers weighed one by one, so a search can put branches
         // apart and end a stage inside a block.
         costs->placed = std::make_shared<const UnitPlacement>(all_units(*net, kPlanOpening));
         costs->opened = true;
     }
-    lua_pop(L, 1);
     costs->shapes =
         costs->placed ? net_shapes(*net, sample, *costs->placed) : net_shapes(*net, sample);
-    const bool momentum = option_bool(L, args, "momentum", true);
-    const std::string kind = option_string(L, args, "cost", "analytic");
-    const std::string precision = option_string(L, args, "precision", "fp32");
+    const bool momentum = o.flag("momentum");
+    std::string kind = o.text("cost");
+    if (kind == "auto") kind = when_auto;
+    const std::string precision = o.text("precision");
     if (kind == "analytic") {
         costs->model = std::make_shared<AnalyticCostModel>(costs->shapes, momentum,
                                                            parse_precision(precision));
         return costs;
     }
-    if (kind != "measured")
-        throw ConfigError("cost must be 'analytic' or 'measured', got '" + kind + "'");
     if (precision != "fp32")
-        throw ConfigError("precision '" + precision +
+        throw ConfigError(std::string(schema.function) + ": precision '" + precision +
                           "' is for GPU models (cost = 'analytic'); measured CPU costs are fp32");
     ProfileOptions po;
-    // Anything else was taken as channels_last.
-    po.layout = parse_layout(option_string(L, args, "layout", "channels_last"));
-    po.seed = static_cast<std::uint64_t>(option_int(L, args, "seed", 1));
-    po.warmup = static_cast<int>(option_int(L, args, "warmup", 2));
-    po.iterations = static_cast<int>(option_int(L, args, "iterations", 7));
-    const int rounds = static_cast<int>(option_int(L, args, "rounds", 3));
+    po.layout = parse_layout(o.text("layout"));
+    po.seed = static_cast<std::uint64_t>(o.integer("seed"));
+    po.warmup = static_cast<int>(o.integer("warmup"));
+    po.iterations = static_cast<int>(o.integer("iterations"));
+    const int rounds = static_cast<int>(o.integer("rounds"));
     // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
     po.quantile = 0.25;
     costs->model = measured_cost_model(net, sample, momentum, po, rounds, costs->placed);
     return costs;
 }
 
-// The cost model of a search or simulation: `costs` (from T.plan.costs, shared with other
-// calls: one set of profiles) when given, a new one otherwise.
-CostsPtr cost_model(lua_State* L, int args) {
-    lua_getfield(L, args, "costs");
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return new_cost_model(L, args);
-    }
-    if (!luaL_testudata(L, -1, kPlanCostsType))
-        throw ConfigError("costs must be what T.plan.costs returns, got " + type_name(L, -1));
+// The cost model of a search or simulation on `topologies`: `costs` (from T.plan.costs, shared
+// with other calls: one set of profiles) when given, a new one otherwise (cost 'auto': measured
+// on a CPU machine).
+CostsPtr cost_model(lua_State* L, int args, const OptionTable& o, const OptionSchema& schema,
+                    const std::vector<Topology>& topologies) {
+    if (!o.given("costs"))
+        return new_cost_model(L, args, o, schema,
+                              all_cpu(topologies.front()) ? "measured" : "analytic");
+    o.push("costs");
     CostsPtr costs = check_box<CostsPtr>(L, lua_gettop(L), kPlanCostsType, "costs");
     lua_pop(L, 1);
     return costs;
@@ -424,28 +436,18 @@ void push_plan(lua_State* L, const RankedPlan& r, const PlanSearch& search) {
     push_simulation(L, r.simulation);
 }
 
-PlannerOptions planner_options(lua_State* L, int args) {
+PlannerOptions planner_options(const OptionTable& args) {
     PlannerOptions o;
-    o.batch = option_int(L, args, "batch", 0);
-    o.devices = static_cast<int>(option_int(L, args, "devices", 0));
-    const std::string algorithm = option_string(L, args, "algorithm", "ring");
+    o.batch = args.integer("batch");
+    o.devices = static_cast<int>(args.integer("devices"));
+    const std::string algorithm = args.text("algorithm");
     o.parameter_server = algorithm == kServerAlgorithm;
     if (!o.parameter_server) o.algorithm = parse_server_or_reduce(algorithm);
-    o.bucket_bytes =
-        static_cast<std::size_t>(option_number(L, args, "bucket_bytes", double(o.bucket_bytes)));
-    o.overlap_backward = option_bool(L, args, "overlap", true);
-    if (get(L, args, "micro_batches") == LUA_TTABLE) {
-        o.micro_batches.clear();
-        for_each_item(L, lua_gettop(L), [&](int) {
-            const double m = lua_tonumber(L, -1);
-            // Whole numbers here; their range is search_plans' to check.
-            if (lua_type(L, -1) != LUA_TNUMBER || m != std::floor(m) || std::fabs(m) > 1 << 20)
-                throw ConfigError("option 'micro_batches' must list whole numbers, got " +
-                                  number_or_type(L, -1));
-            o.micro_batches.push_back(static_cast<int>(m));
-        });
-    }
-    lua_pop(L, 1);
+    o.bucket_bytes = static_cast<std::size_t>(args.integer("bucket_bytes"));
+    o.overlap_backward = args.flag("overlap");
+    o.micro_batches.clear();
+    for (const double m : args.numbers("micro_batches"))
+        o.micro_batches.push_back(static_cast<int>(m));
     return o;
 }
 
@@ -464,21 +466,21 @@ std::vector<Topology> topologies(lua_State* L, int args) {
     return out;
 }
 
-const std::initializer_list<const char*> kPlanKeys = {
-    "net",          "sample",   "batch",     "topology",      "topologies",
-    "cost",         "momentum", "layout",    "seed",          "warmup",
-    "iterations",   "rounds",   "devices",   "micro_batches", "algorithm",
-    "bucket_bytes", "overlap",  "top",       "trace",         "plan",
-    "plans",        "costs",    "placement", "trace_plan",    "precision"};
-
 // core.plan_costs{net =, sample =, cost =, momentum =, layout =, seed =, warmup =, iterations =}
 // -> a cost model to pass to several searches and simulations (costs =), so that they weigh
 // plans with the same profiles and measured figures, each taken once.
 int plan_costs(lua_State* L) {
-    check_options(L, 1, "T.plan.costs",
-                  {"net", "sample", "placement", "cost", "momentum", "layout", "seed", "warmup",
-                   "iterations", "rounds", "precision"});
-    push_box(L, kPlanCostsType, new_cost_model(L, 1));
+    const OptionSchema& schema = plan_costs_option_schema();
+    const OptionTable o(L, 1, schema);
+    // cost = 'auto': analytic for a GPU topology, measured for a CPU one or none.
+    bool measured = true;
+    if (o.given("topology")) {
+        o.push("topology");
+        measured = all_cpu(Topology(read_topology(L, lua_gettop(L))));
+        lua_pop(L, 1);
+    }
+    push_box(L, kPlanCostsType,
+             new_cost_model(L, 1, o, schema, measured ? "measured" : "analytic"));
     return 1;
 }
 
@@ -498,17 +500,16 @@ int plan_costs_calibration(lua_State* L) {
 // device of model `device` (analytic; default 'cpu' for measured costs, with `threads`).
 int plan_costs_layers(lua_State* L) {
     const CostsPtr& costs = check_box<CostsPtr>(L, 1, kPlanCostsType, "costs");
-    check_options(L, 2, "costs:layers", {"device", "batch", "threads"});
+    const OptionTable o(L, 2, plan_layers_option_schema());
     const auto* analytic = dynamic_cast<const AnalyticCostModel*>(costs->model.get());
     TopologyDevice device;
-    device.model = option_string(L, 2, "device", analytic ? "H100" : "cpu");
+    device.model = o.given("device") ? o.text("device") : analytic ? "H100" : "cpu";
     device.name = device.model;
     device.cpu = device.model == "cpu";
-    device.threads = static_cast<int>(option_int(L, 2, "threads", 1));
+    device.threads = static_cast<int>(o.integer("threads"));
     if (analytic && device.cpu)
         throw ConfigError("costs:layers: analytic costs time GPU models, not 'cpu'");
-    const std::int64_t batch = option_int(L, 2, "batch", 1);
-    if (batch < 1) throw ConfigError("costs:layers: batch must be positive");
+    const std::int64_t batch = o.integer("batch");
     const auto layers = costs->model->layer_costs(device, batch);
     lua_createtable(L, static_cast<int>(layers.size()), 0);
     for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -563,14 +564,15 @@ int plan_topology(lua_State* L) {
 
 // core.plan_search{...} -> {plans = {...}, table = text, considered =, over_memory =, profiles =}
 int plan_search(lua_State* L) {
-    check_options(L, 1, "T.plan.search", kPlanKeys);
+    const OptionSchema& schema = plan_search_option_schema();
+    const OptionTable args(L, 1, schema);
     const auto tops = topologies(L, 1);
-    const auto plan_costs = cost_model(L, 1);
+    const auto plan_costs = cost_model(L, 1, args, schema, tops);
     TANDEM_CHECK_AS(ConfigError, !plan_costs->placed || plan_costs->opened)
         << "T.plan.search chooses the stages itself; to weigh a placement, simulate it "
            "(T.plan.simulate)";
     const CostModel* costs = plan_costs->model.get();
-    PlannerOptions o = planner_options(L, 1);
+    PlannerOptions o = planner_options(args);
     if (plan_costs->opened) {
         o.stage_graph = [&](const std::vector<std::size_t>& cuts, std::int64_t micro_batch) {
             return plan_costs->cut_graph(cuts, micro_batch);
@@ -581,11 +583,9 @@ int plan_search(lua_State* L) {
     }
     PlanSearch search;
     for (const auto& t : tops) merge_plans(search, search_plans(t, *costs, o));
-    const std::string trace = option_string(L, 1, "trace", "");
+    const std::string trace = args.text("trace");
     // Which ranked plan the trace shows (1: the best).
-    const std::int64_t traced = option_int(L, 1, "trace_plan", 1);
-    TANDEM_CHECK_AS(ConfigError, traced >= 1)
-        << "T.plan.search: option 'trace_plan' must be a rank from 1, got " << traced;
+    const std::int64_t traced = args.integer("trace_plan");
     if (!trace.empty() && !search.plans.empty()) {
         TANDEM_CHECK_AS(ConfigError, static_cast<std::size_t>(traced) <= search.plans.size())
             << "T.plan.search: trace_plan = " << traced << ", but " << search.plans.size()
@@ -602,8 +602,7 @@ int plan_search(lua_State* L) {
         lua_rawseti(L, -2, static_cast<int>(i + 1));
     }
     lua_setfield(L, -2, "plans");
-    set_string(L, "table",
-               format_plans(search, static_cast<std::size_t>(option_int(L, 1, "top", 10))));
+    set_string(L, "table", format_plans(search, static_cast<std::size_t>(args.integer("top"))));
     set_number(L, "considered", search.considered);
     set_number(L, "over_memory", search.over_memory);
     set_string(L, "cost", cost_kind(*costs));
@@ -641,38 +640,54 @@ std::vector<CutSpec> unit_cuts(const std::vector<CutSpec>& specs, const PlanCost
     return out;
 }
 
-// One plan table (at absolute index `pt`) of core.plan_simulate, read and checked.
-Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& plan_costs,
-               const std::vector<std::string>& names) {
-    const CostModel& costs = *plan_costs.model;
-    check_options(L, pt, "T.plan.simulate's plan",
-                  {"groups", "stages", "micro_batches", "pipeline", "schedule", "recompute",
-                   "split", "devices", "placement", "device_order"});
-    Plan plan;
-    plan.groups = static_cast<int>(option_int(L, pt, "groups", 1));
-    plan.stages = static_cast<int>(option_int(L, pt, "stages", 1));
-    plan.micro_batches = static_cast<int>(option_int(L, pt, "micro_batches", 1));
-    // `schedule`: the pipeline's old name, still read for one release.
-    plan.schedule = parse_pipeline_schedule(
-        option_string(L, pt, "pipeline", option_string(L, pt, "schedule", "gpipe")));
-    plan.recompute = option_bool(L, pt, "recompute", false);
-    plan.batch = option_int(L, 1, "batch", 0);
-    const std::string algorithm = option_string(L, 1, "algorithm", "ring");
-    plan.parameter_server = algorithm == kServerAlgorithm;
-    if (!plan.parameter_server) plan.algorithm = parse_server_or_reduce(algorithm);
-    plan.bucket_bytes =
-        static_cast<std::size_t>(option_number(L, 1, "bucket_bytes", double(plan.bucket_bytes)));
-    plan.overlap_backward = option_bool(L, 1, "overlap", true);
+// The cuts of a plan's `split`: layer names, or 1-based layer numbers (whole ones: 1.5 is no
+// layer); `option` names it in the message for anything else.
+std::vector<CutSpec> read_split(lua_State* L, const OptionTable& plan, const std::string& option) {
+    const auto bad = [&](const std::string& got) {
+        OptionSpec split = *plan_table_option_schema().find("split");
+        split.name = option;
+        throw_bad_option(plan_table_option_schema(), split, got);
+    };
     std::vector<CutSpec> specs;
-    if (get(L, pt, "split") == LUA_TTABLE) {
-        for_each_item(L, lua_gettop(L), [&](int) {
-            if (lua_type(L, -1) == LUA_TNUMBER)
-                specs.emplace_back(static_cast<std::int64_t>(lua_tointeger(L, -1)));
-            else
+    plan.push("split");
+    if (lua_istable(L, -1)) {
+        for_each_item(L, lua_gettop(L), [&](int i) {
+            const double x = lua_tonumber(L, -1);
+            if (lua_type(L, -1) == LUA_TNUMBER && std::isfinite(x) && x == std::floor(x))
+                specs.emplace_back(static_cast<std::int64_t>(x));
+            else if (lua_type(L, -1) == LUA_TSTRING)
                 specs.emplace_back(std::string(lua_tostring(L, -1)));
+            else
+                bad("a list whose entry " + std::to_string(i) + " is " + number_or_type(L, -1));
         });
     }
     lua_pop(L, 1);
+    return specs;
+}
+
+// One plan table (at absolute index `pt`) of core.plan_simulate, read and checked against its
+// schema, its options named after `prefix` ("plan.", "plans[2]."); `args` are the simulation's
+// own options (the batch and the all-reduce every plan shares).
+Plan read_plan(lua_State* L, int pt, const std::string& prefix, const OptionTable& args,
+               const Topology& topology, const PlanCosts& plan_costs,
+               const std::vector<std::string>& names) {
+    const CostModel& costs = *plan_costs.model;
+    const OptionTable p(L, pt, plan_table_option_schema(), prefix);
+    Plan plan;
+    plan.groups = static_cast<int>(p.integer("groups"));
+    plan.stages = static_cast<int>(p.integer("stages"));
+    plan.micro_batches = static_cast<int>(p.integer("micro_batches"));
+    // `schedule`: the pipeline's old name, still read for one release.
+    plan.schedule = parse_pipeline_schedule(
+        p.given("pipeline") || !p.given("schedule") ? p.text("pipeline") : p.text("schedule"));
+    plan.recompute = p.flag("recompute");
+    plan.batch = args.integer("batch");
+    const std::string algorithm = args.text("algorithm");
+    plan.parameter_server = algorithm == kServerAlgorithm;
+    if (!plan.parameter_server) plan.algorithm = parse_server_or_reduce(algorithm);
+    plan.bucket_bytes = static_cast<std::size_t>(args.integer("bucket_bytes"));
+    plan.overlap_backward = args.flag("overlap");
+    const std::vector<CutSpec> specs = read_split(L, p, prefix + "split");
     if (plan_costs.placed && !plan_costs.opened) {
         // The costs' placement says what each stage runs (T.plan.simulate's placement).
         const int stages = static_cast<int>(plan_costs.placed->graph.stages.size());
@@ -692,10 +707,8 @@ Plan read_plan(lua_State* L, int pt, const Topology& topology, const PlanCosts& 
         plan.cuts = parse_cuts(plan_costs.opened ? unit_cuts(specs, plan_costs) : specs, names,
                                plan.stages);
     }
-    if (get(L, pt, "devices") == LUA_TTABLE)
-        for_each_item(L, lua_gettop(L),
-                      [&](int) { plan.devices.push_back(static_cast<int>(lua_tointeger(L, -1))); });
-    lua_pop(L, 1);
+    if (p.given("devices"))
+        for (const double d : p.numbers("devices")) plan.devices.push_back(static_cast<int>(d));
     return plan;
 }
 
@@ -725,31 +738,52 @@ void push_simulated(lua_State* L, const Simulation& s, const std::vector<std::si
 // split} With plans = {{...}, {...}} instead: a list of those, every plan weighed with the same
 // profiles (one cost model), so that they compare on equal terms.
 int plan_simulate(lua_State* L) {
-    check_options(L, 1, "T.plan.simulate", kPlanKeys);
-    const auto tops = topologies(L, 1);
-    const auto costs = cost_model(L, 1);
-    const Topology& topology = tops.front();
-    // Every plan's micro-batch size, measured together before any plan is read (prefetch).
+    const OptionSchema& schema = plan_simulate_option_schema();
+    const OptionTable args(L, 1, schema);
+    // The plans to run: plans = {{...}, ...}, or plan = {...}; each with the prefix naming its
+    // options in messages.
+    std::vector<std::string> prefixes;
+    const bool listed = args.given("plans");
+    if (listed) {
+        args.push("plans");
+        for_each_item(L, lua_gettop(L), [&](int i) {
+            if (!lua_istable(L, -1))
+                throw_bad_option(
+                    schema, *schema.find("plans"),
+                    "a list whose entry " + std::to_string(i) + " is " + number_or_type(L, -1));
+            prefixes.push_back("plans[" + std::to_string(i) + "].");
+        });
+        lua_pop(L, 1);
+    } else if (args.given("plan")) {
+        prefixes.push_back("plan.");
+    } else {
+        throw ConfigError(
+            "T.plan.simulate needs plan = {groups =, stages =, ...} or plans = {{...}, ...}");
+    }
+    // Every plan's micro-batch size, measured together before any plan is read (prefetch); the
+    // plans are checked here, before anything is profiled.
     std::vector<std::int64_t> sizes{1};
-    const std::int64_t batch = option_int(L, 1, "batch", 0);
-    auto add_size = [&](int pt) {
-        const std::int64_t per_group =
-            batch / std::max<std::int64_t>(1, option_int(L, pt, "groups", 1));
-        sizes.push_back(std::max<std::int64_t>(
-            1, per_group / std::max<std::int64_t>(1, option_int(L, pt, "micro_batches", 1))));
-    };
-    if (get(L, 1, "plans") == LUA_TTABLE)
-        for_each_item(L, lua_gettop(L), [&](int) { add_size(lua_gettop(L)); });
+    const std::int64_t batch = args.integer("batch");
+    args.push(listed ? "plans" : "plan");
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+        if (listed) lua_rawgeti(L, -1, static_cast<int>(i + 1));
+        const OptionTable p(L, -1, plan_table_option_schema(), prefixes[i]);
+        sizes.push_back(
+            std::max<std::int64_t>(1, batch / p.integer("groups") / p.integer("micro_batches")));
+        if (listed) lua_pop(L, 1);
+    }
     lua_pop(L, 1);
-    if (get(L, 1, "plan") == LUA_TTABLE) add_size(lua_gettop(L));
-    lua_pop(L, 1);
+    const auto tops = topologies(L, 1);
+    const auto costs = cost_model(L, 1, args, schema, tops);
+    const Topology& topology = tops.front();
     const CostModel& model = *costs->model;
     if (topology.device(0).cpu) model.prefetch(topology.device(0), sizes);
     std::vector<std::string> names;
     for (const auto& c : model.layer_costs(topology.device(0), 1)) names.push_back(c.name);
-    const std::string trace = option_string(L, 1, "trace", "");
-    auto run = [&](int pt) {
-        Plan plan = read_plan(L, pt, topology, *costs, names);
+    const std::string trace = args.text("trace");
+    // Pushes the simulation of plan i, whose table is at `pt`.
+    const auto run = [&](int pt, std::size_t i) {
+        Plan plan = read_plan(L, pt, prefixes[i], args, topology, *costs, names);
         const std::vector<std::size_t> cuts = plan.cuts;
         cut_units(plan, *costs);
         const Simulation s = simulate(plan, topology, model, !trace.empty());
@@ -757,21 +791,20 @@ int plan_simulate(lua_State* L) {
         push_simulated(L, s, cuts, names);
         set_calibration(L, model);
     };
-    if (get(L, 1, "plans") == LUA_TTABLE) {
-        const int list = lua_gettop(L);
-        lua_newtable(L);
-        const int out = lua_gettop(L);
-        for_each_item(L, list, [&](int i) {
-            run(lua_gettop(L));
-            lua_rawseti(L, out, i);
-        });
+    args.push(listed ? "plans" : "plan");
+    const int given = lua_gettop(L);
+    if (!listed) {
+        run(given, 0);
         return 1;
     }
-    lua_pop(L, 1);
-    if (get(L, 1, "plan") != LUA_TTABLE)
-        throw ConfigError(
-            "T.plan.simulate needs plan = {groups =, stages =, ...} or plans = {{...}, ...}");
-    run(lua_gettop(L));
+    lua_createtable(L, static_cast<int>(prefixes.size()), 0);
+    const int out = lua_gettop(L);
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+        lua_rawgeti(L, given, static_cast<int>(i + 1));
+        run(lua_gettop(L), i);
+        lua_rawseti(L, out, static_cast<int>(i + 1));
+        lua_pop(L, 1);
+    }
     return 1;
 }
 

@@ -9,8 +9,11 @@
 #include "binding.h"
 #include "device/cpu/cpu_peak.h"
 #include "io/metrics_log.h"
+#include "io/metrics_log_schema.h"
 #include "lua_layer.h"
 #include "objects.h"
+#include "option_table.h"
+#include "plan/plan_schema.h"
 #include "plan/profiler.h"
 #include "wrap.h"
 
@@ -26,19 +29,13 @@ int profile(lua_State* L) {
     Sequential& net = check_sequential(L, 1);
     const Shape sample = check_shape(L, 2);
     auto device = check_device(L, 3);
-    check_options(L, 4, "T.profile", {"batch", "warmup", "iterations", "layout", "seed"});
-    const std::int64_t batch = option_int(L, 4, "batch", 64);
-    if (batch < 1) throw ArgError(4, "batch must be at least 1");
+    const OptionTable options(L, 4, profile_option_schema());
+    const std::int64_t batch = options.integer("batch");
     ProfileOptions o;
-    o.warmup = static_cast<int>(option_int(L, 4, "warmup", o.warmup));
-    o.iterations = static_cast<int>(option_int(L, 4, "iterations", o.iterations));
-    if (o.iterations < 1 || o.warmup < 0) throw ArgError(4, "iterations must be >= 1, warmup >= 0");
-    try {
-        o.layout = parse_layout(option_string(L, 4, "layout", "channels_last"));
-    } catch (const ConfigError& e) {
-        throw ArgError(4, e.what());
-    }
-    o.seed = static_cast<std::uint64_t>(option_int(L, 4, "seed", 1));
+    o.warmup = static_cast<int>(options.integer("warmup"));
+    o.iterations = static_cast<int>(options.integer("iterations"));
+    o.layout = parse_layout(options.text("layout"));
+    o.seed = static_cast<std::uint64_t>(options.integer("seed"));
 
     CrossEntropy loss;
     const NetProfile p = [&] {  // the device's worker may run layers written in Lua meanwhile
@@ -116,10 +113,9 @@ int stdout_is_terminal(lua_State* L) {
 // curves redrawn beside it at every write; raises when it cannot be opened.
 int metrics_log_new(lua_State* L) {
     const std::string path = check_string(L, 1);
-    check_options(L, 2, "T.MetricsLog", {"append", "chart"});
+    const OptionTable options(L, 2, metrics_log_option_schema());
     push_box(L, kMetricsLogType,
-             std::make_shared<MetricsLog>(path, option_bool(L, 2, "append", true),
-                                          option_bool(L, 2, "chart", true)));
+             std::make_shared<MetricsLog>(path, options.flag("append"), options.flag("chart")));
     return 1;
 }
 

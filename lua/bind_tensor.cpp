@@ -10,6 +10,8 @@
 #include "base/rng.h"
 #include "binding.h"
 #include "objects.h"
+#include "option_table.h"
+#include "tensor/tensor_schema.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -95,10 +97,7 @@ Tensor integer_tensor(const Shape& shape, const std::vector<double>& values, DTy
 // flat list given a shape. Integer dtypes hold labels (i32) and bytes (u8).
 int tensor_new(lua_State* L) {
     if (!lua_istable(L, 1)) throw ArgError(1, "table of numbers expected, got " + type_name(L, 1));
-    check_options(L, 3, "T.tensor", {"dtype"});
-    const std::string dtype = option_string(L, 3, "dtype", "f32");
-    if (dtype != "f32" && dtype != "i32" && dtype != "u8")
-        throw ArgError(3, "option 'dtype' must be 'f32', 'i32' or 'u8', got '" + dtype + "'");
+    const std::string dtype = OptionTable(L, 3, tensor_option_schema()).text("dtype");
     NestedReader reader(L, 1);
     lua_pushvalue(L, 1);
     reader.read(0, "");

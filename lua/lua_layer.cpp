@@ -5,6 +5,7 @@
 #include "binding.h"
 #include "kernels/kernel_cache.h"
 #include "objects.h"
+#include "option_table.h"
 #include "wrap.h"
 
 namespace tandem::lua {
@@ -249,28 +250,51 @@ Tensor LuaLayer::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
 
 namespace {
 
+OptionSchema make_lua_layer_schema() {
+    return {"nn.lua",
+            "nn.Lua",
+            {
+                {.name = "forward",
+                 .type = OptionType::function,
+                 .help = "forward(p, x) -> y [, saved]: p the parameters by name, saved a list of "
+                         "tensors for backward",
+                 .required = true},
+                {.name = "backward",
+                 .type = OptionType::function,
+                 .help = "backward(p, x, dy, saved) -> dx [, grads]: grads by name, added in",
+                 .required = true},
+                {.name = "parameters",
+                 .type = OptionType::table,
+                 .help = "initial values, copied",
+                 .default_note = "none",
+                 .expected = "a table of name = f32 tensor"},
+                {.name = "output_shape",
+                 .type = OptionType::function,
+                 .help = "output_shape(shape) -> shape: whole shapes, batch first",
+                 .default_note = "none: the input's shape"},
+                {.name = "name",
+                 .type = OptionType::text,
+                 .help = "the layer's name (no dots)",
+                 .fallback = std::string(),
+                 .default_note = "none: a Sequential names it, as the built-in layers"},
+            }};
+}
+
 // core.lua_layer{forward =, backward =, parameters =, output_shape =, name =}
 int lua_layer_new(lua_State* L) {
-    check_options(L, 1, "nn.Lua", {"forward", "backward", "parameters", "output_shape", "name"});
+    const OptionTable options(L, 1, lua_layer_option_schema());
     auto script = std::make_shared<LuaScript>();
     script->lock = lock_of(L);
-    const std::string layer_name = option_string(L, 1, "name", "");
+    const std::string layer_name = options.text("name");
     lua_createtable(L, 0, 3);  // the functions, copied: later changes to the spec do not count
     for (const char* key : {"forward", "backward", "output_shape"}) {
-        lua_getfield(L, 1, key);
-        const bool optional = std::string(key) == "output_shape";
-        if (optional) script->has_output_shape = !lua_isnil(L, -1);
-        if (!lua_isfunction(L, -1) && !(optional && lua_isnil(L, -1)))
-            throw ArgError(1, std::string("nn.Lua: '") + key + "' must be a function, got " +
-                                  type_name(L, -1));
+        options.push(key);
+        if (std::string(key) == "output_shape") script->has_output_shape = !lua_isnil(L, -1);
         lua_setfield(L, -2, key);
     }
     std::vector<std::pair<std::string, Tensor>> parameters;
-    lua_getfield(L, 1, "parameters");
+    options.push("parameters");
     if (!lua_isnil(L, -1)) {
-        if (!lua_istable(L, -1))
-            throw ArgError(1, "nn.Lua: 'parameters' must be a table of name = tensor, got " +
-                                  type_name(L, -1));
         const int table = lua_gettop(L);
         lua_pushnil(L);
         while (lua_next(L, table) != 0) {
@@ -308,6 +332,11 @@ const luaL_Reg kFunctions[] = {
 };
 
 }  // namespace
+
+const OptionSchema& lua_layer_option_schema() {
+    static const OptionSchema schema = make_lua_layer_schema();
+    return schema;
+}
 
 void register_lua_layer(lua_State* L, int module) {
     define_type(L, module,

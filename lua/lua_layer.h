@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/option_schema.h"
 #include "base/script_lock.h"
 #include "layers/layer.h"
 
@@ -65,5 +66,10 @@ private:
 
 // core.lua_layer{forward =, backward =, parameters =, output_shape =, name =} -> layer.
 void register_lua_layer(lua_State* L, int module);
+// nn.Lua's options (base/option_schema.h), declared here beside the layer they build: its
+// values are Lua functions, which no library of core/ holds (lua/option_table.cpp lists it with
+// the others; tests/lua/test_option_schemas.lua and test_docs.lua hold it, tandem_tests links
+// core/ alone).
+const OptionSchema& lua_layer_option_schema();
 
 }  // namespace tandem::lua

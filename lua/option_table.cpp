@@ -11,18 +11,33 @@
 #include "data/source_schema.h"
 #include "device/device_schema.h"
 #include "engine/engine_schema.h"
+#include "io/metrics_log_schema.h"
+#include "lua_layer.h"
+#include "optim/optim_schema.h"
+#include "plan/plan_schema.h"
+#include "tensor/tensor_schema.h"
 
 namespace tandem::lua {
 namespace {
+
+// A number as messages show it: "1.5", "nan" (not printf's "-nan" for 0/0).
+std::string shown_number(double x) {
+    if (std::isnan(x)) return "nan";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.14g", x);
+    return text;
+}
 
 // A value as a message shows what was given: "'x'", "1.5", "table", "tandem.Tensor".
 std::string given_text(lua_State* L, int index) {
     if (lua_type(L, index) == LUA_TSTRING) return "'" + std::string(lua_tostring(L, index)) + "'";
     if (lua_type(L, index) != LUA_TNUMBER) return type_name(L, index);
-    if (std::isnan(lua_tonumber(L, index))) return "nan";  // not printf's "-nan" for 0/0
-    char text[32];
-    std::snprintf(text, sizeof text, "%.14g", lua_tonumber(L, index));
-    return text;
+    return shown_number(lua_tonumber(L, index));
+}
+
+// Whether `x` is a number option's excluded end: `low` of "> 0", `high` of "in [0, 1)".
+bool at_open_end(const OptionSpec& o, double x) {
+    return (o.above_low && x == o.low) || (o.below_high && x == o.high);
 }
 
 bool is_number_in(lua_State* L, int index, double low, double high, bool whole) {
@@ -103,7 +118,7 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
         case OptionType::integer:
         case OptionType::number:
             if (!is_number_in(L, index, o.low, o.high, o.type == OptionType::integer) ||
-                (o.above_low && lua_tonumber(L, index) == o.low))
+                at_open_end(o, lua_tonumber(L, index)))
                 bad();
             return lua_tonumber(L, index);
         case OptionType::flag:
@@ -140,6 +155,22 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
             }
             return *list;
         }
+        case OptionType::integers:
+        case OptionType::pair: {
+            const bool pair = o.type == OptionType::pair;
+            std::string why = given_text(L, index);
+            const auto list =
+                number_list(L, index, pair ? 2 : kOptionListMost, o.low, o.high, !pair, why);
+            if (list && pair && list->size() != 2)
+                why = "a list of " + std::to_string(list->size()) + " entries";
+            if (!list || (pair && list->size() != 2)) throw_bad_option(schema, o, why);
+            for (std::size_t i = 0; i < list->size(); ++i)
+                if (at_open_end(o, (*list)[i]))
+                    throw_bad_option(schema, o,
+                                     "a list whose entry " + std::to_string(i + 1) + " is " +
+                                         shown_number((*list)[i]));
+            return *list;
+        }
         case OptionType::object:
             if (luaL_testudata(L, index, std::string(o.object).c_str()) == nullptr) bad();
             return {};
@@ -156,11 +187,22 @@ OptionDefault check_value(lua_State* L, int index, const OptionSchema& schema, c
         case OptionType::table:
             if (!lua_istable(L, index)) bad();
             return {};
+        case OptionType::function:
+            if (!lua_isfunction(L, index)) bad();
+            return {};
     }
     return {};
 }
 
 }  // namespace
+
+void push_numbers(lua_State* L, const std::vector<double>& list) {
+    lua_createtable(L, static_cast<int>(list.size()), 0);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        lua_pushnumber(L, list[i]);
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+}
 
 OptionTable::OptionTable(lua_State* L, int index, const OptionSchema& schema, std::string prefix)
     : L_(L), index_(lua_isnoneornil(L, index) ? 0
@@ -284,6 +326,8 @@ void OptionTable::push_all() const {
             lua_pushnumber(L_, *x);
         else if (const auto* s = std::get_if<std::string>(&v))
             lua_pushlstring(L_, s->data(), s->size());
+        else if (const auto* list = std::get_if<std::vector<double>>(&v); list && !given(o.name))
+            push_numbers(L_, *list);  // a list's default
         else
             push(o.name);  // a list, an object or a table, as given (nil when not)
         lua_setfield(L_, -2, std::string(o.name).c_str());
@@ -298,7 +342,13 @@ const std::vector<const OptionSchema*>& option_schemas() {
         &list_option_schema(),         &mnist_option_schema(),
         &interactions_option_schema(), &interactions_info_option_schema(),
         &augment_option_schema(),      &cpu_device_option_schema(),
-        &cuda_device_option_schema(),
+        &cuda_device_option_schema(),  &plan_costs_option_schema(),
+        &plan_search_option_schema(),  &plan_simulate_option_schema(),
+        &plan_table_option_schema(),   &plan_layers_option_schema(),
+        &profile_option_schema(),      &sgd_option_schema(),
+        &adam_option_schema(),         &adamw_option_schema(),
+        &metrics_log_option_schema(),  &tensor_option_schema(),
+        &lua_layer_option_schema(),
     };
     return schemas;
 }

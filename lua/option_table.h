@@ -1,8 +1,9 @@
 // An options table read through its schema (base/option_schema.h) in one loop: every key must be
 // an option of the schema, every value of the option's type and in its range, and the values are
 // then read by name, with the schema's default for those not given. The binding's constructors
-// (T.data.Loader and the data sources, T.devices) and core.check_options (T.Engine's Lua side)
-// use it, so that no option is checked by hand and no default is written twice.
+// (T.data.Loader and the data sources, T.devices, T.plan's functions, T.profile, the optimizers,
+// T.MetricsLog, T.tensor, nn.Lua) and core.check_options (T.Engine's Lua side) use it, so that
+// no option is checked by hand and no default is written twice.
 #pragma once
 
 #include <lua.hpp>
@@ -53,6 +54,9 @@ private:
     const OptionSchema& schema_;
     std::map<std::string, OptionDefault, std::less<>> values_;
 };
+
+// Pushes a Lua list of the numbers: an option's list, as given or its default.
+void push_numbers(lua_State* L, const std::vector<double>& list);
 
 // Every option set of the binding, listed once here, where every library's schema is seen (no
 // library of core/ sees both data/ and engine/): core.option_schema(name) and core.check_options

@@ -15,20 +15,26 @@ std::string bound_text(double x) {
     return text;
 }
 
-std::string range_words(const OptionSpec& o) {
-    if (o.type != OptionType::number) {
+// The range in words, of one value ("an integer in [1, 256]") or, `plural`, of each of a list's
+// ("integers in [1, 256]").
+std::string range_words(const OptionSpec& o, bool plural = false) {
+    const bool whole = o.type != OptionType::number && o.type != OptionType::pair;
+    if (whole) {
+        const std::string integer = plural ? "integers" : "an integer";
         if (o.high < kOptionUnbounded)
-            return "an integer in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
-        if (o.low == 0) return "a non-negative integer";
-        if (o.low == 1) return "a positive integer";
-        return "an integer >= " + bound_text(o.low);
+            return integer + " in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
+        const std::string a = plural ? "" : "a ";
+        if (o.low == 0) return a + "non-negative " + (plural ? "integers" : "integer");
+        if (o.low == 1) return a + "positive " + (plural ? "integers" : "integer");
+        return integer + " >= " + bound_text(o.low);
     }
+    const std::string number = plural ? "finite numbers" : "a finite number";
     const bool no_low = o.low == -HUGE_VAL, no_high = o.high == HUGE_VAL;
-    if (no_low) return no_high ? "a finite number" : "a finite number <= " + bound_text(o.high);
-    if (no_high)
-        return std::string("a finite number ") + (o.above_low ? "> " : ">= ") + bound_text(o.low);
-    return "a finite number in " + std::string(o.above_low ? "(" : "[") + bound_text(o.low) + ", " +
-           bound_text(o.high) + "]";
+    if (no_low && no_high) return number;
+    if (no_low) return number + (o.below_high ? " < " : " <= ") + bound_text(o.high);
+    if (no_high) return number + (o.above_low ? " > " : " >= ") + bound_text(o.low);
+    return number + " in " + (o.above_low ? "(" : "[") + bound_text(o.low) + ", " +
+           bound_text(o.high) + (o.below_high ? ")" : "]");
 }
 
 // "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
@@ -51,9 +57,12 @@ std::string type_words(const OptionSpec& o) {
         case OptionType::size: return "a size such as '512MB' or a byte count, above 0";
         case OptionType::extent: return range_words(o) + " or a pair {height, width} of them";
         case OptionType::numbers: return "a finite number or a list of 1 or 3 of them";
+        case OptionType::integers: return "a list of " + range_words(o, true);
+        case OptionType::pair: return "a pair of " + range_words(o, true);
         case OptionType::object:
         case OptionType::objects:
         case OptionType::table: return std::string(o.expected);
+        case OptionType::function: return "a function";
     }
     return "?";
 }
@@ -82,6 +91,12 @@ std::string default_text(const OptionSpec& option) {
     if (!option.default_note.empty()) return std::string(option.default_note);
     if (const auto* b = std::get_if<bool>(&option.fallback)) return *b ? "true" : "false";
     if (const auto* x = std::get_if<double>(&option.fallback)) return bound_text(*x);
+    if (const auto* list = std::get_if<std::vector<double>>(&option.fallback)) {
+        std::string words = "{";  // as Lua writes the list: {1, 2, 4}
+        for (std::size_t i = 0; i < list->size(); ++i)
+            words += (i > 0 ? ", " : "") + bound_text((*list)[i]);
+        return words + "}";
+    }
     if (const auto* s = std::get_if<std::string>(&option.fallback)) {
         // Appended, not "'" + *s + "'": g++ 12 warns of a false overlap there (-Wrestrict).
         std::string quoted(1, '\'');

@@ -77,33 +77,11 @@ function M.Engine(o)
                          o.trace)
 end
 
-function M.optim.SGD(o)
-  return core.optim_sgd(o or {})
-end
-
--- betas: a pair {beta1, beta2} of numbers.
-local function betas(v)
-  if type(v) == 'table' and getmetatable(v) == nil and #v == 2 and type(v[1]) == 'number'
-     and type(v[2]) == 'number' and next(v, 2) == nil then
-    return v
-  end
-  return nil, 'a pair {beta1, beta2} of numbers'
-end
-
--- Adam and AdamW share their options; AdamW's weight decay is decoupled and defaults to 0.01
--- (PyTorch's defaults).
-local function adam(name, decoupled, default_decay)
-  return function(o)
-    o = check.check(name, o, {lr = check.number, betas = betas, eps = check.number,
-                              weight_decay = check.number, clip_norm = check.number})
-    local b = o.betas or {0.9, 0.999}
-    return core.optim_adam{lr = o.lr, beta1 = b[1], beta2 = b[2], eps = o.eps,
-                           weight_decay = o.weight_decay or default_decay, decoupled = decoupled,
-                           clip_norm = o.clip_norm}
-  end
-end
-M.optim.Adam = adam('T.optim.Adam', false, 0)
-M.optim.AdamW = adam('T.optim.AdamW', true, 0.01)
+-- The optimizers' options are core/optim/optim_schema.h's, checked by the binding in one loop:
+-- a mistake is named with the constructor and raised at the line calling it.
+M.optim.SGD = core.optim_sgd
+M.optim.Adam = core.optim_adam
+M.optim.AdamW = core.optim_adamw
 
 local function required(o, name, key)
   if o[key] == nil then error(('%s: option %s is required'):format(name, key), 3) end

@@ -104,56 +104,17 @@ function M.machine(opt)
   return list
 end
 
-local function is_cpu(topology)
-  for _, node in ipairs(topology.nodes) do
-    if node.device and node.device ~= 'cpu' then return false end
-  end
-  return true
-end
-
-local function with_cost(args)
-  local copy = {}
-  for k, v in pairs(args) do copy[k] = v end
-  if copy.cost == nil or copy.cost == 'auto' then
-    local t = copy.topology or (copy.topologies or {})[1]
-    copy.cost = t and is_cpu(t) and 'measured' or 'analytic'
-  end
-  return copy
-end
-
--- The numeric options of search, simulate and costs, checked here so that a message names the
--- function and the option (issue 19); the others (micro_batches, ...) are the C++ side's.
-local function byte_count(v)
-  if type(v) == 'number' and v == math.floor(v) and v >= 1 and v < 2^53 then return v end
-  return nil, 'a positive whole number of bytes'
-end
-
-local numeric = {batch = int_in(1, 2^40, 'a positive integer'), devices = int_in(0, 256, 'an integer in [0, 256] (0: all)'),
-                 top = int_in(1, 2^31, 'a positive integer'), iterations = int_in(1, 2^20, 'a positive integer'),
-                 warmup = int_in(0, 2^20, 'a non-negative integer'), rounds = int_in(1, 2^20, 'a positive integer'),
-                 seed = int_in(0, 2^53, 'a non-negative integer'), bucket_bytes = byte_count}
-
-local function check_numbers(fn, args)
-  if type(args) ~= 'table' then error(('%s: options table expected, got %s'):format(fn, type(args)), 3) end
-  local describe = require('tandem.options').describe
-  for key, test in pairs(numeric) do
-    local v = args[key]
-    if v ~= nil then
-      local ok, expected = test(v)
-      if ok == nil then error(("%s: option '%s' must be %s, got %s"):format(fn, key, expected, describe(v)), 3) end
-    end
-  end
-end
-
+-- The options of search, simulate and costs are checked by the binding against their schemas
+-- (core/plan/plan_schema.h), so that a message names the function, the option and the value;
+-- an error is raised at the line calling them.
 -- Every layout ranked: {plans = {{groups, stages, micro_batches, pipeline (and its old name schedule), recompute, split,
 -- placement (when a stage ends inside a graph or a block: each stage's names), device_order, step_ms, images_per_s, bubble, exposed_comm_ms, peak_bytes, lua}, ...}, table}.
-function M.search(args)
-  check_numbers('T.plan.search', args)
-  return core.plan_search(with_cost(args))
-end
+M.search = core.plan_search
 
 -- One plan's simulated step: args as for search, plus plan = {groups, stages, micro_batches,
--- pipeline, recompute, split}.
+-- pipeline, recompute, split} (or plans = {{...}, ...}).
+M.simulate = core.plan_simulate
+
 -- One all-reduce of `bytes` among the first `devices` devices of a topology (a name, a file or
 -- a table), alone, as the simulator plays a bucket: its time in ms. algorithm: 'ring' or 'tree'.
 function M.all_reduce(topology, bytes, devices, algorithm)
@@ -161,23 +122,10 @@ function M.all_reduce(topology, bytes, devices, algorithm)
   return core.plan_all_reduce(topology, bytes, devices, algorithm)
 end
 
-function M.simulate(args)
-  check_numbers('T.plan.simulate', args)
-  return core.plan_simulate(with_cost(args))
-end
-
 -- A cost model to share between searches and simulations (their `costs =`): the net profiled
--- once, every plan weighed alike. args: net, sample, cost ('measured' or 'analytic'; 'auto' or
--- none: by `topology`, measured without one), precision (analytic: 'fp32', 'tf32', 'fp16' or
--- 'bf16'), momentum, layout, seed, warmup, iterations. costs:layers{device =, batch =} lists
--- what it says each layer, and each of its kernels, costs.
-function M.costs(args)
-  check_numbers('T.plan.costs', args)
-  local copy = with_cost(args)
-  if (args.cost == nil or args.cost == 'auto') and not args.topology then copy.cost = 'measured' end
-  copy.topology = nil
-  return core.plan_costs(copy)
-end
+-- once, every plan weighed alike (its options: docs/lua-api.md, core/plan/plan_schema.h).
+-- costs:layers{device =, batch =} lists what it says each layer, and each of its kernels, costs.
+M.costs = core.plan_costs
 
 -- What each field of a plan file may hold (what `tandem plan --write` writes); a field outside
 -- these is refused, naming the file and the field, before anything runs on it (issue 19).

@@ -129,38 +129,38 @@ local optim = {}
 for _, key in ipairs({'lr', 'momentum', 'dampening', 'weight_decay', 'clip_norm'}) do
   for _, bad in ipairs({'x', true, {}}) do
     optim[#optim + 1] = {'SGD ' .. key .. ' ' .. tostring(bad), function() return T.optim.SGD{[key] = bad} end,
-                         "option '" .. key .. "' must be a number"}
+                         "T.optim.SGD: option '" .. key .. "' must be a finite number"}
   end
 end
 for _, ctor in ipairs({'Adam', 'AdamW'}) do
   for _, key in ipairs({'lr', 'eps', 'weight_decay', 'clip_norm'}) do
     for _, bad in ipairs({'x', true, {}}) do
       optim[#optim + 1] = {ctor .. ' ' .. key .. ' ' .. tostring(bad), function() return T.optim[ctor]{[key] = bad} end,
-                           'T.optim.' .. ctor .. ": option '" .. key .. "' must be a number"}
+                           'T.optim.' .. ctor .. ": option '" .. key .. "' must be a finite number"}
     end
   end
 end
 for _, c in ipairs({
-  {'SGD lr -1', {lr = -1}, 'SGD: invalid learning rate -1'}, {'SGD momentum 1', {momentum = 1}, 'SGD: invalid momentum 1 (must be in [0, 1))'},
-  {'SGD dampening 2', {dampening = 2}, 'SGD: invalid dampening 2 (must be in [0, 1])'}, {'SGD weight_decay -1', {weight_decay = -1}, 'SGD: invalid weight_decay -1'},
+  {'SGD lr -1', {lr = -1}, "T.optim.SGD: option 'lr' must be a finite number in [0, 3.4028234663853e+38], got -1"}, {'SGD momentum 1', {momentum = 1}, "T.optim.SGD: option 'momentum' must be a finite number in [0, 1), got 1"},
+  {'SGD dampening 2', {dampening = 2}, "T.optim.SGD: option 'dampening' must be a finite number in [0, 1], got 2"}, {'SGD weight_decay -1', {weight_decay = -1}, "T.optim.SGD: option 'weight_decay' must be a finite number in [0, 3.4028234663853e+38], got -1"},
   {'SGD Nesterov without momentum', {nesterov = true}, 'Nesterov momentum needs momentum > 0'},
-  {'SGD nesterov yes', {nesterov = 'yes'}, "option 'nesterov' must be a boolean, got 'yes'"},
-  {'SGD clip_norm -1', {clip_norm = -1}, 'invalid clip_norm -1'},
+  {'SGD nesterov yes', {nesterov = 'yes'}, "T.optim.SGD: option 'nesterov' must be true or false, got 'yes'"},
+  {'SGD clip_norm -1', {clip_norm = -1}, "T.optim.SGD: option 'clip_norm' must be a finite number in [0, 3.4028234663853e+38] (0: no clipping), got -1"},
   {'SGD learning_rate', {learning_rate = 1}, "T.optim.SGD: unknown option 'learning_rate'"},
 }) do optim[#optim + 1] = {c[1], function() return T.optim.SGD(c[2]) end, c[3]} end
 for _, c in ipairs({
-  {'Adam betas 0.9', {betas = 0.9}, "T.optim.Adam: option 'betas' must be a pair {beta1, beta2} of numbers, got 0.9"},
-  {'Adam three betas', {betas = {0.9, 0.9, 0.9}}, "option 'betas' must be a pair {beta1, beta2} of numbers"},
-  {'Adam beta1 1', {betas = {1, 0.9}}, 'Adam: invalid beta1 1 (betas must be in [0, 1))'},
-  {'Adam beta2 -1', {betas = {0.9, -1}}, 'Adam: invalid beta2 -1'},
-  {'Adam eps 0', {eps = 0}, 'Adam: invalid eps 0 (must be > 0)'},
-  {'Adam lr inf', {lr = math.huge}, "T.optim.Adam: option 'lr' must be a finite number, got inf"},
-  {'Adam lr nan', {lr = 0 / 0}, "T.optim.Adam: option 'lr' must be a finite number, got nan"},
+  {'Adam betas 0.9', {betas = 0.9}, "T.optim.Adam: option 'betas' must be a pair of finite numbers in [0, 1), got 0.9"},
+  {'Adam three betas', {betas = {0.9, 0.9, 0.9}}, "T.optim.Adam: option 'betas' must be a pair of finite numbers in [0, 1), got a list of 3 entries"},
+  {'Adam beta1 1', {betas = {1, 0.9}}, "T.optim.Adam: option 'betas' must be a pair of finite numbers in [0, 1), got a list whose entry 1 is 1"},
+  {'Adam beta2 -1', {betas = {0.9, -1}}, "T.optim.Adam: option 'betas' must be a pair of finite numbers in [0, 1), got a list whose entry 2 is -1"},
+  {'Adam eps 0', {eps = 0}, "T.optim.Adam: option 'eps' must be a finite number in (0, 3.4028234663853e+38], got 0"},
+  {'Adam lr inf', {lr = math.huge}, "T.optim.Adam: option 'lr' must be a finite number in [0, 3.4028234663853e+38], got inf"},
+  {'Adam lr nan', {lr = 0 / 0}, "T.optim.Adam: option 'lr' must be a finite number in [0, 3.4028234663853e+38], got nan"},
   {'Adam momentum', {momentum = 0.9}, "T.optim.Adam: unknown option 'momentum'"},
 }) do optim[#optim + 1] = {c[1], function() return T.optim.Adam(c[2]) end, c[3]} end
-optim[#optim + 1] = {'Adam eps inf', function() return T.optim.Adam{eps = math.huge} end, "T.optim.Adam: option 'eps' must be a finite number, got inf"}
-optim[#optim + 1] = {'SGD clip_norm inf', function() return T.optim.SGD{clip_norm = math.huge} end, 'invalid clip_norm inf'}
-optim[#optim + 1] = {'AdamW weight_decay -1', function() return T.optim.AdamW{weight_decay = -1} end, 'AdamW: invalid weight_decay -1'}
+optim[#optim + 1] = {'Adam eps inf', function() return T.optim.Adam{eps = math.huge} end, "T.optim.Adam: option 'eps' must be a finite number in (0, 3.4028234663853e+38], got inf"}
+optim[#optim + 1] = {'SGD clip_norm inf', function() return T.optim.SGD{clip_norm = math.huge} end, "T.optim.SGD: option 'clip_norm' must be a finite number in [0, 3.4028234663853e+38] (0: no clipping), got inf"}
+optim[#optim + 1] = {'AdamW weight_decay -1', function() return T.optim.AdamW{weight_decay = -1} end, "T.optim.AdamW: option 'weight_decay' must be a finite number in [0, 3.4028234663853e+38], got -1"}
 suite('optimizers', optim)
 
 suite('schedules', {
@@ -368,14 +368,14 @@ local function plan_file(text)
 end
 local good_plan = "groups = 1, stages = 1, micro_batches = 1, pipeline = 'gpipe', split = {}, threads = 1, batch = 16"
 local plan_cases = {
-  {'search batch 0', function() return search_with{batch = 0} end, "T.plan.search: option 'batch' must be a positive integer, got 0"},
-  {'search batch 1.5', function() return search_with{batch = 1.5} end, "T.plan.search: option 'batch' must be a positive integer, got 1.5"},
-  {'search top 0', function() return search_with{top = 0} end, "T.plan.search: option 'top' must be a positive integer, got 0"},
-  {'search devices -1', function() return search_with{devices = -1} end, "T.plan.search: option 'devices' must be an integer in [0, 256] (0: all), got -1"},
-  {'search bucket_bytes 0.5', function() return search_with{bucket_bytes = 0.5} end, "T.plan.search: option 'bucket_bytes' must be a positive whole number of bytes, got 0.5"},
-  {'search micro_batches {0}', function() return search_with{micro_batches = {0}} end, "option 'micro_batches' must list positive counts, got 0"},
-  {'search iterations 0', function() return search_with{iterations = 0} end, "T.plan.search: option 'iterations' must be a positive integer, got 0"},
-  {'simulate warmup -1', function() return T.plan.simulate{net = lenet, sample = lenet_sample, batch = 64, topology = server, warmup = -1, plan = {}} end, "T.plan.simulate: option 'warmup' must be a non-negative integer, got -1"},
+  {'search batch 0', function() return search_with{batch = 0} end, "T.plan.search: option 'batch' must be an integer in [1, 1099511627776], got 0"},
+  {'search batch 1.5', function() return search_with{batch = 1.5} end, "T.plan.search: option 'batch' must be an integer in [1, 1099511627776], got 1.5"},
+  {'search top 0', function() return search_with{top = 0} end, "T.plan.search: option 'top' must be an integer in [1, 2147483648], got 0"},
+  {'search devices -1', function() return search_with{devices = -1} end, "T.plan.search: option 'devices' must be an integer in [0, 256] (0: every count the topology allows), got -1"},
+  {'search bucket_bytes 0.5', function() return search_with{bucket_bytes = 0.5} end, "T.plan.search: option 'bucket_bytes' must be a positive integer, got 0.5"},
+  {'search micro_batches {0}', function() return search_with{micro_batches = {0}} end, "T.plan.search: option 'micro_batches' must be a list of integers in [1, 1048576], got a list whose entry 1 is 0"},
+  {'search iterations 0', function() return search_with{iterations = 0} end, "T.plan.search: option 'iterations' must be an integer in [1, 1048576], got 0"},
+  {'simulate warmup -1', function() return T.plan.simulate{net = lenet, sample = lenet_sample, batch = 64, topology = server, warmup = -1, plan = {}} end, "T.plan.simulate: option 'warmup' must be an integer in [0, 1048576], got -1"},
   {'costs seed -1', function() return T.plan.costs{net = lenet, sample = lenet_sample, seed = -1} end, "T.plan.costs: option 'seed' must be a non-negative integer, got -1"},
   {'machine threads 5000', function() return T.plan.machine{threads = 5000} end, "T.plan.machine: option 'threads' must be an integer in [0, 1024]"},
   {'machine cores 1e6', function() return T.plan.machine{cores = 1e6} end, "T.plan.machine: option 'cores' must be an integer in [1, 4096], got 1000000"},

@@ -109,9 +109,13 @@ t.test('the parallel options are documented as the schema defines them', functio
 end)
 
 -- The option tables of T.Engine, T.data.Loader (and its shard and transforms), the data sources
--- (T.data.lmdb, T.data.list, T.data.mnist, T.data.interactions, dataset:batch's augmentation) and
--- T.devices are their schemas' (core.option_schema: core/engine/engine_schema.h,
--- core/data/pipeline_schema.h, core/data/source_schema.h, core/device/device_schema.h), exactly:
+-- (T.data.lmdb, T.data.list, T.data.mnist, T.data.interactions, dataset:batch's augmentation),
+-- T.devices, T.plan.costs/search/simulate (and its plan), costs:layers, T.profile, T.optim.*,
+-- T.MetricsLog, T.tensor and nn.Lua are their schemas' (core.option_schema, every schema of
+-- core.option_schemas(): core/engine/engine_schema.h, core/data/pipeline_schema.h,
+-- core/data/source_schema.h, core/device/device_schema.h, core/plan/plan_schema.h,
+-- core/optim/optim_schema.h, core/io/metrics_log_schema.h, core/tensor/tensor_schema.h,
+-- lua/lua_layer.h), exactly:
 -- a table of the page per schema, holding its options in its order with their defaults, values
 -- and help, and nothing else; and every such table of the page is a schema's.
 local function schema_rows(name)

@@ -251,7 +251,7 @@ t.test('values that were taken and misread are refused, naming the option', func
   t.raises(function() T.Engine{net = net, optim = sgd, layout = 'nhwc'} end,
            "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'nhwc'")
   t.raises(function() T.plan.costs{net = net, sample = {1, 2, 2}, cost = 'measured', layout = 'nhwc'} end,
-           "layout must be 'contiguous' or 'channels_last', got 'nhwc'")
+           "T.plan.costs: option 'layout' must be 'contiguous' or 'channels_last', got 'nhwc'")
   t.raises(function() T.parallel.data_layout{layout = 'nhwc'} end,
            "option --layout must be 'auto', 'contiguous' or 'channels_last', got 'nhwc'")
   t.eq(T.parallel.data_layout{layout = 'auto', device = 'cuda'}, 'contiguous')

@@ -124,7 +124,7 @@ t.test('a Lua layer\'s mistakes name it', function()
   local p = layer{parameters = {w = T.ones{3}}, backward = function(_, _, dy) return dy, {v = T.ones{3}} end}
   p:forward(x, {mode = 'train'})
   t.raises(function() p:backward(x, T.ones{2, 3}) end, "backward gave a gradient for 'v', which is not one of its parameters")
-  t.raises(function() nn.Lua{forward = 1, backward = function() end} end, "nn.Lua: 'forward' must be a function, got number")
+  t.raises(function() nn.Lua{forward = 1, backward = function() end} end, "nn.Lua: option 'forward' must be a function, got 1")
   t.raises(function() nn.Lua{forward = print, backward = print, parameters = {w = 1}} end,
            "nn.Lua: parameter 'w' must be an f32 tensor, got number")
   t.raises(function() nn.Lua{forward = print, backward = print, speed = 1} end, "unknown option 'speed'")

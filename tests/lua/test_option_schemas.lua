@@ -1,7 +1,8 @@
--- The one check of T.Engine's, T.data.Loader's, the data sources' and T.devices' options against
--- their schemas (core/base/option_schema.h, lua/option_table.h): each kind of mistake in each
--- option set, as the user meets it, and every option of every schema given a value of the wrong
--- kind.
+-- The one check of T.Engine's, T.data.Loader's, the data sources', T.devices', the planner's
+-- (T.plan.costs, search, simulate, costs:layers), T.profile's, the optimizers', T.MetricsLog's,
+-- T.tensor's and nn.Lua's options against their schemas (core/base/option_schema.h,
+-- lua/option_table.h): each kind of mistake in each option set, as the user meets it, and every
+-- option of every schema given a value of the wrong kind.
 local T = require 'tandem'
 local core = require 'tandem.core'
 local t = require 'tandem.test'
@@ -165,10 +166,132 @@ t.test('T.devices: every kind of mistake, for each kind of device', function()
   t.eq(d:memory().cap, 1024 * 1024)
 end)
 
+t.test('T.plan.costs, search, simulate and costs:layers: every kind of mistake, named, at the caller', function()
+  local F = 'test_option_schemas.lua:'
+  local sample = {1, 4, 4}
+  local cpu2 = T.plan.topology('cpu', {devices = 2, threads = 1})
+  local costs = T.plan.costs{net = net(), sample = sample, iterations = 1, warmup = 0, rounds = 1}
+  local function search(extra)
+    local o = {costs = costs, batch = 4, topology = cpu2}
+    for k, v in pairs(extra) do o[k] = v end
+    return T.plan.search(o)
+  end
+  local function simulate(extra, plan)
+    local o = {costs = costs, batch = 4, topology = cpu2, plan = plan or {}}
+    for k, v in pairs(extra) do o[k] = v end
+    return T.plan.simulate(o)
+  end
+  -- Unknown keys: each function its own (a search takes no plan, a simulation no top).
+  t.raises(function() T.plan.costs{net = net(), sample = sample, iteration = 3} end,
+           "T.plan.costs: unknown option 'iteration' (known: net, sample, placement, cost, precision, momentum, warmup, iterations, layout, seed, rounds, topology)")
+  t.raises(function() search{plan = {}} end, "T.plan.search: unknown option 'plan' (known: net, ")
+  t.raises(function() simulate{top = 3} end, "T.plan.simulate: unknown option 'top' (known: net, ")
+  t.raises(function() simulate({}, {group = 2}) end, "T.plan.simulate: unknown option 'plan.group' (known: plan.groups, plan.stages, ")
+  t.raises(function() costs:layers{devices = 'H100'} end, "costs:layers: unknown option 'devices' (known: device, batch, threads)")
+  -- Wrong types.
+  t.raises(function() T.plan.costs{net = net(), sample = sample, momentum = 'yes'} end,
+           "T.plan.costs: option 'momentum' must be true or false, got 'yes'")
+  t.raises(function() T.plan.costs{net = 5, sample = sample} end, "T.plan.costs: option 'net' must be a net (nn.Sequential{...}), got 5")
+  t.raises(function() T.plan.costs{sample = sample} end, "T.plan.costs: option 'net' is required: a net (nn.Sequential{...})")
+  t.raises(function() search{micro_batches = 4} end,
+           "T.plan.search: option 'micro_batches' must be a list of integers in [1, 1048576], got 4")
+  t.raises(function() search{costs = 'x'} end, "T.plan.search: option 'costs' must be a cost model from T.plan.costs, got 'x'")
+  t.raises(function() search{trace = true} end, "T.plan.search: option 'trace' must be a string, got boolean")
+  t.raises(function() T.plan.search{net = net(), batch = 4, topology = cpu2} end,
+           "T.plan.search: give the net and its sample's shape (net =, sample =), or a cost model from T.plan.costs (costs =)")
+  t.raises(function() simulate({}, {split = {'fc1', {}}}) end,
+           "T.plan.simulate: option 'plan.split' must be a list of layer names or 1-based layer numbers, got a list whose entry 2 is table")
+  t.raises(function() simulate({}, {split = {1.5}}) end, 'got a list whose entry 1 is 1.5')
+  t.raises(function() simulate{plans = {{}, 3}} end, "T.plan.simulate: option 'plans' must be a list of plan tables, got a list whose entry 2 is 3")
+  t.raises(function() simulate{plans = {{}, {pipeline = 'zigzag'}}} end,
+           "T.plan.simulate: option 'plans[2].pipeline' must be 'gpipe' or '1f1b', got 'zigzag'")
+  t.raises(function() costs:layers{device = 7} end, "costs:layers: option 'device' must be a string, got 7")
+  -- Out of range, each with the value given.
+  t.raises(function() T.plan.costs{net = net(), sample = sample, rounds = 0} end,
+           "T.plan.costs: option 'rounds' must be an integer in [1, 1048576], got 0")
+  t.raises(function() T.plan.costs{net = net(), sample = sample, precision = 'fp8'} end,
+           "T.plan.costs: option 'precision' must be 'fp32', 'tf32', 'fp16' or 'bf16', got 'fp8'")
+  t.raises(function() search{batch = 2^41} end, "T.plan.search: option 'batch' must be an integer in [1, 1099511627776], got 2199023255552")
+  t.raises(function() search{trace_plan = 0} end, "T.plan.search: option 'trace_plan' must be a positive integer, got 0")
+  t.raises(function() search{micro_batches = {2, 2^21}} end, 'got a list whose entry 2 is 2097152')
+  t.raises(function() search{devices = 257} end, "T.plan.search: option 'devices' must be an integer in [0, 256] (0: every count the topology allows), got 257")
+  t.raises(function() simulate{bucket_bytes = 0} end, "T.plan.simulate: option 'bucket_bytes' must be a positive integer, got 0")
+  t.raises(function() simulate({}, {groups = 0}) end, "T.plan.simulate: option 'plan.groups' must be an integer in [1, 256], got 0")
+  t.raises(function() simulate({}, {devices = {0, -1}}) end,
+           "T.plan.simulate: option 'plan.devices' must be a list of integers in [0, 1048576] (0-based), got a list whose entry 2 is -1")
+  t.raises(function() costs:layers{batch = 0} end, "costs:layers: option 'batch' must be an integer in [1, 1099511627776], got 0")
+  t.raises(function() costs:layers{threads = 0} end, "costs:layers: option 'threads' must be an integer in [1, 1024], got 0")
+  -- Required, and raised at the line calling the function (not in plan.lua).
+  local message = t.raises(function() T.plan.search{costs = costs, topology = cpu2} end,
+                           "T.plan.search: option 'batch' is required: an integer in [1, 1099511627776]")
+  t.ok(message:find(F, 1, true), 'not raised at the caller: ' .. message)
+  -- cost = 'auto': measured on a CPU topology or none, analytic on GPUs.
+  t.eq(tostring(T.plan.costs{net = net(), sample = sample, iterations = 1, warmup = 0, rounds = 1}), 'PlanCosts(measured)')
+  t.eq(tostring(T.plan.costs{net = net(), sample = sample, topology = T.plan.topology('dgx1')}), 'PlanCosts(analytic)')
+  t.eq(T.plan.search{net = net(), sample = sample, batch = 4, topology = T.plan.topology('dgx1'), devices = 2}.cost, 'analytic')
+  -- The defaults are the schema's: one device's plan of the whole batch, ranked with the others.
+  local r = search{micro_batches = {2}}
+  for _, p in ipairs(r.plans) do t.eq(p.micro_batches, 2) end
+  t.eq(simulate({}, {groups = 2, devices = {1, 0}}).devices[1].name, 'cpu:1')
+end)
+
+t.test('T.profile, T.MetricsLog, T.tensor and nn.Lua: every kind of mistake, named', function()
+  local d = cpu[1]
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {iters = 1}) end,
+           "T.profile: unknown option 'iters' (known: batch, warmup, iterations, layout, seed)")
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {batch = '4'}) end,
+           "T.profile: option 'batch' must be an integer in [1, 1099511627776], got '4'")
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {batch = 0}) end,
+           "T.profile: option 'batch' must be an integer in [1, 1099511627776], got 0")
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {warmup = -1}) end,
+           "T.profile: option 'warmup' must be an integer in [0, 1048576], got -1")
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {iterations = 0}) end,
+           "T.profile: option 'iterations' must be an integer in [1, 1048576], got 0")
+  t.raises(function() T.profile(net(), {1, 4, 4}, d, {layout = 'nhwc'}) end,
+           "T.profile: option 'layout' must be 'contiguous' or 'channels_last', got 'nhwc'")
+  t.eq(T.profile(net(), {1, 4, 4}, d, {batch = 2, iterations = 1, warmup = 0}).batch, 2)
+  local log = S.tmpname('.jsonl')
+  t.raises(function() T.MetricsLog(log, {charts = false}) end, "T.MetricsLog: unknown option 'charts' (known: append, chart)")
+  t.raises(function() T.MetricsLog(log, {append = 'no'}) end, "T.MetricsLog: option 'append' must be true or false, got 'no'")
+  t.raises(function() T.tensor({1}, nil, {type = 'i32'}) end, "T.tensor: unknown option 'type' (known: dtype)")
+  t.raises(function() T.tensor({1}, nil, {dtype = 32}) end, "T.tensor: option 'dtype' must be 'f32', 'i32' or 'u8', got 32")
+  t.raises(function() T.tensor({1}, nil, {dtype = 'f64'}) end, "T.tensor: option 'dtype' must be 'f32', 'i32' or 'u8', got 'f64'")
+  t.eq(T.tensor({1}):dtype(), 'f32')
+  local id = function(_, x) return x end
+  t.raises(function() nn.Lua{forward = id, backward = id, shape = id} end,
+           "nn.Lua: unknown option 'shape' (known: forward, backward, parameters, output_shape, name)")
+  t.raises(function() nn.Lua{forward = id} end, "nn.Lua: option 'backward' is required: a function")
+  t.raises(function() nn.Lua{forward = id, backward = id, output_shape = {2}} end,
+           "nn.Lua: option 'output_shape' must be a function, got table")
+  t.raises(function() nn.Lua{forward = id, backward = id, parameters = T.ones{2}} end,
+           "nn.Lua: option 'parameters' must be a table of name = f32 tensor, got tandem.Tensor")
+end)
+
+t.test('T.optim: every kind of mistake, named with the constructor, the value as given', function()
+  t.raises(function() T.optim.SGD{lr = 0.1, decay = 0.1} end,
+           "T.optim.SGD: unknown option 'decay' (known: lr, momentum, dampening, weight_decay, nesterov, clip_norm)")
+  t.raises(function() T.optim.Adam{momentum = 0.9} end, "T.optim.Adam: unknown option 'momentum' (known: lr, betas, eps, weight_decay, clip_norm)")
+  t.raises(function() T.optim.SGD{nesterov = 1} end, "T.optim.SGD: option 'nesterov' must be true or false, got 1")
+  t.raises(function() T.optim.AdamW{betas = {0.9, '0.99'}} end,
+           "T.optim.AdamW: option 'betas' must be a pair of finite numbers in [0, 1), got a list whose entry 2 is '0.99'")
+  -- A value a float cannot hold is refused as written, not as the inf it would become.
+  t.raises(function() T.optim.SGD{lr = 1e39} end, "T.optim.SGD: option 'lr' must be a finite number in [0, 3.4028234663853e+38], got 1e+39")
+  t.raises(function() T.optim.SGD{momentum = 1} end, "T.optim.SGD: option 'momentum' must be a finite number in [0, 1), got 1")
+  t.raises(function() T.optim.Adam{betas = {0.9, 1}} end, 'got a list whose entry 2 is 1')
+  t.raises(function() T.optim.AdamW{eps = 0} end, "T.optim.AdamW: option 'eps' must be a finite number in (0, 3.4028234663853e+38], got 0")
+  -- What one option cannot say is the optimizer's own check, after the schema.
+  t.raises(function() T.optim.SGD{nesterov = true} end, 'Nesterov momentum needs momentum > 0')
+  -- The defaults are the schema's: AdamW decays its weights by 0.01, Adam not.
+  t.ok(tostring(T.optim.AdamW{}):find('weight_decay 0.01', 1, true), tostring(T.optim.AdamW{}))
+  t.ok(tostring(T.optim.Adam{}):find('weight_decay 0)', 1, true), tostring(T.optim.Adam{}))
+  t.ok(tostring(T.optim.Adam{}):find('betas (0.9, 0.999)', 1, true), tostring(T.optim.Adam{}))
+end)
+
 -- Every option of every schema, given a value of a kind it never takes, is refused by name with
 -- the schema's words: the loop leaves no option unchecked.
 local wrong = {integer = 'x', number = 'x', flag = 1, choice = 1, text = 1, size = true,
-               extent = 'x', numbers = 'x', object = 1, objects = 1, table = 1}
+               extent = 'x', numbers = 'x', integers = 'x', pair = 'x', object = 1, objects = 1, table = 1,
+               ['function'] = 1}
 local function shown(v)  -- as the messages show what was given
   if type(v) == 'string' then return "'" .. v .. "'" end
   if type(v) == 'number' then return tostring(v) end
@@ -178,7 +301,9 @@ t.test('core.option_schemas names every schema', function()
   local names = core.option_schemas()
   for _, name in ipairs{'engine', 'loader', 'loader.shard', 'loader.transforms', 'data.folder', 'data.lmdb', 'data.list',
                         'data.mnist', 'data.interactions', 'data.interactions_info', 'dataset.batch', 'devices.cpu',
-                        'devices.cuda'} do
+                        'devices.cuda', 'plan.costs', 'plan.search', 'plan.simulate', 'plan.simulate.plan',
+                        'plan.costs.layers', 'profile', 'optim.sgd', 'optim.adam', 'optim.adamw', 'metrics_log',
+                        'tensor', 'nn.lua'} do
     local found = false
     for _, n in ipairs(names) do found = found or n == name end
     t.ok(found, name .. ' is not in core.option_schemas()')

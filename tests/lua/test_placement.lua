@@ -84,7 +84,7 @@ t.test('the planner weighs a placement by its units', function()
   t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = {{'mixed'}, {'zz'}}} end,
            "stage 2 names 'zz'")
   t.raises(function() T.plan.costs{net = net(), sample = {1, 8, 8}, placement = 'mixed'} end,
-           'T.plan: placement must be a list of stages')
+           "T.plan.costs: option 'placement' must be a list of stages, each a list of layer names, got 'mixed'")
 end)
 
 t.test('the automatic split puts a graph\'s branches on stages of their own', function()

@@ -1,10 +1,12 @@
 // The option schemas of T.Engine, T.data.Loader (its shard and transforms), the data sources
-// (T.data.lmdb, T.data.list, ...) and T.devices: each entry well formed, its words as messages and
-// the API reference show them, and its defaults those of the C++ options it fills (the binding
-// takes the schema's; C++ callers the struct's).
+// (T.data.lmdb, T.data.list, ...), T.devices, the planner's and T.profile's, the optimizers',
+// T.MetricsLog's and T.tensor's: each entry well formed, its words as messages and the API
+// reference show them, and its defaults those of the C++ options it fills (the binding takes the
+// schema's; C++ callers the struct's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -19,6 +21,15 @@
 #include "device/device_schema.h"
 #include "engine/engine.h"
 #include "engine/engine_schema.h"
+#include "io/metrics_log_schema.h"
+#include "optim/optim_schema.h"
+#include "optim/optimizer.h"
+#include "plan/analytic_costs.h"
+#include "plan/plan_schema.h"
+#include "plan/planner.h"
+#include "plan/profiler.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor_schema.h"
 #if TANDEM_CUDA
 #include "device/cuda/cuda_backend.h"
 #endif
@@ -27,7 +38,8 @@ namespace tandem::test {
 namespace {
 
 // The binding's list (lua/option_table.cpp's option_schemas(), which no library of core/ can
-// hold), again: tests/lua/test_option_schemas.lua checks that it names each of these.
+// hold), again: tests/lua/test_option_schemas.lua checks that it names each of these. nn.Lua's
+// is the binding's own (lua/lua_layer.h): its values are Lua functions.
 std::vector<const OptionSchema*> schemas() {
     return {&engine_option_schema(),       &loader_option_schema(),
             &loader_shard_option_schema(), &loader_transform_option_schema(),
@@ -35,7 +47,12 @@ std::vector<const OptionSchema*> schemas() {
             &list_option_schema(),         &mnist_option_schema(),
             &interactions_option_schema(), &interactions_info_option_schema(),
             &augment_option_schema(),      &cpu_device_option_schema(),
-            &cuda_device_option_schema()};
+            &cuda_device_option_schema(),  &plan_costs_option_schema(),
+            &plan_search_option_schema(),  &plan_simulate_option_schema(),
+            &plan_table_option_schema(),   &plan_layers_option_schema(),
+            &profile_option_schema(),      &sgd_option_schema(),
+            &adam_option_schema(),         &adamw_option_schema(),
+            &metrics_log_option_schema(),  &tensor_option_schema()};
 }
 
 double number_default(const OptionSchema& schema, std::string_view name) {
@@ -164,6 +181,71 @@ TEST(OptionSchema, DefaultsAreTheStructsDefaults) {
               static_cast<double>(augment.crop_pad));
     EXPECT_EQ(number_default(augment_option_schema(), "fill"), augment.fill);
 
+    // The planner's: PlannerOptions', Plan's and ProfileOptions' (T.profile's counts).
+    const PlannerOptions planner;
+    for (const OptionSchema* s : {&plan_search_option_schema(), &plan_simulate_option_schema()}) {
+        EXPECT_EQ(number_default(*s, "bucket_bytes"), static_cast<double>(planner.bucket_bytes));
+        EXPECT_EQ(flag_default(*s, "overlap"), planner.overlap_backward);
+        EXPECT_EQ(text_default(*s, "algorithm"), reduce_algorithm_name(planner.algorithm));
+    }
+    const std::vector<double> micro_batches(planner.micro_batches.begin(),
+                                            planner.micro_batches.end());
+    EXPECT_EQ(
+        std::get<std::vector<double>>(plan_search_option_schema().find("micro_batches")->fallback),
+        micro_batches);
+    EXPECT_EQ(number_default(plan_search_option_schema(), "devices"), planner.devices);
+    const Plan plan;
+    const OptionSchema& p = plan_table_option_schema();
+    EXPECT_EQ(number_default(p, "groups"), plan.groups);
+    EXPECT_EQ(number_default(p, "stages"), plan.stages);
+    EXPECT_EQ(number_default(p, "micro_batches"), plan.micro_batches);
+    EXPECT_EQ(parse_pipeline_schedule(text_default(p, "pipeline")), plan.schedule);
+    EXPECT_EQ(flag_default(p, "recompute"), plan.recompute);
+    const ProfileOptions profile;
+    EXPECT_EQ(number_default(profile_option_schema(), "warmup"), profile.warmup);
+    EXPECT_EQ(number_default(profile_option_schema(), "iterations"), profile.iterations);
+    EXPECT_EQ(number_default(profile_option_schema(), "seed"), static_cast<double>(profile.seed));
+    for (const OptionSchema* s : {&plan_costs_option_schema(), &profile_option_schema()}) {
+        for (const auto& choice : s->find("layout")->choices)
+            EXPECT_NO_THROW(parse_layout(choice)) << choice;
+    }
+    for (const auto& choice : plan_costs_option_schema().find("precision")->choices)
+        EXPECT_NO_THROW(parse_precision(choice)) << choice;
+
+    // The optimizers' (kept as floats: the schema's default as written, the struct's rounded).
+    const auto as_float = [](double x) { return static_cast<float>(x); };
+    const SgdOptions sgd;
+    const OptionSchema& sg = sgd_option_schema();
+    EXPECT_EQ(as_float(number_default(sg, "lr")), sgd.lr);
+    EXPECT_EQ(as_float(number_default(sg, "momentum")), sgd.momentum);
+    EXPECT_EQ(as_float(number_default(sg, "dampening")), sgd.dampening);
+    EXPECT_EQ(as_float(number_default(sg, "weight_decay")), sgd.weight_decay);
+    EXPECT_EQ(flag_default(sg, "nesterov"), sgd.nesterov);
+    const AdamOptions adam;
+    for (const OptionSchema* s : {&adam_option_schema(), &adamw_option_schema()}) {
+        EXPECT_EQ(as_float(number_default(*s, "lr")), adam.lr);
+        EXPECT_EQ(as_float(number_default(*s, "eps")), adam.eps);
+        const auto& betas = std::get<std::vector<double>>(s->find("betas")->fallback);
+        ASSERT_EQ(betas.size(), 2u);
+        EXPECT_EQ(as_float(betas[0]), adam.beta1);
+        EXPECT_EQ(as_float(betas[1]), adam.beta2);
+    }
+    EXPECT_EQ(as_float(number_default(adam_option_schema(), "weight_decay")), adam.weight_decay);
+    EXPECT_EQ(number_default(adamw_option_schema(), "weight_decay"), 0.01);  // PyTorch's
+    for (const OptionSchema* s : {&sg, &adam_option_schema(), &adamw_option_schema()})
+        EXPECT_EQ(as_float(number_default(*s, "clip_norm")), OptimizerOptions{}.clip_norm);
+
+    // T.tensor's dtypes are DType's (dtype.h), by the lowercase names Lua gives them.
+    std::set<std::string> dtypes, choices;
+    for (const DType d : {DType::f32, DType::i32, DType::u8}) {
+        std::string name(dtype_name(d));
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        dtypes.insert(name);
+    }
+    for (const auto& choice : tensor_option_schema().find("dtype")->choices)
+        choices.emplace(choice);
+    EXPECT_EQ(choices, dtypes);
+
     const CpuDeviceOptions cpu;
     EXPECT_EQ(number_default(cpu_device_option_schema(), "memory"), cpu.memory);
     EXPECT_EQ(number_default(cpu_device_option_schema(), "threads"), cpu.threads);
@@ -212,6 +294,21 @@ TEST(OptionSchema, WordsSayWhatAValueMustBe) {
     EXPECT_EQ(expected_text(unit), "a finite number in (0, 1]");
     unit.low = -HUGE_VAL;
     EXPECT_EQ(expected_text(unit), "a finite number <= 1");
+    unit.below_high = true;
+    EXPECT_EQ(expected_text(unit), "a finite number < 1");
+    unit.low = 0, unit.above_low = false;
+    EXPECT_EQ(expected_text(unit), "a finite number in [0, 1)");
+    // A list's entries, in the plural: each in the range, or positive, or from 0.
+    unit.type = OptionType::pair;
+    EXPECT_EQ(expected_text(unit), "a pair of finite numbers in [0, 1)");
+    const OptionSchema& search = plan_search_option_schema();
+    EXPECT_EQ(expected_text(*search.find("micro_batches")), "a list of integers in [1, 1048576]");
+    EXPECT_EQ(default_text(*search.find("micro_batches")), "{1, 2, 4, 8, 16, 32}");
+    OptionSpec list{.name = "l", .type = OptionType::integers, .help = "a list", .low = 1};
+    list.high = kOptionUnbounded;
+    EXPECT_EQ(expected_text(list), "a list of positive integers");
+    list.low = 0;
+    EXPECT_EQ(expected_text(list), "a list of non-negative integers");
     try {
         throw_bad_option(l, *l.find("batch"), "1.5");
         ADD_FAILURE() << "no error";
