@@ -17,11 +17,17 @@ std::string bound_text(double x) {
 
 // The range in words, of one value ("an integer in [1, 256]") or, `plural`, of each of a list's
 // ("integers in [1, 256]").
+// A top bound at a 32-bit integer's or a float's limit is where the value is stored, not what the
+// option means: the words leave it out ("a positive integer", "a finite number >= 0"), as a
+// reader would expect; a value past it is still refused.
+constexpr double kStorageIntegerLimit = 2147483647.0;
+constexpr double kStorageFloatLimit = 3.4028234663852886e38;
+
 std::string range_words(const OptionSpec& o, bool plural = false) {
     const bool whole = o.type != OptionType::number && o.type != OptionType::pair;
     if (whole) {
         const std::string integer = plural ? "integers" : "an integer";
-        if (o.high < kOptionUnbounded)
+        if (o.high < kStorageIntegerLimit)
             return integer + " in [" + bound_text(o.low) + ", " + bound_text(o.high) + "]";
         const std::string a = plural ? "" : "a ";
         if (o.low == 0) return a + "non-negative " + (plural ? "integers" : "integer");
@@ -29,7 +35,7 @@ std::string range_words(const OptionSpec& o, bool plural = false) {
         return integer + " >= " + bound_text(o.low);
     }
     const std::string number = plural ? "finite numbers" : "a finite number";
-    const bool no_low = o.low == -HUGE_VAL, no_high = o.high == HUGE_VAL;
+    const bool no_low = o.low == -HUGE_VAL, no_high = o.high >= kStorageFloatLimit;
     if (no_low && no_high) return number;
     if (no_low) return number + (o.below_high ? " < " : " <= ") + bound_text(o.high);
     if (no_high) return number + (o.above_low ? " > " : " >= ") + bound_text(o.low);

@@ -20,7 +20,7 @@ constexpr double kMostPlanBatch = 1099511627776.0;
 // At most T.devices' count of devices, groups and stages (lua/bind_device.cpp).
 constexpr double kMostPlanDevices = 256;
 // The ranked plans' table: more lines than a 32-bit count holds is a typo.
-constexpr double kMostPlanTop = 2147483648.0;
+constexpr double kMostPlanTop = 2147483647.0;
 
 std::vector<std::string_view> layout_choices() {
     return {layout_name(Layout::contiguous), layout_name(Layout::channels_last)};

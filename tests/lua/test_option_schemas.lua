@@ -211,7 +211,7 @@ t.test('T.plan.costs, search, simulate and costs:layers: every kind of mistake, 
            "T.plan.costs: option 'rounds' must be an integer in [1, 1048576], got 0")
   t.raises(function() T.plan.costs{net = net(), sample = sample, precision = 'fp8'} end,
            "T.plan.costs: option 'precision' must be 'fp32', 'tf32', 'fp16' or 'bf16', got 'fp8'")
-  t.raises(function() search{batch = 2^41} end, "T.plan.search: option 'batch' must be an integer in [1, 1099511627776], got 2199023255552")
+  t.raises(function() search{batch = 2^41} end, "T.plan.search: option 'batch' must be a positive integer, got 2199023255552")
   t.raises(function() search{trace_plan = 0} end, "T.plan.search: option 'trace_plan' must be a positive integer, got 0")
   t.raises(function() search{micro_batches = {2, 2^21}} end, 'got a list whose entry 2 is 2097152')
   t.raises(function() search{devices = 257} end, "T.plan.search: option 'devices' must be an integer in [0, 256] (0: every count the topology allows), got 257")
@@ -219,11 +219,11 @@ t.test('T.plan.costs, search, simulate and costs:layers: every kind of mistake, 
   t.raises(function() simulate({}, {groups = 0}) end, "T.plan.simulate: option 'plan.groups' must be an integer in [1, 256], got 0")
   t.raises(function() simulate({}, {devices = {0, -1}}) end,
            "T.plan.simulate: option 'plan.devices' must be a list of integers in [0, 1048576] (0-based), got a list whose entry 2 is -1")
-  t.raises(function() costs:layers{batch = 0} end, "costs:layers: option 'batch' must be an integer in [1, 1099511627776], got 0")
+  t.raises(function() costs:layers{batch = 0} end, "costs:layers: option 'batch' must be a positive integer, got 0")
   t.raises(function() costs:layers{threads = 0} end, "costs:layers: option 'threads' must be an integer in [1, 1024], got 0")
   -- Required, and raised at the line calling the function (not in plan.lua).
   local message = t.raises(function() T.plan.search{costs = costs, topology = cpu2} end,
-                           "T.plan.search: option 'batch' is required: an integer in [1, 1099511627776]")
+                           "T.plan.search: option 'batch' is required: a positive integer")
   t.ok(message:find(F, 1, true), 'not raised at the caller: ' .. message)
   -- cost = 'auto': measured on a CPU topology or none, analytic on GPUs.
   t.eq(tostring(T.plan.costs{net = net(), sample = sample, iterations = 1, warmup = 0, rounds = 1}), 'PlanCosts(measured)')
@@ -240,9 +240,9 @@ t.test('T.profile, T.MetricsLog, T.tensor and nn.Lua: every kind of mistake, nam
   t.raises(function() T.profile(net(), {1, 4, 4}, d, {iters = 1}) end,
            "T.profile: unknown option 'iters' (known: batch, warmup, iterations, layout, seed)")
   t.raises(function() T.profile(net(), {1, 4, 4}, d, {batch = '4'}) end,
-           "T.profile: option 'batch' must be an integer in [1, 1099511627776], got '4'")
+           "T.profile: option 'batch' must be a positive integer, got '4'")
   t.raises(function() T.profile(net(), {1, 4, 4}, d, {batch = 0}) end,
-           "T.profile: option 'batch' must be an integer in [1, 1099511627776], got 0")
+           "T.profile: option 'batch' must be a positive integer, got 0")
   t.raises(function() T.profile(net(), {1, 4, 4}, d, {warmup = -1}) end,
            "T.profile: option 'warmup' must be an integer in [0, 1048576], got -1")
   t.raises(function() T.profile(net(), {1, 4, 4}, d, {iterations = 0}) end,
@@ -275,10 +275,10 @@ t.test('T.optim: every kind of mistake, named with the constructor, the value as
   t.raises(function() T.optim.AdamW{betas = {0.9, '0.99'}} end,
            "T.optim.AdamW: option 'betas' must be a pair of finite numbers in [0, 1), got a list whose entry 2 is '0.99'")
   -- A value a float cannot hold is refused as written, not as the inf it would become.
-  t.raises(function() T.optim.SGD{lr = 1e39} end, "T.optim.SGD: option 'lr' must be a finite number in [0, 3.4028234663853e+38], got 1e+39")
+  t.raises(function() T.optim.SGD{lr = 1e39} end, "T.optim.SGD: option 'lr' must be a finite number >= 0, got 1e+39")
   t.raises(function() T.optim.SGD{momentum = 1} end, "T.optim.SGD: option 'momentum' must be a finite number in [0, 1), got 1")
   t.raises(function() T.optim.Adam{betas = {0.9, 1}} end, 'got a list whose entry 2 is 1')
-  t.raises(function() T.optim.AdamW{eps = 0} end, "T.optim.AdamW: option 'eps' must be a finite number in (0, 3.4028234663853e+38], got 0")
+  t.raises(function() T.optim.AdamW{eps = 0} end, "T.optim.AdamW: option 'eps' must be a finite number > 0, got 0")
   -- What one option cannot say is the optimizer's own check, after the schema.
   t.raises(function() T.optim.SGD{nesterov = true} end, 'Nesterov momentum needs momentum > 0')
   -- The defaults are the schema's: AdamW decays its weights by 0.01, Adam not.
