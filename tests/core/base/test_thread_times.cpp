@@ -2,29 +2,18 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <ctime>
 #include <latch>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/thread_times.h"
+#include "support/spin.h"
 
 namespace tandem {
 namespace {
 
-double thread_cpu_seconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + t.tv_nsec * 1e-9;
-}
-
-// Spins until the calling thread has had `seconds` of core time.
-void spin_for(double seconds) {
-    const double start = thread_cpu_seconds();
-    volatile double x = 1;
-    while (thread_cpu_seconds() - start < seconds) x = x * 1.0000001;
-}
+using test::spin_for;
 
 std::string calling_thread_name() {
     char name[16] = {};

@@ -3,21 +3,15 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <ctime>
 #include <vector>
 
 #include "base/error.h"
 #include "base/thread_times.h"
 #include "device/worker.h"
+#include "support/spin.h"
 
 namespace tandem {
 namespace {
-
-double worker_test_thread_cpu_seconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + t.tv_nsec * 1e-9;
-}
 
 // A worker's thread is a training thread, named after it, and what it ran counts once it has
 // ended, though no sample saw it alive (a planner's profile runs on devices made and dropped
@@ -32,9 +26,7 @@ TEST(Worker, NamesItsThreadAndCountsItsTimeWhenItEnds) {
             char name[16] = {};
             pthread_getname_np(pthread_self(), name, sizeof name);
             EXPECT_STREQ(name, "tandem cpu:7");
-            const double start = worker_test_thread_cpu_seconds();
-            volatile double x = 1;
-            while (worker_test_thread_cpu_seconds() - start < 0.05) x = x * 1.0000001;
+            test::spin_for(0.05);
         });
     }
     const auto after = meter.sample();
