@@ -36,7 +36,9 @@ ap.add_argument('--tandem-threads', type=int, default=0, help='also Tandem on on
 ap.add_argument('--tandem', default=os.path.join(root, 'build', 'tandem'))
 ap.add_argument('--json', help='append every run as a JSON line to this file')
 a = ap.parse_args()
-pythons = a.python.split(',')
+# Paths as given from here, since Tandem runs from the repository's root (bare names: the PATH's).
+a.tandem = os.path.abspath(a.tandem) if os.sep in a.tandem else a.tandem
+pythons = [os.path.abspath(py) if os.sep in py else py for py in a.python.split(',')]
 
 
 def load():
@@ -113,7 +115,7 @@ for round_ in range(1, a.rounds + 1):
         got = (f"{a.target} at epoch {r['reached'][0]} in {r['reached'][1]:.1f} s" if r['reached']
                else f"not reached in {len(r['epochs'])} epochs")
         accuracies = ' '.join(f"{e['test_accuracy']:.4f}" for e in r['epochs'])
-        print(f"round {round_}  {r['label']:24s} {got}  (test accuracy per epoch: {accuracies}; "
+        print(f"round {round_}  {r['label']:26s} {got}  (test accuracy per epoch: {accuracies}; "
               f"process {r['wall_s']:.0f} s; load {before:.1f} -> {r['load_after']:.1f}) {r['note']}", flush=True)
         if a.json:
             with open(a.json, 'a') as f:
