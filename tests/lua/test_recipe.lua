@@ -27,6 +27,11 @@ t.test('fashion_mnist.lua trains for 200 steps and its loss falls', function()
   t.ok(accuracy and accuracy > 0.7, 'test accuracy after 200 steps: ' .. tostring(accuracy))
   local log = S.read(dir .. '/metrics.jsonl')
   t.ok(log:find('"test_accuracy"', 1, true) and log:find('"step": 200', 1, true), log)
+  -- bench/race.py's clock: since the data were read, so it holds the epoch's training seconds
+  -- and the test after them.
+  local elapsed = tonumber(log:match('"elapsed": ([%d.e+-]+)'))
+  local seconds = tonumber(log:match('"seconds": ([%d.e+-]+)'))
+  t.ok(elapsed and seconds and elapsed > seconds, log)
   t.ok(io.open(dir .. '/ck/epoch1.safetensors', 'rb'), 'checkpoint written')
   -- The run's curves, redrawn beside its log every epoch.
   local png = io.open(dir .. '/metrics.png', 'rb')
