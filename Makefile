@@ -54,28 +54,26 @@ fuzz: deps
 bench: build
 	$(BUILD)/tandem bench $(NET) $(ARGS)
 
-# Tandem against Debian's PyTorch on the reference nets, in one run (needs python3-torch);
-# `make bench-peers PEERS=pypi` also against today's PyTorch from PyPI (installed into
-# .venv-torch when missing: about 1 GB), whose column the ratio is taken against.
+# The peer benchmarks run Debian's PyTorch (needs python3-torch); PEERS=pypi adds today's PyTorch
+# from PyPI, installed into .venv-torch when missing (about 1 GB), and takes the ratio against it.
 PEERS ?= debian
-bench-peers: build
 ifeq ($(PEERS),pypi)
-	@test -x .venv-torch/bin/python || { python3 -m venv .venv-torch && .venv-torch/bin/pip install -q torch numpy; }
-	bench/peers.py --python $(CURDIR)/.venv-torch/bin/python,/usr/bin/python3 $(ARGS)
-else
-	bench/peers.py $(ARGS)
+PEER_VENV := .venv-torch/bin/python
+PEER_PYTHONS := --python $(CURDIR)/.venv-torch/bin/python,/usr/bin/python3
 endif
 
-# Time to 92.5% test accuracy: `make run`'s recipe against the same training in Debian's
-# PyTorch (bench/race_torch.py), alternating; PEERS=pypi as for bench-peers. Up to an hour a
-# round on 2 cores (each run stops at the target, within 10 epochs).
-bench-race: build
-ifeq ($(PEERS),pypi)
-	@test -x .venv-torch/bin/python || { python3 -m venv .venv-torch && .venv-torch/bin/pip install -q torch numpy; }
-	bench/race.py --python $(CURDIR)/.venv-torch/bin/python,/usr/bin/python3 $(ARGS)
-else
-	bench/race.py $(ARGS)
-endif
+.venv-torch/bin/python:
+	python3 -m venv .venv-torch && .venv-torch/bin/pip install -q torch numpy
+
+# Tandem against PyTorch on the reference nets, in one run.
+bench-peers: build $(PEER_VENV)
+	bench/peers.py $(PEER_PYTHONS) $(ARGS)
+
+# Time to 92.5% test accuracy: `make run`'s recipe against the same training in PyTorch
+# (bench/race_torch.py), alternating. Up to an hour a round on 2 cores (each run stops at the
+# target, within 10 epochs).
+bench-race: build $(PEER_VENV)
+	bench/race.py $(PEER_PYTHONS) $(ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -20,7 +20,9 @@ this Python's torch), ours through `tandem bench --device=cuda`; --batch overrid
 --tf32 lets both use TF32 tensor cores (float32 FMA math otherwise); --nets may also name
 resnet50, vgg16 and alexnet224 (against torchvision's).
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, statistics, sys
+
+from checked_run import run
 
 NETS = {  # name: (our net file, batch size the peers' README uses)
     'lenet5': ('recipes/nets/lenet5.lua', 64),
@@ -70,14 +72,6 @@ def env_for(threads):
         env.pop('OPENBLAS_CORETYPE', None)
         env.pop('OPENBLAS_L2_SIZE', None)
     return env
-
-
-def run(cmd, **kw):
-    """subprocess.run that fails with the command's own error output."""
-    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    return out
 
 
 def last_json(text):

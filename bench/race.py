@@ -21,7 +21,9 @@ the machine's cores, which --plan=auto spreads over Tandem's devices). --python:
 whose PyTorch races (default Debian's /usr/bin/python3); the ratio is against the first.
 --channels-last-torch: each PyTorch also in channels-last, the faster layout counting.
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, sys, tempfile, time
+
+from checked_run import run
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
@@ -44,14 +46,6 @@ pythons = [os.path.abspath(py) if os.sep in py else py for py in a.python.split(
 def load():
     with open('/proc/loadavg') as f:
         return float(f.read().split()[0])
-
-
-def run(cmd, **kw):
-    """subprocess.run that fails with the command's own error output."""
-    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout[-2000:]}{out.stderr[-4000:]}")
-    return out
 
 
 def json_lines(text):
