@@ -73,6 +73,23 @@ struct BatchNormKernel {
                           Tensor& diff_gamma, Tensor& diff_beta) = 0;
 };
 
+// Batch normalisation in training with the ReLU that follows it, in one pass over memory each
+// way (a container runs it for a BatchNorm2d followed by a ReLU: Layer::takes_relu). Forward
+// writes max(0, normalised) and a mask of where it passed (workspace_bytes()); backward takes
+// the gradient of the ReLU's output and that mask. Device kinds without one run the two layers.
+struct BatchNormReluKernel {
+    static constexpr const char* kName = "BatchNorm2d+ReLU";
+    using Config = BatchNormConfig;  // training only
+    virtual ~BatchNormReluKernel() = default;
+    virtual std::size_t workspace_bytes() const = 0;
+    virtual void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& mean,
+                         Tensor& variance, Tensor& dst, Tensor& workspace) = 0;
+    // Adds into diff_gamma and diff_beta.
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& variance, const Tensor& workspace,
+                          Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) = 0;
+};
+
 struct ActivationConfig {
     Shape shape;  // any rank: element-wise, so only the storage order (layout) matters
     Layout layout;

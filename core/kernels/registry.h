@@ -48,6 +48,16 @@ public:
         throw_missing(K::kName, device, impl, implementations<K>());
     }
 
+    // Whether device kind `kind` has an implementation of K (named `impl`, or any when empty).
+    template <class K>
+    bool has(DeviceKind kind, std::string_view impl = {}) const {
+        auto it = entries_.find(std::type_index(typeid(K)));
+        if (it != entries_.end())
+            for (const auto& e : it->second)
+                if (e.kind == kind && (impl.empty() || e.impl == impl)) return true;
+        return false;
+    }
+
     // "cpu/dnnl, cpu/reference" for kernel kind K.
     template <class K>
     std::vector<std::string> implementations() const {

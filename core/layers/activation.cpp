@@ -53,4 +53,9 @@ Tensor Activation::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     return dx;
 }
 
+bool is_relu(const Layer& layer) {
+    const auto* activation = dynamic_cast<const Activation*>(&layer);
+    return activation != nullptr && activation->algorithm() == ActivationAlgorithm::relu;
+}
+
 }  // namespace tandem

@@ -40,4 +40,8 @@ private:
     KernelCache<ActivationKernel> kernels_;
 };
 
+// Whether `layer` is a ReLU (an Activation of that algorithm): what a layer before it may take
+// on (Layer::takes_relu).
+bool is_relu(const Layer& layer);
+
 }  // namespace tandem

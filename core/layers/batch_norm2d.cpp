@@ -53,9 +53,36 @@ BatchNormKernel& BatchNorm2d::kernel(Device& device, const Shape& s, Layout layo
                         kernel_impl());
 }
 
+BatchNormReluKernel& BatchNorm2d::relu_kernel(Device& device, const Shape& s, Layout layout) {
+    return relu_kernels_.get(
+        device, BatchNormConfig{s[0], s[1], s[2], s[3], options_.epsilon, true, layout},
+        kernel_impl());
+}
+
 void BatchNorm2d::on_bind(Device& device, const Shape& input, Layout layout) {
     kernel(device, input, layout, true);
     kernel(device, input, layout, false);
+    if (KernelRegistry::instance().has<BatchNormReluKernel>(device.kind(), kernel_impl()))
+        relu_kernel(device, input, layout);
+}
+
+std::int64_t BatchNorm2d::values_per_channel(const Shape& s) const {
+    const std::int64_t count = s[0] * s[2] * s[3];
+    TANDEM_CHECK_AS(ShapeError, count > 1)
+        << label() << ": expected more than 1 value per channel when training, got input "
+        << s.to_string();
+    return count;
+}
+
+void BatchNorm2d::note_batch_statistics(const Tensor& mean, const Tensor& var, std::int64_t count,
+                                        Pass& pass) {
+    if (pass.recomputing) {
+        // Running statistics already hold this batch.
+    } else if (pass.batch_statistics) {
+        pass.batch_statistics->add(this, mean, var, count);
+    } else {
+        update_running_stats(mean, var, count);
+    }
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x, Pass& pass) {
@@ -66,22 +93,45 @@ Tensor BatchNorm2d::forward(const Tensor& x, Pass& pass) {
             .forward(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, y);
         return y;
     }
-    const std::int64_t count = s[0] * s[2] * s[3];
-    TANDEM_CHECK_AS(ShapeError, count > 1)
-        << label() << ": expected more than 1 value per channel when training, got input "
-        << s.to_string();
+    const std::int64_t count = values_per_channel(s);
     Tensor mean = Tensor::empty({s[1]}, pass.device);
     Tensor var = Tensor::empty({s[1]}, pass.device);
     kernel(pass.device, s, x.layout(), true).forward(x, weight_.value, bias_.value, mean, var, y);
-    if (pass.recomputing) {
-        // Running statistics already hold this batch.
-    } else if (pass.batch_statistics) {
-        pass.batch_statistics->add(this, mean, var, count);
-    } else {
-        update_running_stats(mean, var, count);
-    }
+    note_batch_statistics(mean, var, count, pass);
     pass.saved.put(this, {mean, var});
     return y;
+}
+
+bool BatchNorm2d::takes_relu(const Pass& pass) const {
+    return pass.mode == Mode::train &&
+           KernelRegistry::instance().has<BatchNormReluKernel>(pass.device.kind(), kernel_impl());
+}
+
+Tensor BatchNorm2d::forward_relu(const Tensor& x, Pass& pass) {
+    const Shape s = output_shape(x.shape());
+    const std::int64_t count = values_per_channel(s);
+    BatchNormReluKernel& k = relu_kernel(pass.device, s, x.layout());
+    Tensor y = Tensor::empty(s, pass.device, DType::f32, x.layout());
+    Tensor mean = Tensor::empty({s[1]}, pass.device);
+    Tensor var = Tensor::empty({s[1]}, pass.device);
+    Tensor mask =
+        Tensor::empty({static_cast<std::int64_t>(k.workspace_bytes())}, pass.device, DType::u8);
+    k.forward(x, weight_.value, bias_.value, mean, var, y, mask);
+    note_batch_statistics(mean, var, count, pass);
+    pass.saved.put(this, {mean, var, mask});
+    return y;
+}
+
+Tensor BatchNorm2d::backward_relu(const Tensor& x, const Tensor& dy_in, Pass& pass) {
+    const Shape s = output_shape(x.shape());
+    const std::vector<Tensor>& saved = pass.saved.get(this);
+    TANDEM_CHECK(saved.size() == 3)
+        << label() << ": backward with the ReLU after a forward without";
+    const Tensor dy = dy_in.to_layout(x.layout());
+    Tensor dx = Tensor::empty(s, pass.device, DType::f32, x.layout());
+    relu_kernel(pass.device, s, x.layout())
+        .backward(x, dy, weight_.value, saved[0], saved[1], saved[2], dx, weight_.grad, bias_.grad);
+    return dx;
 }
 
 Tensor BatchNorm2d::backward(const Tensor& x, const Tensor& dy_in, Pass& pass) {

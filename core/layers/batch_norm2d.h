@@ -31,6 +31,11 @@ public:
     MemoryEstimate memory_estimate(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
+    // In training, on a device kind with a fused kernel (BatchNormReluKernel) that the layer's
+    // kernel choice allows.
+    bool takes_relu(const Pass& pass) const override;
+    Tensor forward_relu(const Tensor& x, Pass& pass) override;
+    Tensor backward_relu(const Tensor& x, const Tensor& dy, Pass& pass) override;
     std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
     std::vector<Parameter*> buffers() override { return {&running_mean_, &running_var_}; }
     // gamma = 1, beta = 0, running statistics reset (nothing random to draw).
@@ -61,6 +66,12 @@ protected:
 
 private:
     BatchNormKernel& kernel(Device& device, const Shape& shape, Layout layout, bool training);
+    BatchNormReluKernel& relu_kernel(Device& device, const Shape& shape, Layout layout);
+    // Training's batch statistics: the values per channel, checked to be more than one.
+    std::int64_t values_per_channel(const Shape& shape) const;
+    // Training's statistics of a batch into the running ones (or the pass's gatherer).
+    void note_batch_statistics(const Tensor& mean, const Tensor& var, std::int64_t count,
+                               Pass& pass);
 
     BatchNorm2dOptions options_;
     Parameter weight_;
@@ -68,6 +79,7 @@ private:
     Parameter running_mean_;
     Parameter running_var_;
     KernelCache<BatchNormKernel> kernels_;
+    KernelCache<BatchNormReluKernel> relu_kernels_;
 };
 
 }  // namespace tandem

@@ -5,6 +5,7 @@
 
 #include "device/device.h"
 #include "kernels/kernel_cache.h"
+#include "layers/activation.h"
 #include "layers/merge.h"
 
 namespace tandem {
@@ -22,7 +23,8 @@ void add_in_layout(Tensor& slot, const Tensor& t, const Tensor& like, Device& de
 }
 
 GraphPart::GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outputs)
-    : nodes_(std::move(nodes)), spent_after_(nodes_.size()) {
+    : nodes_(std::move(nodes)), relu_after_(nodes_.size(), kNone), relu_of_(nodes_.size(), kNone),
+      spent_after_(nodes_.size()) {
     // A value made here is spent after its last reader, or after the node making it when
     // nothing here reads it; the outputs never are.
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -38,6 +40,21 @@ GraphPart::GraphPart(std::vector<PartNode> nodes, std::vector<std::size_t> outpu
     for (const PartNode& node : nodes_)
         read_.insert(read_.end(), node.inputs.begin(), node.inputs.end());
     std::sort(read_.begin(), read_.end());
+    // A layer whose output only a ReLU reads, here, may apply it (the caller reads no output
+    // of this part's making but those listed).
+    for (std::size_t j = 0; j < nodes_.size(); ++j) {
+        const PartNode& relu = nodes_[j];
+        if (relu.merge || !relu.layer || !is_relu(*relu.layer) || relu.inputs.size() != 1) continue;
+        const std::size_t v = relu.inputs[0];
+        if (std::count(read_.begin(), read_.end(), v) != 1 ||
+            std::find(outputs.begin(), outputs.end(), v) != outputs.end())
+            continue;
+        for (std::size_t i = 0; i < j; ++i)
+            if (nodes_[i].output == v && !nodes_[i].merge && nodes_[i].layer) {
+                relu_after_[i] = j;
+                relu_of_[j] = i;
+            }
+    }
 }
 
 bool GraphPart::reads(std::size_t v) const {
@@ -56,8 +73,13 @@ void GraphPart::forward(std::vector<Tensor>& values, Pass& pass, std::size_t beg
         try {
             std::vector<Tensor> xs;
             for (std::size_t v : node.inputs) xs.push_back(values[v]);
-            values[node.output] =
-                node.merge ? node.merge->merge(xs, pass) : node.layer->forward(xs[0], pass);
+            if (relu_taken(i, pass))
+                values[node.output] = xs[0];  // the node before applied it
+            else if (node.merge)
+                values[node.output] = node.merge->merge(xs, pass);
+            else
+                values[node.output] = fuses_relu(i, pass) ? node.layer->forward_relu(xs[0], pass)
+                                                          : node.layer->forward(xs[0], pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "forward"));
             throw;
@@ -113,9 +135,14 @@ void GraphPart::backward(const std::vector<Tensor>& values, std::vector<Tensor>&
             std::vector<Tensor> xs;
             for (std::size_t v : node.inputs) xs.push_back(values[v]);
             NeedDx need(pass, node.need_dx.value_or(pass.need_dx));
-            const std::vector<Tensor> dxs =
-                node.merge ? node.merge->unmerge(xs, dy, pass)
-                           : std::vector<Tensor>{node.layer->backward(xs[0], dy, pass)};
+            std::vector<Tensor> dxs;
+            if (relu_taken(i, pass))
+                dxs = {dy};  // the node before masks it
+            else if (node.merge)
+                dxs = node.merge->unmerge(xs, dy, pass);
+            else
+                dxs = {fuses_relu(i, pass) ? node.layer->backward_relu(xs[0], dy, pass)
+                                           : node.layer->backward(xs[0], dy, pass)};
             add_input_gradients(node, values, grads, dxs, pass.device);
         } catch (Error& e) {
             e.add_context(context(i, pass, "backward"));

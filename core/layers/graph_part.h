@@ -72,7 +72,19 @@ private:
                              std::vector<Tensor>& grads, const std::vector<Tensor>& dxs,
                              Device& device) const;
 
+    // Whether node i applies the ReLU node that alone reads its output (Layer::takes_relu),
+    // and whether node i is a ReLU so applied.
+    bool fuses_relu(std::size_t i, const Pass& pass) const {
+        return relu_after_[i] != kNone && nodes_[i].layer->takes_relu(pass);
+    }
+    bool relu_taken(std::size_t i, const Pass& pass) const {
+        return relu_of_[i] != kNone && nodes_[relu_of_[i]].layer->takes_relu(pass);
+    }
+
+    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
     std::vector<PartNode> nodes_;
+    // Per node: the ReLU node after it that it may apply, and the node that may apply it.
+    std::vector<std::size_t> relu_after_, relu_of_;
     // Per node, the values made here that nothing reads after it (Keep::outputs).
     std::vector<std::vector<std::size_t>> spent_after_;
     std::vector<std::size_t> read_;  // every value a node reads, sorted (reads(), once a send)

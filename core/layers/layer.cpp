@@ -125,6 +125,21 @@ std::vector<Tensor> Layer::backward_many(const std::vector<Tensor>& xs,
     return dxs;
 }
 
+bool Layer::takes_relu(const Pass& pass) const {
+    (void)pass;
+    return false;
+}
+
+Tensor Layer::forward_relu(const Tensor& x, Pass& pass) {
+    (void)x, (void)pass;
+    TANDEM_THROW(Error) << label() << " cannot apply the ReLU after it (takes_relu is false)";
+}
+
+Tensor Layer::backward_relu(const Tensor& x, const Tensor& dy, Pass& pass) {
+    (void)x, (void)dy, (void)pass;
+    TANDEM_THROW(Error) << label() << " cannot apply the ReLU after it (takes_relu is false)";
+}
+
 LayerPtr Layer::finish_clone(LayerPtr copy) const {
     copy->name_ = name_;
     copy->kernel_impl_ = kernel_impl_;

@@ -73,6 +73,15 @@ public:
                                               const std::vector<Tensor>& dys,
                                               const std::vector<Pass*>& passes);
 
+    // A ReLU right after this layer, applied in this layer's own pass over memory. A container
+    // holding the pair (Sequential, GraphPart: the ReLU reads this layer's output and nothing
+    // else does) asks takes_relu(pass); when it says yes, the container runs forward_relu and
+    // backward_relu in place of both layers' forward and backward, and the ReLU not at all. For
+    // one pass the answer is the same in forward and backward. A layer run alone never fuses.
+    virtual bool takes_relu(const Pass& pass) const;
+    virtual Tensor forward_relu(const Tensor& x, Pass& pass);
+    virtual Tensor backward_relu(const Tensor& x, const Tensor& dy, Pass& pass);
+
     // This layer's own parameters and buffers (not its children's).
     virtual std::vector<Parameter*> parameters() { return {}; }
     virtual std::vector<Parameter*> buffers() { return {}; }

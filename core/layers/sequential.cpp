@@ -4,6 +4,7 @@
 
 #include "base/rng.h"
 #include "device/device.h"
+#include "layers/activation.h"
 
 namespace tandem {
 
@@ -138,8 +139,10 @@ Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin,
     Tensor h = x;
     for (std::size_t i = begin; i < end; ++i) {
         if (pass.mode == Mode::train) inputs.push_back(h);
+        if (relu_taken(i, begin, end, pass)) continue;  // h went through it already
         try {
-            h = layers_[i]->forward(h, pass);
+            h = fuses_relu(i, begin, end, pass) ? layers_[i]->forward_relu(h, pass)
+                                                : layers_[i]->forward(h, pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "forward"));
             throw;
@@ -147,6 +150,11 @@ Tensor Sequential::forward_range(const Tensor& x, Pass& pass, std::size_t begin,
     }
     if (pass.mode == Mode::train) pass.saved.put(this, std::move(inputs), begin);
     return h;
+}
+
+bool Sequential::fuses_relu(std::size_t i, std::size_t begin, std::size_t end,
+                            const Pass& pass) const {
+    return i >= begin && i + 1 < end && is_relu(*layers_[i + 1]) && layers_[i]->takes_relu(pass);
 }
 
 Tensor Sequential::backward_range(const Tensor& dy, Pass& pass, std::size_t begin,
@@ -171,9 +179,11 @@ Tensor Sequential::backward_part(const Tensor& dy, Pass& pass, std::size_t begin
             TANDEM_CHECK_AS(ShapeError, g.shape() == expected)
                 << "gradient " << g.shape().to_string() << " does not match the output "
                 << expected.to_string();
+            if (relu_taken(i, begin, end, pass)) continue;  // the layer before masks g
             // Only the forward's first layer may skip dx, and only when our caller skips it.
             NeedDx need(pass, i > begin || pass.need_dx);
-            g = layers_[i]->backward(x, g, pass);
+            g = fuses_relu(i, begin, end, pass) ? layers_[i]->backward_relu(x, g, pass)
+                                                : layers_[i]->backward(x, g, pass);
         } catch (Error& e) {
             e.add_context(context(i, pass, "backward"));
             throw;

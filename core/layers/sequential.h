@@ -65,6 +65,13 @@ protected:
 
 private:
     std::string context(std::size_t i, const Pass& pass, const char* direction) const;
+    // Whether layer i applies the ReLU at i + 1 itself (Layer::takes_relu), both being in the
+    // layers [begin, end) one forward ran: a pair split between two calls runs apart.
+    bool fuses_relu(std::size_t i, std::size_t begin, std::size_t end, const Pass& pass) const;
+    // Whether layer i is a ReLU the layer before it applied.
+    bool relu_taken(std::size_t i, std::size_t begin, std::size_t end, const Pass& pass) const {
+        return i > begin && fuses_relu(i - 1, begin, end, pass);
+    }
 
     std::vector<LayerPtr> layers_;
 };

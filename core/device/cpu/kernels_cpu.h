@@ -31,6 +31,7 @@ std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
     Device&, const SoftmaxCrossEntropyConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_reference(Device&, const BatchNormConfig&);
+std::unique_ptr<BatchNormReluKernel> make_batch_norm_relu_dnnl(Device&, const BatchNormConfig&);
 
 // Max pooling in channels-last our own way (max_pool_nhwc.cpp); the rest on oneDNN.
 std::unique_ptr<Pool2dKernel> make_pool2d_cpu(Device&, const Pool2dConfig&);

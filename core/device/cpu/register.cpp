@@ -33,6 +33,8 @@ void register_cpu_kernels(KernelRegistry& r) {
 
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);
+    // No reference: a layer held to the reference kernels runs its ReLU apart.
+    r.add<BatchNormReluKernel>(kCpu, "dnnl", make_batch_norm_relu_dnnl);
 
     r.add<Pool2dKernel>(kCpu, "cpu", make_pool2d_cpu);
     r.add<Pool2dKernel>(kCpu, "dnnl", make_pool2d_dnnl);
