@@ -322,9 +322,9 @@ void set_records(lua_State* L, const char* key, const std::vector<T>& items, Fie
 
 // The machine figures a measured cost model rests on, as field `calibration` of the table on
 // top: copy_gbs, handoff_ms, busy_handoff_ms, crowded_handoff_ms, profiles = {{threads, batch,
-// step_ms}, ...}, contention = {{cores, batch, all, over}, ...}, all_reduce = {{ranks,
-// algorithm, latency_ms, ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing for
-// the analytic model.
+// step_ms}, ...}, contention = {{cores, batch, all, over (0: not measured)}, ...}, all_reduce =
+// {{ranks, algorithm, latency_ms, ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing
+// for the analytic model.
 void set_calibration(lua_State* L, const CostModel& costs) {
     const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
     if (!measured) return;

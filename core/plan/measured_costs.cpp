@@ -113,21 +113,13 @@ double slowdown(int busy, int cores, double all, double over) {
 
 }  // namespace
 
-const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores,
-                                                                 std::int64_t batch) const {
-    const auto key = std::make_pair(cores, batch);
-    {
-        std::lock_guard lock(mutex_);
-        if (auto it = slowdowns_.find(key); it != slowdowns_.end()) return it->second;
-    }
-    // The net's step alone and on every core at once (and on twice as many threads as cores:
-    // beyond the proportional share, time slicing evicts each one's working set, and the
-    // threads get the cores in turns, not evenly). The threads pass a barrier after every step,
-    // as the engine's workers do, so a step lasts as long as its slowest thread's. Larger
+double MeasuredCostModel::measured_slowdown(int n, std::int64_t batch) const {
+    // The net's step alone and on n threads at once. The threads pass a barrier after every
+    // step, as the engine's workers do, so a step lasts as long as its slowest thread's. Larger
     // batches leave the caches sooner and share memory bandwidth: measured at the batch asked
     // for. Other work on the machine comes and goes within seconds: each trial takes its own
     // `alone` right before, and the median of three trials counts.
-    auto concurrent = [&](int n) {
+    auto concurrent = [&] {
         std::barrier steps(n);
         std::vector<double> times(static_cast<std::size_t>(n));
         std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
@@ -151,23 +143,39 @@ const MeasuredCostModel::Slowdowns& MeasuredCostModel::slowdowns(int cores,
         return mean;
     };
     constexpr int trials = 3;
-    std::vector<double> all, over;
+    std::vector<double> ratios;
     for (int t = 0; t < trials; ++t) {
         const double alone = profiler_(1, batch, nullptr).step_ms;
-        if (alone <= 0) break;
-        all.push_back(std::max(1.0, concurrent(cores) / alone));
-        over.push_back(std::max(1.0, concurrent(2 * cores) / (2 * alone)));
+        if (alone <= 0) return 1;
+        ratios.push_back(concurrent() / alone);
     }
-    Slowdowns s;
-    if (!all.empty()) s.all = median_of(all), s.over = median_of(over);
+    return median_of(ratios);
+}
+
+MeasuredCostModel::Slowdowns MeasuredCostModel::slowdowns(int cores, std::int64_t batch,
+                                                          bool over) const {
+    const auto key = std::make_pair(cores, batch);
+    std::optional<Slowdowns> known;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = slowdowns_.find(key); it != slowdowns_.end()) known = it->second;
+    }
+    if (known && (!over || known->over)) return *known;
+    // Measured outside the lock: profiles take seconds, and the profiler takes it too.
+    Slowdowns s = known.value_or(Slowdowns{});
+    if (!known) s.all = std::max(1.0, measured_slowdown(cores, batch));
+    // Twice as many threads as cores, beyond the proportional share: time slicing evicts each
+    // one's working set, and the threads get the cores in turns, not evenly.
+    if (over) s.over = std::max(1.0, measured_slowdown(2 * cores, batch) / 2);
     std::lock_guard lock(mutex_);
-    return slowdowns_.emplace(key, s).first->second;
+    slowdowns_[key] = s;
+    return s;
 }
 
 double MeasuredCostModel::contention(int busy, int cores, std::int64_t batch) const {
     if (busy <= 1 || cores <= 1) return 1;
-    const Slowdowns& s = slowdowns(cores, batch);
-    return slowdown(busy, cores, s.all, s.over);
+    const Slowdowns s = slowdowns(cores, batch, busy > cores);
+    return slowdown(busy, cores, s.all, s.over.value_or(s.all));
 }
 
 double MeasuredCostModel::update_contention(int busy, int cores, std::int64_t) const {
@@ -216,7 +224,8 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     for (const auto& [key, profile] : cache_)
         c.profiles.push_back({key.first, key.second, profile.step_ms});
     for (const auto& [key, d] : slowdowns_)
-        c.contention.push_back({key.first, key.second, d.all, std::max(d.all, d.over)});
+        c.contention.push_back(
+            {key.first, key.second, d.all, d.over ? std::max(d.all, *d.over) : 0.0});
     for (const auto& [busy, slowdown] : update_slowdowns_) c.updates.push_back({busy, slowdown});
     for (const auto& [key, line] : all_reduce_)
         c.all_reduce.push_back({key.first, key.second, line.first, line.second * 1e6});

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -43,8 +44,8 @@ public:
     void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const override;
     // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
     // barrier after every step, as the engine's workers do) against one alone, interpolated
-    // linearly for fewer busy devices; and on twice as many, beyond the proportional share,
-    // for more. The median of three trials.
+    // linearly for fewer busy devices; and, when first asked about more busy devices than
+    // cores, on twice as many, beyond the proportional share. The median of three trials.
     double contention(int busy, int cores, std::int64_t batch) const override;
     // The optimizer's update on `busy` devices at once against one alone (beyond the
     // proportional share), measured once per count with the net's weights.
@@ -67,8 +68,9 @@ public:
         struct Contention {
             int cores = 0;
             std::int64_t batch = 0;
-            double all = 1;   // a step with every core busy
-            double over = 1;  // twice as many busy as cores, beyond the proportional share
+            double all = 1;  // a step with every core busy
+            // Twice as many busy as cores, beyond the proportional share; 0 when no plan asked.
+            double over = 0;
         };
         struct Update {
             int busy = 0;         // devices updating at once
@@ -100,9 +102,14 @@ private:
     // How much slower a step runs with every core busy, and with twice as many busy threads
     // beyond the proportional share; per (cores, batch), measured once.
     struct Slowdowns {
-        double all = 1, over = 1;
+        double all = 1;
+        std::optional<double> over;  // measured when a plan first has more busy than cores
     };
-    const Slowdowns& slowdowns(int cores, std::int64_t batch) const;
+    // The figures for (cores, batch), measuring what is missing (`over` only when asked).
+    Slowdowns slowdowns(int cores, std::int64_t batch, bool over) const;
+    // The median over three trials of a step on n one-thread devices at once against one alone
+    // (each trial measuring alone right before, as other work comes and goes within seconds).
+    double measured_slowdown(int n, std::int64_t batch) const;
     mutable std::map<std::pair<int, std::int64_t>, Slowdowns> slowdowns_;
     mutable std::map<int, double> update_slowdowns_;  // per busy devices
     // ms, ms per byte

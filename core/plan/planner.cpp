@@ -104,12 +104,15 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
             << "planning: option 'micro_batches' must list positive counts, got " << m;
     PlanSearch search;
     const TopologyDevice& first = topology.device(0);
-    // Every micro-batch size the layouts below can ask for, measured together (prefetch).
+    // Every micro-batch size the layouts below ask for, measured together (prefetch). A layout
+    // of one stage tries the first count listed, and the next ones only when it did not fit
+    // (below): they are measured only then.
     std::vector<std::int64_t> sizes{1};
     for (int groups = 1; groups <= n; ++groups)
         if (n % groups == 0 && o.batch % groups == 0)
             for (int micro_batches : o.micro_batches)
-                if ((o.batch / groups) % micro_batches == 0)
+                if ((o.batch / groups) % micro_batches == 0 &&
+                    (groups < n || micro_batches == o.micro_batches.front()))
                     sizes.push_back(o.batch / groups / micro_batches);
     costs.prefetch(first, sizes);
     for (const auto& c : costs.layer_costs(first, 1)) search.layer_names.push_back(c.name);

@@ -249,8 +249,9 @@ function M.describe_calibration(c)
   end
   if #profiles > 0 then lines[#lines + 1] = '  one device\'s step by micro-batch: ' .. table.concat(profiles, ', ') end
   for _, k in ipairs(c.contention) do
-    lines[#lines + 1] = ('  micro-batch %d: %d busy cores slow each other %.2fx, %d busy threads %.2fx')
-                        :format(k.batch, k.cores, k.all, 2 * k.cores, k.over)
+    -- `over` is measured only once a plan has more busy devices than cores (0 before).
+    local over = k.over > 0 and (', %d busy threads %.2fx'):format(2 * k.cores, k.over) or ''
+    lines[#lines + 1] = ('  micro-batch %d: %d busy cores slow each other %.2fx%s'):format(k.batch, k.cores, k.all, over)
   end
   for _, u in ipairs(c.updates) do
     lines[#lines + 1] = ('  the optimizer\'s update on %d devices at once: %.2fx slower'):format(u.busy, u.slowdown)

@@ -195,6 +195,33 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
     EXPECT_THROW(model.contention(2, 2, 4), DeviceMemoryError);
 }
 
+// Contention among more busy devices than cores (twice as many threads) is measured only once a
+// plan asks about it: a machine's layouts of no more devices than cores never pay for it.
+TEST(CostModel, ContentionBeyondTheCoresIsMeasuredOnlyWhenAsked) {
+    std::atomic<int> calls{0};
+    const MeasuredCostModel model(
+        net_shapes(*cost_net(), Shape({3, 32, 32})), true,
+        [&](int, std::int64_t batch, std::function<void()> after_step) {
+            ++calls;
+            NetProfile p;
+            p.batch = batch, p.step_ms = 1, p.update_ms = 0.1;
+            if (after_step) after_step();
+            return p;
+        },
+        MachineFigures{8.0, 0.01, 0.01, 0.01});
+    EXPECT_DOUBLE_EQ(model.contention(2, 2, 4), 1.0);
+    EXPECT_EQ(calls, 9);  // three trials of a step alone and of two at once
+    ASSERT_EQ(model.calibration().contention.size(), 1u);
+    EXPECT_EQ(model.calibration().contention[0].over, 0.0) << "not measured yet";
+    model.contention(2, 2, 4);
+    EXPECT_EQ(calls, 9) << "kept";
+    model.contention(3, 2, 4);
+    EXPECT_EQ(calls, 9 + 15);  // three trials of a step alone and of four at once
+    EXPECT_GE(model.calibration().contention[0].over, 1.0);
+    model.contention(4, 2, 4);
+    EXPECT_EQ(calls, 24) << "kept";
+}
+
 // prefetch: every size profiled `rounds` times, the sizes taking turns; each figure the
 // smallest of its rounds (a burst that slowed one round of a size is dropped); sizes already
 // measured are not measured again, and later questions are answered from what was kept.

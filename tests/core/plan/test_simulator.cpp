@@ -13,7 +13,7 @@ namespace {
 
 // Every layer costs the same per sample: forward f ms, backward b ms, `act` bytes a sample,
 // `weights` bytes of parameters.
-class TableCosts final : public CostModel {
+class TableCosts : public CostModel {
 public:
     TableCosts(int layers, double f, double b, std::size_t act, std::size_t weights,
                double loss = 0, double update = 0)
@@ -218,6 +218,29 @@ TEST(Simulator, RejectsPlansThatDoNotFit) {
     EXPECT_THROW(simulate(plan(1, 3, 1, 8, {1, 2}), t, costs), ConfigError);  // 3 devices of 2
     EXPECT_THROW(simulate(plan(1, 2, 1, 8, {}), t, costs), ConfigError);      // no cut
     EXPECT_THROW(simulate(plan(1, 2, 1, 8, {3}), t, costs), ConfigError);     // cut past the end
+}
+
+// What the search asks to be measured up front.
+class PrefetchLog final : public TableCosts {
+public:
+    PrefetchLog() : TableCosts(4, 0.1, 0.2, 100, 0) {}
+    void prefetch(const TopologyDevice&, std::vector<std::int64_t> batches) const override {
+        sizes.insert(sizes.end(), batches.begin(), batches.end());
+    }
+    mutable std::vector<std::int64_t> sizes;
+};
+
+// A layout of one stage tries more micro-batches only when fewer did not fit, so only a
+// pipeline's micro-batch sizes are measured ahead (each profile of a size costs seconds).
+TEST(Planner, MeasuresAheadOnlyTheMicroBatchesALayoutTries) {
+    PlannerOptions o;
+    o.batch = 32;
+    const PrefetchLog one;
+    search_plans(cpu_topology(1, 2, 2), one, o);
+    EXPECT_EQ(one.sizes, (std::vector<std::int64_t>{1, 32}));
+    const PrefetchLog two;
+    search_plans(cpu_topology(2, 2, 1), two, o);
+    EXPECT_EQ(two.sizes, (std::vector<std::int64_t>{1, 32, 16, 8, 4, 2, 1, 16}));
 }
 
 TEST(Planner, NeverReturnsAPlanOverACap) {
