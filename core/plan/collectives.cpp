@@ -99,7 +99,7 @@ std::vector<std::vector<int>> all_reduce_rings(const Topology& topology,
 }
 
 TreeAllReduce tree_all_reduce(const Topology& topology, const std::vector<int>& devices,
-                              std::size_t bytes) {
+                              std::size_t bytes, NcclProtocol protocol) {
     TreeAllReduce tree;
     const std::size_t n = devices.size();
     if (n < 2) return tree;
@@ -136,7 +136,8 @@ TreeAllReduce tree_all_reduce(const Topology& topology, const std::vector<int>& 
     // Bytes through each channel: every edge carries its tree's half up and down.
     const auto& channels = topology.channels();
     std::vector<double> load(channels.size(), 0.0);
-    const double half = static_cast<double>(bytes) / 2;
+    const double payload = nccl_protocol_payload(protocol);
+    const double half = static_cast<double>(bytes) / 2 / payload;
     auto at = [&](int position) { return devices[static_cast<std::size_t>(position)]; };
     for (const auto& parent : tree.parent)
         for (std::size_t v = 0; v < n; ++v) {
@@ -166,16 +167,115 @@ TreeAllReduce tree_all_reduce(const Topology& topology, const std::vector<int>& 
             else
                 children[static_cast<std::size_t>(parent[v])].push_back(static_cast<int>(v));
         }
+        // A hop: the route's latency at the protocol's share of Simple's, the chunk's wire bytes.
+        auto hop_ms = [&](int from, int to) {
+            const double latency_ms = topology.copy_ms(from, to, 0);
+            const auto wire = static_cast<std::size_t>(static_cast<double>(chunk) / payload);
+            return latency_ms * nccl_hop_latency_ratio(route_hardware(topology, from, to),
+                                                       NcclAlgorithm::tree, protocol) +
+                   topology.copy_ms(from, to, wire) - latency_ms;
+        };
         std::function<double(int, bool)> longest = [&](int v, bool up) {
             double ms = 0;
             for (int c : children[static_cast<std::size_t>(v)])
-                ms = std::max(ms, longest(c, up) + (up ? topology.copy_ms(at(c), at(v), chunk)
-                                                       : topology.copy_ms(at(v), at(c), chunk)));
+                ms = std::max(ms,
+                              longest(c, up) + (up ? hop_ms(at(c), at(v)) : hop_ms(at(v), at(c))));
             return ms;
         };
         tree.fill_ms = std::max(tree.fill_ms, longest(root, true) + longest(root, false));
     }
     return tree;
+}
+
+bool nvls_available(const Topology& topology, const std::vector<int>& devices) {
+    if (devices.size() < 2) return false;
+    const int f = topology.fabric(devices.front());
+    if (!topology.fabric_reduces(f)) return false;
+    return std::all_of(devices.begin(), devices.end(), [&](int d) {
+        const TopologyDevice& device = topology.device(d);
+        return topology.fabric(d) == f && !device.cpu &&
+               nccl_nvls_efficiency(device_model(device.model).compute_capability) > 0;
+    });
+}
+
+NvlsAllReduce nvls_all_reduce(const Topology& topology, const std::vector<int>& devices,
+                              std::size_t bytes) {
+    TANDEM_CHECK_AS(ConfigError, nvls_available(topology, devices))
+        << "NVLS needs every device on one NVSwitch fabric that reduces (fabrics = {{..., "
+           "reduces = true}}), Hopper or later";
+    NvlsAllReduce nvls;
+    const double n = static_cast<double>(devices.size());
+    const double efficiency = nccl_nvls_efficiency(
+        device_model(topology.device(devices.front()).model).compute_capability);
+    const double port_bytes = static_cast<double>(bytes) * (1 + 1 / n);
+    double slowest = 0;
+    for (int d : devices)
+        for (int c : {topology.fabric_port_in(d), topology.fabric_port_out(d)}) {
+            nvls.channels.push_back(c);
+            const Channel& ch = topology.channels()[static_cast<std::size_t>(c)];
+            slowest = std::max(slowest, port_bytes / (ch.bandwidth_gbs * efficiency * 1e6));
+        }
+    nvls.ms = nccl_nvls_latency_us() / 1e3 + slowest;
+    return nvls;
+}
+
+NcclHardware route_hardware(const Topology& topology, int from, int to) {
+    bool nvlink = true;
+    for (int c : topology.route(from, to)) {
+        const Channel& ch = topology.channels()[static_cast<std::size_t>(c)];
+        if (ch.network) return NcclHardware::net;
+        nvlink = nvlink && ch.nvlink;
+    }
+    return nvlink ? NcclHardware::nvlink : NcclHardware::pci;
+}
+
+NcclComm nccl_comm(const Topology& topology, const std::vector<int>& devices) {
+    NcclComm comm;
+    comm.ranks = static_cast<int>(devices.size());
+    comm.nodes = static_cast<int>(positions_by_machine(topology, devices).size());
+    comm.compute_capability = 1000;
+    for (int d : devices) {
+        const TopologyDevice& device = topology.device(d);
+        comm.compute_capability =
+            std::min(comm.compute_capability,
+                     device.cpu ? 0 : device_model(device.model).compute_capability);
+    }
+    auto route_gbs = [&](int from, int to) {
+        double gbs = 0;
+        for (int c : topology.route(from, to)) {
+            const double b = topology.channels()[static_cast<std::size_t>(c)].bandwidth_gbs;
+            gbs = gbs == 0 ? b : std::min(gbs, b);
+        }
+        return gbs;
+    };
+    const auto rings = all_reduce_rings(topology, devices);
+    comm.nvlink = true;
+    for (std::size_t r = 0; r < rings.size(); ++r) {
+        const auto& ring = rings[r];
+        double network = 0;
+        for (std::size_t i = 0; i < ring.size(); ++i) {
+            const int a = ring[i], b = ring[(i + 1) % ring.size()];
+            const double gbs = route_gbs(a, b);
+            if (topology.machine(a) != topology.machine(b)) {
+                network = network == 0 ? gbs : std::min(network, gbs);
+                continue;
+            }
+            if (r == 0) {
+                comm.intra_gbs = comm.intra_gbs == 0 ? gbs : std::min(comm.intra_gbs, gbs);
+                comm.nvlink = comm.nvlink && route_hardware(topology, a, b) == NcclHardware::nvlink;
+            }
+        }
+        comm.inter_gbs += network;
+    }
+    // One GPU a machine: its only hops are the network's.
+    if (comm.intra_gbs == 0) comm.intra_gbs = comm.inter_gbs, comm.nvlink = false;
+    comm.nvls = comm.nodes == 1 && nvls_available(topology, devices);
+    return comm;
+}
+
+NcclChoice choose_all_reduce(const Topology& topology, const std::vector<int>& devices,
+                             std::size_t bytes) {
+    return nccl_choose(nccl_comm(topology, devices), bytes);
 }
 
 }  // namespace tandem
