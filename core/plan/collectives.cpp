@@ -63,6 +63,37 @@ std::array<std::vector<int>, 2> double_binary_tree(int n) {
     return trees;
 }
 
+namespace {
+
+// The two trees over `n` positions: each machine's chain (the second tree's reversed), each
+// chain's head the child of its parent machine's second GPU (`between`: the machines' double
+// binary tree).
+std::array<std::vector<int>, 2> double_tree_parents(const std::vector<std::vector<int>>& chains,
+                                                    const std::array<std::vector<int>, 2>& between,
+                                                    std::size_t n) {
+    std::array<std::vector<int>, 2> parents;
+    for (std::size_t t = 0; t < 2; ++t) {
+        auto oriented = chains;
+        if (t == 1)
+            for (auto& c : oriented) std::reverse(c.begin(), c.end());
+        auto& parent = parents[t];
+        parent.assign(n, -1);
+        for (std::size_t m = 0; m < oriented.size(); ++m) {
+            const auto& chain = oriented[m];
+            for (std::size_t i = 1; i < chain.size(); ++i)
+                parent[static_cast<std::size_t>(chain[i])] = chain[i - 1];
+            const int up = between[t][m];
+            if (up < 0) continue;
+            const auto& above = oriented[static_cast<std::size_t>(up)];
+            parent[static_cast<std::size_t>(chain.front())] =
+                above[std::min<std::size_t>(1, above.size() - 1)];
+        }
+    }
+    return parents;
+}
+
+}  // namespace
+
 std::vector<int> machine_chain(const Topology& topology, const std::vector<int>& devices) {
     if (devices.size() < 3) return devices;
     const std::vector<int> ring = topology.ring_order(devices);
@@ -115,39 +146,37 @@ TreeAllReduce tree_all_reduce(const Topology& topology, const std::vector<int>& 
         chains.push_back(std::move(positions));
     }
     const auto between = double_binary_tree(static_cast<int>(machines.size()));
-    for (std::size_t t = 0; t < 2; ++t) {
-        auto oriented = chains;
-        if (t == 1)
-            for (auto& c : oriented) std::reverse(c.begin(), c.end());
-        auto& parent = tree.parent[t];
-        parent.assign(n, -1);
-        for (std::size_t m = 0; m < oriented.size(); ++m) {
-            const auto& chain = oriented[m];
-            for (std::size_t i = 1; i < chain.size(); ++i)
-                parent[static_cast<std::size_t>(chain[i])] = chain[i - 1];
-            const int up = between[t][m];
-            if (up < 0) continue;
-            const auto& above = oriented[static_cast<std::size_t>(up)];
-            parent[static_cast<std::size_t>(chain.front())] =
-                above[std::min<std::size_t>(1, above.size() - 1)];
-        }
-    }
+    tree.parent = double_tree_parents(chains, between, n);
 
-    // Bytes through each channel: every edge carries its tree's half up and down.
+    // Bytes through each channel: every edge carries its tree's half up and down. Across
+    // machines NCCL runs a double tree per channel, each entering every machine at another GPU
+    // so that the trees' network hops spread over the NICs, as the rings' do: here as many as
+    // the smallest machine has members, each machine's chain rotated by one GPU from the last,
+    // each carrying an equal share (the first is `tree.parent`).
+    std::size_t trees = 1;
+    if (machines.size() > 1) {
+        trees = n;
+        for (const auto& m : machines) trees = std::min(trees, m.size());
+    }
     const auto& channels = topology.channels();
     std::vector<double> load(channels.size(), 0.0);
     const double payload = nccl_protocol_payload(protocol);
-    const double half = static_cast<double>(bytes) / 2 / payload;
+    const double half = static_cast<double>(bytes) / 2 / payload / static_cast<double>(trees);
     auto at = [&](int position) { return devices[static_cast<std::size_t>(position)]; };
-    for (const auto& parent : tree.parent)
-        for (std::size_t v = 0; v < n; ++v) {
-            const int p = parent[v];
-            if (p < 0) continue;
-            for (int c : topology.route(at(static_cast<int>(v)), at(p)))
-                load[static_cast<std::size_t>(c)] += half;
-            for (int c : topology.route(at(p), at(static_cast<int>(v))))
-                load[static_cast<std::size_t>(c)] += half;
-        }
+    for (std::size_t k = 0; k < trees; ++k) {
+        auto rotated = chains;
+        for (auto& c : rotated)
+            std::rotate(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k % c.size()), c.end());
+        for (const auto& parent : k == 0 ? tree.parent : double_tree_parents(rotated, between, n))
+            for (std::size_t v = 0; v < n; ++v) {
+                const int p = parent[v];
+                if (p < 0) continue;
+                for (int c : topology.route(at(static_cast<int>(v)), at(p)))
+                    load[static_cast<std::size_t>(c)] += half;
+                for (int c : topology.route(at(p), at(static_cast<int>(v))))
+                    load[static_cast<std::size_t>(c)] += half;
+            }
+    }
     for (std::size_t c = 0; c < channels.size(); ++c) {
         if (load[c] == 0) continue;
         tree.channels.push_back(static_cast<int>(c));

@@ -12,7 +12,10 @@
 // leaf in the other. Each tree carries half the data: reduce up to the root, broadcast down,
 // pipelined in chunks. Chains: the machine's fast ring with its slowest hop dropped, the second
 // tree's chain reversed; a child machine's chain head sends to its parent machine's second GPU
-// (NCCL's balanced tree pattern: parent on the first GPU, children on the second).
+// (NCCL's balanced tree pattern: parent on the first GPU, children on the second). Across
+// machines, as many double trees as the smallest machine has members, one a channel, each
+// machine's chain rotated by one GPU from the last so that the trees leave and enter the
+// machines through every GPU's NIC, each carrying an equal share (NCCL's tree channels).
 //
 // The tree's time is its pipeline's, in closed form: the busiest channel's bytes over its
 // bandwidth (every tree edge carries its tree's half once up and once down), plus the time for
@@ -49,7 +52,8 @@ std::vector<std::vector<int>> all_reduce_rings(const Topology& topology,
                                                const std::vector<int>& devices);
 
 struct TreeAllReduce {
-    // Per tree: for each position in `devices`, its parent's position, -1 for the root.
+    // Per tree of the first channel: for each position in `devices`, its parent's position, -1
+    // for the root.
     std::array<std::vector<int>, 2> parent;
     std::vector<int> channels;       // every channel the trees use
     std::vector<double> channel_ms;  // each one's bytes over its bandwidth

@@ -126,6 +126,12 @@ TEST(NcclTuning, AutoTakesTheTreeAcrossManyMachinesForSmallMessagesAndTheRingFor
         simulate_all_reduce_ms(many, all, 64 << 10, ReduceAlgorithm::ring, false, true);
     const double ring = simulate_all_reduce_ms(many, all, 64 << 10, ReduceAlgorithm::ring);
     EXPECT_LT(chosen, 0.5 * ring);
+    // And a large one: NCCL's model still takes the tree at 256 MiB, whose channels' trees leave
+    // each machine through every GPU's NIC (one tree through one NIC would take 2.6x the ring).
+    const std::size_t large = std::size_t(256) << 20;
+    EXPECT_EQ(choose_all_reduce(many, all, large).algorithm, NcclAlgorithm::tree);
+    EXPECT_LT(simulate_all_reduce_ms(many, all, large, ReduceAlgorithm::ring, false, true),
+              simulate_all_reduce_ms(many, all, large, ReduceAlgorithm::ring));
 }
 
 TEST(NcclTuning, NvlsOnAReducingSwitchReachesItsBusBandwidth) {
