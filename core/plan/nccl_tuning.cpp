@@ -25,7 +25,6 @@ struct NcclConstants {
     NcclPerGeneration tree_gbs_per_channel;
     std::array<double, 3> nvls_efficiency;  // of the links, per generation
     std::array<std::array<double, 23>, kNcclProtocols> tree_correction;  // by log2(bytes / 64)
-    double ring_ll_share = 0.5;      // the LL protocol's 8 data bytes of 16
     double ring_ll128_share = 0.92;  // "120.0/128.0" in NCCL's comment
     double tree_share = 0.92;
     double tree_ll_share = 1 / 3.8;
@@ -146,7 +145,7 @@ double nccl_bandwidth_gbs(const NcclComm& comm, NcclAlgorithm a, NcclProtocol p)
             return bus * comm.ranks / steps;
         case NcclAlgorithm::ring:
             if (p == NcclProtocol::ll)
-                bus = std::min(k.ll_max_gbs[ll_row][col], bus * k.ring_ll_share);
+                bus = std::min(k.ll_max_gbs[ll_row][col], bus * nccl_protocol_payload(p));
             if (p == NcclProtocol::ll128)
                 bus = std::min(bus * k.ring_ll128_share,
                                channels * k.ring_ll128_gbs_per_channel[gen][col]);

@@ -90,6 +90,15 @@ TEST(NcclTuning, Ll128OnlyOverNvlinkAndTheSimulatorPlaysTheProtocols) {
     for (std::size_t bytes = 64; bytes <= (std::size_t(1) << 32); bytes *= 4)
         EXPECT_NE(nccl_choose(comm, bytes).protocol, NcclProtocol::ll128) << bytes;
     EXPECT_EQ(nccl_choose(comm, 1024).protocol, NcclProtocol::ll);
+    // LL's bandwidth is half the link's (8 data bytes in 16) where NCCL's ceiling does not bind.
+    EXPECT_NEAR(comm.intra_gbs, 25.0, 1e-9);
+    EXPECT_NEAR(nccl_bandwidth_gbs(comm, NcclAlgorithm::ring, NcclProtocol::ll), 25.0 / 2 * 8 / 14,
+                1e-9);
+    // Played: 14 steps, each a 1/8 chunk sent as twice its bytes over PCIe 4.0 (two hops of
+    // 1.5 us at LL's 1.0 / 5.7 of Simple's latency).
+    const double pcie_ll = simulate_all_reduce_ms(pcie, tuned_devices(8), 64 << 10,
+                                                  ReduceAlgorithm::ring, false, true);
+    EXPECT_NEAR(pcie_ll, 14 * (3.0e-3 / 5.7 + 2 * 8192 / 25.0e6), 0.3e-3);
     EXPECT_EQ(nccl_choose(comm, std::size_t(1) << 30).name(), "ring/Simple");
 
     // Simulated: a small message with LL pays less latency than with Simple; a large one run
