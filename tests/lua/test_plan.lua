@@ -287,6 +287,16 @@ t.test("algorithm 'auto' is NCCL's own choice by size; a bad algorithm lists the
   t.ok(big < T.plan.all_reduce('dgx_h100', 2 ^ 30, 8, 'ring'), big)
   t.raises(function() T.plan.all_reduce('dgx_h100', 4096, 8, 'nccl') end,
            "unknown algorithm 'nccl'; known: ring, tree, auto, server")
+  -- A fabric says whether its switch reduces; without it, no NVLS.
+  local function pair(reduces)
+    return {name = 'pair', nodes = {{name = 'host'}, {name = 'gpu0', parent = 'host', link = 'pcie5_x16', device = 'H100'},
+                                    {name = 'gpu1', parent = 'host', link = 'pcie5_x16', device = 'H100'}},
+            fabrics = {{name = 'nvswitch', link = 'nvlink4', count = 18, devices = {'gpu0', 'gpu1'}, reduces = reduces}}}
+  end
+  t.eq(select(2, T.plan.all_reduce(pair(true), 2 ^ 30, 2, 'auto')), 'nvls/Simple')
+  t.ok(select(2, T.plan.all_reduce(pair(nil), 2 ^ 30, 2, 'auto')):find('^ring'))
+  t.raises(function() T.plan.all_reduce(pair('yes'), 2 ^ 30, 2, 'auto') end,
+           "fabric 'nvswitch': 'reduces' must be true or false, got string")
   local net, sample = dofile('recipes/nets/lenet5.lua')()
   local costs = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
   local r = T.plan.search{costs = costs, batch = 256, topology = T.plan.topology('dgx_h100'), algorithm = 'auto',
