@@ -44,8 +44,9 @@ local DLE = 'NVIDIA DeepLearningExamples, PyTorch ResNet50 v1.5 README (pytorch-
 local function scaling()
   print('### ResNet-50 data parallel, 1 to 8 GPUs\n')
   print('| source | machine | net | batch per GPU | precision | published 1 -> 8 GPUs | '
-        .. 'simulated 1 -> 8 GPUs | simulated 8-GPU all-reduce exposed | error |')
-  print('|---|---|---|---|---|---|---|---|---|')
+        .. 'simulated 1 -> 8 GPUs | simulated 8-GPU all-reduce exposed | error | '
+        .. "with NCCL's choice (auto): 8 GPUs, exposed, error |")
+  print('|---|---|---|---|---|---|---|---|---|---|')
   -- The batches per GPU are the README's benchmark configurations (ConvNets/configs.yml).
   local rows = {
     {'dgx1', {model = 'V100-SXM2'}, 'DGX-1 V100 16GB', 'fp32', 367, 2855, 112},
@@ -61,16 +62,22 @@ local function scaling()
     local n = net('resnet50', precision)
     local s8 = T.plan.simulate{costs = n.costs, batch = 8 * b, topology = topology,
                                plan = {groups = 8, devices = devices(8)}}
+    local auto = T.plan.simulate{costs = n.costs, batch = 8 * b, topology = topology,
+                                 plan = {groups = 8, devices = devices(8)}, algorithm = 'auto'}
     local published, simulated = r[6] / r[5], s8.images_per_s / one
     print(('| %s | %s | ResNet-50 | %d | %s | '
-           .. '%d -> %d img/s: %.2fx | %.0f -> %.0f img/s: %.2fx | %.1f ms of %.1f | %s |')
+           .. '%d -> %d img/s: %.2fx | %.0f -> %.0f img/s: %.2fx | %.1f ms of %.1f | %s | '
+           .. '%.0f img/s: %.2fx, %.1f ms, %s |')
           :format(DLE, r[3], b, precision, r[5], r[6], published, one, s8.images_per_s, simulated,
-                  s8.exposed_comm_ms, s8.step_ms, err(simulated, published)))
+                  s8.exposed_comm_ms, s8.step_ms, err(simulated, published), auto.images_per_s,
+                  auto.images_per_s / one, auto.exposed_comm_ms, err(auto.images_per_s / one, published)))
   end
   print()
 end
 
--- nccl-tests' all_reduce_perf: busbw = algbw x 2 (n - 1) / n, algbw = bytes / time.
+-- nccl-tests' all_reduce_perf: busbw = algbw x 2 (n - 1) / n, algbw = bytes / time. 'ring' is
+-- NCCL_ALGO=RING (played with the Simple protocol, NCCL's choice at these sizes); 'auto' NCCL's
+-- own choice of algorithm and protocol (nccl_tuning.h), named as it ran.
 local function nccl()
   print('### All-reduce bus bandwidth (nccl-tests all_reduce_perf)\n')
   print('| source | machine | GPUs | message | algorithm | published busbw | simulated busbw | error |')
@@ -79,7 +86,7 @@ local function nccl()
     {'dgx_h100', nil, 'DGX H100 (8x H100 SXM5)', 8, 4 * 2^30, 'ring', 370,
      "NVIDIA/nccl-tests issue #212 (NCCL's maintainer: NCCL_ALGO=RING reaches ~370 GB/s of "
      .. "450 GB/s line rate)"},
-    {'dgx_h100', nil, 'DGX H100 (8x H100 SXM5)', 8, 4 * 2^30, 'NVLS', 480,
+    {'dgx_h100', nil, 'DGX H100 (8x H100 SXM5)', 8, 4 * 2^30, 'auto', 480,
      'same issue (NVLink SHARP, the default all-reduce on H100 NVSwitch: busbw ~480 GB/s)'},
     {'dgx_a100', nil, '8x A100 SXM4 80GB on NVSwitch (HPE Apollo 6500)', 8, 2^30, 'ring', 200,
      'NVIDIA/nccl-tests issue #149 (NCCL 2.17-2.18, "a busbw of ~200 GB/s", up to 1 GiB)'},
@@ -88,18 +95,33 @@ local function nccl()
      'NVIDIA/nccl-tests issue #119 (peak ~96 GB/s at 128 MB, average 84.8; 100 GB/s theoretical)'},
   }
   for _, r in ipairs(rows) do
-    local simulated = 'not modelled (in-switch reduction)'
-    local error = '-'
-    if r[6] ~= 'NVLS' then
-      local topology = T.plan.topology(r[1], r[2])
-      local ms = T.plan.all_reduce(topology, r[5], r[4], r[6])
-      local busbw = r[5] / (ms * 1e6) * 2 * (r[4] - 1) / r[4]
-      simulated = ('%.0f GB/s'):format(busbw)
-      error = err(busbw, r[7])
-    end
+    local topology = T.plan.topology(r[1], r[2])
+    local ms, ran = T.plan.all_reduce(topology, r[5], r[4], r[6])
+    local busbw = r[5] / (ms * 1e6) * 2 * (r[4] - 1) / r[4]
+    local algorithm = r[6] == 'auto' and ('auto (%s)'):format(ran) or r[6]
     local size = r[5] >= 2^30 and ('%d GiB'):format(r[5] / 2^30) or ('%d MiB'):format(r[5] / 2^20)
-    print(('| %s | %s | %d | %s | %s | %d GB/s | %s | %s |'):format(r[8], r[3], r[4], size, r[6], r[7],
-                                                                   simulated, error))
+    print(('| %s | %s | %d | %s | %s | %d GB/s | %.0f GB/s | %s |'):format(r[8], r[3], r[4], size, algorithm,
+                                                                          r[7], busbw, err(busbw, r[7])))
+  end
+  print()
+  -- What NCCL's model chooses by size, and the simulated time against the ring with Simple (no
+  -- published figure: nccl-tests' small-message rows we found were not on these machines).
+  print('#### NCCL\'s choice by message size (simulated, no published figure)\n')
+  print('| machine | GPUs | message | NCCL\'s choice | simulated time | ring/Simple time |')
+  print('|---|---|---|---|---|---|')
+  local machines = {
+    {'dgx_h100', nil, 'DGX H100', 8},
+    {'dgx_a100', nil, 'DGX A100', 8},
+    {'cluster_dgx', {nodes = 16, model = 'a100'}, '16 DGX A100 (HDR)', 128},
+  }
+  for _, m in ipairs(machines) do
+    local topology = T.plan.topology(m[1], m[2])
+    for _, bytes in ipairs({8 * 2^10, 256 * 2^10, 8 * 2^20, 256 * 2^20}) do
+      local ms, ran = T.plan.all_reduce(topology, bytes, m[4], 'auto')
+      local ring = T.plan.all_reduce(topology, bytes, m[4], 'ring')
+      local size = bytes >= 2^20 and ('%d MiB'):format(bytes / 2^20) or ('%d KiB'):format(bytes / 2^10)
+      print(('| %s | %d | %s | %s | %.1f us | %.1f us |'):format(m[3], m[4], size, ran, ms * 1e3, ring * 1e3))
+    end
   end
   print()
 end

@@ -22,6 +22,7 @@
 #include "objects.h"
 #include "option_table.h"
 #include "plan/analytic_costs.h"
+#include "plan/collectives.h"
 #include "plan/measured_costs.h"
 #include "plan/plan_schema.h"
 #include "plan/planner.h"
@@ -29,20 +30,6 @@
 
 namespace tandem::lua {
 namespace {
-
-// The planner's `algorithm` beside the engine's ring and tree: a parameter server on group 0's
-// GPU (Plan::parameter_server), a baseline to compare with, not a way the engine trains.
-constexpr const char* kServerAlgorithm = "server";
-
-ReduceAlgorithm parse_server_or_reduce(const std::string& name) {
-    try {
-        return parse_reduce_algorithm(name);
-    } catch (const ConfigError&) {
-        throw ConfigError("unknown algorithm '" + name +
-                          "'; known: ring, tree, server (a baseline: a parameter server on one "
-                          "GPU, which the engine does not run)");
-    }
-}
 
 // Field `key` of the table at absolute index `table`, pushed; returns its Lua type.
 int get(lua_State* L, int table, const char* key) {
@@ -187,8 +174,14 @@ TopologySpec read_topology(lua_State* L, int index) {
             FabricSpec f;
             f.name = string_field(L, table, "name", at);
             const std::string in = f.name.empty() ? at : where + "fabric '" + f.name + "': ";
-            known_fields(L, table, {"name", "link", "count", "devices"}, in);
+            known_fields(L, table, {"name", "link", "count", "devices", "reduces"}, in);
             f.link = string_field(L, table, "link", in);
+            const int reduces = get(L, table, "reduces");
+            if (reduces != LUA_TNIL && reduces != LUA_TBOOLEAN)
+                throw ConfigError(in + "'reduces' must be true or false, got " +
+                                  number_or_type(L, -1));
+            f.reduces = lua_toboolean(L, -1) != 0;
+            lua_pop(L, 1);
             f.count = int_field(L, table, "count", 1, 1, 64, in);
             if (get(L, table, "devices") != LUA_TTABLE)
                 throw ConfigError(in + "'devices' must be a list of device names");
@@ -440,9 +433,10 @@ PlannerOptions planner_options(const OptionTable& args) {
     PlannerOptions o;
     o.batch = args.integer("batch");
     o.devices = static_cast<int>(args.integer("devices"));
-    const std::string algorithm = args.text("algorithm");
-    o.parameter_server = algorithm == kServerAlgorithm;
-    if (!o.parameter_server) o.algorithm = parse_server_or_reduce(algorithm);
+    const PlanAlgorithm algorithm = parse_plan_algorithm(args.text("algorithm"));
+    o.algorithm = algorithm.algorithm;
+    o.parameter_server = algorithm.parameter_server;
+    o.nccl_auto = algorithm.nccl_auto;
     o.bucket_bytes = static_cast<std::size_t>(args.integer("bucket_bytes"));
     o.overlap_backward = args.flag("overlap");
     o.micro_batches.clear();
@@ -682,9 +676,10 @@ Plan read_plan(lua_State* L, int pt, const std::string& prefix, const OptionTabl
         p.given("pipeline") || !p.given("schedule") ? p.text("pipeline") : p.text("schedule"));
     plan.recompute = p.flag("recompute");
     plan.batch = args.integer("batch");
-    const std::string algorithm = args.text("algorithm");
-    plan.parameter_server = algorithm == kServerAlgorithm;
-    if (!plan.parameter_server) plan.algorithm = parse_server_or_reduce(algorithm);
+    const PlanAlgorithm algorithm = parse_plan_algorithm(args.text("algorithm"));
+    plan.algorithm = algorithm.algorithm;
+    plan.parameter_server = algorithm.parameter_server;
+    plan.nccl_auto = algorithm.nccl_auto;
     plan.bucket_bytes = static_cast<std::size_t>(args.integer("bucket_bytes"));
     plan.overlap_backward = args.flag("overlap");
     const std::vector<CutSpec> specs = read_split(L, p, prefix + "split");
@@ -808,10 +803,10 @@ int plan_simulate(lua_State* L) {
     return 1;
 }
 
-// core.plan_all_reduce(topology, bytes, n, algorithm) -> ms: one all-reduce of `bytes` among the
-// topology's first n devices (or with 'server', the parameter-server baseline's exchange), alone,
-// as the simulator plays a bucket (bench/gpu_scaling.lua compares it with nccl-tests' bus
-// bandwidth).
+// core.plan_all_reduce(topology, bytes, n, algorithm) -> ms, what ran: one all-reduce of `bytes`
+// among the topology's first n devices (or with 'server', the parameter-server baseline's
+// exchange), alone, as the simulator plays a bucket (bench/gpu_scaling.lua compares it with
+// nccl-tests' bus bandwidth).
 int plan_all_reduce(lua_State* L) {
     const Topology t(read_topology(L, 1));
     const double bytes = luaL_checknumber(L, 2);
@@ -823,12 +818,16 @@ int plan_all_reduce(lua_State* L) {
         << t.name() << "', got " << n;
     std::vector<int> devices;
     for (int i = 0; i < n; ++i) devices.push_back(i);
-    const std::string name = luaL_optstring(L, 4, "ring");
-    const bool server = name == kServerAlgorithm;
-    const ReduceAlgorithm algorithm = server ? ReduceAlgorithm::ring : parse_server_or_reduce(name);
+    const PlanAlgorithm a = parse_plan_algorithm(luaL_optstring(L, 4, "ring"));
+    const auto size = static_cast<std::size_t>(bytes);
     lua_pushnumber(
-        L, simulate_all_reduce_ms(t, devices, static_cast<std::size_t>(bytes), algorithm, server));
-    return 1;
+        L, simulate_all_reduce_ms(t, devices, size, a.algorithm, a.parameter_server, a.nccl_auto));
+    // What ran: NCCL's choice with 'auto' ("nvls/Simple"), else the algorithm asked for.
+    if (a.nccl_auto)
+        lua_pushstring(L, choose_all_reduce(t, devices, size).name().c_str());
+    else
+        lua_pushstring(L, luaL_optstring(L, 4, "ring"));
+    return 2;
 }
 
 // core.plan_models() -> the hardware table's device models, the link models (two lists).

@@ -20,34 +20,34 @@ const std::vector<DeviceModel>& device_table() {
     static const std::vector<DeviceModel> table = {
         // Tesla K20c: 3.52 TFLOP/s FP32, 5 GB GDDR5 at 208 GB/s (NVIDIA Tesla K20 board
         // specification BD-06455).
-        {"K20c", 3.52, 1, 0, 0, 5, 208},
+        {"K20c", 3.52, 1, 0, 0, 5, 208, 35},
         // Tesla K80, one of its two GK210 GPUs: 2,496 cores at 875 MHz boost, 4.37 TFLOP/s
         // FP32, 12 GB at 240 GB/s (NVIDIA Tesla K80 board specification BD-07317).
-        {"K80", 4.37, 1, 0, 0, 12, 240},
+        {"K80", 4.37, 1, 0, 0, 12, 240, 37},
         // Tesla P100 SXM2: 10.6 TFLOP/s FP32, 16 GB HBM2 at 732 GB/s (NVIDIA Tesla P100
         // datasheet); its 21.2 TFLOP/s FP16 is not on tensor cores.
-        {"P100", 10.6, kOneDatapath, 0, 0, 16, 732},
+        {"P100", 10.6, kOneDatapath, 0, 0, 16, 732, 60},
         // Tesla V100 PCIe 32 GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor, 900 GB/s HBM2 (NVIDIA
         // Tesla V100 datasheet, 2018). The PCIe card: what a server of PCIe switches holds.
-        {"V100", 14.0, kOneDatapath, 0, 112, 32, 900},
+        {"V100", 14.0, kOneDatapath, 0, 112, 32, 900, 70},
         // Tesla V100 SXM2 32 GB: 15.7 TFLOP/s FP32, 125 tensor, 900 GB/s (same datasheet).
-        {"V100-SXM2", 15.7, kOneDatapath, 0, 125, 32, 900},
+        {"V100-SXM2", 15.7, kOneDatapath, 0, 125, 32, 900, 70},
         // A100 SXM4 40 GB: 19.5 TFLOP/s FP32, 156 TF32 and 312 FP16 tensor (dense), 1,555 GB/s
         // HBM2 (NVIDIA A100 Tensor Core GPU datasheet).
-        {"A100", 19.5, 1, 156, 312, 40, 1555},
+        {"A100", 19.5, 1, 156, 312, 40, 1555, 80},
         // A100 SXM4 80 GB: the same rates, 2,039 GB/s HBM2e (same datasheet).
-        {"A100-80GB", 19.5, 1, 156, 312, 80, 2039},
+        {"A100-80GB", 19.5, 1, 156, 312, 80, 2039, 80},
         // A100 PCIe 80 GB: the same rates, 1,935 GB/s (same datasheet).
-        {"A100-PCIe", 19.5, 1, 156, 312, 80, 1935},
+        {"A100-PCIe", 19.5, 1, 156, 312, 80, 1935, 80},
         // H100 SXM5 80 GB: 67 TFLOP/s FP32, 494.5 TF32 and 989 FP16 tensor (dense), 3.35 TB/s
         // HBM3 (NVIDIA H100 Tensor Core GPU datasheet).
-        {"H100", 67.0, 1, 494.5, 989, 80, 3350},
+        {"H100", 67.0, 1, 494.5, 989, 80, 3350, 90},
         // H100 PCIe 80 GB: 51 TFLOP/s FP32, 378 TF32, 756 FP16 tensor (dense), 2 TB/s HBM2e
         // (same datasheet).
-        {"H100-PCIe", 51.0, 1, 378, 756, 80, 2000},
+        {"H100-PCIe", 51.0, 1, 378, 756, 80, 2000, 90},
         // H200 SXM 141 GB: the H100 SXM's rates, 4.8 TB/s HBM3e (NVIDIA H200 Tensor Core GPU
         // datasheet). The GPU bench/measured/h200-2026-11-26 was taken on.
-        {"H200", 67.0, 1, 494.5, 989, 141, 4800},
+        {"H200", 67.0, 1, 494.5, 989, 141, 4800, 90},
     };
     return table;
 }
@@ -82,18 +82,18 @@ const std::vector<LinkModel>& link_table() {
         {"xgmi", 20.0, 5.0},
         // NVLink 1 (P100): 20 GB/s a direction per link, four links a GPU (Tesla P100
         // whitepaper, 2016); we take 0.9 of it attained, as NVLink 2 below.
-        {"nvlink1", 18.0, 2.0},
+        {"nvlink1", 18.0, 2.0, false, true},
         // NVLink 2 (V100): 25 GB/s a direction per link, six links a GPU (Tesla V100
         // whitepaper); DGX-1 pairs use one or two. About 22 GB/s attained per link.
-        {"nvlink2", 22.0, 2.0},
+        {"nvlink2", 22.0, 2.0, false, true},
         // NVLink 3 (A100): 25 GB/s a direction per link, 12 links a GPU = 300 GB/s (A100
         // datasheet). NCCL loses about 20% of NVLink's line rate to its protocol (NCCL's
         // maintainer, NVIDIA/nccl-tests issue #212, 2024): 20 GB/s a link attained.
-        {"nvlink3", 20.0, 2.0},
+        {"nvlink3", 20.0, 2.0, false, true},
         // NVLink 4 (H100): 25 GB/s a direction per link, 18 links a GPU = 450 GB/s (H100
         // datasheet); NCCL's ring reaches 370 GB/s of bus bandwidth on 8 H100 (same issue):
         // 20.5 GB/s a link.
-        {"nvlink4", 20.5, 2.0},
+        {"nvlink4", 20.5, 2.0, false, true},
         // InfiniBand EDR 4x: 100 Gb/s = 12.5 GB/s; HDR 200 Gb/s; NDR 400 Gb/s (InfiniBand Trade
         // Association roadmap). Latency through one switch: about 1.5 us (NVIDIA ConnectX
         // adapter and Quantum switch briefs). Links between machines.

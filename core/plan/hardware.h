@@ -23,6 +23,9 @@ struct DeviceModel {
     double tensor_tflops = 0;  // peak FP16 tensor-core rate, dense (0: no tensor cores)
     double memory_gib = 0;     // device memory
     double bandwidth_gbs = 0;  // device memory bandwidth, GB/s
+    // CUDA compute capability x 10 (35: Kepler GK110, 70: Volta, 90: Hopper): what NCCL's
+    // tuning model reads of the GPUs (nccl_tuning.h: LL128, NVLS, its per-generation caps).
+    int compute_capability = 0;
 };
 
 struct LinkModel {
@@ -32,6 +35,9 @@ struct LinkModel {
     // Between machines (InfiniBand, Ethernet): devices joined only through such links are on
     // different machines, which NCCL's tree spans with a binary tree of machines.
     bool network = false;
+    // NVLink: NCCL's tuning model takes NVLink-class hops' latencies (nccl_tuning.h) and
+    // enables its LL128 protocol only over them.
+    bool nvlink = false;
 };
 
 // Throws ConfigError naming the known models when `name` is not one.

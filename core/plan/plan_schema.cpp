@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "parallel/communicator.h"
 #include "parallel/schedule.h"
 #include "plan/analytic_costs.h"
@@ -131,11 +132,11 @@ std::vector<OptionSpec> planning_options() {
          .required = true},
         {.name = "algorithm",
          .type = OptionType::choice,
-         .help = "the gradients' all-reduce (server: a parameter server on group 0's GPU, a "
-                 "baseline the engine does not run)",
+         .help = "the gradients' all-reduce (auto: NCCL's own choice of algorithm and protocol "
+                 "for each bucket; server: a parameter server on group 0's GPU, a baseline the "
+                 "engine does not run)",
          .fallback = std::string(reduce_algorithm_name(planner.algorithm)),
-         .choices = {reduce_algorithm_name(ReduceAlgorithm::ring),
-                     reduce_algorithm_name(ReduceAlgorithm::tree), "server"}},
+         .choices = plan_algorithm_names()},
         integer_option("bucket_bytes", "the gradient buckets' size in bytes",
                        static_cast<double>(planner.bucket_bytes), 1, kOptionUnbounded),
         {.name = "overlap",
@@ -271,7 +272,36 @@ OptionSchema make_profile_schema() {
     return {"profile", "T.profile", std::move(options)};
 }
 
+constexpr std::string_view kAutoAlgorithm = "auto";
+constexpr std::string_view kServerAlgorithm = "server";
+
 }  // namespace
+
+std::vector<std::string_view> plan_algorithm_names() {
+    return {reduce_algorithm_name(ReduceAlgorithm::ring),
+            reduce_algorithm_name(ReduceAlgorithm::tree), kAutoAlgorithm, kServerAlgorithm};
+}
+
+PlanAlgorithm parse_plan_algorithm(std::string_view name) {
+    PlanAlgorithm p;
+    if (name == kAutoAlgorithm) {
+        p.nccl_auto = true;
+    } else if (name == kServerAlgorithm) {
+        p.parameter_server = true;
+    } else {
+        try {
+            p.algorithm = parse_reduce_algorithm(name);
+        } catch (const ConfigError&) {
+            std::string known;
+            for (const auto c : plan_algorithm_names())
+                known += (known.empty() ? "" : ", ") + std::string(c);
+            throw ConfigError("unknown algorithm '" + std::string(name) + "'; known: " + known +
+                              " (auto: NCCL's own choice; server: a parameter server on one GPU, "
+                              "a baseline the engine does not run)");
+        }
+    }
+    return p;
+}
 
 const OptionSchema& plan_costs_option_schema() {
     static const OptionSchema schema = make_costs_schema();

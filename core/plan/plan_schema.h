@@ -11,9 +11,27 @@
 // counts); tests/core/base/test_option_schema.cpp holds them together.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "base/option_schema.h"
+#include "parallel/communicator.h"
 
 namespace tandem {
+
+// The planner's `algorithm` (T.plan.search, T.plan.simulate, T.plan.all_reduce, tandem plan),
+// declared once: the engine's 'ring' and 'tree' (NCCL's Simple protocol), 'auto' (NCCL's own
+// choice of algorithm and protocol for each bucket's size, NVLS where the switch reduces:
+// Plan::nccl_auto) and 'server' (a parameter server on one GPU, Plan::parameter_server, a
+// baseline the engine does not run).
+struct PlanAlgorithm {
+    ReduceAlgorithm algorithm = ReduceAlgorithm::ring;  // what the engine runs; 'auto': ring
+    bool nccl_auto = false;
+    bool parameter_server = false;
+};
+std::vector<std::string_view> plan_algorithm_names();
+// Throws ConfigError listing the choices for a name that is not one.
+PlanAlgorithm parse_plan_algorithm(std::string_view name);
 
 const OptionSchema& plan_costs_option_schema();     // T.plan.costs{...}
 const OptionSchema& plan_search_option_schema();    // T.plan.search{...}

@@ -157,6 +157,7 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                         plan.bucket_bytes = o.bucket_bytes;
                         plan.overlap_backward = o.overlap_backward;
                         plan.parameter_server = o.parameter_server;
+                        plan.nccl_auto = o.nccl_auto;
                         plan.devices = device_order(place, groups, stages);
                         plan.device_order = place;
                         // Cut for the devices of group 0; each stage's cap is the smallest among

@@ -33,6 +33,7 @@ struct PlannerOptions {
     std::vector<int> micro_batches = {1, 2, 4, 8, 16, 32};
     ReduceAlgorithm algorithm = ReduceAlgorithm::ring;
     bool parameter_server = false;  // Plan::parameter_server: a baseline, not the engine's
+    bool nccl_auto = false;         // Plan::nccl_auto: NCCL's own choice ('auto')
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // as the engine's option
     // When the cost model's layers are a net's units with its graphs and blocks opened

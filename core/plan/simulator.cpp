@@ -357,6 +357,7 @@ std::string Plan::label() const {
     if (stages > 1) out << " " << pipeline_schedule_name(schedule);
     if (recompute) out << " recompute";
     if (parameter_server) out << " server";
+    if (nccl_auto) out << " auto";
     return out.str();
 }
 

@@ -62,6 +62,10 @@ struct Plan {
     // to group 0's device, which sums them and sends the result back to each (PyTorch's
     // single-process nn.DataParallel, a parameter server on one GPU). GPUs only.
     bool parameter_server = false;
+    // NCCL's own choice (algorithm 'auto'): each GPU bucket's all-reduce runs the algorithm and
+    // protocol NCCL's tuning model picks for its size (nccl_tuning.h), NVLS where the switch
+    // reduces; without it `algorithm` runs with NCCL's Simple protocol. CPU devices: `algorithm`.
+    bool nccl_auto = false;
     std::string device_order;  // how devices were chosen (planner.h), for the tables
 
     std::int64_t micro_batch() const { return batch / (groups * micro_batches); }
@@ -101,10 +105,11 @@ Simulation simulate(const Plan& plan, const Topology& topology, const CostModel&
 
 // One all-reduce of `bytes` among `devices` (topology indices) alone on the topology, as the
 // simulator plays a step's bucket: for comparing with nccl-tests' bus bandwidth. With
-// `parameter_server`, the baseline's exchange through the first device instead.
+// `parameter_server`, the baseline's exchange through the first device instead; with
+// `nccl_auto`, NCCL's choice (Plan::nccl_auto).
 double simulate_all_reduce_ms(const Topology& topology, const std::vector<int>& devices,
                               std::size_t bytes, ReduceAlgorithm algorithm,
-                              bool parameter_server = false);
+                              bool parameter_server = false, bool nccl_auto = false);
 
 // Writes the simulated spans as a Chrome trace (the format of Trace::write).
 void write_simulated_trace(const Simulation& simulation, const std::string& path);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/nccl_tuning.h"
 #include "plan/simulator.h"
 
 namespace tandem::simulation {
@@ -51,6 +52,9 @@ struct Collective {
     std::vector<int> members;  // plan devices
     // GPUs, found on first use: the members in each ring's order (collectives.h)
     std::vector<std::vector<int>> rings;
+    // The algorithm and protocol it runs, found on first use (Plan::nccl_auto).
+    NcclChoice choice;
+    bool chosen = false;
     std::size_t bytes = 0;
     int stage = 0, bucket = 0;
     int arrived = 0;

@@ -223,8 +223,12 @@ int Topology::node_index(const std::string& name, const std::string& referrer) c
 int Topology::add_channel(const std::string& from, const std::string& to, const LinkModel& link,
                           int count) {
     channels_.push_back(
-        {from + "->" + to, link.bandwidth_gbs * count, link.latency_us, link.network});
+        {from + "->" + to, link.bandwidth_gbs * count, link.latency_us, link.network, link.nvlink});
     return static_cast<int>(channels_.size()) - 1;
+}
+
+bool Topology::fabric_reduces(int fabric) const {
+    return fabric >= 0 && spec_.fabrics[static_cast<std::size_t>(fabric)].reduces;
 }
 
 const TopologyDevice& Topology::device(int index) const {

@@ -56,6 +56,10 @@ struct FabricSpec {
     std::string link;                  // link model of one port link ('nvlink3')
     int count = 1;                     // links from each device into the fabric
     std::vector<std::string> devices;  // its devices, each on one fabric at most
+    // The switches reduce (NVLink SHARP, third-generation NVSwitch and later: DGX H100): NCCL's
+    // NVLS all-reduce sends each byte into the switch once and reads the sum back once
+    // (collectives.h).
+    bool reduces = false;
 };
 
 struct TopologySpec {
@@ -80,6 +84,7 @@ struct Channel {
     double bandwidth_gbs = 0;
     double latency_us = 0;
     bool network = false;  // a link between machines
+    bool nvlink = false;   // an NVLink (LinkModel::nvlink)
 };
 
 class Topology {
@@ -107,6 +112,13 @@ public:
     // its rings over NVLink and the nearest switches: exhaustive up to 9 devices, greedy
     // (nearest unvisited next) beyond.
     std::vector<int> ring_order(const std::vector<int>& devices) const;
+
+    // The fabric of a device (an index into the spec's fabrics), -1 when it is on none; its
+    // channels into and out of it; whether that fabric reduces (FabricSpec::reduces).
+    int fabric(int device) const { return fabric_[static_cast<std::size_t>(device)]; }
+    int fabric_port_in(int device) const { return into_[static_cast<std::size_t>(device)]; }
+    int fabric_port_out(int device) const { return out_of_[static_cast<std::size_t>(device)]; }
+    bool fabric_reduces(int fabric) const;
 
     // The machine of each device, numbered from 0 in device order (see above).
     int machine(int device) const { return machine_[static_cast<std::size_t>(device)]; }

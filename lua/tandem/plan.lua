@@ -116,7 +116,9 @@ M.search = core.plan_search
 M.simulate = core.plan_simulate
 
 -- One all-reduce of `bytes` among the first `devices` devices of a topology (a name, a file or
--- a table), alone, as the simulator plays a bucket: its time in ms. algorithm: 'ring' or 'tree'.
+-- a table), alone, as the simulator plays a bucket: its time in ms, and what ran. algorithm:
+-- 'ring', 'tree' (NCCL's Simple protocol), 'auto' (NCCL's choice, returned as 'nvls/Simple',
+-- 'ring/LL', ...) or 'server'.
 function M.all_reduce(topology, bytes, devices, algorithm)
   if type(topology) ~= 'table' or not topology.nodes then topology = M.topology(topology) end
   return core.plan_all_reduce(topology, bytes, devices, algorithm)
@@ -340,8 +342,9 @@ local options = {
   gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
   iterations = {7, 'measured costs: timed steps of each profile', kind = 'positive_int'},
   warmup = {2, 'measured costs: untimed steps first', kind = 'nonneg_int'},
-  algorithm = {'ring', "the gradient all-reduce's algorithm (server: a parameter server on one GPU, a "
-                      .. "baseline the engine does not run)", choices = {'ring', 'tree', 'server'}},
+  algorithm = {'ring', "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
+                      .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
+                      .. "does not run)", choices = {'ring', 'tree', 'auto', 'server'}},
   overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
   precision = {'fp32', "GPU models: what convolutions and products compute in (tf32: the CUDA "
                        .. "backend's tf32 option; fp16, bf16: mixed precision, for comparison)",

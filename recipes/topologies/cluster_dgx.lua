@@ -14,7 +14,7 @@ local kinds = {
   a100 = {device = 'A100', pcie = 'pcie4_x16', nic = 'ib_hdr', nics = 2, nvlink = 'nvlink3',
           links = 12},
   h100 = {device = 'H100', pcie = 'pcie5_x16', nic = 'ib_ndr', nics = 2, nvlink = 'nvlink4',
-          links = 18},
+          links = 18, reduces = true},
   v100 = {device = 'V100-SXM2', pcie = 'pcie3_x16', nic = 'ib_edr', nics = 1},
 }
 
@@ -51,7 +51,7 @@ return function(opt)
       end
     else
       fabrics[#fabrics + 1] = {name = prefix .. 'nvswitch', link = kind.nvlink,
-                               count = kind.links, devices = gpus}
+                               count = kind.links, devices = gpus, reduces = kind.reduces}
     end
   end
   return {name = ('cluster_dgx_%s_%d'):format(name, count), nodes = nodes, peers = peers,

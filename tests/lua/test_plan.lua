@@ -267,11 +267,46 @@ t.test('a parameter server is a baseline to compare with: simulated on GPUs, nev
                     batch = 8, topology = T.plan.topology('cpu'), plan = {groups = 2}, algorithm = 'server'}
   end, {"'server'", 'GPU topologies'})
   t.raises(function() T.plan.search{costs = costs, batch = 256, topology = gpus, algorithm = 'ps'} end,
-           "T.plan.search: option 'algorithm' must be 'ring', 'tree' or 'server', got 'ps'")
+           "T.plan.search: option 'algorithm' must be 'ring', 'tree', 'auto' or 'server', got 'ps'")
   local out, rc = S.tandem{'plan', 'recipes/nets/lenet5.lua', '--topology=server8_pcie', '--batch=256',
                            '--algorithm=server', '--write=' .. S.tmpname('.lua')}
   t.eq(rc, 2, out)
   t.ok(out:find('baseline', 1, true) and not out:find('traceback', 1, true), out)
+  S.cleanup()
+end)
+
+t.test("algorithm 'auto' is NCCL's own choice by size; a bad algorithm lists the choices", function()
+  -- On a DGX H100 NCCL's model takes the LL protocol for a small message and NVLS (the switch
+  -- reduces) for a large one; the reduction in the switch beats the ring.
+  local ms, ran = T.plan.all_reduce('dgx_h100', 4096, 8, 'auto')
+  t.eq(ran, 'ring/LL')
+  local simple = T.plan.all_reduce('dgx_h100', 4096, 8, 'ring')
+  t.ok(ms < simple, ('LL %.4f ms, Simple %.4f ms'):format(ms, simple))
+  local big, chosen = T.plan.all_reduce('dgx_h100', 2 ^ 30, 8, 'auto')
+  t.eq(chosen, 'nvls/Simple')
+  t.ok(big < T.plan.all_reduce('dgx_h100', 2 ^ 30, 8, 'ring'), big)
+  t.raises(function() T.plan.all_reduce('dgx_h100', 4096, 8, 'nccl') end,
+           "unknown algorithm 'nccl'; known: ring, tree, auto, server")
+  -- A fabric says whether its switch reduces; without it, no NVLS.
+  local function pair(reduces)
+    return {name = 'pair', nodes = {{name = 'host'}, {name = 'gpu0', parent = 'host', link = 'pcie5_x16', device = 'H100'},
+                                    {name = 'gpu1', parent = 'host', link = 'pcie5_x16', device = 'H100'}},
+            fabrics = {{name = 'nvswitch', link = 'nvlink4', count = 18, devices = {'gpu0', 'gpu1'}, reduces = reduces}}}
+  end
+  t.eq(select(2, T.plan.all_reduce(pair(true), 2 ^ 30, 2, 'auto')), 'nvls/Simple')
+  t.ok(select(2, T.plan.all_reduce(pair(nil), 2 ^ 30, 2, 'auto')):find('^ring'))
+  t.raises(function() T.plan.all_reduce(pair('yes'), 2 ^ 30, 2, 'auto') end,
+           "fabric 'nvswitch': 'reduces' must be true or false, got string")
+  local net, sample = dofile('recipes/nets/lenet5.lua')()
+  local costs = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
+  local r = T.plan.search{costs = costs, batch = 256, topology = T.plan.topology('dgx_h100'), algorithm = 'auto',
+                          top = 1}
+  t.ok(r.plans[1].label:find('auto'), r.plans[1].label)
+  t.ok(r.plans[1].lua, 'a plan file: the engine runs it, its NCCL choosing for itself')
+  local out, rc = S.tandem{'plan', 'recipes/nets/lenet5.lua', '--topology=dgx_h100', '--batch=256',
+                           '--algorithm=nccl'}
+  t.eq(rc, 2, out)
+  t.ok(out:find("'ring', 'tree', 'auto' or 'server'", 1, true) and not out:find('traceback', 1, true), out)
   S.cleanup()
 end)
 
