@@ -48,6 +48,17 @@ public:
         throw_missing(K::kName, device, impl, implementations<K>());
     }
 
+    // Whether `device`'s kind has an implementation of K (the one named `impl`, or any when
+    // empty): how a layer asks for an optional kernel kind (RnnSequenceKernel) before `make`.
+    template <class K>
+    bool offers(const Device& device, std::string_view impl = {}) const {
+        auto it = entries_.find(std::type_index(typeid(K)));
+        if (it != entries_.end())
+            for (const auto& e : it->second)
+                if (e.kind == device.kind() && (impl.empty() || e.impl == impl)) return true;
+        return false;
+    }
+
     // "cpu/dnnl, cpu/reference" for kernel kind K.
     template <class K>
     std::vector<std::string> implementations() const {
