@@ -14,6 +14,8 @@ void register_cuda_kernels(KernelRegistry& r) {
     r.add<SoftmaxCrossEntropyKernel>(kCuda, "cudnn", make_softmax_cross_entropy_cudnn);
     r.add<ElementLossKernel>(kCuda, "cuda", make_element_loss_cuda);
     r.add<RnnCellKernel>(kCuda, "cuda", make_rnn_cell_cuda);
+    // Optional kind (kernels.h): the recurrent layer runs whole sequences on it where offered.
+    r.add<RnnSequenceKernel>(kCuda, "cudnn", make_rnn_cudnn);
     r.add<SoftmaxKernel>(kCuda, "cuda", make_softmax_cuda);
     r.add<EmbeddingKernel>(kCuda, "cuda", make_embedding_cuda);
     r.add<LayerNormKernel>(kCuda, "cuda", make_layer_norm_cuda);
