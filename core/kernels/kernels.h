@@ -272,7 +272,8 @@ struct EmbeddingKernel {
     virtual ~EmbeddingKernel() = default;
     // Throws DataError naming the first bad index (position counted from 1) and its value.
     virtual void forward(const Tensor& indices, const Tensor& weights, Tensor& dst) = 0;
-    // diff_weights[indices[i]] += diff_dst[i] (on a GPU in no fixed order).
+    // diff_weights[indices[i]] += diff_dst[i], in the samples' order on the CPU and on a
+    // device in deterministic mode (Device::deterministic); otherwise on a GPU in no fixed order.
     virtual void backward(const Tensor& indices, const Tensor& diff_dst, Tensor& diff_weights) = 0;
 };
 
