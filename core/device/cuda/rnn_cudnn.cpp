@@ -271,8 +271,11 @@ private:
         cudnnDataType_t type{};
         int rank = 0, dims[3] = {0, 0, 0}, strides[3] = {0, 0, 0};
         TANDEM_CUDNN_CALL(cudnnGetTensorNdDescriptor(desc, 3, &type, &rank, dims, strides));
-        const std::int64_t got = rank == 3 ? std::int64_t(dims[0]) * dims[1] * dims[2] : 0;
-        TANDEM_CHECK_AS(BackendError, addr != nullptr && got == numel && dims[1] == c_.hidden)
+        std::int64_t got = rank > 0 ? 1 : 0;
+        for (int d = 0; d < rank && d < 3; ++d) got *= dims[d];
+        // Only the size is checked (as PyTorch does): cuDNN documents dims {1, rows, cols}, and
+        // the gate blocks' row-major order is what every caller of this API relies on.
+        TANDEM_CHECK_AS(BackendError, addr != nullptr && got == numel)
             << "RnnSequence: cuDNN's " << what << " of layer " << k << ", linLayerID " << id
             << " has " << got << " floats (" << rank << " dimensions), the layer's has " << numel;
     }
