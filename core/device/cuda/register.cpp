@@ -1,4 +1,5 @@
-// The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers.
+// The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers, and the
+// optional whole-sequence recurrent kernel (cuDNN's RNN API), which the CPU does not.
 #include "device/cuda/attention_cuda.h"
 #include "device/cuda/kernels_cuda.h"
 #include "kernels/registry.h"
