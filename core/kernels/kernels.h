@@ -16,6 +16,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <vector>
 
 #include "device/activation_math.h"
 #include "tensor/tensor.h"
@@ -288,7 +289,8 @@ struct EmbeddingKernel {
     virtual ~EmbeddingKernel() = default;
     // Throws DataError naming the first bad index (position counted from 1) and its value.
     virtual void forward(const Tensor& indices, const Tensor& weights, Tensor& dst) = 0;
-    // diff_weights[indices[i]] += diff_dst[i] (on a GPU in no fixed order).
+    // diff_weights[indices[i]] += diff_dst[i], in the samples' order on the CPU and on a
+    // device in deterministic mode (Device::deterministic); otherwise on a GPU in no fixed order.
     virtual void backward(const Tensor& indices, const Tensor& diff_dst, Tensor& diff_weights) = 0;
 };
 
@@ -320,6 +322,48 @@ struct RnnCellKernel {
     virtual void backward(const Tensor& saved, const Tensor& h_prev, const Tensor& c_prev,
                           const Tensor& c, const Tensor& dh, const Tensor& dc, Tensor& dgx,
                           Tensor& dgh, Tensor& dh_prev, Tensor& dc_prev) = 0;
+};
+
+struct RnnSequenceConfig {
+    RnnCellKind kind;
+    std::int64_t n, steps, input, hidden, layers;
+    bool bias;
+    auto operator<=>(const RnnSequenceConfig&) const = default;
+};
+
+// One layer's parameters as the recurrent layer holds them (PyTorch's shapes and gate orders:
+// w_ih G*hidden x in, w_hh G*hidden x hidden, b_ih and b_hh G*hidden; biases undefined
+// without bias). For gradients, the tensors the kernel adds into.
+struct RnnLayerParams {
+    Tensor w_ih, w_hh, b_ih, b_hh;
+};
+
+// A whole stack of recurrent layers over whole sequences, with RnnCellKernel's definitions:
+// what a device kind MAY offer beside the cell (optional: the CPU does not, and the layer
+// then steps through time with the cell). CUDA: cuDNN's RNN API.
+//   src N x steps x input and dst N x steps x hidden, batch first; h0, c0 layers x N x hidden
+//   (undefined: zero; c0 the LSTM's only). All contiguous.
+struct RnnSequenceKernel {
+    static constexpr const char* kName = "RnnSequence";
+    using Config = RnnSequenceConfig;
+    virtual ~RnnSequenceKernel() = default;
+    // Bytes of the packed weights forward writes (backward reads them), and of the reserve
+    // space a training forward fills for backward: u8 tensors the layer allocates and keeps
+    // per micro-batch.
+    virtual std::size_t packed_bytes() const = 0;
+    virtual std::size_t reserve_bytes() const = 0;
+    // Packs `weights` (one entry per layer) into `packed`, then runs every layer. A defined
+    // `reserve` makes it a training forward (filled for backward); undefined, inference.
+    virtual void forward(const Tensor& src, const std::vector<RnnLayerParams>& weights,
+                         const Tensor& h0, const Tensor& c0, Tensor& packed, Tensor& dst,
+                         Tensor& reserve) = 0;
+    // From a training forward's src, dst, h0, c0, packed and reserve (which it may change):
+    // diff_src, and diff_h0 / diff_c0 where defined (all overwritten); ADDS the gradients of
+    // the weights and biases into diff_weights.
+    virtual void backward(const Tensor& src, const Tensor& dst, const Tensor& diff_dst,
+                          const Tensor& h0, const Tensor& c0, const Tensor& packed, Tensor& reserve,
+                          Tensor& diff_src, Tensor& diff_h0, Tensor& diff_c0,
+                          const std::vector<RnnLayerParams>& diff_weights) = 0;
 };
 
 struct SgdHyper {

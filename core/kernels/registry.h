@@ -48,13 +48,15 @@ public:
         throw_missing(K::kName, device, impl, implementations<K>());
     }
 
-    // Whether device kind `kind` has an implementation of K (named `impl`, or any when empty).
+    // Whether `device`'s kind has an implementation of K (the one named `impl`, or any when
+    // empty): how a layer asks for an optional kernel kind (RnnSequenceKernel, BatchNormReluKernel)
+    // before `make`.
     template <class K>
-    bool has(DeviceKind kind, std::string_view impl = {}) const {
+    bool offers(const Device& device, std::string_view impl = {}) const {
         auto it = entries_.find(std::type_index(typeid(K)));
         if (it != entries_.end())
             for (const auto& e : it->second)
-                if (e.kind == kind && (impl.empty() || e.impl == impl)) return true;
+                if (e.kind == device.kind() && (impl.empty() || e.impl == impl)) return true;
         return false;
     }
 

@@ -62,7 +62,7 @@ BatchNormReluKernel& BatchNorm2d::relu_kernel(Device& device, const Shape& s, La
 void BatchNorm2d::on_bind(Device& device, const Shape& input, Layout layout) {
     kernel(device, input, layout, true);
     kernel(device, input, layout, false);
-    if (KernelRegistry::instance().has<BatchNormReluKernel>(device.kind(), kernel_impl()))
+    if (KernelRegistry::instance().offers<BatchNormReluKernel>(device, kernel_impl()))
         relu_kernel(device, input, layout);
 }
 
@@ -104,7 +104,7 @@ Tensor BatchNorm2d::forward(const Tensor& x, Pass& pass) {
 
 bool BatchNorm2d::takes_relu(const Pass& pass) const {
     return pass.mode == Mode::train &&
-           KernelRegistry::instance().has<BatchNormReluKernel>(pass.device.kind(), kernel_impl());
+           KernelRegistry::instance().offers<BatchNormReluKernel>(pass.device, kernel_impl());
 }
 
 Tensor BatchNorm2d::forward_relu(const Tensor& x, Pass& pass) {

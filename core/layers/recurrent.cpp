@@ -145,6 +145,7 @@ Tensor Recurrent::initial_state(const std::vector<Tensor>& xs, std::size_t which
 
 Tensor Recurrent::merge(const std::vector<Tensor>& xs, Pass& pass) {
     const Shape out = merged_shape(shapes_of(xs));
+    if (runs_sequences(pass.device)) return merge_sequence(xs, pass);
     Device& device = pass.device;
     const bool lstm = options_.cell == RnnCellKind::lstm;
     const std::int64_t n = xs[0].shape()[0], steps = xs[0].shape()[1], h = options_.hidden_size;
@@ -186,6 +187,8 @@ std::vector<Tensor> Recurrent::unmerge(const std::vector<Tensor>& xs, const Tens
     TANDEM_CHECK_AS(ShapeError, dy.shape() == out)
         << label() << ": gradient " << dy.shape().to_string() << " does not match the output "
         << out.to_string();
+    // The path its forward took (deterministic mode may have changed since).
+    if (pass.saved.contains(this, kSequenceSlot)) return unmerge_sequence(xs, dy, pass);
     const std::vector<Tensor>& saved = pass.saved.get(this);
     TANDEM_CHECK(saved.size() == static_cast<std::size_t>(6 * options_.layers))
         << label() << ": backward after another forward";

@@ -12,7 +12,10 @@
 // How it runs: each layer projects the whole sequence at once (one product of T*N rows), then
 // steps through time with one N-row product for the hidden state and the cell kernel
 // (RnnCellKernel); backward runs the steps in reverse and the input projection's products once.
-// Sequences are kept time-major inside (step t is rows [t N, (t + 1) N)).
+// Sequences are kept time-major inside (step t is rows [t N, (t + 1) N)). That is the CPU's
+// path, always. A device kind that offers an RnnSequenceKernel (CUDA: cuDNN's RNN API) runs
+// the whole stack over whole sequences in one call instead (recurrent_sequence.cpp), except in
+// deterministic mode, where the cell path's fixed order of sums is kept.
 #pragma once
 
 #include "kernels/kernel_cache.h"
@@ -52,6 +55,9 @@ public:
     std::vector<Parameter*> parameters() override;
     void initialize(std::uint64_t seed) override;
 
+    // Whether a forward on `device` now runs the whole-sequence kernel (else the cell path).
+    bool runs_sequences(const Device& device) const;
+
 private:
     struct Weights {
         Parameter w_ih, w_hh, b_ih, b_hh;
@@ -62,6 +68,14 @@ private:
     }
     LinearKernel& projection(Device& device, std::int64_t rows, std::int64_t in);
     RnnCellKernel& cell(Device& device, std::int64_t n);
+    RnnSequenceKernel& sequence(Device& device, std::int64_t n, std::int64_t steps);
+    // The whole-sequence path (recurrent_sequence.cpp); its tape entry is kSequenceSlot's.
+    static constexpr std::size_t kSequenceSlot = 1;
+    Tensor merge_sequence(const std::vector<Tensor>& xs, Pass& pass);
+    std::vector<Tensor> unmerge_sequence(const std::vector<Tensor>& xs, const Tensor& dy,
+                                         Pass& pass);
+    // Every layer's values (or gradients) as the sequence kernel takes them.
+    std::vector<RnnLayerParams> layer_params(bool grads);
     // Layer k's initial state (h0 or c0 input `which`), N x hidden, zero when not given.
     Tensor initial_state(const std::vector<Tensor>& xs, std::size_t which, std::int64_t k,
                          Pass& pass) const;
@@ -70,6 +84,7 @@ private:
     std::vector<Weights> weights_;
     KernelCache<LinearKernel> projections_;
     KernelCache<RnnCellKernel> cells_;
+    KernelCache<RnnSequenceKernel> sequences_;
 };
 
 }  // namespace tandem

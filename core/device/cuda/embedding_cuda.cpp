@@ -1,6 +1,7 @@
 // Embedding lookups on a GPU: one thread per output element (kernels.cu). Forward checks the
 // indices on the device and reads back one flag, so a bad index is an error naming it, as on
-// the CPU; backward adds rows with atomicAdd.
+// the CPU; backward adds rows with atomicAdd, or, on a device in deterministic mode, in the
+// samples' order without atomics (embedding.cu), the same sums in the CPU's order.
 #include <climits>
 
 #include "device/cuda/check.h"
@@ -41,9 +42,15 @@ public:
         const float* dy = float_ptr(diff_dst, device_, c_.count * c_.dim, "Embedding diff_dst");
         float* table = float_ptr(diff_weights, device_, c_.rows * c_.dim, "Embedding diff_weights");
         device_.activate();
-        kernels::embedding_backward(ids, dy, table, c_.count, c_.rows, c_.dim,
-                                    device_.compute_stream());
-        check_launch("embedding_backward");
+        if (device_.deterministic()) {
+            kernels::embedding_backward_ordered(ids, dy, table, c_.count, c_.rows, c_.dim,
+                                                device_.compute_stream());
+            check_launch("embedding_backward_ordered");
+        } else {
+            kernels::embedding_backward(ids, dy, table, c_.count, c_.rows, c_.dim,
+                                        device_.compute_stream());
+            check_launch("embedding_backward");
+        }
     }
 
 private:

@@ -58,6 +58,10 @@ void embedding_forward(const float* ids, const float* table, float* dst, std::in
                        cudaStream_t stream);
 void embedding_backward(const float* ids, const float* dy, float* table, std::int64_t count,
                         std::int64_t rows, std::int64_t dim, cudaStream_t stream);
+// The same sums without atomics, each table element's in the samples' order (the CPU's):
+// deterministic (embedding.cu says how).
+void embedding_backward_ordered(const float* ids, const float* dy, float* table, std::int64_t count,
+                                std::int64_t rows, std::int64_t dim, cudaStream_t stream);
 
 // One LSTM (lstm true) or GRU cell step over n samples x hidden units, rnn_cell_math.h's
 // definitions; c_prev, c, dc and dc_prev are null for the GRU.

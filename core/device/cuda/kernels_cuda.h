@@ -15,6 +15,8 @@ std::unique_ptr<ActivationKernel> make_activation_cuda(Device&, const Activation
 std::unique_ptr<DropoutKernel> make_dropout_cuda(Device&, const DropoutConfig&);
 std::unique_ptr<ElementLossKernel> make_element_loss_cuda(Device&, const ElementLossConfig&);
 std::unique_ptr<RnnCellKernel> make_rnn_cell_cuda(Device&, const RnnCellConfig&);
+// LSTM and GRU stacks over whole sequences on cuDNN's RNN API.
+std::unique_ptr<RnnSequenceKernel> make_rnn_cudnn(Device&, const RnnSequenceConfig&);
 std::unique_ptr<SoftmaxKernel> make_softmax_cuda(Device&, const SoftmaxConfig&);
 std::unique_ptr<EmbeddingKernel> make_embedding_cuda(Device&, const EmbeddingConfig&);
 std::unique_ptr<LayerNormKernel> make_layer_norm_cuda(Device&, const LayerNormConfig&);

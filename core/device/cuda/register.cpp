@@ -1,4 +1,5 @@
-// The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers.
+// The CUDA backend's menu: one kernel per kind, every kind the CPU backend offers, and the
+// optional whole-sequence recurrent kernel (cuDNN's RNN API), which the CPU does not.
 #include "device/cuda/attention_cuda.h"
 #include "device/cuda/kernels_cuda.h"
 #include "kernels/registry.h"
@@ -14,6 +15,8 @@ void register_cuda_kernels(KernelRegistry& r) {
     r.add<SoftmaxCrossEntropyKernel>(kCuda, "cudnn", make_softmax_cross_entropy_cudnn);
     r.add<ElementLossKernel>(kCuda, "cuda", make_element_loss_cuda);
     r.add<RnnCellKernel>(kCuda, "cuda", make_rnn_cell_cuda);
+    // Optional kind (kernels.h): the recurrent layer runs whole sequences on it where offered.
+    r.add<RnnSequenceKernel>(kCuda, "cudnn", make_rnn_cudnn);
     r.add<SoftmaxKernel>(kCuda, "cuda", make_softmax_cuda);
     r.add<EmbeddingKernel>(kCuda, "cuda", make_embedding_cuda);
     r.add<LayerNormKernel>(kCuda, "cuda", make_layer_norm_cuda);

@@ -122,5 +122,11 @@ TEST(CudaBackends, EveryKernelKindIsRegistered) {
     EXPECT_TRUE(registered_for_cuda<AttentionKernel>());
 }
 
+// The optional whole-sequence recurrent kernel: CUDA's alone (cuDNN's RNN API).
+TEST(CudaBackends, TheSequenceKernelIsCudnnsAlone) {
+    EXPECT_EQ(KernelRegistry::instance().implementations<RnnSequenceKernel>(),
+              std::vector<std::string>{"cuda/cudnn"});
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "kernels/registry.h"
 #include "layers/graph.h"
 #include "layers/recurrent.h"
 #include "support/grad_check.h"
@@ -106,6 +107,15 @@ TEST(Recurrent, NamesShapesAndMistakes) {
     EXPECT_EQ(gru.kind(), "GRU");
     EXPECT_EQ(gru.parameters().size(), 2u);
     EXPECT_EQ(gru.max_inputs(), 2u);
+}
+
+// The CPU offers no whole-sequence kernel (only CUDA does, on cuDNN): its LSTM and GRU always
+// step through time with the cell, the path the PyTorch comparisons above check.
+TEST(Recurrent, TheCpuStepsThroughTimeWithTheCell) {
+    Recurrent lstm(recurrent_options(RnnCellKind::lstm, 3, 4, 2, true, false));
+    EXPECT_FALSE(KernelRegistry::instance().offers<RnnSequenceKernel>(test_device()));
+    EXPECT_FALSE(lstm.runs_sequences(test_device()));
+    EXPECT_TRUE(KernelRegistry::instance().offers<RnnCellKernel>(test_device()));
 }
 
 }  // namespace
