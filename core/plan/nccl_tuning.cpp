@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "base/enum_names.h"
+
 namespace tandem {
 namespace {
 
@@ -97,22 +99,27 @@ bool nccl_ll128_enabled(const NcclComm& comm) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::array<EnumName<NcclAlgorithm>, 3> kNcclAlgorithmNames{{
+    {NcclAlgorithm::tree, "tree"},
+    {NcclAlgorithm::ring, "ring"},
+    {NcclAlgorithm::nvls, "nvls"},
+}};
+constexpr std::array<EnumName<NcclProtocol>, 3> kNcclProtocolNames{{
+    {NcclProtocol::ll, "LL"},
+    {NcclProtocol::ll128, "LL128"},
+    {NcclProtocol::simple, "Simple"},
+}};
+
+}  // namespace
+
 std::string_view nccl_algorithm_name(NcclAlgorithm algorithm) {
-    switch (algorithm) {
-        case NcclAlgorithm::tree: return "tree";
-        case NcclAlgorithm::ring: return "ring";
-        case NcclAlgorithm::nvls: return "nvls";
-    }
-    return "?";
+    return enum_name(kNcclAlgorithmNames, algorithm);
 }
 
 std::string_view nccl_protocol_name(NcclProtocol protocol) {
-    switch (protocol) {
-        case NcclProtocol::ll: return "LL";
-        case NcclProtocol::ll128: return "LL128";
-        case NcclProtocol::simple: return "Simple";
-    }
-    return "?";
+    return enum_name(kNcclProtocolNames, protocol);
 }
 
 std::string NcclChoice::name() const {

@@ -323,13 +323,24 @@ local function plan_net(net, sample, opt)
   return r
 end
 
+-- The search schema's row of an option (core/plan/plan_schema.cpp): the command line takes its
+-- default and choices from there, declared once.
+local function search_option(name)
+  for _, row in ipairs(core.option_schema('plan.search')) do
+    if row.name == name then return row end
+  end
+  error('T.plan.search has no option ' .. name)
+end
+local cost_option, algorithm_option = search_option('cost'), search_option('algorithm')
+local precision_option = search_option('precision')
+
 local options = {
   batch = {0, 'the global batch to plan for (required)', kind = 'nonneg_int'},
   topology = {'machine', "a topology of recipes/topologies, a .lua file, or 'machine': this "
                          .. "machine's cores as CPU devices"},
   devices = {0, 'plan for this many devices only (0: every count the topology allows)', kind = 'nonneg_int'},
-  cost = {'auto', 'how layers are timed: profiled here, from the hardware table, or auto (profiled '
-                  .. 'for CPU topologies)', choices = {'auto', 'measured', 'analytic'}},
+  cost = {cost_option.default, 'how layers are timed: profiled here, from the hardware table, or auto (profiled '
+                  .. 'for CPU topologies)', choices = cost_option.choices},
   top = {10, 'plans listed', kind = 'positive_int'},
   write = {'', 'write the best plan to this file (tandem run RECIPE --plan=FILE)'},
   trace = {'', "write the best plan's simulated step as a Chrome trace to this file"},
@@ -340,15 +351,15 @@ local options = {
   model = {'', "a topology file's model option (its GPU, say)"},
   nodes = {0, "a topology file's node count (0: its default)", kind = 'nonneg_int'},
   gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
-  iterations = {7, 'measured costs: timed steps of each profile', kind = 'positive_int'},
-  warmup = {2, 'measured costs: untimed steps first', kind = 'nonneg_int'},
-  algorithm = {'ring', "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
+  iterations = {search_option('iterations').default, 'measured costs: timed steps of each profile', kind = 'positive_int'},
+  warmup = {search_option('warmup').default, 'measured costs: untimed steps first', kind = 'nonneg_int'},
+  algorithm = {algorithm_option.default, "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
                       .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
-                      .. "does not run)", choices = {'ring', 'tree', 'auto', 'server'}},
+                      .. "does not run)", choices = algorithm_option.choices},
   overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
-  precision = {'fp32', "GPU models: what convolutions and products compute in (tf32: the CUDA "
+  precision = {precision_option.default, "GPU models: what convolutions and products compute in (tf32: the CUDA "
                        .. "backend's tf32 option; fp16, bf16: mixed precision, for comparison)",
-               choices = {'fp32', 'tf32', 'fp16', 'bf16'}},
+               choices = precision_option.choices},
 }
 
 local about = {

@@ -9,6 +9,8 @@
 // With fuse_norm_relu, forward writes the ReLU's output and a mask of where it passed, and
 // backward masks the gradient as it reads it: the separate ReLU's pass over the activation each
 // way, and the normalised tensor kept for its backward, are saved.
+#include <utility>
+
 #include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
 
@@ -53,11 +55,10 @@ dnnl_args forward_args(const dnnl::engine& engine, const Tensor& src, const Tens
             {DNNL_ARG_DST, memory_of(dst, engine)}};
 }
 
-// oneDNN overwrites the scale and shift gradients; our contract adds into them, so they go to
-// scratch tensors first.
+// A backward primitive's arguments but the scale and shift gradients.
 dnnl_args backward_args(const dnnl::engine& engine, const Tensor& src, const Tensor& diff_dst,
                         const Tensor& gamma, const Tensor& mean, const Tensor& variance,
-                        Tensor& diff_src, Tensor& scale_grad, Tensor& shift_grad) {
+                        Tensor& diff_src) {
     return {{DNNL_ARG_SRC, memory_of(src, engine)},
             {DNNL_ARG_DIFF_DST, memory_of(diff_dst, engine)},
             {DNNL_ARG_SCALE, memory_of(gamma, engine)},
@@ -66,15 +67,26 @@ dnnl_args backward_args(const dnnl::engine& engine, const Tensor& src, const Ten
             {DNNL_ARG_SHIFT, memory_of(gamma, engine)},
             {DNNL_ARG_MEAN, memory_of(mean, engine)},
             {DNNL_ARG_VARIANCE, memory_of(variance, engine)},
-            {DNNL_ARG_DIFF_SRC, memory_of(diff_src, engine)},
-            {DNNL_ARG_DIFF_SCALE, memory_of(scale_grad, engine)},
-            {DNNL_ARG_DIFF_SHIFT, memory_of(shift_grad, engine)}};
+            {DNNL_ARG_DIFF_SRC, memory_of(diff_src, engine)}};
+}
+
+// Runs `backward` with `args`, adding the scale and shift gradients into diff_gamma and
+// diff_beta: oneDNN overwrites them, our contract adds, so they go to scratch tensors first.
+void backward_adding(CpuDevice& device, const dnnl::primitive& backward, dnnl_args args,
+                     Tensor& diff_gamma, Tensor& diff_beta, const char* what) {
+    Tensor scale_grad = Tensor::empty(diff_gamma.shape(), device);
+    Tensor shift_grad = Tensor::empty(diff_beta.shape(), device);
+    args[DNNL_ARG_DIFF_SCALE] = memory_of(scale_grad, device.dnnl_engine());
+    args[DNNL_ARG_DIFF_SHIFT] = memory_of(shift_grad, device.dnnl_engine());
+    execute(device, backward, args, what);
+    add_into(diff_gamma, scale_grad);
+    add_into(diff_beta, shift_grad);
 }
 
 class BatchNormDnnl final : public BatchNormKernel {
 public:
     BatchNormDnnl(Device& device, const BatchNormConfig& config)
-        : device_(as_cpu(device)), channels_(config.c),
+        : device_(as_cpu(device)),
           p_(device_, config, config.training ? flags::none : flags::use_global_stats) {}
 
     void forward(const Tensor& src, const Tensor& gamma, const Tensor& beta, Tensor& mean,
@@ -87,26 +99,21 @@ public:
     void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& gamma,
                   const Tensor& mean, const Tensor& variance, Tensor& diff_src, Tensor& diff_gamma,
                   Tensor& diff_beta) override {
-        Tensor scale_grad = Tensor::empty({channels_}, device_);
-        Tensor shift_grad = Tensor::empty({channels_}, device_);
-        execute(device_, p_.backward,
-                backward_args(device_.dnnl_engine(), src, diff_dst, gamma, mean, variance, diff_src,
-                              scale_grad, shift_grad),
-                "batch_normalization_backward");
-        add_into(diff_gamma, scale_grad);
-        add_into(diff_beta, shift_grad);
+        backward_adding(
+            device_, p_.backward,
+            backward_args(device_.dnnl_engine(), src, diff_dst, gamma, mean, variance, diff_src),
+            diff_gamma, diff_beta, "batch_normalization_backward");
     }
 
 private:
     CpuDevice& device_;
-    std::int64_t channels_;
     BatchNormPrimitives p_;
 };
 
 class BatchNormReluDnnl final : public BatchNormReluKernel {
 public:
     BatchNormReluDnnl(Device& device, const BatchNormConfig& config)
-        : device_(as_cpu(device)), channels_(config.c), p_(device_, config, flags::fuse_norm_relu) {
+        : device_(as_cpu(device)), p_(device_, config, flags::fuse_norm_relu) {
         TANDEM_CHECK(config.training) << "BatchNorm2d+ReLU is fused for training only";
     }
 
@@ -124,19 +131,14 @@ public:
                   const Tensor& mean, const Tensor& variance, const Tensor& workspace,
                   Tensor& diff_src, Tensor& diff_gamma, Tensor& diff_beta) override {
         auto& engine = device_.dnnl_engine();
-        Tensor scale_grad = Tensor::empty({channels_}, device_);
-        Tensor shift_grad = Tensor::empty({channels_}, device_);
-        dnnl_args args = backward_args(engine, src, diff_dst, gamma, mean, variance, diff_src,
-                                       scale_grad, shift_grad);
+        dnnl_args args = backward_args(engine, src, diff_dst, gamma, mean, variance, diff_src);
         args[DNNL_ARG_WORKSPACE] = memory_of(workspace, p_.workspace, engine);
-        execute(device_, p_.backward, args, "batch_normalization_backward (fused ReLU)");
-        add_into(diff_gamma, scale_grad);
-        add_into(diff_beta, shift_grad);
+        backward_adding(device_, p_.backward, std::move(args), diff_gamma, diff_beta,
+                        "batch_normalization_backward (fused ReLU)");
     }
 
 private:
     CpuDevice& device_;
-    std::int64_t channels_;
     BatchNormPrimitives p_;
 };
 
