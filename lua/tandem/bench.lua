@@ -93,7 +93,9 @@ local function run(args)
     local share = gflops / peak_gflops(cpu, p.threads)
     print(('%.1f images/s, %.1f GFLOP/s (%.0f%% of the measured %d-thread FMA peak%s), peak memory %.1f MiB')
           :format(images_per_s, gflops, 100 * share, p.threads,
-                  share > 1 and ': above it, so the machine was busy while the peak was measured' or '',
+                  share > 1 and ': above it, as Winograd\'s convolutions do fewer multiplications than'
+                                .. ' the direct form counted here, or the machine was busy while the peak was measured'
+                             or '',
                   p.peak_bytes / 2^20))
   end
 end

@@ -43,6 +43,8 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<LrnKernel>(kCpu, "dnnl", make_lrn_dnnl);
     r.add<LrnKernel>(kCpu, "reference", make_lrn_reference);
 
+    r.add<Conv2dKernel>(kCpu, "cpu", make_conv2d_cpu);
+    r.add<Conv2dKernel>(kCpu, "winograd", make_conv2d_winograd);
     r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
     r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
 

@@ -31,9 +31,11 @@ void randomise(Conv2d& conv, std::uint64_t seed) {
             p->value.copy_from(random_tensor(p->value.shape(), host_device(), seed));
 }
 
-void grad_check(const Conv2dOptions& options, const Shape& input, Layout layout) {
+void grad_check(const Conv2dOptions& options, const Shape& input, Layout layout,
+                const std::string& impl = "") {
     Conv2d conv(options);
     conv.set_name("conv1");
+    if (!impl.empty()) conv.set_kernel_impl(impl);
     randomise(conv, 3);
     GradCheckOptions o;
     o.layout = layout;
@@ -90,9 +92,10 @@ struct Case {
 // Runs forward and backward on both kernels from the same weights and the same non-zero
 // starting gradients (so the ADD contract is compared too); then changes the weights and
 // runs forward again, which catches a kernel that reorders its weights only once.
-void compare_with_reference(const Case& c) {
-    SCOPED_TRACE(c.text());
+void compare_with_reference(const Case& c, const std::string& impl = "dnnl") {
+    SCOPED_TRACE(c.text() + " " + impl);
     Conv2d fast(c.options), ref(c.options);
+    fast.set_kernel_impl(impl);
     ref.set_kernel_impl("reference");
     for (Conv2d* conv : {&fast, &ref}) {
         randomise(*conv, 5);
@@ -131,6 +134,47 @@ TEST(Conv2d, DnnlMatchesReference) {
         {conv_options(3, 16, 5, 2, 2), {2, 3, 11, 11}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c);
+}
+
+// Winograd's tiles (conv2d_winograd.cpp): F(4x4) and, on a tiny output, F(2x2); outputs that
+// end inside a tile; padding 0, 1 and 2 (backward data pads 2, 1 and 0); channel counts past
+// one 64-lane pass; enough tiles for several chunks per thread; with and without bias.
+TEST(Conv2d, WinogradMatchesReference) {
+    const Case cases[] = {
+        {conv_options(16, 32, 3, 1, 1), {2, 16, 8, 8}, Layout::channels_last},
+        {conv_options(5, 7, 3, 1, 1), {3, 5, 9, 7}, Layout::channels_last},
+        {conv_options(8, 6, 3, 1, 0), {2, 8, 10, 11}, Layout::channels_last},
+        {conv_options(6, 9, 3, 1, 2, 1, false), {2, 6, 5, 6}, Layout::channels_last},
+        {conv_options(4, 4, 3, 1, 1), {2, 4, 2, 2}, Layout::channels_last},  // F(2x2)
+        {conv_options(70, 66, 3, 1, 1), {2, 70, 7, 7}, Layout::channels_last},
+        {conv_options(32, 32, 3, 1, 1, 1, false), {16, 32, 28, 28}, Layout::channels_last},
+    };
+    for (const auto& c : cases) compare_with_reference(c, "winograd");
+    // The default CPU kernel: Winograd from 16 channels each side, oneDNN below.
+    for (const auto& c : cases) compare_with_reference(c, "cpu");
+}
+
+TEST(Conv2d, GradientWinograd) {
+    grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::channels_last, "winograd");
+    grad_check(conv_options(2, 3, 3, 1, 0, 1, false), {1, 2, 6, 7}, Layout::channels_last,
+               "winograd");
+    grad_check(conv_options(2, 2, 3, 1, 2), {1, 2, 3, 3}, Layout::channels_last, "winograd");
+}
+
+TEST(Conv2d, WinogradRefusesWhatItDoesNotFit) {
+    Conv2d conv(conv_options(4, 4, 3, 2, 1));
+    conv.set_name("conv7");
+    conv.set_kernel_impl("winograd");
+    Tape tape;
+    Pass pass{test_device(), Mode::train, 0, tape, 0};
+    try {
+        conv.forward(
+            random_tensor({1, 4, 6, 6}, test_device(), 1, -1.f, 1.f, Layout::channels_last), pass);
+        FAIL() << "a stride-2 convolution ran on the winograd kernel";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("3x3 filters at stride 1"), std::string::npos)
+            << e.what();
+    }
 }
 
 // The kernels of one device share the scratch their reordered activations go through: a

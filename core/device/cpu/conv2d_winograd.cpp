@@ -1,0 +1,368 @@
+// Conv2d by Winograd's F(m x m, 3 x 3) (winograd_tiles.h) on channels-last activations: the CPU
+// default for 3x3, stride-1 convolutions between enough channels (make_conv2d_cpu below).
+// oneDNN 2.6 offers Winograd only on AVX-512 machines; its direct AVX2 kernels run AlexNet's
+// and smallbn's 3x3 layers at 55-65% of the FMA peak, and F(4x4, 3x3) does 2.25 multiplications
+// per output and channel pair where the direct form does 9.
+//
+// Each pass cuts the output into m x m blocks ("tiles") and hands chunks of tiles to the
+// threads. For its chunk a thread transforms the input tiles (V: a*a matrices of tiles x input
+// channels), multiplies each by the transformed filters (U: a*a matrices of input x output
+// channels; thin_product.h), and transforms the products back into output blocks. A chunk
+// is sized to keep V and the products in cache while reading U few times.
+//   forward:          y  = conv(x, w)
+//   backward data:    dx = conv(dy, w flipped, input and output channels swapped), pad 2 - p
+//   backward weights: dU = sum over tiles of V^T (A dY A^T), then dw += G^T dU G
+// Numerics: F(4x4) rounds differently from the direct sum (errors ~1e-6 relative to the
+// largest products; tests hold it to the direct kernel). Bits do not depend on the order the
+// threads run in, but the weights' gradient sums per-thread partial sums, so it depends on the
+// number of threads, as oneDNN's does.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/cpu/dnnl_activation.h"
+#include "device/cpu/dnnl_context.h"
+#include "device/cpu/kernels_cpu.h"
+#include "device/cpu/thin_product.h"
+#include "device/cpu/winograd_tiles.h"
+
+namespace tandem::cpu {
+namespace {
+
+namespace wg = winograd;
+
+// One pass as the tiles see it: `in` (n x h x w x cin) by 3x3 filters into `out` (n x out_h x
+// out_w x cout), padded by pad_h/pad_w, in m x m output tiles.
+struct TileGrid {
+    std::int64_t n, h, w, cin, cout, pad_h, pad_w, out_h, out_w;
+    int m;
+    std::int64_t tiles_h() const { return (out_h + m - 1) / m; }
+    std::int64_t tiles_w() const { return (out_w + m - 1) / m; }
+    std::int64_t tiles() const { return n * tiles_h() * tiles_w(); }
+    // Image, and top-left output row and column, of tile t.
+    void origin(std::int64_t t, std::int64_t& image, std::int64_t& y, std::int64_t& x) const {
+        const std::int64_t per_image = tiles_h() * tiles_w();
+        image = t / per_image;
+        y = (t % per_image) / tiles_w() * m;
+        x = t % tiles_w() * m;
+    }
+};
+
+// The m giving fewer multiplications for this output (F(4x4) unless the output is tiny).
+int best_m(std::int64_t out_h, std::int64_t out_w) {
+    const auto mults = [&](std::int64_t m) {
+        return (m + 2) * (m + 2) * ((out_h + m - 1) / m) * ((out_w + m - 1) / m);
+    };
+    return mults(4) <= mults(2) ? 4 : 2;
+}
+
+// Writes the transformed input tiles [first, first + count) into v (count x a*a x cin).
+template <int M>
+void transform_input(const TileGrid& g, const float* in, std::int64_t first, std::int64_t count,
+                     float* v) {
+    using T = wg::Matrices<M>;
+    constexpr int a = T::a;
+    wg::Vec d[a * a], out[a * a];
+    for (std::int64_t k = 0; k < count; ++k) {
+        std::int64_t image, y0, x0;
+        g.origin(first + k, image, y0, x0);
+        y0 -= g.pad_h;
+        x0 -= g.pad_w;
+        const float* at[a * a];  // each element's channels, or null past the edge
+        for (int i = 0; i < a; ++i)
+            for (int j = 0; j < a; ++j) {
+                const std::int64_t y = y0 + i, x = x0 + j;
+                at[i * a + j] = y >= 0 && y < g.h && x >= 0 && x < g.w
+                                    ? in + ((image * g.h + y) * g.w + x) * g.cin
+                                    : nullptr;
+            }
+        for (std::int64_t c = 0; c < g.cin; c += wg::kVec) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, g.cin - c));
+            for (int e = 0; e < a * a; ++e) d[e] = at[e] ? wg::load(at[e] + c, lanes) : wg::Vec{};
+            wg::sandwich<a, a, T::bt>(d, out);
+            for (int xi = 0; xi < a * a; ++xi)
+                wg::store(v + (k * a * a + xi) * g.cin + c, out[xi], lanes);
+        }
+    }
+}
+
+// Turns the products (count x a*a x cout) of tiles [first, first + count) into output blocks,
+// adding the bias when there is one; blocks past the output's edge are cut.
+template <int M>
+void transform_output(const TileGrid& g, const float* product, std::int64_t first,
+                      std::int64_t count, const float* bias, float* out) {
+    using T = wg::Matrices<M>;
+    constexpr int a = T::a;
+    wg::Vec e[a * a], tmp[M * a], y[M * M];
+    for (std::int64_t k = 0; k < count; ++k) {
+        std::int64_t image, y0, x0;
+        g.origin(first + k, image, y0, x0);
+        const int rows = static_cast<int>(std::min<std::int64_t>(M, g.out_h - y0));
+        const int cols = static_cast<int>(std::min<std::int64_t>(M, g.out_w - x0));
+        for (std::int64_t c = 0; c < g.cout; c += wg::kVec) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, g.cout - c));
+            for (int xi = 0; xi < a * a; ++xi)
+                e[xi] = wg::load(product + (k * a * a + xi) * g.cout + c, lanes);
+            wg::left<M, a, a, T::at>(e, tmp);
+            wg::right<M, a, M, T::at>(tmp, y);
+            const wg::Vec b = bias ? wg::load(bias + c, lanes) : wg::Vec{};
+            for (int i = 0; i < rows; ++i)
+                for (int j = 0; j < cols; ++j)
+                    wg::store(out + ((image * g.out_h + y0 + i) * g.out_w + x0 + j) * g.cout + c,
+                              bias ? y[i * M + j] + b : y[i * M + j], lanes);
+        }
+    }
+}
+
+// The output gradient's tiles [first, first + count) as A dY A^T, into z (count x a*a x cout);
+// outputs past the edge count as zero.
+template <int M>
+void transform_output_gradient(const TileGrid& g, const float* dy, std::int64_t first,
+                               std::int64_t count, float* z) {
+    using T = wg::Matrices<M>;
+    constexpr int a = T::a;
+    wg::Vec e[M * M], tmp[a * M], out[a * a];
+    for (std::int64_t k = 0; k < count; ++k) {
+        std::int64_t image, y0, x0;
+        g.origin(first + k, image, y0, x0);
+        const float* at[M * M];
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < M; ++j)
+                at[i * M + j] = y0 + i < g.out_h && x0 + j < g.out_w
+                                    ? dy + ((image * g.out_h + y0 + i) * g.out_w + x0 + j) * g.cout
+                                    : nullptr;
+        for (std::int64_t c = 0; c < g.cout; c += wg::kVec) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, g.cout - c));
+            for (int i = 0; i < M * M; ++i) e[i] = at[i] ? wg::load(at[i] + c, lanes) : wg::Vec{};
+            wg::left<a, M, M, T::a_>(e, tmp);
+            wg::right<a, M, a, T::a_>(tmp, out);
+            for (int xi = 0; xi < a * a; ++xi)
+                wg::store(z + (k * a * a + xi) * g.cout + c, out[xi], lanes);
+        }
+    }
+}
+
+// U = G w G^T for a pass from `inputs` to `outputs` channels (u: a*a x inputs x outputs).
+// Forward reads w[o][i]; backward data (flipped) reads w[i][o] rotated by 180 degrees.
+template <int M>
+void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs, bool flipped,
+                       float* u) {
+    using T = wg::Matrices<M>;
+    constexpr int a = T::a;
+#pragma omp parallel for
+    for (std::int64_t i = 0; i < inputs; ++i) {
+        wg::Vec g[9], tmp[a * 3], out[a * a];
+        for (std::int64_t o0 = 0; o0 < outputs; o0 += wg::kVec) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, outputs - o0));
+            for (int k = 0; k < 9; ++k) {
+                g[k] = wg::Vec{};
+                for (int c = 0; c < lanes; ++c) {
+                    const std::int64_t o = o0 + c;
+                    g[k][c] =
+                        flipped ? w[(i * outputs + o) * 9 + 8 - k] : w[(o * inputs + i) * 9 + k];
+                }
+            }
+            wg::left<a, 3, 3, T::g>(g, tmp);
+            wg::right<a, 3, a, T::g>(tmp, out);
+            for (int xi = 0; xi < a * a; ++xi)
+                wg::store(u + (xi * inputs + i) * outputs + o0, out[xi], lanes);
+        }
+    }
+}
+
+// dw[o][i] += G^T dU G (du: a*a x inputs x outputs).
+template <int M>
+void add_filter_gradient(const float* du, std::int64_t inputs, std::int64_t outputs, float* dw) {
+    using T = wg::Matrices<M>;
+    constexpr int a = T::a;
+#pragma omp parallel for
+    for (std::int64_t i = 0; i < inputs; ++i) {
+        wg::Vec e[a * a], tmp[3 * a], g[9];
+        for (std::int64_t o0 = 0; o0 < outputs; o0 += wg::kVec) {
+            const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, outputs - o0));
+            for (int xi = 0; xi < a * a; ++xi)
+                e[xi] = wg::load(du + (xi * inputs + i) * outputs + o0, lanes);
+            wg::left<3, a, a, T::gt>(e, tmp);
+            wg::right<3, a, 3, T::gt>(tmp, g);
+            for (int k = 0; k < 9; ++k)
+                for (int c = 0; c < lanes; ++c) dw[((o0 + c) * inputs + i) * 9 + k] += g[k][c];
+        }
+    }
+}
+
+std::int64_t round_up(std::int64_t bytes) {
+    return (bytes + 63) / 64 * 64;
+}
+
+class Conv2dWinograd final : public Conv2dKernel {
+public:
+    Conv2dWinograd(Device& device, const Conv2dConfig& c)
+        : device_(as_cpu(device)), config_(c), threads_(std::max(1, device.threads())) {
+        const int m = best_m(c.out_h(), c.out_w());
+        forward_ = {c.n, c.h, c.w, c.c, c.out_channels, c.pad_h, c.pad_w, c.out_h(), c.out_w(), m};
+        data_ = {c.n,         c.out_h(), c.out_w(), c.out_channels,  c.c, 2 - c.pad_h,
+                 2 - c.pad_w, c.h,       c.w,       best_m(c.h, c.w)};
+        // Thin products: a chunk's V and products (a quarter of a MiB) stay in L2, U in L1.
+        // Others: a chunk reads the whole of U, so it takes at least four times U's size in
+        // tiles' worth of V and products, or a MiB, whichever is more. Never more than a fair
+        // share of the tiles, so that every thread has work.
+        const auto chunk_for = [&](const TileGrid& g) {
+            const std::int64_t a2 = (g.m + 2) * (g.m + 2);
+            const std::int64_t reuse = 4 * g.cin * g.cout / (g.cin + g.cout);
+            const std::int64_t floats = wg::thin(g.cout, g.cin) ? 1 << 16 : 1 << 18;
+            const std::int64_t cache = floats / (a2 * (g.cin + g.cout));
+            const std::int64_t wanted = wg::thin(g.cout, g.cin) ? cache : std::max(reuse, cache);
+            const std::int64_t fair = (g.tiles() + threads_ - 1) / threads_;
+            return std::max<std::int64_t>(1, std::min(wanted, fair));
+        };
+        forward_chunk_ = chunk_for(forward_);
+        data_chunk_ = chunk_for(data_);
+    }
+
+    void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                 Tensor& dst) override {
+        run(forward_, forward_chunk_, src.data<float>(), weights.data<float>(), false,
+            config_.bias ? bias.data<float>() : nullptr, dst.data<float>());
+    }
+
+    void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
+        run(data_, data_chunk_, diff_dst.data<float>(), weights.data<float>(), true, nullptr,
+            diff_src.data<float>());
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        if (forward_.m == 4)
+            weights_pass<4>(src, diff_dst, diff_weights, diff_bias);
+        else
+            weights_pass<2>(src, diff_dst, diff_weights, diff_bias);
+    }
+
+private:
+    // dU = sum over tiles of V^T (A dY A^T) per thread, the threads' sums added, dw += G^T dU G.
+    template <int M>
+    void weights_pass(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                      Tensor& diff_bias) {
+        const TileGrid& g = forward_;
+        const std::int64_t a2 = (M + 2) * (M + 2), chunk = forward_chunk_;
+        const std::int64_t du_floats = a2 * g.cin * g.cout;
+        const std::int64_t per_thread =
+            round_up((a2 * chunk * (g.cin + g.cout) + du_floats + g.cout) * sizeof(float));
+        char* scratch = static_cast<char*>(
+            activation_scratch(device_).for_calling_thread(threads_ * per_thread));
+        const float* x = src.data<float>();
+        const float* dy = diff_dst.data<float>();
+        const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
+        const std::int64_t rows = g.n * g.out_h * g.out_w;
+        bool failed = false;
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            auto* v = reinterpret_cast<float*>(scratch + omp_get_thread_num() * per_thread);
+            float* z = v + a2 * chunk * g.cin;
+            float* du = z + a2 * chunk * g.cout;
+            float* db = du + du_floats;
+            std::fill(du, du + du_floats + g.cout, 0.f);
+#pragma omp for schedule(static)
+            for (std::int64_t ch = 0; ch < chunks; ++ch) {
+                const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
+                transform_input<M>(g, x, first, count, v);
+                transform_output_gradient<M>(g, dy, first, count, z);
+                for (std::int64_t xi = 0; xi < a2; ++xi)
+                    failed |= !wg::multiply({v + xi * g.cin, 1, a2 * g.cin},
+                                            {z + xi * g.cout, a2 * g.cout}, g.cin, g.cout, count,
+                                            true, {du + xi * g.cin * g.cout, g.cout});
+            }
+            if (config_.bias) {
+#pragma omp for schedule(static)
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < g.cout; ++c) db[c] += dy[r * g.cout + c];
+            }
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
+        // The threads' partial sums, in thread order, into the first thread's.
+        auto* first = reinterpret_cast<float*>(scratch);
+        for (int t = 1; t < threads_; ++t) {
+            const auto* other = reinterpret_cast<const float*>(scratch + t * per_thread);
+            const std::int64_t du_at = a2 * chunk * (g.cin + g.cout);
+#pragma omp parallel for num_threads(threads_) if (du_floats > kParallelMin)
+            for (std::int64_t e = du_at; e < du_at + du_floats + g.cout; ++e) first[e] += other[e];
+        }
+        const float* du = first + a2 * chunk * (g.cin + g.cout);
+        add_filter_gradient<M>(du, g.cin, g.cout, diff_weights.data<float>());
+        if (config_.bias) {
+            float* b = diff_bias.data<float>();
+            for (std::int64_t c = 0; c < g.cout; ++c) b[c] += du[du_floats + c];
+        }
+    }
+
+    // One pass of tiles: out = conv(in, w) on grid g (backward data: `flipped` weights).
+    void run(const TileGrid& g, std::int64_t chunk, const float* in, const float* w, bool flipped,
+             const float* bias, float* out) {
+        if (g.m == 4)
+            run_tiles<4>(g, chunk, in, w, flipped, bias, out);
+        else
+            run_tiles<2>(g, chunk, in, w, flipped, bias, out);
+    }
+
+    template <int M>
+    void run_tiles(const TileGrid& g, std::int64_t chunk, const float* in, const float* w,
+                   bool flipped, const float* bias, float* out) {
+        const std::int64_t a2 = (M + 2) * (M + 2);
+        const std::int64_t u_bytes = round_up(a2 * g.cin * g.cout * sizeof(float));
+        const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + g.cout) * sizeof(float));
+        char* scratch = static_cast<char*>(
+            activation_scratch(device_).for_calling_thread(u_bytes + threads_ * per_thread));
+        auto* u = reinterpret_cast<float*>(scratch);
+        transform_filters<M>(w, g.cin, g.cout, flipped, u);
+        const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
+        bool failed = false;
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            auto* v =
+                reinterpret_cast<float*>(scratch + u_bytes + omp_get_thread_num() * per_thread);
+            float* product = v + a2 * chunk * g.cin;
+#pragma omp for schedule(static)
+            for (std::int64_t ch = 0; ch < chunks; ++ch) {
+                const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
+                transform_input<M>(g, in, first, count, v);
+                for (std::int64_t xi = 0; xi < a2; ++xi)
+                    failed |= !wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
+                                            {u + xi * g.cin * g.cout, g.cout}, count, g.cout, g.cin,
+                                            false, {product + xi * g.cout, a2 * g.cout});
+                transform_output<M>(g, product, first, count, bias, out);
+            }
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
+    }
+
+    CpuDevice& device_;
+    Conv2dConfig config_;
+    int threads_;
+    TileGrid forward_{}, data_{};
+    std::int64_t forward_chunk_ = 1, data_chunk_ = 1;
+};
+
+}  // namespace
+
+bool winograd_fits(const Conv2dConfig& c) {
+    return c.layout == Layout::channels_last && c.kernel_h == 3 && c.kernel_w == 3 &&
+           c.stride_h == 1 && c.stride_w == 1 && c.groups == 1 && c.pad_h <= 2 && c.pad_w <= 2 &&
+           c.out_h() > 0 && c.out_w() > 0;
+}
+
+std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dConfig& config) {
+    TANDEM_CHECK_AS(BackendError, winograd_fits(config))
+        << "the winograd convolution takes 3x3 filters at stride 1, one group, padding up to 2, "
+           "on channels-last activations";
+    return std::make_unique<Conv2dWinograd>(device, config);
+}
+
+std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device& device, const Conv2dConfig& config) {
+    if (winograd_fits(config) && config.c >= kWinogradMinChannels &&
+        config.out_channels >= kWinogradMinChannels)
+        return make_conv2d_winograd(device, config);
+    return make_conv2d_dnnl(device, config);
+}
+
+}  // namespace tandem::cpu
