@@ -36,7 +36,8 @@ namespace wg = winograd;
 // out_w x cout), padded by pad_h/pad_w, in m x m output tiles.
 struct TileGrid {
     std::int64_t n, h, w, cin, cout, pad_h, pad_w, out_h, out_w;
-    int m;
+    int m, r;  // output tile m x m, filter r x r
+    std::int64_t elements() const { return (m + r - 1) * (m + r - 1); }  // a*a
     std::int64_t tiles_h() const { return (out_h + m - 1) / m; }
     std::int64_t tiles_w() const { return (out_w + m - 1) / m; }
     std::int64_t tiles() const { return n * tiles_h() * tiles_w(); }
@@ -49,8 +50,10 @@ struct TileGrid {
     }
 };
 
-// The m giving fewer multiplications for this output (F(4x4) unless the output is tiny).
-int best_m(std::int64_t out_h, std::int64_t out_w) {
+// The m giving fewer multiplications for this output: for 3x3 filters F(4x4) unless the output
+// is tiny; 5x5 filters have F(2x2) alone.
+int best_m(std::int64_t out_h, std::int64_t out_w, int r) {
+    if (r == 5) return 2;
     const auto mults = [&](std::int64_t m) {
         return (m + 2) * (m + 2) * ((out_h + m - 1) / m) * ((out_w + m - 1) / m);
     };
@@ -58,10 +61,10 @@ int best_m(std::int64_t out_h, std::int64_t out_w) {
 }
 
 // Writes the transformed input tiles [first, first + count) into v (count x a*a x cin).
-template <int M>
+template <int M, int R>
 void transform_input(const TileGrid& g, const float* in, std::int64_t first, std::int64_t count,
                      float* v) {
-    using T = wg::Matrices<M>;
+    using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
     wg::Vec d[a * a], out[a * a];
     for (std::int64_t k = 0; k < count; ++k) {
@@ -89,10 +92,10 @@ void transform_input(const TileGrid& g, const float* in, std::int64_t first, std
 
 // Turns the products (count x a*a x cout) of tiles [first, first + count) into output blocks,
 // adding the bias when there is one; blocks past the output's edge are cut.
-template <int M>
+template <int M, int R>
 void transform_output(const TileGrid& g, const float* product, std::int64_t first,
                       std::int64_t count, const float* bias, float* out) {
-    using T = wg::Matrices<M>;
+    using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
     wg::Vec e[a * a], tmp[M * a], y[M * M];
     for (std::int64_t k = 0; k < count; ++k) {
@@ -117,10 +120,10 @@ void transform_output(const TileGrid& g, const float* product, std::int64_t firs
 
 // The output gradient's tiles [first, first + count) as A dY A^T, into z (count x a*a x cout);
 // outputs past the edge count as zero.
-template <int M>
+template <int M, int R>
 void transform_output_gradient(const TileGrid& g, const float* dy, std::int64_t first,
                                std::int64_t count, float* z) {
-    using T = wg::Matrices<M>;
+    using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
     wg::Vec e[M * M], tmp[a * M], out[a * a];
     for (std::int64_t k = 0; k < count; ++k) {
@@ -145,26 +148,26 @@ void transform_output_gradient(const TileGrid& g, const float* dy, std::int64_t 
 
 // U = G w G^T for a pass from `inputs` to `outputs` channels (u: a*a x inputs x outputs).
 // Forward reads w[o][i]; backward data (flipped) reads w[i][o] rotated by 180 degrees.
-template <int M>
+template <int M, int R>
 void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs, bool flipped,
                        float* u) {
-    using T = wg::Matrices<M>;
+    using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
 #pragma omp parallel for
     for (std::int64_t i = 0; i < inputs; ++i) {
-        wg::Vec g[9], tmp[a * 3], out[a * a];
+        wg::Vec g[R * R], tmp[a * R], out[a * a];
         for (std::int64_t o0 = 0; o0 < outputs; o0 += wg::kVec) {
             const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, outputs - o0));
-            for (int k = 0; k < 9; ++k) {
+            for (int k = 0; k < R * R; ++k) {
                 g[k] = wg::Vec{};
                 for (int c = 0; c < lanes; ++c) {
                     const std::int64_t o = o0 + c;
-                    g[k][c] =
-                        flipped ? w[(i * outputs + o) * 9 + 8 - k] : w[(o * inputs + i) * 9 + k];
+                    g[k][c] = flipped ? w[(i * outputs + o) * R * R + R * R - 1 - k]
+                                      : w[(o * inputs + i) * R * R + k];
                 }
             }
-            wg::left<a, 3, 3, T::g>(g, tmp);
-            wg::right<a, 3, a, T::g>(tmp, out);
+            wg::left<a, R, R, T::g>(g, tmp);
+            wg::right<a, R, a, T::g>(tmp, out);
             for (int xi = 0; xi < a * a; ++xi)
                 wg::store(u + (xi * inputs + i) * outputs + o0, out[xi], lanes);
         }
@@ -172,21 +175,21 @@ void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs
 }
 
 // dw[o][i] += G^T dU G (du: a*a x inputs x outputs).
-template <int M>
+template <int M, int R>
 void add_filter_gradient(const float* du, std::int64_t inputs, std::int64_t outputs, float* dw) {
-    using T = wg::Matrices<M>;
+    using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
 #pragma omp parallel for
     for (std::int64_t i = 0; i < inputs; ++i) {
-        wg::Vec e[a * a], tmp[3 * a], g[9];
+        wg::Vec e[a * a], tmp[R * a], g[R * R];
         for (std::int64_t o0 = 0; o0 < outputs; o0 += wg::kVec) {
             const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, outputs - o0));
             for (int xi = 0; xi < a * a; ++xi)
                 e[xi] = wg::load(du + (xi * inputs + i) * outputs + o0, lanes);
-            wg::left<3, a, a, T::gt>(e, tmp);
-            wg::right<3, a, 3, T::gt>(tmp, g);
-            for (int k = 0; k < 9; ++k)
-                for (int c = 0; c < lanes; ++c) dw[((o0 + c) * inputs + i) * 9 + k] += g[k][c];
+            wg::left<R, a, a, T::gt>(e, tmp);
+            wg::right<R, a, R, T::gt>(tmp, g);
+            for (int k = 0; k < R * R; ++k)
+                for (int c = 0; c < lanes; ++c) dw[((o0 + c) * inputs + i) * R * R + k] += g[k][c];
         }
     }
 }
@@ -199,16 +202,27 @@ class Conv2dWinograd final : public Conv2dKernel {
 public:
     Conv2dWinograd(Device& device, const Conv2dConfig& c)
         : device_(as_cpu(device)), config_(c), threads_(std::max(1, device.threads())) {
-        const int m = best_m(c.out_h(), c.out_w());
-        forward_ = {c.n, c.h, c.w, c.c, c.out_channels, c.pad_h, c.pad_w, c.out_h(), c.out_w(), m};
-        data_ = {c.n,         c.out_h(), c.out_w(), c.out_channels,  c.c, 2 - c.pad_h,
-                 2 - c.pad_w, c.h,       c.w,       best_m(c.h, c.w)};
+        const int r = static_cast<int>(c.kernel_h);
+        forward_ = {c.n,     c.h,     c.w,       c.c,       c.out_channels,
+                    c.pad_h, c.pad_w, c.out_h(), c.out_w(), best_m(c.out_h(), c.out_w(), r),
+                    r};
+        data_ = {c.n,
+                 c.out_h(),
+                 c.out_w(),
+                 c.out_channels,
+                 c.c,
+                 r - 1 - c.pad_h,
+                 r - 1 - c.pad_w,
+                 c.h,
+                 c.w,
+                 best_m(c.h, c.w, r),
+                 r};
         // Thin products: a chunk's V and products (a quarter of a MiB) stay in L2, U in L1.
         // Others: a chunk reads the whole of U, so it takes at least four times U's size in
         // tiles' worth of V and products, or a MiB, whichever is more. Never more than a fair
         // share of the tiles, so that every thread has work.
         const auto chunk_for = [&](const TileGrid& g) {
-            const std::int64_t a2 = (g.m + 2) * (g.m + 2);
+            const std::int64_t a2 = g.elements();
             const std::int64_t reuse = 4 * g.cin * g.cout / (g.cin + g.cout);
             const std::int64_t floats = wg::thin(g.cout, g.cin) ? 1 << 16 : 1 << 18;
             const std::int64_t cache = floats / (a2 * (g.cin + g.cout));
@@ -233,19 +247,21 @@ public:
 
     void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                           Tensor& diff_bias) override {
-        if (forward_.m == 4)
-            weights_pass<4>(src, diff_dst, diff_weights, diff_bias);
+        if (forward_.r == 5)
+            weights_pass<2, 5>(src, diff_dst, diff_weights, diff_bias);
+        else if (forward_.m == 4)
+            weights_pass<4, 3>(src, diff_dst, diff_weights, diff_bias);
         else
-            weights_pass<2>(src, diff_dst, diff_weights, diff_bias);
+            weights_pass<2, 3>(src, diff_dst, diff_weights, diff_bias);
     }
 
 private:
     // dU = sum over tiles of V^T (A dY A^T) per thread, the threads' sums added, dw += G^T dU G.
-    template <int M>
+    template <int M, int R>
     void weights_pass(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                       Tensor& diff_bias) {
         const TileGrid& g = forward_;
-        const std::int64_t a2 = (M + 2) * (M + 2), chunk = forward_chunk_;
+        const std::int64_t a2 = (M + R - 1) * (M + R - 1), chunk = forward_chunk_;
         const std::int64_t du_floats = a2 * g.cin * g.cout;
         const std::int64_t per_thread =
             round_up((a2 * chunk * (g.cin + g.cout) + du_floats + g.cout) * sizeof(float));
@@ -266,8 +282,8 @@ private:
 #pragma omp for schedule(static)
             for (std::int64_t ch = 0; ch < chunks; ++ch) {
                 const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
-                transform_input<M>(g, x, first, count, v);
-                transform_output_gradient<M>(g, dy, first, count, z);
+                transform_input<M, R>(g, x, first, count, v);
+                transform_output_gradient<M, R>(g, dy, first, count, z);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
                     failed |= !wg::multiply({v + xi * g.cin, 1, a2 * g.cin},
                                             {z + xi * g.cout, a2 * g.cout}, g.cin, g.cout, count,
@@ -289,7 +305,7 @@ private:
             for (std::int64_t e = du_at; e < du_at + du_floats + g.cout; ++e) first[e] += other[e];
         }
         const float* du = first + a2 * chunk * (g.cin + g.cout);
-        add_filter_gradient<M>(du, g.cin, g.cout, diff_weights.data<float>());
+        add_filter_gradient<M, R>(du, g.cin, g.cout, diff_weights.data<float>());
         if (config_.bias) {
             float* b = diff_bias.data<float>();
             for (std::int64_t c = 0; c < g.cout; ++c) b[c] += du[du_floats + c];
@@ -299,22 +315,24 @@ private:
     // One pass of tiles: out = conv(in, w) on grid g (backward data: `flipped` weights).
     void run(const TileGrid& g, std::int64_t chunk, const float* in, const float* w, bool flipped,
              const float* bias, float* out) {
-        if (g.m == 4)
-            run_tiles<4>(g, chunk, in, w, flipped, bias, out);
+        if (g.r == 5)
+            run_tiles<2, 5>(g, chunk, in, w, flipped, bias, out);
+        else if (g.m == 4)
+            run_tiles<4, 3>(g, chunk, in, w, flipped, bias, out);
         else
-            run_tiles<2>(g, chunk, in, w, flipped, bias, out);
+            run_tiles<2, 3>(g, chunk, in, w, flipped, bias, out);
     }
 
-    template <int M>
+    template <int M, int R>
     void run_tiles(const TileGrid& g, std::int64_t chunk, const float* in, const float* w,
                    bool flipped, const float* bias, float* out) {
-        const std::int64_t a2 = (M + 2) * (M + 2);
+        const std::int64_t a2 = (M + R - 1) * (M + R - 1);
         const std::int64_t u_bytes = round_up(a2 * g.cin * g.cout * sizeof(float));
         const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + g.cout) * sizeof(float));
         char* scratch = static_cast<char*>(
             activation_scratch(device_).for_calling_thread(u_bytes + threads_ * per_thread));
         auto* u = reinterpret_cast<float*>(scratch);
-        transform_filters<M>(w, g.cin, g.cout, flipped, u);
+        transform_filters<M, R>(w, g.cin, g.cout, flipped, u);
         const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         bool failed = false;
 #pragma omp parallel num_threads(threads_) reduction(|| : failed)
@@ -325,12 +343,12 @@ private:
 #pragma omp for schedule(static)
             for (std::int64_t ch = 0; ch < chunks; ++ch) {
                 const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
-                transform_input<M>(g, in, first, count, v);
+                transform_input<M, R>(g, in, first, count, v);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
                     failed |= !wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
                                             {u + xi * g.cin * g.cout, g.cout}, count, g.cout, g.cin,
                                             false, {product + xi * g.cout, a2 * g.cout});
-                transform_output<M>(g, product, first, count, bias, out);
+                transform_output<M, R>(g, product, first, count, bias, out);
             }
         }
         TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
@@ -346,21 +364,26 @@ private:
 }  // namespace
 
 bool winograd_fits(const Conv2dConfig& c) {
-    return c.layout == Layout::channels_last && c.kernel_h == 3 && c.kernel_w == 3 &&
-           c.stride_h == 1 && c.stride_w == 1 && c.groups == 1 && c.pad_h <= 2 && c.pad_w <= 2 &&
-           c.out_h() > 0 && c.out_w() > 0;
+    return c.layout == Layout::channels_last && c.kernel_h == c.kernel_w &&
+           (c.kernel_h == 3 || c.kernel_h == 5) && c.stride_h == 1 && c.stride_w == 1 &&
+           c.groups == 1 && c.pad_h < c.kernel_h && c.pad_w < c.kernel_w && c.out_h() > 0 &&
+           c.out_w() > 0;
 }
 
 std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dConfig& config) {
     TANDEM_CHECK_AS(BackendError, winograd_fits(config))
-        << "the winograd convolution takes 3x3 filters at stride 1, one group, padding up to 2, "
-           "on channels-last activations";
+        << "the winograd convolution takes 3x3 or 5x5 filters at stride 1, one group, padding "
+           "less than the filter, on channels-last activations";
     return std::make_unique<Conv2dWinograd>(device, config);
 }
 
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device& device, const Conv2dConfig& config) {
-    if (winograd_fits(config) && config.c >= kWinogradMinChannels &&
-        config.out_channels >= kWinogradMinChannels)
+    // Below 16 channels, or with channels in partial vectors (LeNet-5's 20 -> 50: 50% slower
+    // than oneDNN there), the transforms cost more than the multiplications saved.
+    const auto whole = [](std::int64_t channels) {
+        return channels >= kWinogradMinChannels && channels % wg::kVec == 0;
+    };
+    if (winograd_fits(config) && whole(config.c) && whole(config.out_channels))
         return make_conv2d_winograd(device, config);
     return make_conv2d_dnnl(device, config);
 }

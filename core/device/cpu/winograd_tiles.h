@@ -1,10 +1,11 @@
-// Winograd's minimal filtering F(m x m, 3 x 3) (Lavin and Gray, "Fast Algorithms for
-// Convolutional Neural Networks", 2016): an m x m block of a 3x3 convolution's output from one
-// a x a input tile (a = m + 2) with a*a multiplications per pair of channels, where the direct
-// form takes 9*m*m:
+// Winograd's minimal filtering F(m x m, r x r) (Lavin and Gray, "Fast Algorithms for
+// Convolutional Neural Networks", 2016): an m x m block of an r x r convolution's output from
+// one a x a input tile (a = m + r - 1) with a*a multiplications per pair of channels, where the
+// direct form takes r*r*m*m:
 //   Y = A^T [ (G g G^T) (.) (B^T d B) ] A
-// d is the input tile, g the 3x3 filter, (.) the elementwise product. The element products of
-// all tiles and channel pairs are a*a independent matrix products, which is where the time goes.
+// d is the input tile, g the filter, (.) the elementwise product. The element products of all
+// tiles and channel pairs are a*a independent matrix products, which is where the time goes.
+// Here: F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5).
 //
 // The transforms here work on tiles of channel vectors (8 channels of the channels-last
 // layout, GCC's vector extension: AVX on AVX2 machines, two SSE registers on older ones). The
@@ -48,12 +49,12 @@ constexpr std::array<float, Rows * Cols> transpose(const std::array<float, Rows 
 
 // The matrices of F(m x m, 3 x 3), row-major: B^T (a x a), G (a x 3), A^T (m x a), and the
 // transposes backward needs (the gradient of a product by M is a product by M^T).
-template <int M>
+template <int M, int R>
 struct Matrices;
 
 // F(2x2, 3x3): interpolation points 0, 1, -1 and infinity.
 template <>
-struct Matrices<2> {
+struct Matrices<2, 3> {
     static constexpr int m = 2, a = 4;
     static constexpr std::array<float, 16> bt = {1, 0,  -1, 0,  //
                                                  0, 1,  1,  0,  //
@@ -69,9 +70,10 @@ struct Matrices<2> {
     static constexpr auto a_ = transpose<2, 4>(at);
 };
 
-// F(4x4, 3x3): interpolation points 0, 1, -1, 2, -2 and infinity.
+// F(4x4, 3x3): interpolation points 0, 1, -1, 2, -2 and infinity. G's row for a point p is
+// f [1, p, p^2] and A^T's column [1, p, p^2, p^3] (the infinite point: the last power alone).
 template <>
-struct Matrices<4> {
+struct Matrices<4, 3> {
     static constexpr int m = 4, a = 6;
     static constexpr std::array<float, 36> bt = {4, 0,  -5, 0,  1, 0,  //
                                                  0, -4, -4, 1,  1, 0,  //
@@ -91,6 +93,25 @@ struct Matrices<4> {
                                                  0, 1, -1, 8, -8, 1};
     static constexpr auto gt = transpose<6, 3>(g);
     static constexpr auto a_ = transpose<4, 6>(at);
+};
+
+// F(2x2, 5x5): the same points as F(4x4, 3x3), so the same B^T; G's row for p is
+// f [1, p, p^2, p^3, p^4] with the same f, and A^T's column [1, p].
+template <>
+struct Matrices<2, 5> {
+    static constexpr int m = 2, a = 6;
+    static constexpr auto bt = Matrices<4, 3>::bt;
+    static constexpr std::array<float, 30> g = {
+        1.f / 4,  0,         0,        0,        0,         //
+        -1.f / 6, -1.f / 6,  -1.f / 6, -1.f / 6, -1.f / 6,  //
+        -1.f / 6, 1.f / 6,   -1.f / 6, 1.f / 6,  -1.f / 6,  //
+        1.f / 24, 1.f / 12,  1.f / 6,  1.f / 3,  2.f / 3,   //
+        1.f / 24, -1.f / 12, 1.f / 6,  -1.f / 3, 2.f / 3,   //
+        0,        0,         0,        0,        1};
+    static constexpr std::array<float, 12> at = {1, 1, 1,  1, 1,  0,  //
+                                                 0, 1, -1, 2, -2, 1};
+    static constexpr auto gt = transpose<6, 5>(g);
+    static constexpr auto a_ = transpose<2, 6>(at);
 };
 
 // out = L in: L is P x R, in R x Q, out P x Q. Zero entries are skipped at compile time.

@@ -136,7 +136,8 @@ TEST(Conv2d, DnnlMatchesReference) {
     for (const auto& c : cases) compare_with_reference(c);
 }
 
-// Winograd's tiles (conv2d_winograd.cpp): F(4x4) and, on a tiny output, F(2x2); outputs that
+// Winograd's tiles (conv2d_winograd.cpp): F(4x4, 3x3), F(2x2, 3x3) on a tiny output, and
+// F(2x2, 5x5); outputs that
 // end inside a tile; padding 0, 1 and 2 (backward data pads 2, 1 and 0); channel counts past
 // one 64-lane pass; enough tiles for several chunks per thread; with and without bias.
 TEST(Conv2d, WinogradMatchesReference) {
@@ -148,9 +149,12 @@ TEST(Conv2d, WinogradMatchesReference) {
         {conv_options(4, 4, 3, 1, 1), {2, 4, 2, 2}, Layout::channels_last},  // F(2x2)
         {conv_options(70, 66, 3, 1, 1), {2, 70, 7, 7}, Layout::channels_last},
         {conv_options(32, 32, 3, 1, 1, 1, false), {16, 32, 28, 28}, Layout::channels_last},
+        // F(2x2, 5x5): padding 2 and 0 (backward data pads 2 and 4), a ragged edge.
+        {conv_options(16, 24, 5, 1, 2), {2, 16, 15, 15}, Layout::channels_last},
+        {conv_options(20, 50, 5, 1, 0, 1, false), {3, 20, 12, 11}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c, "winograd");
-    // The default CPU kernel: Winograd from 16 channels each side, oneDNN below.
+    // The default CPU kernel: Winograd from 16 channels each side in whole vectors, oneDNN else.
     for (const auto& c : cases) compare_with_reference(c, "cpu");
 }
 
@@ -159,6 +163,7 @@ TEST(Conv2d, GradientWinograd) {
     grad_check(conv_options(2, 3, 3, 1, 0, 1, false), {1, 2, 6, 7}, Layout::channels_last,
                "winograd");
     grad_check(conv_options(2, 2, 3, 1, 2), {1, 2, 3, 3}, Layout::channels_last, "winograd");
+    grad_check(conv_options(2, 3, 5, 1, 2), {1, 2, 5, 6}, Layout::channels_last, "winograd");
 }
 
 TEST(Conv2d, WinogradRefusesWhatItDoesNotFit) {
@@ -172,7 +177,7 @@ TEST(Conv2d, WinogradRefusesWhatItDoesNotFit) {
             random_tensor({1, 4, 6, 6}, test_device(), 1, -1.f, 1.f, Layout::channels_last), pass);
         FAIL() << "a stride-2 convolution ran on the winograd kernel";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("3x3 filters at stride 1"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("3x3 or 5x5 filters at stride 1"), std::string::npos)
             << e.what();
     }
 }
