@@ -4,8 +4,8 @@
 For each reference net of ../shared/peers (lenet5, smallbn, resnet20, alexnet64) and each
 thread count, runs `tandem bench NET --json` and the peers' bench_torch.py one after the other
 (ours first, then theirs, then ours again, ...) and prints images/s side by side with the
-ratio ours/PyTorch (median of the repeats), plus GFLOP/s of our whole step against the
-machine's FMA peak as `tandem bench` measures it (T.cpu_peak: its widest ISA, cached per
+ratio ours/PyTorch (median of the repeats), plus GFLOP/s of our whole step (the direct form's
+multiplications: Winograd does fewer) against the machine's FMA peak as `tandem bench` measures it (T.cpu_peak: its widest ISA, cached per
 CPU), printed first with the machine.
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
@@ -172,4 +172,6 @@ for r in rows:
     print(f"| {r['net']} | {r['threads']} | {r['ours']:.0f} | {cells} | {r['ratio']:.2f} | "
           f"{r['gflops']:.0f} ({100 * r['peak_fraction']:.0f}%) |")
 print("\n(cl): PyTorch's channels-last layout was the faster of its two")
+print("GFLOP/s count each convolution's multiplications in the direct form: Winograd's (Tandem's 3x3\n"
+      "and 5x5 layers on the CPU) do fewer, so a step can pass the FMA peak")
 print(f"OPENBLAS_CORETYPE/L2_SIZE: {'unset' if a.unset_openblas else 'as set in the environment'}")

@@ -272,8 +272,10 @@ private:
         const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         const std::int64_t rows = g.n * g.out_h * g.out_w;
         bool failed = false;
+        int team = 1;  // OpenMP may start fewer threads than asked (inside another team, say)
 #pragma omp parallel num_threads(threads_) reduction(|| : failed)
         {
+            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
             auto* v = reinterpret_cast<float*>(scratch + omp_get_thread_num() * per_thread);
             float* z = v + a2 * chunk * g.cin;
             float* du = z + a2 * chunk * g.cout;
@@ -298,7 +300,7 @@ private:
         TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
         // The threads' partial sums, in thread order, into the first thread's.
         auto* first = reinterpret_cast<float*>(scratch);
-        for (int t = 1; t < threads_; ++t) {
+        for (int t = 1; t < team; ++t) {
             const auto* other = reinterpret_cast<const float*>(scratch + t * per_thread);
             const std::int64_t du_at = a2 * chunk * (g.cin + g.cout);
 #pragma omp parallel for num_threads(threads_) if (du_floats > kParallelMin)
