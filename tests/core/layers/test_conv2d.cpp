@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -156,6 +157,27 @@ TEST(Conv2d, WinogradMatchesReference) {
     for (const auto& c : cases) compare_with_reference(c, "winograd");
     // The default CPU kernel: Winograd from 16 channels each side in whole vectors, oneDNN else.
     for (const auto& c : cases) compare_with_reference(c, "cpu");
+}
+
+// Called from inside another OpenMP team, the kernel's own parallel regions get one thread
+// where it asked the device's two: the weights' gradient must add only the partial sums of
+// threads that ran (the others' scratch holds whatever was there: here, the partial sums of
+// the same call made first with both threads).
+TEST(Conv2d, WinogradInsideAnotherTeam) {
+    const Case c{conv_options(16, 16, 3, 1, 1), {4, 16, 12, 12}, Layout::channels_last};
+    compare_with_reference(c, "winograd");
+    const int levels = omp_get_max_active_levels();
+    omp_set_max_active_levels(1);
+    bool ran = false;
+#pragma omp parallel num_threads(2)
+    {
+        if (omp_get_thread_num() == 0) {
+            compare_with_reference(c, "winograd");
+            ran = true;
+        }
+    }
+    omp_set_max_active_levels(levels);
+    EXPECT_TRUE(ran);
 }
 
 TEST(Conv2d, GradientWinograd) {
