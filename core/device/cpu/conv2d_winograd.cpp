@@ -1,8 +1,9 @@
-// Conv2d by Winograd's F(m x m, 3 x 3) (winograd_tiles.h) on channels-last activations: the CPU
-// default for 3x3, stride-1 convolutions between enough channels (make_conv2d_cpu below).
-// oneDNN 2.6 offers Winograd only on AVX-512 machines; its direct AVX2 kernels run AlexNet's
-// and smallbn's 3x3 layers at 55-65% of the FMA peak, and F(4x4, 3x3) does 2.25 multiplications
-// per output and channel pair where the direct form does 9.
+// Conv2d by Winograd's F(4x4, 3x3), F(2x2, 3x3) and F(2x2, 5x5) (winograd_tiles.h) on
+// channels-last activations: the CPU default for 3x3 and 5x5, stride-1 convolutions between
+// enough channels (make_conv2d_cpu below). oneDNN 2.6 offers Winograd only on AVX-512
+// machines; its direct AVX2 kernels ran AlexNet's and smallbn's layers at 55-65% of the FMA
+// peak, and F(4x4, 3x3) does 2.25 multiplications per output and channel pair where the direct
+// form does 9 (F(2x2, 5x5): 9 for 25).
 //
 // Each pass cuts the output into m x m blocks ("tiles") and hands chunks of tiles to the
 // threads. For its chunk a thread transforms the input tiles (V: a*a matrices of tiles x input
@@ -10,9 +11,9 @@
 // channels; thin_product.h), and transforms the products back into output blocks. A chunk
 // is sized to keep V and the products in cache while reading U few times.
 //   forward:          y  = conv(x, w)
-//   backward data:    dx = conv(dy, w flipped, input and output channels swapped), pad 2 - p
+//   backward data:    dx = conv(dy, w flipped, input and output channels swapped), pad r-1-p
 //   backward weights: dU = sum over tiles of V^T (A dY A^T), then dw += G^T dU G
-// Numerics: F(4x4) rounds differently from the direct sum (errors ~1e-6 relative to the
+// Numerics: Winograd rounds differently from the direct sum (errors ~1e-6 relative to the
 // largest products; tests hold it to the direct kernel). Bits do not depend on the order the
 // threads run in, but the weights' gradient sums per-thread partial sums, so it depends on the
 // number of threads, as oneDNN's does.
@@ -32,7 +33,7 @@ namespace {
 
 namespace wg = winograd;
 
-// One pass as the tiles see it: `in` (n x h x w x cin) by 3x3 filters into `out` (n x out_h x
+// One pass as the tiles see it: `in` (n x h x w x cin) by r x r filters into `out` (n x out_h x
 // out_w x cout), padded by pad_h/pad_w, in m x m output tiles.
 struct TileGrid {
     std::int64_t n, h, w, cin, cout, pad_h, pad_w, out_h, out_w;

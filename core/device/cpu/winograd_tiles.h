@@ -114,44 +114,37 @@ struct Matrices<2, 5> {
     static constexpr auto a_ = transpose<2, 6>(at);
 };
 
-// out = L in: L is P x R, in R x Q, out P x Q. Zero entries are skipped at compile time.
+// The 1-D transform by L (P x R): out[i * so] = sum over k of L[i][k] in[k * si]. Zero
+// entries are skipped at compile time. Inlined where it is used, so the strides are constants.
+template <int P, int R, const auto& L>
+[[gnu::always_inline]] inline void transform_1d(const Vec* in, int si, Vec* out, int so) {
+#pragma GCC unroll 8
+    for (int i = 0; i < P; ++i) {
+        Vec sum{};
+        bool started = false;
+#pragma GCC unroll 8
+        for (int k = 0; k < R; ++k) {
+            const float w = L[i * R + k];
+            if (w == 0.f) continue;
+            sum = started ? sum + w * in[k * si] : w * in[k * si];
+            started = true;
+        }
+        out[i * so] = sum;
+    }
+}
+
+// out = L in: L is P x R, in R x Q, out P x Q (the transform down each column).
 template <int P, int R, int Q, const auto& L>
 inline void left(const Vec* in, Vec* out) {
 #pragma GCC unroll 8
-    for (int i = 0; i < P; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < Q; ++j) {
-            Vec sum{};
-            bool started = false;
-#pragma GCC unroll 8
-            for (int k = 0; k < R; ++k) {
-                const float w = L[i * R + k];
-                if (w == 0.f) continue;
-                sum = started ? sum + w * in[k * Q + j] : w * in[k * Q + j];
-                started = true;
-            }
-            out[i * Q + j] = sum;
-        }
+    for (int j = 0; j < Q; ++j) transform_1d<P, R, L>(in + j, Q, out + j, Q);
 }
 
-// out = in R^T: in is P x K, R is Q x K, out P x Q.
+// out = in R^T: in is P x K, R is Q x K, out P x Q (the transform along each row).
 template <int P, int K, int Q, const auto& Rm>
 inline void right(const Vec* in, Vec* out) {
 #pragma GCC unroll 8
-    for (int i = 0; i < P; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < Q; ++j) {
-            Vec sum{};
-            bool started = false;
-#pragma GCC unroll 8
-            for (int k = 0; k < K; ++k) {
-                const float w = Rm[j * K + k];
-                if (w == 0.f) continue;
-                sum = started ? sum + w * in[i * K + k] : w * in[i * K + k];
-                started = true;
-            }
-            out[i * Q + j] = sum;
-        }
+    for (int i = 0; i < P; ++i) transform_1d<Q, K, Rm>(in + i * K, 1, out + i * Q, 1);
 }
 
 // out = L in L^T: in is R x R, L is P x R, out P x P.
