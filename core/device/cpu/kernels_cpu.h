@@ -48,6 +48,10 @@ std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
 constexpr std::int64_t kWinogradMinChannels = 16;
 bool winograd_fits(const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device&, const Conv2dConfig&);
+// The weights' gradient of a layer over at most 4 input channels in our own loop, the rest on
+// oneDNN (conv2d_thin_input.cpp).
+bool thin_input_fits(const Conv2dConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_thin_input(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);
 

@@ -180,6 +180,19 @@ TEST(Conv2d, WinogradInsideAnotherTeam) {
     EXPECT_TRUE(ran);
 }
 
+// A first layer's weights' gradient in our loop (conv2d_thin_input.cpp): 1 and 3 input channels,
+// stride 1 and 2, padding, 5x5, bias or none, an odd batch for the threads' split.
+TEST(Conv2d, ThinInputMatchesReference) {
+    const Case cases[] = {
+        {conv_options(1, 32, 3, 1, 1, 1, false), {5, 1, 9, 8}, Layout::channels_last},
+        {conv_options(3, 16, 3, 2, 1), {3, 3, 11, 10}, Layout::channels_last},
+        {conv_options(3, 64, 5, 2, 2), {2, 3, 13, 13}, Layout::channels_last},
+        {conv_options(4, 8, 1, 1, 0), {2, 4, 5, 5}, Layout::channels_last},
+    };
+    for (const auto& c : cases) compare_with_reference(c, "thin_input");
+    for (const auto& c : cases) compare_with_reference(c, "cpu");
+}
+
 TEST(Conv2d, GradientWinograd) {
     grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::channels_last, "winograd");
     grad_check(conv_options(2, 3, 3, 1, 0, 1, false), {1, 2, 6, 7}, Layout::channels_last,
