@@ -5,8 +5,8 @@ For each reference net of ../shared/peers (lenet5, smallbn, resnet20, alexnet64)
 thread count, runs `tandem bench NET --json` and the peers' bench_torch.py one after the other
 (ours first, then theirs, then ours again, ...) and prints images/s side by side with the
 ratio ours/PyTorch (median of the repeats), plus GFLOP/s of our whole step (the direct form's
-multiplications: Winograd does fewer) against the machine's FMA peak as `tandem bench` measures it (T.cpu_peak: its widest ISA, cached per
-CPU), printed first with the machine.
+multiplications: Winograd does fewer) against the machine's FMA peak as `tandem bench`
+measures it (T.cpu_peak: its widest ISA, cached per CPU), printed first with the machine.
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--python PY[,PY2...]] [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]

@@ -41,9 +41,10 @@ std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&
 std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
 std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
 
-// Winograd (conv2d_winograd.cpp) for the 3x3 and 5x5 stride-1 convolutions it fits, between
-// at least kWinogradMinChannels channels each side in whole vectors of 8; oneDNN's direct
-// kernels else.
+// The CPU's Conv2d (make_conv2d_cpu): Winograd (conv2d_winograd.cpp) for the 3x3 and 5x5
+// stride-1 convolutions it fits, between at least kWinogradMinChannels channels each side in
+// whole vectors of 8; thin_input for a layer over few input channels; oneDNN's direct kernels
+// else.
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
 constexpr std::int64_t kWinogradMinChannels = 16;
 bool winograd_fits(const Conv2dConfig&);
