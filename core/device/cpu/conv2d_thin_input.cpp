@@ -11,8 +11,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <vector>
 
+#include "device/cpu/dnnl_activation.h"
 #include "device/cpu/kernels_cpu.h"
 #include "device/cpu/winograd_tiles.h"
 
@@ -25,8 +25,9 @@ constexpr int kMaxOutputVectors = 8;  // 64 output channels
 
 class Conv2dThinInput final : public Conv2dKernel {
 public:
-    Conv2dThinInput(const Conv2dConfig& c, int threads, std::unique_ptr<Conv2dKernel> direct)
-        : c_(c), threads_(std::max(1, threads)), direct_(std::move(direct)) {}
+    Conv2dThinInput(Device& device, const Conv2dConfig& c, std::unique_ptr<Conv2dKernel> direct)
+        : device_(as_cpu(device)), c_(c), threads_(std::max(1, device.threads())),
+          direct_(std::move(direct)) {}
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
@@ -41,21 +42,24 @@ public:
                           Tensor& diff_bias) override {
         const std::int64_t taps = c_.c * c_.kernel_h * c_.kernel_w;
         const std::int64_t sums = (taps + (c_.bias ? 1 : 0)) * c_.out_channels;
-        std::vector<float> partial(static_cast<std::size_t>(threads_ * sums), 0.f);
+        // The device's per-call scratch (counted against its memory cap), one block a thread.
+        auto* partial = static_cast<float*>(activation_scratch(device_).for_calling_thread(
+            static_cast<std::size_t>(threads_ * sums) * sizeof(float)));
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
         int team = 1;
 #pragma omp parallel num_threads(threads_)
         {
             if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            float* mine = partial.data() + omp_get_thread_num() * sums;
+            float* mine = partial + omp_get_thread_num() * sums;
+            std::fill(mine, mine + sums, 0.f);
 #pragma omp for schedule(static)
             for (std::int64_t n = 0; n < c_.n; ++n) add_image(n, x, dy, mine);
         }
         // mine[tap * outputs + o] (the bias last) into dw[o][i][kh][kw] and db[o].
         float* dw = diff_weights.data<float>();
         for (int t = 0; t < team; ++t) {
-            const float* sum = partial.data() + t * sums;
+            const float* sum = partial + t * sums;
             for (std::int64_t tap = 0; tap < taps; ++tap)
                 for (std::int64_t o = 0; o < c_.out_channels; ++o)
                     dw[o * taps + tap] += sum[tap * c_.out_channels + o];
@@ -102,6 +106,7 @@ private:
             for (int l = 0; l < vec::kVec; ++l) out[j * vec::kVec + l] += acc[j][l];
     }
 
+    CpuDevice& device_;
     Conv2dConfig c_;
     int threads_;
     std::unique_ptr<Conv2dKernel> direct_;
@@ -119,8 +124,7 @@ std::unique_ptr<Conv2dKernel> make_conv2d_thin_input(Device& device, const Conv2
     TANDEM_CHECK_AS(BackendError, thin_input_fits(config))
         << "the thin_input convolution takes at most 4 input channels and up to 64 output "
            "channels in multiples of 8, one group, on channels-last activations";
-    return std::make_unique<Conv2dThinInput>(config, device.threads(),
-                                             make_conv2d_dnnl(device, config));
+    return std::make_unique<Conv2dThinInput>(device, config, make_conv2d_dnnl(device, config));
 }
 
 }  // namespace tandem::cpu

@@ -262,7 +262,7 @@ private:
     void weights_pass(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                       Tensor& diff_bias) {
         const TileGrid& g = forward_;
-        const std::int64_t a2 = (M + R - 1) * (M + R - 1), chunk = forward_chunk_;
+        const std::int64_t a2 = g.elements(), chunk = forward_chunk_;
         const std::int64_t du_floats = a2 * g.cin * g.cout;
         const std::int64_t per_thread =
             round_up((a2 * chunk * (g.cin + g.cout) + du_floats + g.cout) * sizeof(float));
@@ -329,7 +329,7 @@ private:
     template <int M, int R>
     void run_tiles(const TileGrid& g, std::int64_t chunk, const float* in, const float* w,
                    bool flipped, const float* bias, float* out) {
-        const std::int64_t a2 = (M + R - 1) * (M + R - 1);
+        const std::int64_t a2 = g.elements();
         const std::int64_t u_bytes = round_up(a2 * g.cin * g.cout * sizeof(float));
         const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + g.cout) * sizeof(float));
         char* scratch = static_cast<char*>(
