@@ -389,6 +389,7 @@ std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device& device, const Conv2dConfig
     if (winograd_fits(config) && whole(config.c) && whole(config.out_channels))
         return make_conv2d_winograd(device, config);
     if (thin_input_fits(config)) return make_conv2d_thin_input(device, config);
+    if (gemm_pays(config)) return make_conv2d_gemm(device, config);
     return make_conv2d_dnnl(device, config);
 }
 

@@ -43,8 +43,8 @@ std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
 
 // The CPU's Conv2d (make_conv2d_cpu): Winograd (conv2d_winograd.cpp) for the 3x3 and 5x5
 // stride-1 convolutions it fits, between at least kWinogradMinChannels channels each side in
-// whole vectors of 8; thin_input for a layer over few input channels; oneDNN's direct kernels
-// else.
+// whole vectors of 8; thin_input for a layer over few input channels; gemm where it pays
+// (1x1 convolutions, many columns); oneDNN's direct kernels else.
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
 constexpr std::int64_t kWinogradMinChannels = 16;
 bool winograd_fits(const Conv2dConfig&);
@@ -53,6 +53,11 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device&, const Conv2dConfig&)
 // oneDNN (conv2d_thin_input.cpp).
 bool thin_input_fits(const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_thin_input(Device&, const Conv2dConfig&);
+// Convolutions as matrix products on SGEMM (im2col; conv2d_gemm.cpp); gemm_pays: where that
+// beats oneDNN.
+bool gemm_fits(const Conv2dConfig&);
+bool gemm_pays(const Conv2dConfig&);
+std::unique_ptr<Conv2dKernel> make_conv2d_gemm(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);
 

@@ -46,6 +46,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<Conv2dKernel>(kCpu, "cpu", make_conv2d_cpu);
     r.add<Conv2dKernel>(kCpu, "winograd", make_conv2d_winograd);
     r.add<Conv2dKernel>(kCpu, "thin_input", make_conv2d_thin_input);
+    r.add<Conv2dKernel>(kCpu, "gemm", make_conv2d_gemm);
     r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
     r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
 

@@ -163,21 +163,25 @@ TEST(Conv2d, WinogradMatchesReference) {
 // where it asked the device's two: the weights' gradient must add only the partial sums of
 // threads that ran (the others' scratch holds whatever was there: here, the partial sums of
 // the same call made first with both threads).
-TEST(Conv2d, WinogradInsideAnotherTeam) {
+TEST(Conv2d, PartialSumsInsideAnotherTeam) {
     const Case c{conv_options(16, 16, 3, 1, 1), {4, 16, 12, 12}, Layout::channels_last};
-    compare_with_reference(c, "winograd");
-    const int levels = omp_get_max_active_levels();
-    omp_set_max_active_levels(1);
-    bool ran = false;
+    for (const std::string impl : {"winograd", "gemm", "thin_input"}) {
+        const Case thin{conv_options(3, 16, 3, 1, 1), {4, 3, 12, 12}, Layout::channels_last};
+        const Case& which = impl == "thin_input" ? thin : c;
+        compare_with_reference(which, impl);
+        const int levels = omp_get_max_active_levels();
+        omp_set_max_active_levels(1);
+        bool ran = false;
 #pragma omp parallel num_threads(2)
-    {
-        if (omp_get_thread_num() == 0) {
-            compare_with_reference(c, "winograd");
-            ran = true;
+        {
+            if (omp_get_thread_num() == 0) {
+                compare_with_reference(which, impl);
+                ran = true;
+            }
         }
+        omp_set_max_active_levels(levels);
+        EXPECT_TRUE(ran);
     }
-    omp_set_max_active_levels(levels);
-    EXPECT_TRUE(ran);
 }
 
 // A first layer's weights' gradient in our loop (conv2d_thin_input.cpp): 1 and 3 input channels,
@@ -191,6 +195,31 @@ TEST(Conv2d, ThinInputMatchesReference) {
     };
     for (const auto& c : cases) compare_with_reference(c, "thin_input");
     for (const auto& c : cases) compare_with_reference(c, "cpu");
+}
+
+// The backward passes as matrix products (conv2d_gemm.cpp): channels in partial vectors
+// (LeNet-5's 20 -> 50; its forward stays on oneDNN), stride 2 with padding, a rectangular
+// kernel, 1x1 (no column matrix), bias or none, and a batch of several chunks per thread (a
+// chunk's column matrix holds at most 2^20 floats).
+TEST(Conv2d, GemmMatchesReference) {
+    Conv2dOptions rectangular = conv_options(5, 7, 1, 1, 0);
+    rectangular.kernel_h = 2, rectangular.kernel_w = 3, rectangular.stride_w = 2,
+    rectangular.pad_w = 1;
+    const Case cases[] = {
+        {conv_options(20, 50, 5, 1, 0), {3, 20, 12, 12}, Layout::channels_last},
+        {conv_options(3, 10, 3, 2, 2, 1, false), {2, 3, 9, 8}, Layout::channels_last},
+        {rectangular, {3, 5, 6, 9}, Layout::channels_last},
+        {conv_options(24, 12, 1, 1, 0), {2, 24, 5, 5}, Layout::channels_last},
+        {conv_options(12, 16, 1, 1, 0, 1, false), {3, 12, 5, 4}, Layout::channels_last},
+        {conv_options(16, 24, 3, 1, 1), {21, 16, 28, 28}, Layout::channels_last},
+    };
+    for (const auto& c : cases) compare_with_reference(c, "gemm");
+    for (const auto& c : cases) compare_with_reference(c, "cpu");
+}
+
+TEST(Conv2d, GradientGemm) {
+    grad_check(conv_options(3, 4, 3, 1, 1), {2, 3, 5, 6}, Layout::channels_last, "gemm");
+    grad_check(conv_options(2, 3, 3, 2, 2), {2, 2, 7, 6}, Layout::channels_last, "gemm");
 }
 
 TEST(Conv2d, GradientWinograd) {

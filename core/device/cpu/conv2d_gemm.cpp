@@ -1,0 +1,258 @@
+// The backward passes of a convolution as matrix products (im2col), on oneDNN's SGEMM; forward
+// stays on the oneDNN kernel this one wraps. For channel counts that are not whole vectors of
+// 8 (LeNet-5's 20 -> 50 5x5 layer) oneDNN 2.6's AVX2 kernels pad every channel block to 8 and
+// ran that layer's backward data at 34 GFLOP/s and its weights at 44 on one Zen 3 core, where
+// SGEMM runs these products at 65-80.
+//
+// Rows of the column matrix are output pixels, its columns the taps' input channels in
+// (kh, kw, c) order, so a row is k*k runs of c contiguous channels-last values:
+//   backward data:    col = dY W (W: out_channels x taps*c), then each row is added into dX
+//                     at its taps' input pixels (col2im);
+//   backward weights: col = the input at each row's taps (im2col), dW += dY^T col.
+// Images go to the threads in chunks that keep a chunk's column matrix in L2. The weights'
+// gradient sums per-thread partial sums in thread order: its bits depend on the number of
+// threads, as oneDNN's do, not on the order the threads run in.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/cpu/dnnl_activation.h"
+#include "device/cpu/dnnl_context.h"
+#include "device/cpu/kernels_cpu.h"
+
+namespace tandem::cpu {
+namespace {
+
+// A chunk's column matrix: at most 4 MiB (L3). SGEMM ran LeNet-5's backward products 20-30%
+// faster on 32-image chunks than on 8-image ones that fit L2.
+constexpr std::int64_t kColumnFloats = 1 << 20;
+
+std::size_t whole_lines(std::int64_t floats) {
+    return static_cast<std::size_t>((floats * std::int64_t(sizeof(float)) + 63) / 64 * 64);
+}
+
+class Conv2dGemm final : public Conv2dKernel {
+public:
+    Conv2dGemm(Device& device, const Conv2dConfig& c, std::unique_ptr<Conv2dKernel> direct)
+        : device_(as_cpu(device)), c_(c), threads_(std::max(1, device.threads())),
+          taps_(c.kernel_h * c.kernel_w), columns_(taps_ * c.c), pixels_(c.out_h() * c.out_w()),
+          plain_(c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
+                 c.pad_h == 0 && c.pad_w == 0),
+          direct_forward_(c.out_channels % 8 != 0), direct_(std::move(direct)) {
+        // As few chunks as keep each column matrix within kColumnFloats, in a multiple of the
+        // threads so that each thread gets as many images.
+        const std::int64_t floats = std::max<std::int64_t>(1, pixels_ * columns_);
+        std::int64_t chunks =
+            std::max<std::int64_t>(threads_, (c.n * floats + kColumnFloats - 1) / kColumnFloats);
+        chunks = (chunks + threads_ - 1) / threads_ * threads_;
+        images_per_chunk_ = std::max<std::int64_t>(1, (c.n + chunks - 1) / chunks);
+        column_bytes_ = plain_ ? 0 : whole_lines(images_per_chunk_ * pixels_ * columns_);
+    }
+
+    void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
+                 Tensor& dst) override {
+        if (direct_forward_) return direct_->forward(src, weights, bias, dst);
+        const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
+        char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
+            packed_bytes + threads_ * column_bytes_));
+        // W as (kh, kw, c) x out_channels: w[o][i][t] at packed[t * c + i][o].
+        auto* packed = reinterpret_cast<float*>(scratch);
+        pack_weights(weights.data<float>(), 1, c_.out_channels, packed);
+        const float* x = src.data<float>();
+        const float* b = c_.bias ? bias.data<float>() : nullptr;
+        float* y = dst.data<float>();
+        const std::int64_t outputs = c_.out_channels;
+        bool failed = false;
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
+                                                 omp_get_thread_num() * column_bytes_);
+#pragma omp for schedule(static)
+            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
+                const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
+                float* chunk_y = y + first * pixels_ * outputs;
+                failed |=
+                    dnnl_sgemm('N', 'N', rows, outputs, columns_, 1.f, columns(first, x, col),
+                               columns_, packed, outputs, 0.f, chunk_y, outputs) != dnnl_success;
+                if (b)
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        for (std::int64_t o = 0; o < outputs; ++o) chunk_y[r * outputs + o] += b[o];
+            }
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's forward";
+    }
+
+    void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
+        const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
+        char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
+            packed_bytes + threads_ * column_bytes_));
+        // W as out_channels x (kh, kw, c): w[o][i][t] at packed[o][t * c + i].
+        auto* packed = reinterpret_cast<float*>(scratch);
+        pack_weights(weights.data<float>(), columns_, 1, packed);
+        const float* dy = diff_dst.data<float>();
+        float* dx = diff_src.data<float>();
+        bool failed = false;
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
+                                                 omp_get_thread_num() * column_bytes_);
+#pragma omp for schedule(static)
+            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
+                const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
+                // A 1x1 convolution's column matrix is its input's gradient itself.
+                float* to = plain_ ? dx + first * pixels_ * columns_ : col;
+                failed |= dnnl_sgemm('N', 'N', rows, columns_, c_.out_channels, 1.f,
+                                     dy + first * pixels_ * c_.out_channels, c_.out_channels,
+                                     packed, columns_, 0.f, to, columns_) != dnnl_success;
+                if (!plain_) add_columns(first, col, dx);
+            }
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's backward";
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        const std::int64_t outputs = c_.out_channels;
+        const std::int64_t sums = outputs * (columns_ + 1);  // dW as out_channels x columns, db
+        const std::size_t per_thread = column_bytes_ + whole_lines(sums);
+        char* scratch = static_cast<char*>(
+            activation_scratch(device_).for_calling_thread(threads_ * per_thread));
+        const float* x = src.data<float>();
+        const float* dy = diff_dst.data<float>();
+        bool failed = false;
+        int team = 1;  // OpenMP may start fewer threads than asked (inside another team, say)
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
+            auto* col = reinterpret_cast<float*>(scratch + omp_get_thread_num() * per_thread);
+            float* sum = col + column_bytes_ / sizeof(float);
+            std::fill(sum, sum + sums, 0.f);
+#pragma omp for schedule(static)
+            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
+                const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
+                const float* chunk_dy = dy + first * pixels_ * outputs;
+                failed |= dnnl_sgemm('T', 'N', outputs, columns_, rows, 1.f, chunk_dy, outputs,
+                                     columns(first, x, col), columns_, 1.f, sum,
+                                     columns_) != dnnl_success;
+                if (c_.bias) {
+                    float* db = sum + outputs * columns_;
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        for (std::int64_t o = 0; o < outputs; ++o)
+                            db[o] += chunk_dy[r * outputs + o];
+                }
+            }
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's backward";
+        // The threads' sums in thread order, sum[o][t * c + i] into dw[o][i][t].
+        float* dw = diff_weights.data<float>();
+        for (int t = 0; t < team; ++t) {
+            const auto* sum =
+                reinterpret_cast<const float*>(scratch + t * per_thread + column_bytes_);
+            for (std::int64_t o = 0; o < outputs; ++o)
+                for (std::int64_t i = 0; i < c_.c; ++i)
+                    for (std::int64_t tap = 0; tap < taps_; ++tap)
+                        dw[(o * c_.c + i) * taps_ + tap] += sum[o * columns_ + tap * c_.c + i];
+            if (c_.bias)
+                for (std::int64_t o = 0; o < outputs; ++o)
+                    diff_bias.data<float>()[o] += sum[outputs * columns_ + o];
+        }
+    }
+
+private:
+    // w[o][i][t] (out_channels x c x taps) at packed[o * per_output + (t * c + i) * per_column]:
+    // out_channels x columns (per_output = columns, per_column = 1) or its transpose.
+    void pack_weights(const float* w, std::int64_t per_output, std::int64_t per_column,
+                      float* packed) const {
+        for (std::int64_t o = 0; o < c_.out_channels; ++o)
+            for (std::int64_t i = 0; i < c_.c; ++i)
+                for (std::int64_t t = 0; t < taps_; ++t)
+                    packed[o * per_output + (t * c_.c + i) * per_column] =
+                        w[(o * c_.c + i) * taps_ + t];
+    }
+
+    // Calls f(row, tap, input pixel offset in floats) for every tap of every output pixel of
+    // the chunk from image `first` that falls inside the input (the padding contributes 0).
+    template <typename F>
+    void for_each_tap(std::int64_t first, F&& f) const {
+        const std::int64_t oh = c_.out_h(), ow = c_.out_w();
+        const std::int64_t images = std::min(images_per_chunk_, c_.n - first);
+        for (std::int64_t n = 0; n < images; ++n)
+            for (std::int64_t y = 0; y < oh; ++y)
+                for (std::int64_t x = 0; x < ow; ++x) {
+                    const std::int64_t row = (n * oh + y) * ow + x;
+                    for (std::int64_t kh = 0; kh < c_.kernel_h; ++kh) {
+                        const std::int64_t iy = y * c_.stride_h - c_.pad_h + kh;
+                        for (std::int64_t kw = 0; kw < c_.kernel_w; ++kw) {
+                            const std::int64_t ix = x * c_.stride_w - c_.pad_w + kw;
+                            const bool inside = iy >= 0 && iy < c_.h && ix >= 0 && ix < c_.w;
+                            f(row, kh * c_.kernel_w + kw,
+                              inside ? (((first + n) * c_.h + iy) * c_.w + ix) * c_.c : -1);
+                        }
+                    }
+                }
+    }
+
+    // dx of the chunk's images = its column rows added at their taps' pixels.
+    void add_columns(std::int64_t first, const float* col, float* dx) const {
+        const std::int64_t c = c_.c, images = std::min(images_per_chunk_, c_.n - first);
+        std::memset(dx + first * c_.h * c_.w * c, 0,
+                    static_cast<std::size_t>(images * c_.h * c_.w * c) * sizeof(float));
+        for_each_tap(first, [&](std::int64_t row, std::int64_t tap, std::int64_t at) {
+            if (at < 0) return;
+            const float* from = col + row * columns_ + tap * c;
+            float* to = dx + at;
+            for (std::int64_t i = 0; i < c; ++i) to[i] += from[i];
+        });
+    }
+
+    // The chunk's column matrix, each row its taps' input channels: gathered into col, or the
+    // input itself for a 1x1 convolution.
+    const float* columns(std::int64_t first, const float* x, float* col) const {
+        if (plain_) return x + first * pixels_ * columns_;
+        const std::int64_t c = c_.c;
+        for_each_tap(first, [&](std::int64_t row, std::int64_t tap, std::int64_t at) {
+            float* to = col + row * columns_ + tap * c;
+            if (at < 0)
+                std::fill(to, to + c, 0.f);
+            else
+                std::memcpy(to, x + at, static_cast<std::size_t>(c) * sizeof(float));
+        });
+        return col;
+    }
+
+    CpuDevice& device_;
+    Conv2dConfig c_;
+    int threads_;
+    std::int64_t taps_, columns_, pixels_, images_per_chunk_ = 1;
+    std::size_t column_bytes_ = 0;  // a thread's column matrix
+    bool plain_;                    // 1x1, stride 1, no padding: the input is its own column matrix
+    // SGEMM ran LeNet-5's forward (50 outputs: partial vectors of 8) slower than oneDNN.
+    bool direct_forward_;
+    std::unique_ptr<Conv2dKernel> direct_;
+};
+
+}  // namespace
+
+bool gemm_fits(const Conv2dConfig& c) {
+    return c.layout == Layout::channels_last && c.groups == 1;
+}
+
+// Measured against oneDNN 2.6's AVX2 kernels on one and two Zen 3 cores: faster in every pass
+// on 1x1 convolutions (2-3x), and 15-40% faster from 256 columns (LeNet-5's 20 -> 50 5x5: 500;
+// ResNet's 3x3 stride-2 layers from 32 channels: 288 and more); as fast or slower on 16 -> 32
+// 3x3 (144 columns), and several times slower on a first layer's few input channels, where
+// SGEMM's products are too small.
+bool gemm_pays(const Conv2dConfig& c) {
+    const bool one_by_one = c.kernel_h == 1 && c.kernel_w == 1;
+    return gemm_fits(c) && c.c >= 8 && c.out_channels >= 16 &&
+           (one_by_one || c.kernel_h * c.kernel_w * c.c >= 256);
+}
+
+std::unique_ptr<Conv2dKernel> make_conv2d_gemm(Device& device, const Conv2dConfig& config) {
+    TANDEM_CHECK_AS(BackendError, gemm_fits(config))
+        << "the gemm convolution takes one group on channels-last activations";
+    return std::make_unique<Conv2dGemm>(device, config, make_conv2d_dnnl(device, config));
+}
+
+}  // namespace tandem::cpu
