@@ -11,15 +11,29 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "device/cpu/kernels_cpu.h"
+#include "device/cpu/winograd_tiles.h"
 
 namespace tandem::cpu {
 namespace {
 
+namespace vec = winograd;  // the 8-channel vector type and its loads
+using Index = std::int32_t __attribute__((vector_size(32)));
+using Index16 = std::uint16_t __attribute__((vector_size(16)));
+using UnalignedIndex16 = std::uint16_t __attribute__((vector_size(16), aligned(2), may_alias));
+
 class MaxPoolNhwc final : public Pool2dKernel {
 public:
-    explicit MaxPoolNhwc(const Pool2dConfig& c) : c_(c), out_h_(c.out_h()), out_w_(c.out_w()) {}
+    explicit MaxPoolNhwc(const Pool2dConfig& c) : c_(c), out_h_(c.out_h()), out_w_(c.out_w()) {
+        // Window element k's offset from the window's top-left input element, in floats.
+        for (std::int64_t k = 0; k < c.kernel_h * c.kernel_w; ++k)
+            offset_.push_back((k / c.kernel_w * c.w + k % c.kernel_w) * c.c);
+        tiled_ = c.stride_h == c.kernel_h && c.stride_w == c.kernel_w && c.pad_h == 0 &&
+                 c.pad_w == 0 && out_h_ * c.stride_h == c.h && out_w_ * c.stride_w == c.w;
+    }
 
     std::size_t workspace_bytes() const override {
         return static_cast<std::size_t>(c_.n * out_h_ * out_w_ * c_.c) * sizeof(std::uint16_t);
@@ -38,33 +52,16 @@ public:
             for (std::int64_t ow = 0; ow < out_w_; ++ow) {
                 const auto [w0, w1] = window(ow, c_.stride_w, c_.pad_w, c_.kernel_w, c_.w);
                 const std::int64_t at = (row * out_w_ + ow) * channels;
-                float* out = y + at;
-                std::uint16_t* index = won ? won + at : nullptr;
-                std::fill(out, out + channels, -std::numeric_limits<float>::infinity());
-                if (index) std::fill(index, index + channels, std::uint16_t(0));
-                for (std::int64_t ih = h0; ih < h1; ++ih)
-                    for (std::int64_t iw = w0; iw < w1; ++iw) {
-                        const float* in = x + ((n * c_.h + ih) * c_.w + iw) * channels;
-                        const auto k = static_cast<std::uint16_t>(
-                            (ih - (oh * c_.stride_h - c_.pad_h)) * c_.kernel_w +
-                            (iw - (ow * c_.stride_w - c_.pad_w)));
-                        if (index) {
-                            for (std::int64_t ch = 0; ch < channels; ++ch) {
-                                const bool larger =
-                                    in[ch] > out[ch];  // strictly: the first maximum wins
-                                out[ch] = larger ? in[ch] : out[ch];
-                                index[ch] = larger ? k : index[ch];
-                            }
-                        } else {
-                            for (std::int64_t ch = 0; ch < channels; ++ch)
-                                out[ch] = std::max(out[ch], in[ch]);
-                        }
-                    }
-                // A window of -inf (or NaN) inputs keeps its first element, as the others do.
-                if (index)
-                    for (std::int64_t ch = 0; ch < channels; ++ch)
-                        if (!(out[ch] > -std::numeric_limits<float>::infinity()))
-                            out[ch] = x[((n * c_.h + h0) * c_.w + w0) * channels + ch];
+                const Window win{
+                    x + ((n * c_.h + h0) * c_.w + w0) * channels, static_cast<int>(h1 - h0),
+                    static_cast<int>(w1 - w0),
+                    static_cast<int>((h0 - (oh * c_.stride_h - c_.pad_h)) * c_.kernel_w +
+                                     (w0 - (ow * c_.stride_w - c_.pad_w)))};
+                std::int64_t ch = 0;
+                for (; ch + vec::kVec <= channels; ch += vec::kVec)
+                    max_of<vec::kVec>(win, ch, y + at + ch, won ? won + at + ch : nullptr);
+                for (; ch < channels; ++ch)
+                    max_of<1>(win, ch, y + at + ch, won ? won + at + ch : nullptr);
             }
         }
     }
@@ -78,23 +75,94 @@ public:
         // one thread, so no two threads write one element.
 #pragma omp parallel for if (c_.n * c_.h * c_.w * channels > kParallelMin)
         for (std::int64_t n = 0; n < c_.n; ++n) {
-            std::memset(dx + n * c_.h * c_.w * channels, 0,
-                        sizeof(float) * std::size_t(c_.h * c_.w * channels));
+            if (!tiled_)
+                std::memset(dx + n * c_.h * c_.w * channels, 0,
+                            sizeof(float) * std::size_t(c_.h * c_.w * channels));
             for (std::int64_t oh = 0; oh < out_h_; ++oh)
                 for (std::int64_t ow = 0; ow < out_w_; ++ow) {
                     const std::int64_t at = ((n * out_h_ + oh) * out_w_ + ow) * channels;
-                    const std::int64_t top = oh * c_.stride_h - c_.pad_h,
-                                       left = ow * c_.stride_w - c_.pad_w;
-                    for (std::int64_t ch = 0; ch < channels; ++ch) {
-                        const std::int64_t k = won[at + ch];
-                        const std::int64_t ih = top + k / c_.kernel_w, iw = left + k % c_.kernel_w;
-                        dx[((n * c_.h + ih) * c_.w + iw) * channels + ch] += dy[at + ch];
+                    // The window's top-left element, padding included (a winner is inside).
+                    const std::int64_t corner = ((n * c_.h + oh * c_.stride_h - c_.pad_h) * c_.w +
+                                                 ow * c_.stride_w - c_.pad_w) *
+                                                channels;
+                    if (tiled_) {
+                        write_window(dy + at, won + at, dx + corner);
+                        continue;
                     }
+                    for (std::int64_t ch = 0; ch < channels; ++ch)
+                        dx[corner + offset_[won[at + ch]] + ch] += dy[at + ch];
                 }
         }
     }
 
 private:
+    // Windows that tile the input exactly write each input element once: the winner's gradient
+    // or zero, with no zeroing pass before and no scattered adds.
+    void write_window(const float* dy, const std::uint16_t* won, float* corner) const {
+        const std::int64_t channels = c_.c, elements = c_.kernel_h * c_.kernel_w;
+        std::int64_t ch = 0;
+        for (; ch + vec::kVec <= channels; ch += vec::kVec) {
+            const vec::Vec g = vec::load(dy + ch, vec::kVec);
+            const Index which = __builtin_convertvector(
+                *reinterpret_cast<const UnalignedIndex16*>(won + ch), Index);
+            for (std::int64_t k = 0; k < elements; ++k)
+                vec::store(corner + offset_[k] + ch,
+                           which == static_cast<std::int32_t>(k) ? g : vec::Vec{}, vec::kVec);
+        }
+        for (; ch < channels; ++ch)
+            for (std::int64_t k = 0; k < elements; ++k)
+                corner[offset_[k] + ch] = won[ch] == k ? dy[ch] : 0.f;
+    }
+
+    // The inside part of one output pixel's window: its top-left input element, its rows and
+    // columns, and that element's index in the whole window (the workspace's numbering).
+    struct Window {
+        const float* first;
+        int rows, cols, first_index;
+    };
+
+    // The max over the window of `lanes` channels from ch (8: one vector; 1: one channel), and
+    // which window element won. Strictly larger wins, so the first maximum in row-major order;
+    // a window of -inf (or NaN) inputs keeps its first element, as the other kernels do.
+    template <int Lanes>
+    void max_of(const Window& win, std::int64_t ch, float* out, std::uint16_t* index) const {
+        using V = std::conditional_t<Lanes == 1, float, vec::Vec>;
+        using I = std::conditional_t<Lanes == 1, std::int32_t, Index>;
+        const auto load = [&](const float* p) {
+            if constexpr (Lanes == 1)
+                return *p;
+            else
+                return vec::load(p, vec::kVec);
+        };
+        const float lowest = -std::numeric_limits<float>::infinity();
+        V best = V{} + lowest;
+        I which = I{};
+        for (int i = 0; i < win.rows; ++i)
+            for (int j = 0; j < win.cols; ++j) {
+                const V v = load(win.first + (i * c_.w + j) * c_.c + ch);
+                const auto k = static_cast<std::int32_t>(win.first_index + i * c_.kernel_w + j);
+                if constexpr (Lanes == 1) {
+                    if (v > best) best = v, which = k;
+                } else {
+                    const auto larger = v > best;
+                    best = larger ? v : best;
+                    which = larger ? I{} + k : which;
+                }
+            }
+        const V first = load(win.first + ch);
+        if constexpr (Lanes == 1) {
+            if (!(best > lowest)) best = first;
+            *out = best;
+            if (index) *index = static_cast<std::uint16_t>(which);
+        } else {
+            best = best > lowest ? best : first;
+            vec::store(out, best, vec::kVec);
+            if (index)
+                *reinterpret_cast<UnalignedIndex16*>(index) =
+                    __builtin_convertvector(which, Index16);
+        }
+    }
+
     // The input rows (or columns) [first, last) of output position `o`, clipped to the input.
     static std::pair<std::int64_t, std::int64_t> window(std::int64_t o, std::int64_t stride,
                                                         std::int64_t pad, std::int64_t kernel,
@@ -105,6 +173,8 @@ private:
 
     Pool2dConfig c_;
     std::int64_t out_h_, out_w_;
+    std::vector<std::int64_t> offset_;
+    bool tiled_ = false;  // the windows tile the input: no overlap, no gap, no padding
 };
 
 }  // namespace

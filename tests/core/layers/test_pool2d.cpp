@@ -182,6 +182,10 @@ TEST(Pool2d, CpuAndDnnlMatchReference) {
         {"max 3x3/2", true, window(3, 2), {2, 5, 9, 9}},
         {"max 3x3/2 pad 1 ceil", true, window(3, 2, 1, true), {2, 5, 10, 8}},
         {"max 3x2/1x2", true, {3, 2, 1, 2, 1, 0, false, true}, {1, 3, 7, 6}},
+        // Channels-last max pooling takes 8 channels at a time, then one by one.
+        {"max 2x2/2 20 channels", true, window(2, 2), {2, 20, 6, 8}},  // windows tile the input
+        {"max 2x2/2 ragged 20 channels", true, window(2, 2), {2, 20, 6, 7}},
+        {"max 3x3/2 pad 1 ceil 11 channels", true, window(3, 2, 1, true), {2, 11, 7, 6}},
         {"avg 2x2/2 ceil incl", false, window(2, 2, 0, true), {2, 4, 7, 7}},
         {"avg 3x3/2 pad 1 ceil incl", false, window(3, 2, 1, true), {2, 4, 8, 9}},
         {"avg 3x3/2 pad 1 ceil excl", false, window(3, 2, 1, true, false), {2, 4, 8, 9}},
@@ -230,18 +234,27 @@ TEST(Pool2d, TiesGoToFirstMaximum) {
                                      0, 0, 0, 0,  //
                                      3, 0, 4, 0,  //
                                      0, 0, 0, 0};
-    for (const std::string impl : {"cpu", "dnnl", "reference"})
-        for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
-            MaxPool2d pool(window(2, 2));
-            pool.set_kernel_impl(impl);
-            Tape tape;
-            Pass pass{test_device(), Mode::train, 0, tape, 0};
-            Tensor input = Tensor::from_vector({1, 1, 4, 4}, test_device(), x, layout);
-            pool.forward(input, pass);
-            Tensor dy = Tensor::from_vector({1, 1, 2, 2}, test_device(),
-                                            std::vector<float>{1, 2, 3, 4}, layout);
-            EXPECT_EQ(pool.backward(input, dy, pass).to_vector(), want) << impl;
-        }
+    // The same image in every channel: 1 channel, and 9 (a vector of 8 and one more).
+    const auto channels = [](const std::vector<float>& v, std::int64_t c) {
+        std::vector<float> all;
+        for (std::int64_t i = 0; i < c; ++i) all.insert(all.end(), v.begin(), v.end());
+        return all;
+    };
+    for (const std::int64_t c : {1, 9})
+        for (const std::string impl : {"cpu", "dnnl", "reference"})
+            for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+                MaxPool2d pool(window(2, 2));
+                pool.set_kernel_impl(impl);
+                Tape tape;
+                Pass pass{test_device(), Mode::train, 0, tape, 0};
+                Tensor input =
+                    Tensor::from_vector({1, c, 4, 4}, test_device(), channels(x, c), layout);
+                pool.forward(input, pass);
+                Tensor dy = Tensor::from_vector({1, c, 2, 2}, test_device(),
+                                                channels({1, 2, 3, 4}, c), layout);
+                EXPECT_EQ(pool.backward(input, dy, pass).to_vector(), channels(want, c))
+                    << impl << " " << c << " channels";
+            }
 }
 
 TEST(Pool2d, WorkspaceOnlyForMaxInTraining) {
