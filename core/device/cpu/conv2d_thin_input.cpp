@@ -5,9 +5,12 @@
 // the layer's forward, for 0.03 GFLOP.
 //
 // dw[o][i][kh][kw] = sum over images and output pixels of dy[.., o] x[.., i] at the tap's input
-// pixel. For each image and tap, the output channels' sums are a few vectors in registers
-// (at most 64 channels); the image's gradient (one L2's worth) is read once a tap. Images go
-// to the threads; each thread sums into its own copy, added in thread order.
+// pixel. For each image, input channel and filter row, a block of taps along the row keeps
+// its output channels' sums in registers (at most 64 channels; as many taps as the registers
+// hold), so each output pixel's gradient is loaded once for the whole block. The image's input
+// channel is first copied into a zero-padded plane (no bounds checks in the loop), and its
+// gradient, when the channels end inside a vector, into rows of whole vectors. Images go to
+// the threads; each thread sums into its own copy, added in thread order.
 #include <omp.h>
 
 #include <algorithm>
@@ -22,11 +25,20 @@ namespace {
 namespace vec = winograd;  // the 8-channel vector type and its loads
 
 constexpr int kMaxOutputVectors = 8;  // 64 output channels
+constexpr int kRegisters = 16;        // AVX2's vector registers
+
+// Taps a block keeps in registers: taps x vectors sums and a broadcast input value (GCC
+// reads the gradient's vectors straight into the multiply-adds); at most 8.
+constexpr int taps_per_block(int vectors) {
+    return std::clamp((kRegisters - 1) / vectors, 1, 8);
+}
 
 class Conv2dThinInput final : public Conv2dKernel {
 public:
     Conv2dThinInput(Device& device, const Conv2dConfig& c, std::unique_ptr<Conv2dKernel> direct)
         : device_(as_cpu(device)), c_(c), threads_(std::max(1, device.threads())),
+          vectors_(static_cast<int>((c.out_channels + vec::kVec - 1) / vec::kVec)),
+          width_(vectors_ * vec::kVec), plane_h_(c.h + 2 * c.pad_h), plane_w_(c.w + 2 * c.pad_w),
           direct_(std::move(direct)) {}
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
@@ -40,68 +52,129 @@ public:
 
     void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                           Tensor& diff_bias) override {
-        const std::int64_t taps = c_.c * c_.kernel_h * c_.kernel_w;
-        const std::int64_t sums = (taps + (c_.bias ? 1 : 0)) * c_.out_channels;
+        const std::int64_t taps = c_.c * c_.kernel_h * c_.kernel_w, outputs = c_.out_channels;
+        const std::int64_t sums = (taps + (c_.bias ? 1 : 0)) * width_;
+        const std::int64_t padded_dy =
+            outputs % vec::kVec ? c_.out_h() * c_.out_w() * width_ : std::int64_t(0);
+        const std::int64_t per_thread = sums + padded_dy + plane_h_ * plane_w_;
         // The device's per-call scratch (counted against its memory cap), one block a thread.
         auto* partial = static_cast<float*>(activation_scratch(device_).for_calling_thread(
-            static_cast<std::size_t>(threads_ * sums) * sizeof(float)));
+            static_cast<std::size_t>(threads_ * per_thread) * sizeof(float)));
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
         int team = 1;
 #pragma omp parallel num_threads(threads_)
         {
             if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            float* mine = partial + omp_get_thread_num() * sums;
+            float* mine = partial + omp_get_thread_num() * per_thread;
+            float* gradient = mine + sums;
+            float* plane = gradient + padded_dy;
             std::fill(mine, mine + sums, 0.f);
+            // The plane's padding stays zero; each image writes its inside.
+            std::fill(plane, plane + plane_h_ * plane_w_, 0.f);
 #pragma omp for schedule(static)
-            for (std::int64_t n = 0; n < c_.n; ++n) add_image(n, x, dy, mine);
+            for (std::int64_t n = 0; n < c_.n; ++n)
+                add_image(x, image_gradient(dy, n, padded_dy ? gradient : nullptr), n, plane, mine);
         }
-        // mine[tap * outputs + o] (the bias last) into dw[o][i][kh][kw] and db[o].
+        // mine[tap * width + o] (the bias last) into dw[o][i][kh][kw] and db[o].
         float* dw = diff_weights.data<float>();
         for (int t = 0; t < team; ++t) {
-            const float* sum = partial + t * sums;
+            const float* sum = partial + t * per_thread;
             for (std::int64_t tap = 0; tap < taps; ++tap)
-                for (std::int64_t o = 0; o < c_.out_channels; ++o)
-                    dw[o * taps + tap] += sum[tap * c_.out_channels + o];
+                for (std::int64_t o = 0; o < outputs; ++o)
+                    dw[o * taps + tap] += sum[tap * width_ + o];
             if (c_.bias)
-                for (std::int64_t o = 0; o < c_.out_channels; ++o)
-                    diff_bias.data<float>()[o] += sum[taps * c_.out_channels + o];
+                for (std::int64_t o = 0; o < outputs; ++o)
+                    diff_bias.data<float>()[o] += sum[taps * width_ + o];
         }
     }
 
 private:
-    // One image's share of every tap's sums, added into `sum` (taps x outputs, then the bias).
-    void add_image(std::int64_t n, const float* x, const float* dy, float* sum) const {
-        const std::int64_t oh = c_.out_h(), ow = c_.out_w(), outputs = c_.out_channels;
-        const int vectors = static_cast<int>(outputs / vec::kVec);
-        const float* image_dy = dy + n * oh * ow * outputs;
-        const float* image_x = x + n * c_.h * c_.w * c_.c;
-        for (std::int64_t i = 0; i < c_.c; ++i)
+    // Image n's output gradient, each pixel's channels in whole vectors: in place, or copied
+    // into `padded` with zeros after the last channel.
+    const float* image_gradient(const float* dy, std::int64_t n, float* padded) const {
+        const std::int64_t pixels = c_.out_h() * c_.out_w(), outputs = c_.out_channels;
+        const float* image = dy + n * pixels * outputs;
+        if (!padded) return image;
+        for (std::int64_t p = 0; p < pixels; ++p) {
+            std::copy(image + p * outputs, image + (p + 1) * outputs, padded + p * width_);
+            std::fill(padded + p * width_ + outputs, padded + (p + 1) * width_, 0.f);
+        }
+        return padded;
+    }
+
+    // Image n's share of every tap's sums, added into `sum` (taps x width, then the bias), from
+    // its output gradient `g` (pixels x width).
+    void add_image(const float* x, const float* g, std::int64_t n, float* plane, float* sum) const {
+        const float* image = x + n * c_.h * c_.w * c_.c;
+        for (std::int64_t i = 0; i < c_.c; ++i) {
+            for (std::int64_t y = 0; y < c_.h; ++y)
+                for (std::int64_t xi = 0; xi < c_.w; ++xi)
+                    plane[(y + c_.pad_h) * plane_w_ + xi + c_.pad_w] =
+                        image[(y * c_.w + xi) * c_.c + i];
             for (std::int64_t kh = 0; kh < c_.kernel_h; ++kh)
-                for (std::int64_t kw = 0; kw < c_.kernel_w; ++kw) {
-                    vec::Vec acc[kMaxOutputVectors] = {};
-                    for (std::int64_t y = 0; y < oh; ++y) {
-                        const std::int64_t iy = y * c_.stride_h - c_.pad_h + kh;
-                        if (iy < 0 || iy >= c_.h) continue;
-                        for (std::int64_t xo = 0; xo < ow; ++xo) {
-                            const std::int64_t ix = xo * c_.stride_w - c_.pad_w + kw;
-                            if (ix < 0 || ix >= c_.w) continue;
-                            const float v = image_x[(iy * c_.w + ix) * c_.c + i];
-                            const float* g = image_dy + (y * ow + xo) * outputs;
-                            for (int j = 0; j < vectors; ++j)
-                                acc[j] += v * vec::load(g + j * vec::kVec, vec::kVec);
-                        }
-                    }
-                    float* out = sum + ((i * c_.kernel_h + kh) * c_.kernel_w + kw) * outputs;
-                    for (int j = 0; j < vectors; ++j)
-                        for (int l = 0; l < vec::kVec; ++l) out[j * vec::kVec + l] += acc[j][l];
-                }
-        if (!c_.bias) return;
-        vec::Vec acc[kMaxOutputVectors] = {};
-        for (std::int64_t p = 0; p < oh * ow; ++p)
-            for (int j = 0; j < vectors; ++j)
-                acc[j] += vec::load(image_dy + p * outputs + j * vec::kVec, vec::kVec);
-        float* out = sum + c_.c * c_.kernel_h * c_.kernel_w * outputs;
+                with_vectors(
+                    [&]<int V> { add_row<V, taps_per_block(V)>(plane, g, i, kh, 0, sum); });
+        }
+        if (c_.bias)
+            with_vectors([&]<int V> {
+                vec::Vec acc[V] = {};
+                for (std::int64_t p = 0; p < c_.out_h() * c_.out_w(); ++p)
+                    for (int j = 0; j < V; ++j)
+                        acc[j] += vec::load(g + p * width_ + j * vec::kVec, vec::kVec);
+                add_sums(acc, V, sum + c_.c * c_.kernel_h * c_.kernel_w * width_);
+            });
+    }
+
+    // f.template operator()<V>() with V the output channels' vectors as a constant.
+    template <typename F>
+    void with_vectors(F&& f) const {
+        switch (vectors_) {
+            case 1: return f.template operator()<1>();
+            case 2: return f.template operator()<2>();
+            case 3: return f.template operator()<3>();
+            case 4: return f.template operator()<4>();
+            case 5: return f.template operator()<5>();
+            case 6: return f.template operator()<6>();
+            case 7: return f.template operator()<7>();
+            default: return f.template operator()<8>();
+        }
+    }
+
+    // The taps of filter row kh from kw on over input channel i: blocks of B taps, the rest in
+    // smaller blocks.
+    template <int V, int B>
+    void add_row(const float* plane, const float* g, std::int64_t i, std::int64_t kh,
+                 std::int64_t kw, float* sum) const {
+        for (; kw + B <= c_.kernel_w; kw += B) add_taps<V, B>(plane, g, i, kh, kw, sum);
+        if constexpr (B > 1)
+            if (kw < c_.kernel_w) add_row<V, B - 1>(plane, g, i, kh, kw, sum);
+    }
+
+    // Taps (kh, kw0 .. kw0 + B) over input channel i: sum over the output pixels of the plane's
+    // value at the tap times the pixel's gradient, B x V vectors of sums in registers.
+    template <int V, int B>
+    void add_taps(const float* plane, const float* g, std::int64_t i, std::int64_t kh,
+                  std::int64_t kw0, float* sum) const {
+        vec::Vec acc[B][V] = {};
+        const std::int64_t oh = c_.out_h(), ow = c_.out_w();
+        for (std::int64_t y = 0; y < oh; ++y) {
+            const float* row = plane + (y * c_.stride_h + kh) * plane_w_ + kw0;
+            const float* grad = g + y * ow * width_;
+            for (std::int64_t xo = 0; xo < ow; ++xo) {
+                vec::Vec d[V];
+                for (int j = 0; j < V; ++j)
+                    d[j] = vec::load(grad + xo * width_ + j * vec::kVec, vec::kVec);
+                const float* at = row + xo * c_.stride_w;
+                for (int b = 0; b < B; ++b)
+                    for (int j = 0; j < V; ++j) acc[b][j] += at[b] * d[j];
+            }
+        }
+        for (int b = 0; b < B; ++b)
+            add_sums(acc[b], V, sum + ((i * c_.kernel_h + kh) * c_.kernel_w + kw0 + b) * width_);
+    }
+
+    static void add_sums(const vec::Vec* acc, int vectors, float* out) {
         for (int j = 0; j < vectors; ++j)
             for (int l = 0; l < vec::kVec; ++l) out[j * vec::kVec + l] += acc[j][l];
     }
@@ -109,6 +182,9 @@ private:
     CpuDevice& device_;
     Conv2dConfig c_;
     int threads_;
+    int vectors_;                     // the output channels' vectors of 8
+    std::int64_t width_;              // the output channels in whole vectors
+    std::int64_t plane_h_, plane_w_;  // the zero-padded input plane
     std::unique_ptr<Conv2dKernel> direct_;
 };
 
@@ -116,14 +192,13 @@ private:
 
 bool thin_input_fits(const Conv2dConfig& c) {
     return c.layout == Layout::channels_last && c.groups == 1 && c.c <= 4 &&
-           c.out_channels % winograd::kVec == 0 &&
            c.out_channels <= kMaxOutputVectors * winograd::kVec;
 }
 
 std::unique_ptr<Conv2dKernel> make_conv2d_thin_input(Device& device, const Conv2dConfig& config) {
     TANDEM_CHECK_AS(BackendError, thin_input_fits(config))
         << "the thin_input convolution takes at most 4 input channels and up to 64 output "
-           "channels in multiples of 8, one group, on channels-last activations";
+           "channels, one group, on channels-last activations";
     return std::make_unique<Conv2dThinInput>(device, config, make_conv2d_dnnl(device, config));
 }
 

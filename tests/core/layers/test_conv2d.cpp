@@ -185,13 +185,19 @@ TEST(Conv2d, PartialSumsInsideAnotherTeam) {
 }
 
 // A first layer's weights' gradient in our loop (conv2d_thin_input.cpp): 1 and 3 input channels,
-// stride 1 and 2, padding, 5x5, bias or none, an odd batch for the threads' split.
+// stride 1 and 2, padding, 5x5 and 7x7, bias or none, an odd batch for the threads' split,
+// output channels in whole and in partial vectors.
 TEST(Conv2d, ThinInputMatchesReference) {
     const Case cases[] = {
         {conv_options(1, 32, 3, 1, 1, 1, false), {5, 1, 9, 8}, Layout::channels_last},
         {conv_options(3, 16, 3, 2, 1), {3, 3, 11, 10}, Layout::channels_last},
         {conv_options(3, 64, 5, 2, 2), {2, 3, 13, 13}, Layout::channels_last},
         {conv_options(4, 8, 1, 1, 0), {2, 4, 5, 5}, Layout::channels_last},
+        // Output channels in partial vectors (LeNet-5's 1 -> 20), taps in several register
+        // blocks, a stride that leaves the input's last column out.
+        {conv_options(1, 20, 5, 1, 0), {3, 1, 12, 11}, Layout::channels_last},
+        {conv_options(3, 13, 3, 2, 1, 1, false), {2, 3, 9, 8}, Layout::channels_last},
+        {conv_options(2, 56, 7, 1, 3), {2, 2, 9, 9}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c, "thin_input");
     for (const auto& c : cases) compare_with_reference(c, "cpu");
