@@ -1,17 +1,20 @@
-// The backward passes of a convolution as matrix products (im2col), on oneDNN's SGEMM; forward
-// stays on the oneDNN kernel this one wraps. For channel counts that are not whole vectors of
-// 8 (LeNet-5's 20 -> 50 5x5 layer) oneDNN 2.6's AVX2 kernels pad every channel block to 8 and
-// ran that layer's backward data at 34 GFLOP/s and its weights at 44 on one Zen 3 core, where
-// SGEMM runs these products at 65-80.
+// A convolution as matrix products (im2col) on oneDNN's SGEMM. oneDNN 2.6's AVX2 kernels ran
+// 1x1 convolutions 2-3x slower in every pass, and where channel counts are not whole vectors of
+// 8 (LeNet-5's 20 -> 50 5x5 layer) they pad every channel block: that layer's backward data ran
+// at 34 GFLOP/s and its weights at 44 on one Zen 3 core, where SGEMM runs these products at
+// 65-80. Where the outputs end inside a vector SGEMM's forward was the slower one, so the
+// forward stays on a oneDNN kernel this one wraps.
 //
 // Rows of the column matrix are output pixels, its columns the taps' input channels in
-// (kh, kw, c) order, so a row is k*k runs of c contiguous channels-last values:
+// (kh, kw, c) order, so a row is k*k runs of c contiguous channels-last values (a 1x1
+// convolution at stride 1 is its own column matrix):
+//   forward:          col = the input at each row's taps (im2col), Y = col W^T;
 //   backward data:    col = dY W (W: out_channels x taps*c), then each row is added into dX
 //                     at its taps' input pixels (col2im);
-//   backward weights: col = the input at each row's taps (im2col), dW += dY^T col.
-// Images go to the threads in chunks that keep a chunk's column matrix in L2. The weights'
-// gradient sums per-thread partial sums in thread order: its bits depend on the number of
-// threads, as oneDNN's do, not on the order the threads run in.
+//   backward weights: dW += dY^T col.
+// Images go to the threads in chunks, as many to each thread. The weights' gradient sums
+// per-thread partial sums in thread order: its bits depend on the number of threads, as
+// oneDNN's do, not on the order the threads run in.
 #include <omp.h>
 
 #include <algorithm>
@@ -24,7 +27,7 @@
 namespace tandem::cpu {
 namespace {
 
-// A chunk's column matrix: at most 4 MiB (L3). SGEMM ran LeNet-5's backward products 20-30%
+// A chunk's column matrix: at most 4 MiB (L3). SGEMM ran LeNet-5's backward products 10-20%
 // faster on 32-image chunks than on 8-image ones that fit L2.
 constexpr std::int64_t kColumnFloats = 1 << 20;
 
@@ -39,7 +42,7 @@ public:
           taps_(c.kernel_h * c.kernel_w), columns_(taps_ * c.c), pixels_(c.out_h() * c.out_w()),
           plain_(c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
                  c.pad_h == 0 && c.pad_w == 0),
-          direct_forward_(c.out_channels % 8 != 0), direct_(std::move(direct)) {
+          direct_(std::move(direct)) {
         // As few chunks as keep each column matrix within kColumnFloats, in a multiple of the
         // threads so that each thread gets as many images.
         const std::int64_t floats = std::max<std::int64_t>(1, pixels_ * columns_);
@@ -52,7 +55,7 @@ public:
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
-        if (direct_forward_) return direct_->forward(src, weights, bias, dst);
+        if (direct_) return direct_->forward(src, weights, bias, dst);
         const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
         char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
             packed_bytes + threads_ * column_bytes_));
@@ -227,9 +230,7 @@ private:
     std::int64_t taps_, columns_, pixels_, images_per_chunk_ = 1;
     std::size_t column_bytes_ = 0;  // a thread's column matrix
     bool plain_;                    // 1x1, stride 1, no padding: the input is its own column matrix
-    // SGEMM ran LeNet-5's forward (50 outputs: partial vectors of 8) slower than oneDNN.
-    bool direct_forward_;
-    std::unique_ptr<Conv2dKernel> direct_;
+    std::unique_ptr<Conv2dKernel> direct_;  // the forward's, where the outputs end inside a vector
 };
 
 }  // namespace
@@ -252,7 +253,10 @@ bool gemm_pays(const Conv2dConfig& c) {
 std::unique_ptr<Conv2dKernel> make_conv2d_gemm(Device& device, const Conv2dConfig& config) {
     TANDEM_CHECK_AS(BackendError, gemm_fits(config))
         << "the gemm convolution takes one group on channels-last activations";
-    return std::make_unique<Conv2dGemm>(device, config, make_conv2d_dnnl(device, config));
+    // SGEMM ran LeNet-5's forward (50 outputs) slower than oneDNN.
+    const bool partial_vectors = config.out_channels % 8 != 0;
+    return std::make_unique<Conv2dGemm>(
+        device, config, partial_vectors ? make_conv2d_dnnl(device, config) : nullptr);
 }
 
 }  // namespace tandem::cpu

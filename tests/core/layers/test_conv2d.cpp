@@ -236,19 +236,31 @@ TEST(Conv2d, GradientWinograd) {
     grad_check(conv_options(2, 3, 5, 1, 2), {1, 2, 5, 6}, Layout::channels_last, "winograd");
 }
 
-TEST(Conv2d, WinogradRefusesWhatItDoesNotFit) {
-    Conv2d conv(conv_options(4, 4, 3, 2, 1));
-    conv.set_name("conv7");
-    conv.set_kernel_impl("winograd");
-    Tape tape;
-    Pass pass{test_device(), Mode::train, 0, tape, 0};
-    try {
-        conv.forward(
-            random_tensor({1, 4, 6, 6}, test_device(), 1, -1.f, 1.f, Layout::channels_last), pass);
-        FAIL() << "a stride-2 convolution ran on the winograd kernel";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("3x3 or 5x5 filters at stride 1"), std::string::npos)
-            << e.what();
+// A kernel asked for by name that does not fit the layer says what it takes.
+TEST(Conv2d, KernelsRefuseWhatTheyDoNotFit) {
+    const struct {
+        const char* impl;
+        Conv2dOptions options;
+        const char* words;
+    } cases[] = {
+        {"winograd", conv_options(4, 4, 3, 2, 1), "3x3 or 5x5 filters at stride 1"},
+        {"gemm", conv_options(4, 4, 3, 1, 1, 2), "one group on channels-last"},
+        {"thin_input", conv_options(8, 4, 3, 1, 1), "at most 4 input channels"},
+    };
+    for (const auto& c : cases) {
+        Conv2d conv(c.options);
+        conv.set_name("conv7");
+        conv.set_kernel_impl(c.impl);
+        Tape tape;
+        Pass pass{test_device(), Mode::train, 0, tape, 0};
+        const Shape input{1, c.options.in_channels, 6, 6};
+        try {
+            conv.forward(random_tensor(input, test_device(), 1, -1.f, 1.f, Layout::channels_last),
+                         pass);
+            ADD_FAILURE() << "a convolution it does not fit ran on the " << c.impl << " kernel";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(c.words), std::string::npos) << e.what();
+        }
     }
 }
 
