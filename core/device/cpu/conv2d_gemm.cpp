@@ -56,62 +56,42 @@ public:
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
         if (direct_) return direct_->forward(src, weights, bias, dst);
-        const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
-        char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
-            packed_bytes + threads_ * column_bytes_));
-        // W as (kh, kw, c) x out_channels: w[o][i][t] at packed[t * c + i][o].
-        auto* packed = reinterpret_cast<float*>(scratch);
-        pack_weights(weights.data<float>(), 1, c_.out_channels, packed);
         const float* x = src.data<float>();
         const float* b = c_.bias ? bias.data<float>() : nullptr;
         float* y = dst.data<float>();
         const std::int64_t outputs = c_.out_channels;
-        bool failed = false;
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
-                                                 omp_get_thread_num() * column_bytes_);
-#pragma omp for schedule(static)
-            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
-                const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
-                float* chunk_y = y + first * pixels_ * outputs;
-                failed |=
-                    dnnl_sgemm('N', 'N', rows, outputs, columns_, 1.f, columns(first, x, col),
-                               columns_, packed, outputs, 0.f, chunk_y, outputs) != dnnl_success;
-                if (b)
-                    for (std::int64_t r = 0; r < rows; ++r)
-                        for (std::int64_t o = 0; o < outputs; ++o) chunk_y[r * outputs + o] += b[o];
-            }
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's forward";
+        // W as (kh, kw, c) x out_channels: w[o][i][t] at packed[t * c + i][o].
+        over_chunks(weights, 1, outputs, "forward",
+                    [&](std::int64_t first, std::int64_t rows, const float* packed, float* col) {
+                        float* chunk_y = y + first * pixels_ * outputs;
+                        const bool done =
+                            dnnl_sgemm('N', 'N', rows, outputs, columns_, 1.f,
+                                       columns(first, x, col), columns_, packed, outputs, 0.f,
+                                       chunk_y, outputs) == dnnl_success;
+                        if (b)
+                            for (std::int64_t r = 0; r < rows; ++r)
+                                for (std::int64_t o = 0; o < outputs; ++o)
+                                    chunk_y[r * outputs + o] += b[o];
+                        return done;
+                    });
     }
 
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
-        const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
-        char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
-            packed_bytes + threads_ * column_bytes_));
-        // W as out_channels x (kh, kw, c): w[o][i][t] at packed[o][t * c + i].
-        auto* packed = reinterpret_cast<float*>(scratch);
-        pack_weights(weights.data<float>(), columns_, 1, packed);
         const float* dy = diff_dst.data<float>();
         float* dx = diff_src.data<float>();
-        bool failed = false;
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
-                                                 omp_get_thread_num() * column_bytes_);
-#pragma omp for schedule(static)
-            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
-                const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
-                // A 1x1 convolution's column matrix is its input's gradient itself.
-                float* to = plain_ ? dx + first * pixels_ * columns_ : col;
-                failed |= dnnl_sgemm('N', 'N', rows, columns_, c_.out_channels, 1.f,
-                                     dy + first * pixels_ * c_.out_channels, c_.out_channels,
-                                     packed, columns_, 0.f, to, columns_) != dnnl_success;
-                if (!plain_) add_columns(first, col, dx);
-            }
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's backward";
+        const std::int64_t outputs = c_.out_channels;
+        // W as out_channels x (kh, kw, c): w[o][i][t] at packed[o][t * c + i].
+        over_chunks(weights, columns_, 1, "backward",
+                    [&](std::int64_t first, std::int64_t rows, const float* packed, float* col) {
+                        // A 1x1 convolution's column matrix is its input's gradient itself.
+                        float* to = plain_ ? dx + first * pixels_ * columns_ : col;
+                        const bool done =
+                            dnnl_sgemm('N', 'N', rows, columns_, outputs, 1.f,
+                                       dy + first * pixels_ * outputs, outputs, packed, columns_,
+                                       0.f, to, columns_) == dnnl_success;
+                        if (!plain_) add_columns(first, col, dx);
+                        return done;
+                    });
     }
 
     void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
@@ -163,6 +143,30 @@ public:
     }
 
 private:
+    // The weights packed into the front of the device's per-call scratch (per_output and
+    // per_column as in pack_weights), then body(first image, rows, packed, the thread's column
+    // matrix) for every chunk, on the threads; body returns false when SGEMM failed.
+    template <typename Body>
+    void over_chunks(const Tensor& weights, std::int64_t per_output, std::int64_t per_column,
+                     const char* pass, Body&& body) {
+        const std::size_t packed_bytes = whole_lines(c_.out_channels * columns_);
+        char* scratch = static_cast<char*>(activation_scratch(device_).for_calling_thread(
+            packed_bytes + threads_ * column_bytes_));
+        auto* packed = reinterpret_cast<float*>(scratch);
+        pack_weights(weights.data<float>(), per_output, per_column, packed);
+        bool failed = false;
+#pragma omp parallel num_threads(threads_) reduction(|| : failed)
+        {
+            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
+                                                 omp_get_thread_num() * column_bytes_);
+#pragma omp for schedule(static)
+            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_)
+                failed |=
+                    !body(first, std::min(images_per_chunk_, c_.n - first) * pixels_, packed, col);
+        }
+        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's " << pass;
+    }
+
     // w[o][i][t] (out_channels x c x taps) at packed[o * per_output + (t * c + i) * per_column]:
     // out_channels x columns (per_output = columns, per_column = 1) or its transpose.
     void pack_weights(const float* w, std::int64_t per_output, std::int64_t per_column,
