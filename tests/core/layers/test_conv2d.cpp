@@ -194,7 +194,7 @@ TEST(Conv2d, ThinInputMatchesReference) {
         {conv_options(3, 64, 5, 2, 2), {2, 3, 13, 13}, Layout::channels_last},
         {conv_options(4, 8, 1, 1, 0), {2, 4, 5, 5}, Layout::channels_last},
         // Output channels in partial vectors (LeNet-5's 1 -> 20), taps in several register
-        // blocks, a stride that leaves the input's last column out.
+        // blocks, stride 2 over an even width (the padded plane's last column unread).
         {conv_options(1, 20, 5, 1, 0), {3, 1, 12, 11}, Layout::channels_last},
         {conv_options(3, 13, 3, 2, 1, 1, false), {2, 3, 9, 8}, Layout::channels_last},
         {conv_options(2, 56, 7, 1, 3), {2, 2, 9, 9}, Layout::channels_last},
@@ -203,7 +203,7 @@ TEST(Conv2d, ThinInputMatchesReference) {
     for (const auto& c : cases) compare_with_reference(c, "cpu");
 }
 
-// The backward passes as matrix products (conv2d_gemm.cpp): channels in partial vectors
+// Convolutions as matrix products (conv2d_gemm.cpp): channels in partial vectors
 // (LeNet-5's 20 -> 50; its forward stays on oneDNN), stride 2 with padding, a rectangular
 // kernel, 1x1 (no column matrix), bias or none, and a batch of several chunks per thread (a
 // chunk's column matrix holds at most 2^20 floats).
