@@ -114,12 +114,18 @@ t.test('the automatic split puts a graph\'s branches on stages of their own', fu
 end)
 
 t.test('the planner chooses a placement of a graph\'s nodes, and a plan file carries it', function()
-  local r = T.plan.search{net = net(), sample = {1, 8, 8}, batch = 16, iterations = 2, warmup = 1,
-                          topology = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'})}
   -- Each layout keeps the faster of its best split between top-level layers and its best one
-  -- anywhere; splitting the branches apart wins in most of them.
+  -- anywhere. Splitting the branches apart wins in about half of the nine 3-stage layouts, by
+  -- tenths of a millisecond measured on this machine: under a loaded CI machine all nine once
+  -- went the other way. This test is of the plumbing, so it searches again (at most twice more)
+  -- until one plan places the units.
   local placed
-  for _, p in ipairs(r.plans) do if p.stages == 3 and p.placement then placed = p break end end
+  for _ = 1, 3 do
+    local r = T.plan.search{net = net(), sample = {1, 8, 8}, batch = 16, iterations = 2, warmup = 1,
+                            topology = T.plan.topology('cpu', {devices = 3, threads = 1, memory = '1GB'})}
+    for _, p in ipairs(r.plans) do if p.stages == 3 and p.placement then placed = p break end end
+    if placed then break end
+  end
   t.ok(placed, 'a 3-stage plan places the units')
   t.eq(#placed.placement, 3)
   t.eq(#placed.split, 0, 'no cuts of top-level layers beside the placement')
