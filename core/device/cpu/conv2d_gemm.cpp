@@ -15,7 +15,6 @@
 // Images go to the threads in chunks, as many to each thread. The weights' gradient sums
 // per-thread partial sums in thread order: its bits depend on the number of threads, as
 // oneDNN's do, not on the order the threads run in.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "device/cpu/dnnl_activation.h"
 #include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
+#include "device/cpu/thread_blocks.h"
 
 namespace tandem::cpu {
 namespace {
@@ -103,21 +103,18 @@ public:
             activation_scratch(device_).for_calling_thread(threads_ * per_thread));
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
-        bool failed = false;
-        int team = 1;  // OpenMP may start fewer threads than asked (inside another team, say)
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            auto* col = reinterpret_cast<float*>(scratch + omp_get_thread_num() * per_thread);
+        const TeamRun run = run_in_blocks(scratch, per_thread, threads_, [&](char* block) {
+            auto* col = reinterpret_cast<float*>(block);
             float* sum = col + column_bytes_ / sizeof(float);
             std::fill(sum, sum + sums, 0.f);
+            bool ok = true;
 #pragma omp for schedule(static)
             for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_) {
                 const std::int64_t rows = std::min(images_per_chunk_, c_.n - first) * pixels_;
                 const float* chunk_dy = dy + first * pixels_ * outputs;
-                failed |= dnnl_sgemm('T', 'N', outputs, columns_, rows, 1.f, chunk_dy, outputs,
-                                     columns(first, x, col), columns_, 1.f, sum,
-                                     columns_) != dnnl_success;
+                ok &= dnnl_sgemm('T', 'N', outputs, columns_, rows, 1.f, chunk_dy, outputs,
+                                 columns(first, x, col), columns_, 1.f, sum,
+                                 columns_) == dnnl_success;
                 if (c_.bias) {
                     float* db = sum + outputs * columns_;
                     for (std::int64_t r = 0; r < rows; ++r)
@@ -125,11 +122,13 @@ public:
                             db[o] += chunk_dy[r * outputs + o];
                 }
             }
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's backward";
+            return ok;
+        });
+        TANDEM_CHECK_AS(BackendError, !run.failed)
+            << "dnnl_sgemm failed in a convolution's backward";
         // The threads' sums in thread order, sum[o][t * c + i] into dw[o][i][t].
         float* dw = diff_weights.data<float>();
-        for (int t = 0; t < team; ++t) {
+        for (int t = 0; t < run.team; ++t) {
             const auto* sum =
                 reinterpret_cast<const float*>(scratch + t * per_thread + column_bytes_);
             for (std::int64_t o = 0; o < outputs; ++o)
@@ -154,17 +153,17 @@ private:
             packed_bytes + threads_ * column_bytes_));
         auto* packed = reinterpret_cast<float*>(scratch);
         pack_weights(weights.data<float>(), per_output, per_column, packed);
-        bool failed = false;
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            auto* col = reinterpret_cast<float*>(scratch + packed_bytes +
-                                                 omp_get_thread_num() * column_bytes_);
+        const TeamRun run =
+            run_in_blocks(scratch + packed_bytes, column_bytes_, threads_, [&](char* block) {
+                bool ok = true;
 #pragma omp for schedule(static)
-            for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_)
-                failed |=
-                    !body(first, std::min(images_per_chunk_, c_.n - first) * pixels_, packed, col);
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a convolution's " << pass;
+                for (std::int64_t first = 0; first < c_.n; first += images_per_chunk_)
+                    ok &= body(first, std::min(images_per_chunk_, c_.n - first) * pixels_, packed,
+                               reinterpret_cast<float*>(block));
+                return ok;
+            });
+        TANDEM_CHECK_AS(BackendError, !run.failed)
+            << "dnnl_sgemm failed in a convolution's " << pass;
     }
 
     // w[o][i][t] (out_channels x c x taps) at packed[o * per_output + (t * c + i) * per_column]:

@@ -11,12 +11,12 @@
 // channel is first copied into a zero-padded plane (no bounds checks in the loop), and its
 // gradient, when the channels end inside a vector, into rows of whole vectors. Images go to
 // the threads; each thread sums into its own copy, added in thread order.
-#include <omp.h>
 
 #include <algorithm>
 
 #include "device/cpu/dnnl_activation.h"
 #include "device/cpu/kernels_cpu.h"
+#include "device/cpu/thread_blocks.h"
 #include "device/cpu/winograd_tiles.h"
 
 namespace tandem::cpu {
@@ -58,27 +58,28 @@ public:
             outputs % vec::kVec ? c_.out_h() * c_.out_w() * width_ : std::int64_t(0);
         const std::int64_t per_thread = sums + padded_dy + plane_h_ * plane_w_;
         // The device's per-call scratch (counted against its memory cap), one block a thread.
-        auto* partial = static_cast<float*>(activation_scratch(device_).for_calling_thread(
-            static_cast<std::size_t>(threads_ * per_thread) * sizeof(float)));
+        const std::size_t block_bytes = static_cast<std::size_t>(per_thread) * sizeof(float);
+        auto* partial = static_cast<float*>(
+            activation_scratch(device_).for_calling_thread(threads_ * block_bytes));
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
-        int team = 1;
-#pragma omp parallel num_threads(threads_)
-        {
-            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            float* mine = partial + omp_get_thread_num() * per_thread;
-            float* gradient = mine + sums;
-            float* plane = gradient + padded_dy;
-            std::fill(mine, mine + sums, 0.f);
-            // The plane's padding stays zero; each image writes its inside.
-            std::fill(plane, plane + plane_h_ * plane_w_, 0.f);
+        const TeamRun run = run_in_blocks(
+            reinterpret_cast<char*>(partial), block_bytes, threads_, [&](char* block) {
+                float* mine = reinterpret_cast<float*>(block);
+                float* gradient = mine + sums;
+                float* plane = gradient + padded_dy;
+                std::fill(mine, mine + sums, 0.f);
+                // The plane's padding stays zero; each image writes its inside.
+                std::fill(plane, plane + plane_h_ * plane_w_, 0.f);
 #pragma omp for schedule(static)
-            for (std::int64_t n = 0; n < c_.n; ++n)
-                add_image(x, image_gradient(dy, n, padded_dy ? gradient : nullptr), n, plane, mine);
-        }
+                for (std::int64_t n = 0; n < c_.n; ++n)
+                    add_image(x, image_gradient(dy, n, padded_dy ? gradient : nullptr), n, plane,
+                              mine);
+                return true;
+            });
         // mine[tap * width + o] (the bias last) into dw[o][i][kh][kw] and db[o].
         float* dw = diff_weights.data<float>();
-        for (int t = 0; t < team; ++t) {
+        for (int t = 0; t < run.team; ++t) {
             const float* sum = partial + t * per_thread;
             for (std::int64_t tap = 0; tap < taps; ++tap)
                 for (std::int64_t o = 0; o < outputs; ++o)

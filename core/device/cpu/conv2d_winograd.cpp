@@ -1,8 +1,8 @@
 // Conv2d by Winograd's F(4x4, 3x3), F(2x2, 3x3) and F(2x2, 5x5) (winograd_tiles.h) on
 // channels-last activations: the CPU default for 3x3 and 5x5, stride-1 convolutions between
-// enough channels (make_conv2d_cpu below). oneDNN 2.6 offers Winograd only on AVX-512
-// machines; its direct AVX2 kernels ran AlexNet's and smallbn's layers at 55-65% of the FMA
-// peak, and F(4x4, 3x3) does 2.25 multiplications per output and channel pair where the direct
+// enough channels (winograd_pays below, read by make_conv2d_cpu). oneDNN 2.6 offers Winograd only
+// on AVX-512 machines; its direct AVX2 kernels ran AlexNet's and smallbn's layers at 55-65% of the
+// FMA peak, and F(4x4, 3x3) does 2.25 multiplications per output and channel pair where the direct
 // form does 9 (F(2x2, 5x5): 9 for 25).
 //
 // Each pass cuts the output into m x m blocks ("tiles") and hands chunks of tiles to the
@@ -17,7 +17,6 @@
 // largest products; tests hold it to the direct kernel). Bits do not depend on the order the
 // threads run in, but the weights' gradient sums per-thread partial sums, so it depends on the
 // number of threads, as oneDNN's does.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -26,6 +25,7 @@
 #include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
 #include "device/cpu/thin_product.h"
+#include "device/cpu/thread_blocks.h"
 #include "device/cpu/winograd_tiles.h"
 
 namespace tandem::cpu {
@@ -272,36 +272,34 @@ private:
         const float* dy = diff_dst.data<float>();
         const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         const std::int64_t rows = g.n * g.out_h * g.out_w;
-        bool failed = false;
-        int team = 1;  // OpenMP may start fewer threads than asked (inside another team, say)
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            auto* v = reinterpret_cast<float*>(scratch + omp_get_thread_num() * per_thread);
+        const TeamRun run = run_in_blocks(scratch, per_thread, threads_, [&](char* block) {
+            auto* v = reinterpret_cast<float*>(block);
             float* z = v + a2 * chunk * g.cin;
             float* du = z + a2 * chunk * g.cout;
             float* db = du + du_floats;
             std::fill(du, du + du_floats + g.cout, 0.f);
+            bool ok = true;
 #pragma omp for schedule(static)
             for (std::int64_t ch = 0; ch < chunks; ++ch) {
                 const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
                 transform_input<M, R>(g, x, first, count, v);
                 transform_output_gradient<M, R>(g, dy, first, count, z);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
-                    failed |= !wg::multiply({v + xi * g.cin, 1, a2 * g.cin},
-                                            {z + xi * g.cout, a2 * g.cout}, g.cin, g.cout, count,
-                                            true, {du + xi * g.cin * g.cout, g.cout});
+                    ok &= wg::multiply({v + xi * g.cin, 1, a2 * g.cin},
+                                       {z + xi * g.cout, a2 * g.cout}, g.cin, g.cout, count, true,
+                                       {du + xi * g.cin * g.cout, g.cout});
             }
             if (config_.bias) {
 #pragma omp for schedule(static)
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = 0; c < g.cout; ++c) db[c] += dy[r * g.cout + c];
             }
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
+            return ok;
+        });
+        TANDEM_CHECK_AS(BackendError, !run.failed) << "dnnl_sgemm failed in a Winograd convolution";
         // The threads' partial sums, in thread order, into the first thread's.
         auto* first = reinterpret_cast<float*>(scratch);
-        for (int t = 1; t < team; ++t) {
+        for (int t = 1; t < run.team; ++t) {
             const auto* other = reinterpret_cast<const float*>(scratch + t * per_thread);
             const std::int64_t du_at = a2 * chunk * (g.cin + g.cout);
 #pragma omp parallel for num_threads(threads_) if (du_floats > kParallelMin)
@@ -337,24 +335,24 @@ private:
         auto* u = reinterpret_cast<float*>(scratch);
         transform_filters<M, R>(w, g.cin, g.cout, flipped, u);
         const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
-        bool failed = false;
-#pragma omp parallel num_threads(threads_) reduction(|| : failed)
-        {
-            auto* v =
-                reinterpret_cast<float*>(scratch + u_bytes + omp_get_thread_num() * per_thread);
-            float* product = v + a2 * chunk * g.cin;
+        const TeamRun run =
+            run_in_blocks(scratch + u_bytes, per_thread, threads_, [&](char* block) {
+                auto* v = reinterpret_cast<float*>(block);
+                float* product = v + a2 * chunk * g.cin;
+                bool ok = true;
 #pragma omp for schedule(static)
-            for (std::int64_t ch = 0; ch < chunks; ++ch) {
-                const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
-                transform_input<M, R>(g, in, first, count, v);
-                for (std::int64_t xi = 0; xi < a2; ++xi)
-                    failed |= !wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
-                                            {u + xi * g.cin * g.cout, g.cout}, count, g.cout, g.cin,
-                                            false, {product + xi * g.cout, a2 * g.cout});
-                transform_output<M, R>(g, product, first, count, bias, out);
-            }
-        }
-        TANDEM_CHECK_AS(BackendError, !failed) << "dnnl_sgemm failed in a Winograd convolution";
+                for (std::int64_t ch = 0; ch < chunks; ++ch) {
+                    const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
+                    transform_input<M, R>(g, in, first, count, v);
+                    for (std::int64_t xi = 0; xi < a2; ++xi)
+                        ok &= wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
+                                           {u + xi * g.cin * g.cout, g.cout}, count, g.cout, g.cin,
+                                           false, {product + xi * g.cout, a2 * g.cout});
+                    transform_output<M, R>(g, product, first, count, bias, out);
+                }
+                return ok;
+            });
+        TANDEM_CHECK_AS(BackendError, !run.failed) << "dnnl_sgemm failed in a Winograd convolution";
     }
 
     CpuDevice& device_;
@@ -380,17 +378,13 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dC
     return std::make_unique<Conv2dWinograd>(device, config);
 }
 
-std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device& device, const Conv2dConfig& config) {
-    // Below 16 channels, or with channels in partial vectors (LeNet-5's 20 -> 50: 50% slower
-    // than oneDNN there), the transforms cost more than the multiplications saved.
+// Below 16 channels, or with channels in partial vectors (LeNet-5's 20 -> 50: 50% slower than
+// oneDNN there), the transforms cost more than the multiplications saved.
+bool winograd_pays(const Conv2dConfig& c) {
     const auto whole = [](std::int64_t channels) {
         return channels >= kWinogradMinChannels && channels % wg::kVec == 0;
     };
-    if (winograd_fits(config) && whole(config.c) && whole(config.out_channels))
-        return make_conv2d_winograd(device, config);
-    if (thin_input_fits(config)) return make_conv2d_thin_input(device, config);
-    if (gemm_pays(config)) return make_conv2d_gemm(device, config);
-    return make_conv2d_dnnl(device, config);
+    return winograd_fits(c) && whole(c.c) && whole(c.out_channels);
 }
 
 }  // namespace tandem::cpu

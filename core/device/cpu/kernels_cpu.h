@@ -41,13 +41,14 @@ std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&
 std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
 std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
 
-// The CPU's Conv2d (make_conv2d_cpu): Winograd (conv2d_winograd.cpp) for the 3x3 and 5x5
-// stride-1 convolutions it fits, between at least kWinogradMinChannels channels each side in
-// whole vectors of 8; thin_input for a layer over few input channels; gemm where it pays
-// (1x1 convolutions, many columns); oneDNN's direct kernels else.
+// The CPU's Conv2d (make_conv2d_cpu, conv2d_cpu.cpp): Winograd (conv2d_winograd.cpp) for the
+// 3x3 and 5x5 stride-1 convolutions it fits, between at least kWinogradMinChannels channels
+// each side in whole vectors of 8; thin_input for a layer over few input channels; gemm where
+// it pays (1x1 convolutions, many columns); oneDNN's direct kernels else.
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
 constexpr std::int64_t kWinogradMinChannels = 16;
 bool winograd_fits(const Conv2dConfig&);
+bool winograd_pays(const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device&, const Conv2dConfig&);
 // The weights' gradient of a layer over at most 4 input channels in our own loop, the rest on
 // oneDNN (conv2d_thin_input.cpp).
