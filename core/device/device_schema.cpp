@@ -39,7 +39,7 @@ OptionSchema make_cuda_schema() {
                  .type = OptionType::size,
                  .help = "cuDNN's workspace budget",
                  .fallback = 0.0,
-                 .default_note = "a sixteenth of the cap, 64 MiB to 1 GiB",
+                 .default_note = "a sixteenth of the cap, 64 MiB to 8 GiB",
                  .note = "leave it out for the default"},
                 {.name = "benchmark",
                  .type = OptionType::flag,

@@ -22,6 +22,7 @@ local options = {
   warmup = {3, 'untimed steps first', kind = 'nonneg_int'},
   benchmark = {false, "GPU: cuDNN times its convolution algorithms and the fastest is used"},
   tf32 = {false, 'GPU: TF32 tensor cores for convolutions and Linear'},
+  workspace = {'', "GPU: cuDNN's workspace budget, such as 4GiB ('': T.devices' default)", kind = 'size'},
   json = {false, 'one JSON line instead of the table'},
   seed = {1, 'the seed of the weights and the data', kind = 'nonneg_int'},
 }
@@ -49,7 +50,12 @@ local function run(args)
   end
   local net, sample = build{}
   T.parallel.check_device(opt)
-  local device = opt.device == 'cuda' and T.devices('cuda', 1, {benchmark = opt.benchmark, tf32 = opt.tf32})[1]
+  if opt.workspace ~= '' and opt.device ~= 'cuda' then
+    usage_error("tandem bench: --workspace is cuDNN's budget, for --device=cuda")
+  end
+  local gpu_options = {benchmark = opt.benchmark, tf32 = opt.tf32,
+                       workspace = opt.workspace ~= '' and opt.workspace or nil}
+  local device = opt.device == 'cuda' and T.devices('cuda', 1, gpu_options)[1]
                  or T.devices('cpu', 1, {threads = opt.threads})[1]
   opt.layout = T.parallel.data_layout(opt)
   local p = T.profile(net, sample, device, {batch = opt.batch, iterations = opt.iters,

@@ -45,11 +45,14 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
   t.ok(rc == 2 and out:find("tandem bench: option --device must be 'cpu' or 'cuda', got 'tpu'", 1, true), out)
   out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--tf32'})
   t.ok(rc == 2 and out:find('--tf32 is for --device=cuda', 1, true), out)
+  out, rc = S.tandem({'bench', 'recipes/nets/lenet5.lua', '--workspace=1GiB'})
+  t.ok(rc == 2 and out:find("--workspace is cuDNN's budget, for --device=cuda", 1, true), out)
 end)
 
-t.test('tandem bench --device=cuda (with TF32) times a GPU step, or says there is no GPU', function()
+t.test('tandem bench --device=cuda (with TF32 and a workspace budget) times a GPU step, or says there is no GPU', function()
   local out, rc = S.tandem({'bench', 'recipes/nets/smallbn.lua', '--batch=8', '--iters=2',
-                            '--warmup=1', '--device=cuda', '--benchmark', '--tf32', '--json'})
+                            '--warmup=1', '--device=cuda', '--benchmark', '--tf32', '--workspace=256MiB',
+                            '--json'})
   if pcall(T.devices, 'cuda', 1) then
     t.eq(rc, 0, out)
     t.ok(out:find('"device": "cuda:0"', 1, true) and tonumber(out:match('"images_per_s": ([%d.]+)')), out)

@@ -95,7 +95,7 @@ std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::siz
 
 std::size_t default_workspace_budget(std::size_t memory_cap) {
     constexpr std::size_t kMiB = std::size_t(1) << 20;
-    return std::clamp(memory_cap / 16, 64 * kMiB, 1024 * kMiB);
+    return std::clamp(memory_cap / 16, 64 * kMiB, 8192 * kMiB);
 }
 
 std::optional<std::string> lrn_unsupported(const LrnConfig& c) {

@@ -159,7 +159,8 @@ TEST(CudaPlan, WorkspaceBudget) {
     constexpr std::size_t MiB = std::size_t(1) << 20;
     EXPECT_EQ(default_workspace_budget(256 * MiB), 64 * MiB);
     EXPECT_EQ(default_workspace_budget(4096 * MiB), 256 * MiB);
-    EXPECT_EQ(default_workspace_budget(80 * 1024 * MiB), 1024 * MiB);
+    EXPECT_EQ(default_workspace_budget(80 * 1024 * MiB), 5 * 1024 * MiB);
+    EXPECT_EQ(default_workspace_budget(141 * 1024 * MiB), 8 * 1024 * MiB);
 }
 
 TEST(CudaPlan, LrnLimits) {
