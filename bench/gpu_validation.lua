@@ -15,6 +15,8 @@ local opt = T.options(..., {one_gpu = false})
 local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
 
 local h200 = 'Tandem on an H200, bench/measured/h200-2026-11-26'
+local h200_tf32 = 'Tandem on an H200, bench/measured/h200-2026-11-27'
+local torch_tf32 = 'PyTorch 2.11 on an H200, bench/measured/h200-2026-11-27/peers_224_tf32.txt'
 local dle = 'NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README (21.03 container)'
 local tf = 'TensorFlow benchmarks (tf_cnn_benchmarks, May 2017, synthetic data), tensorflow.org'
 -- {source, model, net, batch, precision, images/s, fitted}
@@ -26,6 +28,18 @@ local figures = {
   {h200 .. '/layers.txt', 'H200', 'alexnet224', 8, 'fp32', 3163, true},
   {h200 .. '/layers.txt', 'H200', 'alexnet224', 64, 'fp32', 8319, true},
   {h200 .. '/peers_224.txt', 'H200', 'alexnet224', 128, 'fp32', 10012, false},
+  -- TF32, nchw, with the workspace budget that is now the default (8 GiB on an H200) and the
+  -- pooling kernels in 32-bit indices: configs.txt (batch 64; 16 GiB), workspace.txt (128).
+  {h200_tf32 .. '/configs.txt', 'H200', 'resnet50', 64, 'tf32', 64 / 0.036498, false},
+  {h200_tf32 .. '/configs.txt', 'H200', 'vgg16', 64, 'tf32', 64 / 0.055222, false},
+  {h200_tf32 .. '/configs.txt', 'H200', 'alexnet224', 64, 'tf32', 64 / 0.005936, false},
+  {h200_tf32 .. '/workspace.txt', 'H200', 'resnet50', 128, 'tf32', 1918.4, false},
+  {h200_tf32 .. '/workspace.txt', 'H200', 'vgg16', 128, 'tf32', 1202.1, false},
+  {h200_tf32 .. '/workspace.txt', 'H200', 'alexnet224', 128, 'tf32', 13424.5, false},
+  -- PyTorch 2.11 on the same machines, TF32, channels-last (its faster layout there).
+  {torch_tf32, 'H200', 'resnet50', 64, 'tf32', 2685.4, false},
+  {torch_tf32, 'H200', 'vgg16', 64, 'tf32', 1727.0, false},
+  {torch_tf32, 'H200', 'alexnet224', 128, 'tf32', 22461.0, false},
   {dle, 'V100-SXM2', 'resnet50', 112, 'fp32', 367, true},
   {dle, 'V100-SXM2', 'resnet50', 256, 'fp16', 1200, false},
   {dle, 'A100-80GB', 'resnet50', 256, 'tf32', 938, false},
