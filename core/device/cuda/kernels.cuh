@@ -130,7 +130,7 @@ void batch_norm_backward_constant_stats(const float* src, const float* diff_dst,
 
 // Pooling with the reference kernel's rules (core/device/cpu/reference/pool2d_reference.cpp):
 // windows clipped to the input, PyTorch's divisors, max ties to the first in row-major window
-// order, and argmax as int32 h * W + w per output element in logical order.
+// order, and argmax as int32 h * W + w per output element in the output's storage order.
 struct PoolShape {
     std::int64_t n, c, h, w, out_h, out_w;
     std::int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;

@@ -32,6 +32,23 @@ __device__ I pool_at(I b, I ch, I h, I w, I c, I hh, I ww, bool nhwc) {
     return nhwc ? ((b * hh + h) * ww + w) * c + ch : ((b * c + ch) * hh + h) * ww + w;
 }
 
+// (b, ch, h, w) of storage index `at` in a tensor of c channels and hh x ww pixels: threads
+// take consecutive storage indices, so neighbouring threads read neighbouring floats in
+// either layout. (Taken in (n, c, h, w) order, channels-last reads were c floats apart: VGG-16's
+// first pooling took 2.15 ms forward and 11.5 backward in nhwc against 0.50 and 2.36 in nchw.)
+template <typename I>
+__device__ void unravel(I at, I c, I hh, I ww, bool nhwc, I& b, I& ch, I& h, I& w) {
+    if (nhwc) {
+        ch = at % c, at /= c;
+        w = at % ww, at /= ww;
+        h = at % hh, b = at / hh;
+    } else {
+        w = at % ww, at /= ww;
+        h = at % hh, at /= hh;
+        ch = at % c, b = at / c;
+    }
+}
+
 template <typename I>
 struct Window {
     I h0, h1, w0, w1, divisor;
@@ -53,12 +70,11 @@ __device__ Window<I> pool_window(const Shape<I>& s, I oh, I ow) {
 template <typename I>
 __global__ void pool_forward_kernel(Shape<I> s, const float* x, float* y, std::int32_t* arg) {
     const I total = s.n * s.c * s.out_h * s.out_w;
-    // k: logical (n, c, oh, ow) index, as the workspace
+    // k: the output's storage index, and the workspace's
     for (I k = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); k < total;
          k += I(gridDim.x) * I(blockDim.x)) {
-        const I ow = k % s.out_w, rest = k / s.out_w;
-        const I oh = rest % s.out_h, planes = rest / s.out_h;
-        const I ch = planes % s.c, b = planes / s.c;
+        I b, ch, oh, ow;
+        unravel(k, s.c, s.out_h, s.out_w, s.nhwc, b, ch, oh, ow);
         const Window<I> win = pool_window(s, oh, ow);
         float result;
         if (s.max) {
@@ -81,7 +97,7 @@ __global__ void pool_forward_kernel(Shape<I> s, const float* x, float* y, std::i
                     sum += x[pool_at(b, ch, h, w, s.c, s.h, s.w, s.nhwc)];
             result = float(sum / double(win.divisor));
         }
-        y[pool_at(b, ch, oh, ow, s.c, s.out_h, s.out_w, s.nhwc)] = result;
+        y[k] = result;
     }
 }
 
@@ -98,27 +114,26 @@ template <typename I>
 __global__ void pool_backward_kernel(Shape<I> s, const float* dy, const std::int32_t* arg,
                                      float* dx) {
     const I total = s.n * s.c * s.h * s.w;
-    // e: logical (n, c, h, w) index of the input
+    // e: the input's storage index
     for (I e = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); e < total;
          e += I(gridDim.x) * I(blockDim.x)) {
-        const I w = e % s.w, rest = e / s.w;
-        const I h = rest % s.h, planes = rest / s.h;
-        const I ch = planes % s.c, b = planes / s.c;
+        I b, ch, h, w;
+        unravel(e, s.c, s.h, s.w, s.nhwc, b, ch, h, w);
         I oh0, oh1, ow0, ow1;
         covering(h, s.kernel_h, s.stride_h, s.pad_h, s.out_h, oh0, oh1);
         covering(w, s.kernel_w, s.stride_w, s.pad_w, s.out_w, ow0, ow1);
         float sum = 0;
         for (I oh = oh0; oh <= oh1; ++oh)
             for (I ow = ow0; ow <= ow1; ++ow) {
-                const float g = dy[pool_at(b, ch, oh, ow, s.c, s.out_h, s.out_w, s.nhwc)];
+                const I k = pool_at(b, ch, oh, ow, s.c, s.out_h, s.out_w, s.nhwc);
+                const float g = dy[k];
                 if (s.max) {
-                    const I k = ((b * s.c + ch) * s.out_h + oh) * s.out_w + ow;
                     if (arg[k] == h * s.w + w) sum += g;
                 } else {
                     sum += g / float(pool_window(s, oh, ow).divisor);
                 }
             }
-        dx[pool_at(b, ch, h, w, s.c, s.h, s.w, s.nhwc)] = sum;
+        dx[e] = sum;
     }
 }
 

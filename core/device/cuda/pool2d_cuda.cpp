@@ -1,5 +1,5 @@
-// Max and average pooling on our own kernels (kernels.cu), with the reference kernel's rules
-// and its workspace format (int32 argmax per output, logical order): cudnnPoolingBackward
+// Max and average pooling on our own kernels (pool2d.cu), with the reference kernel's rules
+// and argmax (an int32 h * W + w per output, in the output's storage order): cudnnPoolingBackward
 // needs the layer's input and output, which the Pool2dKernel contract does not give backward,
 // and cuDNN has no asymmetric padding for ceil_mode.
 #include "device/cuda/check.h"

@@ -217,35 +217,42 @@ TEST(CudaLayers, Activation) {
 
 TEST(CudaLayers, Pool2d) {
     TANDEM_REQUIRE_GPUS(1);
-    for (Layout layout : {Layout::contiguous, Layout::channels_last})
-        for (PoolKind kind : {PoolKind::max, PoolKind::average})
-            for (bool ceil : {false, true})
-                for (bool include_pad : {false, true}) {
-                    const Pool2dConfig c{kind, 2, 3, 7, 8,    3,           3,
-                                         2,    2, 1, 1, ceil, include_pad, layout};
-                    SCOPED_TRACE(std::string(layout_name(layout)) +
-                                 (kind == PoolKind::max ? " max" : " avg") + (ceil ? " ceil" : "") +
-                                 (include_pad ? " include_pad" : ""));
-                    auto ck = kernel_on<Pool2dKernel>(cpu(), c);
-                    auto gk = kernel_on<Pool2dKernel>(gpu(), c);
-                    const Shape out{2, 3, c.out_h(), c.out_w()};
-                    const Tensor x = random_tensor({2, 3, 7, 8}, cpu(), 17, -1, 1, layout);
-                    const Tensor dy = random_tensor(out, cpu(), 18, -1, 1, layout);
-                    Tensor ws =
-                        Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
-                    Tensor gws =
-                        Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
-                    Tensor y = Tensor::empty(out, cpu(), DType::f32, layout);
-                    Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
-                    ck->forward(x, y, ws);
-                    gk->forward(x.to(gpu()), gy, gws);
-                    expect_near(gy, y, kLayerTol, "forward");
-                    Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
-                    Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
-                    ck->backward(dy, ws, dx);
-                    gk->backward(dy.to(gpu()), gws, gdx);
-                    expect_near(gdx, dx, kLayerTol, "backward");
-                }
+    // {channels, kernel, stride, pad}: overlapping padded windows on 3 channels, and VGG's
+    // tiling 2x2 windows on 17 (channels-last threads run along the channels).
+    const int shapes[][4] = {{3, 3, 2, 1}, {17, 2, 2, 0}};
+    for (const auto& [channels, kernel, stride, pad] : shapes)
+        for (Layout layout : {Layout::contiguous, Layout::channels_last})
+            for (PoolKind kind : {PoolKind::max, PoolKind::average})
+                for (bool ceil : {false, true})
+                    for (bool include_pad : {false, true}) {
+                        const Pool2dConfig c{kind,   2,      channels,    7,      8,
+                                             kernel, kernel, stride,      stride, pad,
+                                             pad,    ceil,   include_pad, layout};
+                        SCOPED_TRACE(std::string(layout_name(layout)) +
+                                     (kind == PoolKind::max ? " max" : " avg") +
+                                     (ceil ? " ceil" : "") + (include_pad ? " include_pad " : " ") +
+                                     std::to_string(channels) + " channels");
+                        auto ck = kernel_on<Pool2dKernel>(cpu(), c);
+                        auto gk = kernel_on<Pool2dKernel>(gpu(), c);
+                        const Shape out{2, channels, c.out_h(), c.out_w()};
+                        const Tensor x =
+                            random_tensor({2, channels, 7, 8}, cpu(), 17, -1, 1, layout);
+                        const Tensor dy = random_tensor(out, cpu(), 18, -1, 1, layout);
+                        Tensor ws =
+                            Tensor::empty({std::int64_t(ck->workspace_bytes())}, cpu(), DType::u8);
+                        Tensor gws =
+                            Tensor::empty({std::int64_t(gk->workspace_bytes())}, gpu(), DType::u8);
+                        Tensor y = Tensor::empty(out, cpu(), DType::f32, layout);
+                        Tensor gy = Tensor::empty(out, gpu(), DType::f32, layout);
+                        ck->forward(x, y, ws);
+                        gk->forward(x.to(gpu()), gy, gws);
+                        expect_near(gy, y, kLayerTol, "forward");
+                        Tensor dx = Tensor::empty(x.shape(), cpu(), DType::f32, layout);
+                        Tensor gdx = Tensor::empty(x.shape(), gpu(), DType::f32, layout);
+                        ck->backward(dy, ws, dx);
+                        gk->backward(dy.to(gpu()), gws, gdx);
+                        expect_near(gdx, dx, kLayerTol, "backward");
+                    }
 }
 
 // cuDNN's window (size 5) and ones only our kernel runs: even, wider than 16 channels, tiny k;
