@@ -695,7 +695,7 @@ Plan read_plan(lua_State* L, int pt, const std::string& prefix, const OptionTabl
         PartitionOptions po;
         po.stages = plan.stages, po.schedule = plan.schedule, po.micro_batches = plan.micro_batches;
         po.recompute = {plan.recompute};
-        po.caps = {topology.device(0).memory_bytes};
+        po.caps = {topology.device(0).usable_bytes()};
         plan.cuts =
             best_partition(costs.layer_costs(topology.device(0), plan.micro_batch()), po).cuts;
     } else {

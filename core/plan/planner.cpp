@@ -174,7 +174,7 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
                                     topology
                                         .device(
                                             plan.devices[static_cast<std::size_t>(g * stages + s)])
-                                        .memory_bytes);
+                                        .usable_bytes());
                             po.caps.push_back(cap);
                         }
                         const auto table =

@@ -82,7 +82,8 @@ void StepSimulator::build_queues() {
         sd.memory = one;
         sd.cap = device.memory_bytes;
         sim_.devices.push_back(sd);
-        static_bytes_.push_back(one.weights + one.gradients + one.optimizer);
+        static_bytes_.push_back(one.weights + one.gradients + one.optimizer +
+                                device.kernel_reserve_bytes());
         std::size_t tensors = 0;
         for (std::size_t i = begin; i < end; ++i) tensors += costs[i].tensor_bytes().size();
         parameter_tensors_.push_back(tensors);

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "device/device_schema.h"
 
 namespace tandem {
 namespace {
@@ -21,6 +22,14 @@ decltype(auto) naming(const std::string& where, F f) {
 }
 
 }  // namespace
+
+std::size_t TopologyDevice::kernel_reserve_bytes() const {
+    return cpu ? 0 : std::min(memory_bytes, default_workspace_budget(memory_bytes));
+}
+
+std::size_t TopologyDevice::usable_bytes() const {
+    return memory_bytes - kernel_reserve_bytes();
+}
 
 Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     const auto& nodes = spec_.nodes;

@@ -7,6 +7,7 @@
 #include "device/cpu/cpu_device.h"
 #include "device/cuda/check.h"
 #include "device/cuda/plan.h"
+#include "device/device_schema.h"
 
 namespace tandem {
 namespace {
@@ -68,8 +69,7 @@ CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
     DeviceGuard guard(index);
     const std::size_t cap = options.memory > 0 ? options.memory : default_cap(index);
     allocator_ = std::make_unique<CudaAllocator>(name(), cap, index);
-    workspace_budget_ =
-        options.workspace > 0 ? options.workspace : cuda::default_workspace_budget(cap);
+    workspace_budget_ = options.workspace > 0 ? options.workspace : default_workspace_budget(cap);
     // Non-blocking: the legacy default stream (which other libraries may use) never
     // serialises with ours.
     TANDEM_CUDA_CALL(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));

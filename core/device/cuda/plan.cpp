@@ -93,11 +93,6 @@ std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::siz
                                << "); raise the device's workspace option";
 }
 
-std::size_t default_workspace_budget(std::size_t memory_cap) {
-    constexpr std::size_t kMiB = std::size_t(1) << 20;
-    return std::clamp(memory_cap / 16, 64 * kMiB, 8192 * kMiB);
-}
-
 std::optional<std::string> lrn_unsupported(const LrnConfig& c) {
     if (c.size < 1 || c.size > 16)
         return "cuDNN's LRN takes a window of 1 to 16 channels, not " + std::to_string(c.size);

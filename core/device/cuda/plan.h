@@ -67,14 +67,6 @@ struct AlgoCandidate {
 std::size_t choose_algorithm(std::span<const AlgoCandidate> candidates, std::size_t budget,
                              std::string_view what, bool deterministic_only = false);
 
-// The workspace budget when the options give none: a sixteenth of the memory cap, at least
-// 64 MiB and at most 8 GiB. A timed search (the device's benchmark option) allocates all of it,
-// so it is memory the net cannot have. Measured on an H200 (bench/measured/h200-2026-11-27):
-// VGG-16's 224-pixel layers at batch 64 took 69.5 ms a step with 1 GiB and 54.9 with 2 GiB
-// (TF32; 100.1 against 83.3 with 8 GiB in FP32), at batch 128 173 ms with 1 GiB and 106 with
-// 4 GiB; ResNet-50 and AlexNet ran as fast with 1 GiB as with 8.
-std::size_t default_workspace_budget(std::size_t memory_cap);
-
 // Why cuDNN's cross-channel LRN cannot run `c` with PyTorch's semantics, or nothing when it
 // can: cuDNN accepts 1 <= size <= 16, k >= 1e-5, beta >= 0.01, and centres an even window one
 // channel later than PyTorch (look-behind (size-1)/2 instead of size/2).

@@ -259,6 +259,14 @@ TEST(OptionSchema, DefaultsAreTheStructsDefaults) {
 #endif
 }
 
+TEST(OptionSchema, CudnnWorkspaceDefaultFollowsTheCap) {
+    constexpr std::size_t MiB = std::size_t(1) << 20;
+    EXPECT_EQ(default_workspace_budget(256 * MiB), 64 * MiB);
+    EXPECT_EQ(default_workspace_budget(4096 * MiB), 256 * MiB);
+    EXPECT_EQ(default_workspace_budget(80 * 1024 * MiB), 5 * 1024 * MiB);
+    EXPECT_EQ(default_workspace_budget(141 * 1024 * MiB), 8 * 1024 * MiB);
+}
+
 TEST(OptionSchema, WordsSayWhatAValueMustBe) {
     const OptionSchema& l = loader_option_schema();
     EXPECT_EQ(expected_text(*l.find("batch")), "an integer in [1, 16777216]");

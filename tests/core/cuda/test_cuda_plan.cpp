@@ -155,14 +155,6 @@ TEST(CudaPlan, BatchNormNhwcScratch) {
     EXPECT_EQ(kernels::bn_nhwc_scratch_doubles(1, 1), (1 + 1) * 2 * 1);
 }
 
-TEST(CudaPlan, WorkspaceBudget) {
-    constexpr std::size_t MiB = std::size_t(1) << 20;
-    EXPECT_EQ(default_workspace_budget(256 * MiB), 64 * MiB);
-    EXPECT_EQ(default_workspace_budget(4096 * MiB), 256 * MiB);
-    EXPECT_EQ(default_workspace_budget(80 * 1024 * MiB), 5 * 1024 * MiB);
-    EXPECT_EQ(default_workspace_budget(141 * 1024 * MiB), 8 * 1024 * MiB);
-}
-
 TEST(CudaPlan, LrnLimits) {
     LrnConfig c{1, 8, 2, 2, 5, 1e-4f, 0.75f, 2.f, Layout::contiguous};
     EXPECT_FALSE(lrn_unsupported(c));
