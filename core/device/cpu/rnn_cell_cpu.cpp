@@ -25,12 +25,14 @@ public:
             float* cell = c.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
+#pragma omp simd
                 for (std::int64_t j = 0; j < hidden; ++j)
                     rnn_cell::lstm_forward(b, j, hidden, x, y, cp, out, cell, s);
         } else {
             const float* hp = h_prev.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
+#pragma omp simd
                 for (std::int64_t j = 0; j < hidden; ++j)
                     rnn_cell::gru_forward(b, j, hidden, x, y, hp, out, s);
         }
@@ -52,12 +54,14 @@ public:
             float* dcp = dc_prev.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
+#pragma omp simd
                 for (std::int64_t j = 0; j < hidden; ++j)
                     rnn_cell::lstm_backward(b, j, hidden, s, cp, cell, g, gc, dx, dy, dhp, dcp);
         } else {
             const float* hp = h_prev.data<float>();
 #pragma omp parallel for if (n * hidden > kCellParallelMin)
             for (std::int64_t b = 0; b < n; ++b)
+#pragma omp simd
                 for (std::int64_t j = 0; j < hidden; ++j)
                     rnn_cell::gru_backward(b, j, hidden, s, hp, g, dx, dy, dhp);
         }
