@@ -39,7 +39,8 @@ inline float exp_approx(float x) {
     p = p * r + 5.0000001201e-1f;
     const float er = p * r * r + r + 1.f;
     // n is a whole number in [-125, 127] (0 for a NaN, whose er is NaN already).
-    const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n == n ? n : 0.f) + 127) << 23;
+    const std::uint32_t bits =
+        static_cast<std::uint32_t>(static_cast<std::int32_t>(n == n ? n : 0.f) + 127) << 23;
     float scale;
     std::memcpy(&scale, &bits, sizeof scale);
     return er * scale;

@@ -12,8 +12,8 @@ namespace {
 
 // Distance in units in the last place between two finite floats of one sign.
 double ulps(float a, float b) {
-    return std::fabs(double(a) - double(b)) / double(std::nextafter(std::fabs(b), INFINITY) -
-                                                      std::fabs(b));
+    return std::fabs(double(a) - double(b)) /
+           double(std::nextafter(std::fabs(b), INFINITY) - std::fabs(b));
 }
 
 TEST(RnnCellMath, ExpWithinTwoUlpsWhereItNeitherSaturatesNorUnderflows) {
