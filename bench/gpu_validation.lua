@@ -28,8 +28,11 @@ local figures = {
   {h200 .. '/layers.txt', 'H200', 'alexnet224', 8, 'fp32', 3163, true},
   {h200 .. '/layers.txt', 'H200', 'alexnet224', 64, 'fp32', 8319, true},
   {h200 .. '/peers_224.txt', 'H200', 'alexnet224', 128, 'fp32', 10012, false},
-  -- TF32, nchw, with the workspace budget that is now the default (8 GiB on an H200) and the
-  -- pooling kernels in 32-bit indices: configs.txt (batch 64; 16 GiB), workspace.txt (128).
+  -- Since the fit: the pooling kernels in 32-bit indices and cuDNN's workspace up to 8 GiB
+  -- (configs.txt's runs with 16 GiB, as fast), FP32 and TF32, nchw.
+  {h200_tf32 .. '/configs.txt', 'H200', 'resnet50', 64, 'fp32', 64 / 0.076108, false},
+  {h200_tf32 .. '/configs.txt', 'H200', 'vgg16', 64, 'fp32', 64 / 0.083568, false},
+  {h200_tf32 .. '/configs.txt', 'H200', 'alexnet224', 64, 'fp32', 64 / 0.006588, false},
   {h200_tf32 .. '/configs.txt', 'H200', 'resnet50', 64, 'tf32', 64 / 0.036498, false},
   {h200_tf32 .. '/configs.txt', 'H200', 'vgg16', 64, 'tf32', 64 / 0.055222, false},
   {h200_tf32 .. '/configs.txt', 'H200', 'alexnet224', 64, 'tf32', 64 / 0.005936, false},
@@ -82,13 +85,14 @@ for _, f in ipairs(figures) do
   if not fitted then worst_checked = math.max(worst_checked, math.abs(err)) end
   print(('| %s | %s | %s | %d | %s | %.0f | %.0f | %+.1f%% | %s |'):format(source, model, name, batch, precision, figure, s,
                                                                        100 * err, fitted and 'fitted' or 'check'))
-  local key = source .. '|' .. model
+  -- Paired within one source, GPU, precision and batch.
+  local key = ('%s|%s|%s|%d'):format(source, model, precision, batch)
   per_image[key] = per_image[key] or {}
-  per_image[key][name] = per_image[key][name] or {figure = 1 / figure, simulated = 1 / s, batch = batch}
+  per_image[key][name] = per_image[key][name] or {figure = 1 / figure, simulated = 1 / s}
 end
 print(('\nlargest error of a checked figure: %.1f%%\n'):format(100 * worst_checked))
-print('| source | GPU | VGG-16 / ResNet-50 time per image, figure | simulated | error |')
-print('|---|---|---|---|---|')
+print('| source | GPU | precision | batch | VGG-16 / ResNet-50 time per image, figure | simulated | error |')
+print('|---|---|---|---|---|---|---|')
 local keys = {}  -- in a fixed order, so a rerun prints the same table
 for key in pairs(per_image) do keys[#keys + 1] = key end
 table.sort(keys)
@@ -96,9 +100,10 @@ for _, key in ipairs(keys) do
   local by_net = per_image[key]
   local v, r = by_net.vgg16, by_net.resnet50
   if v and r then
-    local source, model = key:match('^(.*)|(.*)$')
+    local source, model, precision, batch = key:match('^(.*)|(.*)|(.*)|(.*)$')
     local figure, sim = v.figure / r.figure, v.simulated / r.simulated
-    print(('| %s | %s | %.2f | %.2f | %+.1f%% |'):format(source, model, figure, sim, 100 * (sim / figure - 1)))
+    print(('| %s | %s | %s | %s | %.2f | %.2f | %+.1f%% |'):format(source, model, precision, batch, figure, sim,
+                                                                100 * (sim / figure - 1)))
   end
 end
 
