@@ -220,6 +220,38 @@ TEST(Simulator, RejectsPlansThatDoNotFit) {
     EXPECT_THROW(simulate(plan(1, 2, 1, 8, {3}), t, costs), ConfigError);     // cut past the end
 }
 
+TEST(Simulator, AGpuKeepsCudnnsWorkspaceBudgetBesideTheNet) {
+    // V100s of 32 GiB: cuDNN's default budget is a sixteenth, 2 GiB (device_schema.h); a CPU
+    // device keeps nothing beside the net.
+    const std::size_t gib = std::size_t(1) << 30;
+    const Topology g = gpus(), c = cpu_topology(1, 2, 1, 32 * gib);
+    EXPECT_EQ(g.device(0).kernel_reserve_bytes(), 2 * gib);
+    EXPECT_EQ(g.device(0).usable_bytes(), 30 * gib);
+    EXPECT_EQ(c.device(0).kernel_reserve_bytes(), 0u);
+    EXPECT_EQ(c.device(0).usable_bytes(), 32 * gib);
+    const TableCosts costs(3, 0.5, 1.0, 100, 1000, 0.25, 2.0);
+    const Simulation on_gpu = simulate(plan(1, 1, 1, 8, {}), g, costs);
+    const Simulation on_cpu = simulate(plan(1, 1, 1, 8, {}), c, costs);
+    EXPECT_EQ(on_gpu.devices[0].peak_bytes, on_cpu.devices[0].peak_bytes + 2 * gib);
+}
+
+TEST(Planner, FillsAGpuOnlyToItsCapLessTheWorkspaceBudget) {
+    // Three layers of 3.5 GiB weights (10.5 GiB with gradient and momentum): 31.5 GiB on one
+    // device fits 32 GiB of memory but not the 30 GiB left beside cuDNN's 2 GiB.
+    const std::size_t gib = std::size_t(1) << 30;
+    const TableCosts costs(3, 0.1, 0.2, 1000, 7 * gib / 2, 0.1, 1.0);
+    PlannerOptions o;
+    o.batch = 8;
+    const PlanSearch on_cpus = search_plans(cpu_topology(4, 4, 1, 32 * gib), costs, o);
+    EXPECT_NE(on_cpus.pure_data_parallel(), nullptr);
+    const PlanSearch on_gpus = search_plans(gpus(), costs, o);
+    ASSERT_FALSE(on_gpus.plans.empty());
+    EXPECT_EQ(on_gpus.pure_data_parallel(), nullptr);
+    for (const auto& r : on_gpus.plans)
+        for (const auto& d : r.simulation.devices)
+            EXPECT_LE(d.peak_bytes, 32 * gib) << r.plan.label() << " " << d.name;
+}
+
 // What the search asks to be measured up front.
 class PrefetchLog final : public TableCosts {
 public:
