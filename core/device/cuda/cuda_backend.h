@@ -13,11 +13,10 @@
 namespace tandem {
 
 struct CudaDeviceOptions {
-    std::size_t memory = 0;  // cap in bytes; 0: 95% of the GPU's free memory at creation
-    std::size_t workspace =
-        0;  // cuDNN workspace budget; 0: device_schema.h's default_workspace_budget
-    bool benchmark = false;  // time convolution algorithms (cudnnFind*Ex) instead of
-                             // taking cuDNN's heuristic order (cudnnGet*_v7)
+    std::size_t memory = 0;     // cap in bytes; 0: 95% of the GPU's free memory at creation
+    std::size_t workspace = 0;  // cuDNN's budget; 0: default_workspace_budget (device_schema.h)
+    bool benchmark = false;     // time convolution algorithms (cudnnFind*Ex) instead of
+                                // taking cuDNN's heuristic order (cudnnGet*_v7)
     // TF32 tensor cores (Ampere and later) for convolutions and Linear's GEMMs: products of
     // 10-bit-mantissa inputs, accumulated in float32; faster, but results then differ from
     // the CPU backend's by about 1e-3 relative. Off: float32 FMA math throughout, as the CPU.
