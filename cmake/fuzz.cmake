@@ -17,7 +17,7 @@ add_library(tandem_fuzz_parsers STATIC
   core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/png_check.cpp
   core/data/png_decode.cpp
   core/data/idx.cpp core/data/interaction_text.cpp core/data/interaction_layout.cpp
-  core/plan/hardware.cpp core/plan/topology.cpp)
+  core/plan/hardware.cpp core/plan/topology.cpp core/device/workspace_budget.cpp)
 target_include_directories(tandem_fuzz_parsers PUBLIC core)
 target_compile_options(tandem_fuzz_parsers PUBLIC
   -fsanitize=fuzzer-no-link,${TANDEM_FUZZ_SANITIZERS} -fno-sanitize-recover=all -fno-omit-frame-pointer -g)

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
-#include "device/device_schema.h"
+#include "device/workspace_budget.h"
 
 namespace tandem {
 namespace {

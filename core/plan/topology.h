@@ -78,7 +78,8 @@ struct TopologyDevice {
     int pool = -1;  // index into Topology::pools() for CPU devices, -1 otherwise
 
     // What its kernels keep beside the net: on a GPU, cuDNN's default workspace budget
-    // (device_schema.h), which a timed algorithm search allocates whole; nothing on a CPU.
+    // (device/workspace_budget.h), which a timed algorithm search allocates whole; nothing on a
+    // CPU.
     std::size_t kernel_reserve_bytes() const;
     // The memory a plan's stage may fill: the cap less the kernels' reserve.
     std::size_t usable_bytes() const;

@@ -14,7 +14,7 @@ namespace tandem {
 
 struct CudaDeviceOptions {
     std::size_t memory = 0;     // cap in bytes; 0: 95% of the GPU's free memory at creation
-    std::size_t workspace = 0;  // cuDNN's budget; 0: default_workspace_budget (device_schema.h)
+    std::size_t workspace = 0;  // cuDNN's budget; 0: default_workspace_budget (workspace_budget.h)
     bool benchmark = false;     // time convolution algorithms (cudnnFind*Ex) instead of
                                 // taking cuDNN's heuristic order (cudnnGet*_v7)
     // TF32 tensor cores (Ampere and later) for convolutions and Linear's GEMMs: products of

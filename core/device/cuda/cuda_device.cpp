@@ -7,7 +7,7 @@
 #include "device/cpu/cpu_device.h"
 #include "device/cuda/check.h"
 #include "device/cuda/plan.h"
-#include "device/device_schema.h"
+#include "device/workspace_budget.h"
 
 namespace tandem {
 namespace {

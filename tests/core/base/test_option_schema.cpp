@@ -19,6 +19,7 @@
 #include "data/source_schema.h"
 #include "device/cpu/cpu_device.h"
 #include "device/device_schema.h"
+#include "device/workspace_budget.h"
 #include "engine/engine.h"
 #include "engine/engine_schema.h"
 #include "io/metrics_log_schema.h"
