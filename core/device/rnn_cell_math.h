@@ -62,14 +62,6 @@ inline float tanh_approx(float x) {
 }
 #endif
 
-TANDEM_HOST_DEVICE inline float exp_of(float x) {
-#if defined(__CUDA_ARCH__)
-    return expf(x);
-#else
-    return exp_approx(x);
-#endif
-}
-
 TANDEM_HOST_DEVICE inline float tanh_of(float x) {
 #if defined(__CUDA_ARCH__)
     return tanhf(x);
@@ -79,7 +71,11 @@ TANDEM_HOST_DEVICE inline float tanh_of(float x) {
 }
 
 TANDEM_HOST_DEVICE inline float sigmoid(float x) {
-    return 1.f / (1.f + exp_of(-x));
+#if defined(__CUDA_ARCH__)
+    return 1.f / (1.f + expf(-x));
+#else
+    return 1.f / (1.f + exp_approx(-x));
+#endif
 }
 
 // One unit's step. `b`: sample, `j`: unit.
