@@ -68,6 +68,11 @@ InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
         << " values (a feature index or a sequence that long is more likely a damaged line; "
            "give --length and --features to bound them)";
     const auto width = std::size_t(set.width());
+    TANDEM_CHECK_AS(DataError,
+                    double(lines.size()) * double(width) <= double(kMaxInteractionValues))
+        << name << ": " << lines.size() << " examples of " << width << " values are more than the "
+        << kMaxInteractionValues << " values a set is laid out in (a feature index or a sequence "
+        << "that long is more likely a damaged line; give --length and --features to bound them)";
     try {
         set.samples.assign(lines.size() * width, 0.0f);
     } catch (const std::bad_alloc&) {

@@ -41,6 +41,10 @@ struct InteractionSet {
 // The most values one sample may hold (L + F): a net input of 16M values is no user's data but
 // a damaged index, refused by name before anything that large is allocated.
 inline constexpr std::int64_t kMaxInteractionWidth = std::int64_t(1) << 24;
+// The most values a whole set may hold when laid out (examples x width, 1 GiB of floats): a
+// few dozen damaged lines each naming a feature index near the width limit would otherwise ask
+// for gigabytes (the fuzzer found 20 such lines taking 2 GB).
+inline constexpr std::int64_t kMaxInteractionValues = std::int64_t(1) << 28;
 
 // ConfigError for a length or width out of range (negative, or past the limits above).
 void check_interaction_shape(const InteractionShape& shape);

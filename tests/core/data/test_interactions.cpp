@@ -93,6 +93,25 @@ TEST(InteractionLayout, KeepsTheLastItemsPadsInFrontAndShiftsIds) {
     }
 }
 
+TEST(InteractionLayout, RefusesASetTooLargeBeforeAllocatingIt) {
+    // Each sample may be 16M values wide, but 20 of them would be 1.3 GB (the fuzzer's find).
+    std::string text;
+    for (int i = 0; i < 20; ++i) text += "u\t1\t16777205:1\t0\n";
+    const auto lines = parse(text);
+    try {
+        layout_interactions(lines, "data.tsv", {});
+        FAIL() << "no error";
+    } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("data.tsv: 20 examples of 16777207 values are more "
+                                             "than the 268435456 values a set is laid out in"),
+                  std::string::npos)
+            << e.what();
+    }
+    // One such sample is within the limit.
+    EXPECT_EQ(layout_interactions(parse("u\t1\t16777205:1\t0\n"), "data.tsv", {}).features,
+              16777206);
+}
+
 TEST(InteractionLayout, RefusesSamplesTooWideBeforeAllocatingThem) {
     // One damaged index would make every sample 16M values wide (64 MB each).
     const auto lines = parse("a\t1\t16777215:1\t0\n");
