@@ -2,8 +2,7 @@
 // 1x1 convolutions 2-3x slower in every pass, and where channel counts are not whole vectors of
 // 8 (LeNet-5's 20 -> 50 5x5 layer) they pad every channel block: that layer's backward data ran
 // at 34 GFLOP/s and its weights at 44 on one Zen 3 core, where SGEMM runs these products at
-// 65-80. Where the outputs end inside a vector SGEMM's forward was the slower one, so the
-// forward stays on a oneDNN kernel this one wraps.
+// 65-80. Where the outputs end inside a vector SGEMM's forward was the slower one (gemm_pays).
 //
 // Rows of the column matrix are output pixels, its columns the taps' input channels in
 // (kh, kw, c) order, so a row is k*k runs of c contiguous channels-last values (a 1x1
@@ -37,12 +36,11 @@ std::size_t whole_lines(std::int64_t floats) {
 
 class Conv2dGemm final : public Conv2dKernel {
 public:
-    Conv2dGemm(Device& device, const Conv2dConfig& c, std::unique_ptr<Conv2dKernel> direct)
+    Conv2dGemm(Device& device, const Conv2dConfig& c)
         : device_(as_cpu(device)), c_(c), threads_(std::max(1, device.threads())),
           taps_(c.kernel_h * c.kernel_w), columns_(taps_ * c.c), pixels_(c.out_h() * c.out_w()),
           plain_(c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
-                 c.pad_h == 0 && c.pad_w == 0),
-          direct_(std::move(direct)) {
+                 c.pad_h == 0 && c.pad_w == 0) {
         // As few chunks as keep each column matrix within kColumnFloats, in a multiple of the
         // threads so that each thread gets as many images.
         const std::int64_t floats = std::max<std::int64_t>(1, pixels_ * columns_);
@@ -55,7 +53,6 @@ public:
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
-        if (direct_) return direct_->forward(src, weights, bias, dst);
         const float* x = src.data<float>();
         const float* b = c_.bias ? bias.data<float>() : nullptr;
         float* y = dst.data<float>();
@@ -233,7 +230,6 @@ private:
     std::int64_t taps_, columns_, pixels_, images_per_chunk_ = 1;
     std::size_t column_bytes_ = 0;  // a thread's column matrix
     bool plain_;                    // 1x1, stride 1, no padding: the input is its own column matrix
-    std::unique_ptr<Conv2dKernel> direct_;  // the forward's, where the outputs end inside a vector
 };
 
 }  // namespace
@@ -246,9 +242,11 @@ bool gemm_fits(const Conv2dConfig& c) {
 // on 1x1 convolutions (2-3x), and 15-40% faster from 256 columns (LeNet-5's 20 -> 50 5x5: 500;
 // ResNet's 3x3 stride-2 layers from 32 channels: 288 and more); as fast or slower on 16 -> 32
 // 3x3 (144 columns), and several times slower on a first layer's few input channels, where
-// SGEMM's products are too small.
-bool gemm_pays(const Conv2dConfig& c) {
+// SGEMM's products are too small. Where the outputs end inside a vector (LeNet-5's 50) SGEMM's
+// forward was slower than oneDNN's.
+bool gemm_pays(const Conv2dConfig& c, ConvPass pass) {
     const bool one_by_one = c.kernel_h == 1 && c.kernel_w == 1;
+    if (pass == ConvPass::forward && c.out_channels % 8 != 0) return false;
     return gemm_fits(c) && c.c >= 8 && c.out_channels >= 16 &&
            (one_by_one || c.kernel_h * c.kernel_w * c.c >= 256);
 }
@@ -256,10 +254,7 @@ bool gemm_pays(const Conv2dConfig& c) {
 std::unique_ptr<Conv2dKernel> make_conv2d_gemm(Device& device, const Conv2dConfig& config) {
     TANDEM_CHECK_AS(BackendError, gemm_fits(config))
         << "the gemm convolution takes one group on channels-last activations";
-    // SGEMM ran LeNet-5's forward (50 outputs) slower than oneDNN.
-    const bool partial_vectors = config.out_channels % 8 != 0;
-    return std::make_unique<Conv2dGemm>(
-        device, config, partial_vectors ? make_conv2d_dnnl(device, config) : nullptr);
+    return std::make_unique<Conv2dGemm>(device, config);
 }
 
 }  // namespace tandem::cpu

@@ -42,6 +42,9 @@ struct TileGrid {
     std::int64_t tiles_h() const { return (out_h + m - 1) / m; }
     std::int64_t tiles_w() const { return (out_w + m - 1) / m; }
     std::int64_t tiles() const { return n * tiles_h() * tiles_w(); }
+    // The row of output channels in U, the products and their gradients: whole vectors, the
+    // lanes past cout zero, so the thin products' register blocks take any cout.
+    std::int64_t cout_row() const { return (cout + wg::kVec - 1) / wg::kVec * wg::kVec; }
     // Image, and top-left output row and column, of tile t.
     void origin(std::int64_t t, std::int64_t& image, std::int64_t& y, std::int64_t& x) const {
         const std::int64_t per_image = tiles_h() * tiles_w();
@@ -91,7 +94,7 @@ void transform_input(const TileGrid& g, const float* in, std::int64_t first, std
     }
 }
 
-// Turns the products (count x a*a x cout) of tiles [first, first + count) into output blocks,
+// Turns the products (count x a*a x cout_row) of tiles [first, first + count) into output blocks,
 // adding the bias when there is one; blocks past the output's edge are cut.
 template <int M, int R>
 void transform_output(const TileGrid& g, const float* product, std::int64_t first,
@@ -107,7 +110,7 @@ void transform_output(const TileGrid& g, const float* product, std::int64_t firs
         for (std::int64_t c = 0; c < g.cout; c += wg::kVec) {
             const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, g.cout - c));
             for (int xi = 0; xi < a * a; ++xi)
-                e[xi] = wg::load(product + (k * a * a + xi) * g.cout + c, lanes);
+                e[xi] = wg::load(product + (k * a * a + xi) * g.cout_row() + c, wg::kVec);
             wg::left<M, a, a, T::at>(e, tmp);
             wg::right<M, a, M, T::at>(tmp, y);
             const wg::Vec b = bias ? wg::load(bias + c, lanes) : wg::Vec{};
@@ -119,7 +122,7 @@ void transform_output(const TileGrid& g, const float* product, std::int64_t firs
     }
 }
 
-// The output gradient's tiles [first, first + count) as A dY A^T, into z (count x a*a x cout);
+// The output gradient's tiles [first, first + count) as A dY A^T, into z (count x a*a x cout_row);
 // outputs past the edge count as zero.
 template <int M, int R>
 void transform_output_gradient(const TileGrid& g, const float* dy, std::int64_t first,
@@ -142,16 +145,17 @@ void transform_output_gradient(const TileGrid& g, const float* dy, std::int64_t 
             wg::left<a, M, M, T::a_>(e, tmp);
             wg::right<a, M, a, T::a_>(tmp, out);
             for (int xi = 0; xi < a * a; ++xi)
-                wg::store(z + (k * a * a + xi) * g.cout + c, out[xi], lanes);
+                wg::store(z + (k * a * a + xi) * g.cout_row() + c, out[xi], wg::kVec);
         }
     }
 }
 
-// U = G w G^T for a pass from `inputs` to `outputs` channels (u: a*a x inputs x outputs).
-// Forward reads w[o][i]; backward data (flipped) reads w[i][o] rotated by 180 degrees.
+// U = G w G^T for a pass from `inputs` to `outputs` channels (u: a*a x inputs x row, the
+// lanes past `outputs` zero). Forward reads w[o][i]; backward data (flipped) reads w[i][o]
+// rotated by 180 degrees.
 template <int M, int R>
-void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs, bool flipped,
-                       float* u) {
+void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs, std::int64_t row,
+                       bool flipped, float* u) {
     using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
 #pragma omp parallel for
@@ -170,14 +174,15 @@ void transform_filters(const float* w, std::int64_t inputs, std::int64_t outputs
             wg::left<a, R, R, T::g>(g, tmp);
             wg::right<a, R, a, T::g>(tmp, out);
             for (int xi = 0; xi < a * a; ++xi)
-                wg::store(u + (xi * inputs + i) * outputs + o0, out[xi], lanes);
+                wg::store(u + (xi * inputs + i) * row + o0, out[xi], wg::kVec);
         }
     }
 }
 
-// dw[o][i] += G^T dU G (du: a*a x inputs x outputs).
+// dw[o][i] += G^T dU G (du: a*a x inputs x row).
 template <int M, int R>
-void add_filter_gradient(const float* du, std::int64_t inputs, std::int64_t outputs, float* dw) {
+void add_filter_gradient(const float* du, std::int64_t inputs, std::int64_t outputs,
+                         std::int64_t row, float* dw) {
     using T = wg::Matrices<M, R>;
     constexpr int a = T::a;
 #pragma omp parallel for
@@ -186,7 +191,7 @@ void add_filter_gradient(const float* du, std::int64_t inputs, std::int64_t outp
         for (std::int64_t o0 = 0; o0 < outputs; o0 += wg::kVec) {
             const int lanes = static_cast<int>(std::min<std::int64_t>(wg::kVec, outputs - o0));
             for (int xi = 0; xi < a * a; ++xi)
-                e[xi] = wg::load(du + (xi * inputs + i) * outputs + o0, lanes);
+                e[xi] = wg::load(du + (xi * inputs + i) * row + o0, lanes);
             wg::left<R, a, a, T::gt>(e, tmp);
             wg::right<R, a, R, T::gt>(tmp, g);
             for (int k = 0; k < R * R; ++k)
@@ -224,10 +229,11 @@ public:
         // share of the tiles, so that every thread has work.
         const auto chunk_for = [&](const TileGrid& g) {
             const std::int64_t a2 = g.elements();
-            const std::int64_t reuse = 4 * g.cin * g.cout / (g.cin + g.cout);
-            const std::int64_t floats = wg::thin(g.cout, g.cin) ? 1 << 16 : 1 << 18;
-            const std::int64_t cache = floats / (a2 * (g.cin + g.cout));
-            const std::int64_t wanted = wg::thin(g.cout, g.cin) ? cache : std::max(reuse, cache);
+            const std::int64_t cout = g.cout_row();
+            const std::int64_t reuse = 4 * g.cin * cout / (g.cin + cout);
+            const std::int64_t floats = wg::thin(cout, g.cin) ? 1 << 16 : 1 << 18;
+            const std::int64_t cache = floats / (a2 * (g.cin + cout));
+            const std::int64_t wanted = wg::thin(cout, g.cin) ? cache : std::max(reuse, cache);
             const std::int64_t fair = (g.tiles() + threads_ - 1) / threads_;
             return std::max<std::int64_t>(1, std::min(wanted, fair));
         };
@@ -262,10 +268,10 @@ private:
     void weights_pass(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                       Tensor& diff_bias) {
         const TileGrid& g = forward_;
-        const std::int64_t a2 = g.elements(), chunk = forward_chunk_;
-        const std::int64_t du_floats = a2 * g.cin * g.cout;
+        const std::int64_t a2 = g.elements(), chunk = forward_chunk_, cout = g.cout_row();
+        const std::int64_t du_floats = a2 * g.cin * cout;
         const std::int64_t per_thread =
-            round_up((a2 * chunk * (g.cin + g.cout) + du_floats + g.cout) * sizeof(float));
+            round_up((a2 * chunk * (g.cin + cout) + du_floats + g.cout) * sizeof(float));
         char* scratch = static_cast<char*>(
             activation_scratch(device_).for_calling_thread(threads_ * per_thread));
         const float* x = src.data<float>();
@@ -275,7 +281,7 @@ private:
         const TeamRun run = run_in_blocks(scratch, per_thread, threads_, [&](char* block) {
             auto* v = reinterpret_cast<float*>(block);
             float* z = v + a2 * chunk * g.cin;
-            float* du = z + a2 * chunk * g.cout;
+            float* du = z + a2 * chunk * cout;
             float* db = du + du_floats;
             std::fill(du, du + du_floats + g.cout, 0.f);
             bool ok = true;
@@ -285,9 +291,8 @@ private:
                 transform_input<M, R>(g, x, first, count, v);
                 transform_output_gradient<M, R>(g, dy, first, count, z);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
-                    ok &= wg::multiply({v + xi * g.cin, 1, a2 * g.cin},
-                                       {z + xi * g.cout, a2 * g.cout}, g.cin, g.cout, count, true,
-                                       {du + xi * g.cin * g.cout, g.cout});
+                    ok &= wg::multiply({v + xi * g.cin, 1, a2 * g.cin}, {z + xi * cout, a2 * cout},
+                                       g.cin, cout, count, true, {du + xi * g.cin * cout, cout});
             }
             if (config_.bias) {
 #pragma omp for schedule(static)
@@ -301,12 +306,12 @@ private:
         auto* first = reinterpret_cast<float*>(scratch);
         for (int t = 1; t < run.team; ++t) {
             const auto* other = reinterpret_cast<const float*>(scratch + t * per_thread);
-            const std::int64_t du_at = a2 * chunk * (g.cin + g.cout);
+            const std::int64_t du_at = a2 * chunk * (g.cin + cout);
 #pragma omp parallel for num_threads(threads_) if (du_floats > kParallelMin)
             for (std::int64_t e = du_at; e < du_at + du_floats + g.cout; ++e) first[e] += other[e];
         }
-        const float* du = first + a2 * chunk * (g.cin + g.cout);
-        add_filter_gradient<M, R>(du, g.cin, g.cout, diff_weights.data<float>());
+        const float* du = first + a2 * chunk * (g.cin + cout);
+        add_filter_gradient<M, R>(du, g.cin, g.cout, cout, diff_weights.data<float>());
         if (config_.bias) {
             float* b = diff_bias.data<float>();
             for (std::int64_t c = 0; c < g.cout; ++c) b[c] += du[du_floats + c];
@@ -327,13 +332,13 @@ private:
     template <int M, int R>
     void run_tiles(const TileGrid& g, std::int64_t chunk, const float* in, const float* w,
                    bool flipped, const float* bias, float* out) {
-        const std::int64_t a2 = g.elements();
-        const std::int64_t u_bytes = round_up(a2 * g.cin * g.cout * sizeof(float));
-        const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + g.cout) * sizeof(float));
+        const std::int64_t a2 = g.elements(), cout = g.cout_row();
+        const std::int64_t u_bytes = round_up(a2 * g.cin * cout * sizeof(float));
+        const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + cout) * sizeof(float));
         char* scratch = static_cast<char*>(
             activation_scratch(device_).for_calling_thread(u_bytes + threads_ * per_thread));
         auto* u = reinterpret_cast<float*>(scratch);
-        transform_filters<M, R>(w, g.cin, g.cout, flipped, u);
+        transform_filters<M, R>(w, g.cin, g.cout, cout, flipped, u);
         const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         const TeamRun run =
             run_in_blocks(scratch + u_bytes, per_thread, threads_, [&](char* block) {
@@ -346,8 +351,8 @@ private:
                     transform_input<M, R>(g, in, first, count, v);
                     for (std::int64_t xi = 0; xi < a2; ++xi)
                         ok &= wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
-                                           {u + xi * g.cin * g.cout, g.cout}, count, g.cout, g.cin,
-                                           false, {product + xi * g.cout, a2 * g.cout});
+                                           {u + xi * g.cin * cout, cout}, count, cout, g.cin, false,
+                                           {product + xi * cout, a2 * cout});
                     transform_output<M, R>(g, product, first, count, bias, out);
                 }
                 return ok;
@@ -378,13 +383,24 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dC
     return std::make_unique<Conv2dWinograd>(device, config);
 }
 
-// Below 16 channels, or with channels in partial vectors (LeNet-5's 20 -> 50: 50% slower than
-// oneDNN there), the transforms cost more than the multiplications saved.
-bool winograd_pays(const Conv2dConfig& c) {
-    const auto whole = [](std::int64_t channels) {
-        return channels >= kWinogradMinChannels && channels % wg::kVec == 0;
-    };
-    return winograd_fits(c) && whole(c.c) && whole(c.out_channels);
+// Below 16 channels the transforms cost more than the multiplications saved. A pass whose tiles
+// save less than half of the direct form's multiplications is left to the others: LeNet-5's
+// 20 -> 50 backward data, a full convolution of its 8x8 gradient padded by 4 (81% of the
+// multiplications, most of them on padding), took 6.6 ms against gemm's 2.3. Channels in
+// partial vectors (LeNet-5's 20 and 50) are padded in U and the products: its forward and
+// weights' gradient ran 10% and 30% faster than oneDNN's and gemm's, the latter at 34% of the
+// multiplications.
+bool winograd_pays(const Conv2dConfig& c, ConvPass pass) {
+    if (!winograd_fits(c) || c.c < kWinogradMinChannels || c.out_channels < kWinogradMinChannels)
+        return false;
+    // Backward data's tiles cover the input, the others' the output.
+    const bool data = pass == ConvPass::data;
+    const std::int64_t out_h = data ? c.h : c.out_h(), out_w = data ? c.w : c.out_w();
+    const int r = static_cast<int>(c.kernel_h), m = best_m(out_h, out_w, r);
+    const std::int64_t tiles = ((out_h + m - 1) / m) * ((out_w + m - 1) / m);
+    const std::int64_t winograd = tiles * (m + r - 1) * (m + r - 1);
+    const std::int64_t direct = c.out_h() * c.out_w() * r * r;
+    return 2 * winograd <= direct;
 }
 
 }  // namespace tandem::cpu

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "device/device.h"
 #include "kernels/kernels.h"
@@ -41,23 +42,31 @@ std::unique_ptr<Pool2dKernel> make_pool2d_reference(Device&, const Pool2dConfig&
 std::unique_ptr<LrnKernel> make_lrn_dnnl(Device&, const LrnConfig&);
 std::unique_ptr<LrnKernel> make_lrn_reference(Device&, const LrnConfig&);
 
-// The CPU's Conv2d (make_conv2d_cpu, conv2d_cpu.cpp): Winograd (conv2d_winograd.cpp) for the
-// 3x3 and 5x5 stride-1 convolutions it fits, between at least kWinogradMinChannels channels
-// each side in whole vectors of 8; thin_input for a layer over few input channels; gemm where
-// it pays (1x1 convolutions, many columns); oneDNN's direct kernels else.
+// The passes of a convolution, which the CPU's default may run on different kernels.
+enum class ConvPass { forward, data, weights };
+// The kernel (by its registry name) each pass of the CPU's default runs on.
+struct Conv2dChoice {
+    std::string_view forward, data, weights;
+};
+// The CPU's Conv2d (make_conv2d_cpu, conv2d_cpu.cpp), pass by pass: Winograd
+// (conv2d_winograd.cpp) for the 3x3 and 5x5 stride-1 passes it fits, between at least
+// kWinogradMinChannels channels each side, whose tiles save enough multiplications;
+// thin_input for a layer over few input channels; gemm where it pays (1x1 convolutions, many
+// columns); oneDNN's direct kernels else.
+Conv2dChoice choose_conv2d_cpu(const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
 constexpr std::int64_t kWinogradMinChannels = 16;
 bool winograd_fits(const Conv2dConfig&);
-bool winograd_pays(const Conv2dConfig&);
+bool winograd_pays(const Conv2dConfig&, ConvPass);
 std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device&, const Conv2dConfig&);
 // The weights' gradient of a layer over at most 4 input channels in our own loop, the rest on
 // oneDNN (conv2d_thin_input.cpp).
 bool thin_input_fits(const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_thin_input(Device&, const Conv2dConfig&);
-// Convolutions as matrix products on SGEMM (im2col; conv2d_gemm.cpp); gemm_pays: where that
-// beats oneDNN.
+// Convolutions as matrix products on SGEMM (im2col; conv2d_gemm.cpp), every pass; gemm_pays:
+// the passes where that beats oneDNN.
 bool gemm_fits(const Conv2dConfig&);
-bool gemm_pays(const Conv2dConfig&);
+bool gemm_pays(const Conv2dConfig&, ConvPass);
 std::unique_ptr<Conv2dKernel> make_conv2d_gemm(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_dnnl(Device&, const Conv2dConfig&);
 std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig&);

@@ -17,6 +17,10 @@
 #include <array>
 #include <cstring>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 namespace tandem::cpu::winograd {
 
 using Vec = float __attribute__((vector_size(32)));
@@ -24,19 +28,37 @@ constexpr int kVec = 8;  // channels in a Vec
 // The same in memory at any float's alignment (an unaligned load or store).
 using UnalignedVec = float __attribute__((vector_size(32), aligned(4), may_alias));
 
-// `lanes` (1..8) channels from p; the rest zero.
+#ifdef __AVX2__
+// The first `lanes` lanes set: AVX's masked loads and stores touch no memory past them.
+inline __m256i lane_mask(int lanes) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
+// `lanes` (1..8) channels from p; the rest zero. Partial vectors (LeNet-5's 20 and 50 channels)
+// go through AVX's masked moves: a copy through memory took a third of a 20-channel layer's
+// Winograd forward.
 inline Vec load(const float* p, int lanes) {
     if (lanes == kVec) return *reinterpret_cast<const UnalignedVec*>(p);
+#ifdef __AVX2__
+    return reinterpret_cast<Vec>(_mm256_maskload_ps(p, lane_mask(lanes)));
+#else
     Vec v{};
     std::memcpy(&v, p, lanes * sizeof(float));
     return v;
+#endif
 }
 
 inline void store(float* p, const Vec& v, int lanes) {
-    if (lanes == kVec)
+    if (lanes == kVec) {
         *reinterpret_cast<UnalignedVec*>(p) = v;
-    else
-        std::memcpy(p, &v, lanes * sizeof(float));
+        return;
+    }
+#ifdef __AVX2__
+    _mm256_maskstore_ps(p, lane_mask(lanes), reinterpret_cast<__m256>(v));
+#else
+    std::memcpy(p, &v, lanes * sizeof(float));
+#endif
 }
 
 template <int Rows, int Cols>

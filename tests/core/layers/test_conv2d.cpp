@@ -155,7 +155,8 @@ TEST(Conv2d, WinogradMatchesReference) {
         {conv_options(20, 50, 5, 1, 0, 1, false), {3, 20, 12, 11}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c, "winograd");
-    // The default CPU kernel: Winograd from 16 channels each side in whole vectors, oneDNN else.
+    // The default CPU kernel, pass by pass: Winograd from 16 channels each side where its tiles
+    // save, gemm or oneDNN else (LeNet-5's 20 -> 50: Winograd, gemm's backward data, Winograd).
     for (const auto& c : cases) compare_with_reference(c, "cpu");
 }
 
@@ -204,7 +205,7 @@ TEST(Conv2d, ThinInputMatchesReference) {
 }
 
 // Convolutions as matrix products (conv2d_gemm.cpp): channels in partial vectors
-// (LeNet-5's 20 -> 50; its forward stays on oneDNN), stride 2 with padding, a rectangular
+// (LeNet-5's 20 -> 50, forward too), stride 2 with padding, a rectangular
 // kernel, 1x1 (no column matrix), bias or none, and a batch of several chunks per thread (a
 // chunk's column matrix holds at most 2^20 floats).
 TEST(Conv2d, GemmMatchesReference) {

@@ -18,7 +18,10 @@ Topology fabric(int gpus, int machines = 1, int links = 12) {
     spec.name = "fabric";
     spec.nodes.push_back({"network", "", "", "", 0, 1, 0, 1});
     for (int m = 0; m < machines; ++m) {
-        const std::string host = "m" + std::to_string(m);
+        // Appended, not "m" + to_string(m): GCC 12 warns falsely on that operator+ when
+        // inlined (stringop-overflow, its bug 105651), and the build treats warnings as errors.
+        std::string host = "m";
+        host += std::to_string(m);
         spec.nodes.push_back({host, "network", machines > 1 ? "ib_hdr" : "pcie4_x16", "", 0, 1, 0,
                               machines > 1 ? gpus : 1});
         FabricSpec f{host + ".nvswitch", "nvlink3", links, {}};  // none for one GPU
