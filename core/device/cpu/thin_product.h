@@ -58,9 +58,18 @@ inline void product_columns(Strided a, Rows b, std::int64_t rows, std::int64_t i
     for (; i + kRows <= rows; i += kRows)
         product_block<kRows, NV>({a.p + i * a.row, a.row, a.col}, b, inner, accumulate,
                                  {c.p + i * c.row, c.row});
-    for (; i < rows; ++i)
-        product_block<1, NV>({a.p + i * a.row, a.row, a.col}, b, inner, accumulate,
-                             {c.p + i * c.row, c.row});
+    // The rest in halving blocks: one row alone keeps too few sums in flight to hide the
+    // multiply-add's latency (the weights' pass of a 16-channel layer has 4 rows left).
+    const auto rest = [&]<int R>() {
+        if (i + R <= rows) {
+            product_block<R, NV>({a.p + i * a.row, a.row, a.col}, b, inner, accumulate,
+                                 {c.p + i * c.row, c.row});
+            i += R;
+        }
+    };
+    if constexpr (kRows > 4) rest.template operator()<4>();
+    rest.template operator()<2>();
+    rest.template operator()<1>();
 }
 
 // C (rows x cols) = A B (+ C when accumulating): the register blocks for thin products,
