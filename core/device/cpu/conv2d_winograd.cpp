@@ -42,8 +42,11 @@ struct TileGrid {
     std::int64_t tiles_h() const { return (out_h + m - 1) / m; }
     std::int64_t tiles_w() const { return (out_w + m - 1) / m; }
     std::int64_t tiles() const { return n * tiles_h() * tiles_w(); }
-    // The row of output channels in U, the products and their gradients: whole vectors, the
-    // lanes past cout zero, so the thin products' register blocks take any cout.
+    // The rows of input channels in V and of output channels in U, the products and their
+    // gradients: whole vectors, the lanes past the channels zero, so the thin products'
+    // register blocks take any cout and the transforms store whole vectors (AVX's masked
+    // stores are slow on Zen 3).
+    std::int64_t cin_row() const { return (cin + wg::kVec - 1) / wg::kVec * wg::kVec; }
     std::int64_t cout_row() const { return (cout + wg::kVec - 1) / wg::kVec * wg::kVec; }
     // Image, and top-left output row and column, of tile t.
     void origin(std::int64_t t, std::int64_t& image, std::int64_t& y, std::int64_t& x) const {
@@ -64,7 +67,7 @@ int best_m(std::int64_t out_h, std::int64_t out_w, int r) {
     return mults(4) <= mults(2) ? 4 : 2;
 }
 
-// Writes the transformed input tiles [first, first + count) into v (count x a*a x cin).
+// Writes the transformed input tiles [first, first + count) into v (count x a*a x cin_row).
 template <int M, int R>
 void transform_input(const TileGrid& g, const float* in, std::int64_t first, std::int64_t count,
                      float* v) {
@@ -89,7 +92,7 @@ void transform_input(const TileGrid& g, const float* in, std::int64_t first, std
             for (int e = 0; e < a * a; ++e) d[e] = at[e] ? wg::load(at[e] + c, lanes) : wg::Vec{};
             wg::sandwich<a, a, T::bt>(d, out);
             for (int xi = 0; xi < a * a; ++xi)
-                wg::store(v + (k * a * a + xi) * g.cin + c, out[xi], lanes);
+                wg::store(v + (k * a * a + xi) * g.cin_row() + c, out[xi], wg::kVec);
         }
     }
 }
@@ -232,7 +235,7 @@ public:
             const std::int64_t cout = g.cout_row();
             const std::int64_t reuse = 4 * g.cin * cout / (g.cin + cout);
             const std::int64_t floats = wg::thin(cout, g.cin) ? 1 << 16 : 1 << 18;
-            const std::int64_t cache = floats / (a2 * (g.cin + cout));
+            const std::int64_t cache = floats / (a2 * (g.cin_row() + cout));
             const std::int64_t wanted = wg::thin(cout, g.cin) ? cache : std::max(reuse, cache);
             const std::int64_t fair = (g.tiles() + threads_ - 1) / threads_;
             return std::max<std::int64_t>(1, std::min(wanted, fair));
@@ -269,9 +272,10 @@ private:
                       Tensor& diff_bias) {
         const TileGrid& g = forward_;
         const std::int64_t a2 = g.elements(), chunk = forward_chunk_, cout = g.cout_row();
+        const std::int64_t cin = g.cin_row();
         const std::int64_t du_floats = a2 * g.cin * cout;
         const std::int64_t per_thread =
-            round_up((a2 * chunk * (g.cin + cout) + du_floats + g.cout) * sizeof(float));
+            round_up((a2 * chunk * (cin + cout) + du_floats + g.cout) * sizeof(float));
         char* scratch = static_cast<char*>(
             activation_scratch(device_).for_calling_thread(threads_ * per_thread));
         const float* x = src.data<float>();
@@ -280,7 +284,7 @@ private:
         const std::int64_t rows = g.n * g.out_h * g.out_w;
         const TeamRun run = run_in_blocks(scratch, per_thread, threads_, [&](char* block) {
             auto* v = reinterpret_cast<float*>(block);
-            float* z = v + a2 * chunk * g.cin;
+            float* z = v + a2 * chunk * cin;
             float* du = z + a2 * chunk * cout;
             float* db = du + du_floats;
             std::fill(du, du + du_floats + g.cout, 0.f);
@@ -291,7 +295,7 @@ private:
                 transform_input<M, R>(g, x, first, count, v);
                 transform_output_gradient<M, R>(g, dy, first, count, z);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
-                    ok &= wg::multiply({v + xi * g.cin, 1, a2 * g.cin}, {z + xi * cout, a2 * cout},
+                    ok &= wg::multiply({v + xi * cin, 1, a2 * cin}, {z + xi * cout, a2 * cout},
                                        g.cin, cout, count, true, {du + xi * g.cin * cout, cout});
             }
             if (config_.bias) {
@@ -306,11 +310,11 @@ private:
         auto* first = reinterpret_cast<float*>(scratch);
         for (int t = 1; t < run.team; ++t) {
             const auto* other = reinterpret_cast<const float*>(scratch + t * per_thread);
-            const std::int64_t du_at = a2 * chunk * (g.cin + cout);
+            const std::int64_t du_at = a2 * chunk * (cin + cout);
 #pragma omp parallel for num_threads(threads_) if (du_floats > kParallelMin)
             for (std::int64_t e = du_at; e < du_at + du_floats + g.cout; ++e) first[e] += other[e];
         }
-        const float* du = first + a2 * chunk * (g.cin + cout);
+        const float* du = first + a2 * chunk * (cin + cout);
         add_filter_gradient<M, R>(du, g.cin, g.cout, cout, diff_weights.data<float>());
         if (config_.bias) {
             float* b = diff_bias.data<float>();
@@ -334,7 +338,7 @@ private:
                    bool flipped, const float* bias, float* out) {
         const std::int64_t a2 = g.elements(), cout = g.cout_row();
         const std::int64_t u_bytes = round_up(a2 * g.cin * cout * sizeof(float));
-        const std::int64_t per_thread = round_up(a2 * chunk * (g.cin + cout) * sizeof(float));
+        const std::int64_t per_thread = round_up(a2 * chunk * (g.cin_row() + cout) * sizeof(float));
         char* scratch = static_cast<char*>(
             activation_scratch(device_).for_calling_thread(u_bytes + threads_ * per_thread));
         auto* u = reinterpret_cast<float*>(scratch);
@@ -343,14 +347,14 @@ private:
         const TeamRun run =
             run_in_blocks(scratch + u_bytes, per_thread, threads_, [&](char* block) {
                 auto* v = reinterpret_cast<float*>(block);
-                float* product = v + a2 * chunk * g.cin;
+                float* product = v + a2 * chunk * g.cin_row();
                 bool ok = true;
 #pragma omp for schedule(static)
                 for (std::int64_t ch = 0; ch < chunks; ++ch) {
                     const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
                     transform_input<M, R>(g, in, first, count, v);
                     for (std::int64_t xi = 0; xi < a2; ++xi)
-                        ok &= wg::multiply({v + xi * g.cin, a2 * g.cin, 1},
+                        ok &= wg::multiply({v + xi * g.cin_row(), a2 * g.cin_row(), 1},
                                            {u + xi * g.cin * cout, cout}, count, cout, g.cin, false,
                                            {product + xi * cout, a2 * cout});
                     transform_output<M, R>(g, product, first, count, bias, out);
