@@ -391,9 +391,9 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dC
 // save less than half of the direct form's multiplications is left to the others: LeNet-5's
 // 20 -> 50 backward data, a full convolution of its 8x8 gradient padded by 4 (81% of the
 // multiplications, most of them on padding), took 6.6 ms against gemm's 2.3. Channels in
-// partial vectors (LeNet-5's 20 and 50) are padded in U and the products: its forward and
-// weights' gradient ran 10% and 30% faster than oneDNN's and gemm's, the latter at 34% of the
-// multiplications.
+// partial vectors (LeNet-5's 20 and 50) are padded to whole vectors in V, U and the products:
+// that layer's forward and weights' gradient (36% of the multiplications) ran 10% and 30%
+// faster than on the best of oneDNN and gemm.
 bool winograd_pays(const Conv2dConfig& c, ConvPass pass) {
     if (!winograd_fits(c) || c.c < kWinogradMinChannels || c.out_channels < kWinogradMinChannels)
         return false;
