@@ -82,5 +82,24 @@ TEST(WinogradTiles, MatricesComputeTheCorrelation) {
     expect_minimal_filtering<2, 5>();
 }
 
+// A partial vector's load reads its lanes and zeroes the rest; its store writes its lanes and
+// nothing past them (the masked moves on AVX2, a copy elsewhere): the Winograd and pooling
+// kernels read and write channel counts such as 20 and 50 this way.
+TEST(WinogradTiles, PartialVectorsTouchOnlyTheirLanes) {
+    for (int lanes = 1; lanes <= wg::kVec; ++lanes) {
+        float source[2 * wg::kVec], sink[2 * wg::kVec];
+        for (int i = 0; i < 2 * wg::kVec; ++i) source[i] = float(i + 1), sink[i] = -1.f;
+        const wg::Vec v = wg::load(source + 3, lanes);
+        for (int c = 0; c < wg::kVec; ++c)
+            EXPECT_EQ(v[c], c < lanes ? float(c + 4) : 0.f) << lanes << " lanes, lane " << c;
+        wg::store(sink + 3, v + 100.f, lanes);
+        for (int i = 0; i < 2 * wg::kVec; ++i) {
+            const bool written = i >= 3 && i < 3 + lanes;
+            EXPECT_EQ(sink[i], written ? float(i + 1) + 100.f : -1.f)
+                << lanes << " lanes, at " << i;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace tandem::test
