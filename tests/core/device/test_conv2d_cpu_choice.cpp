@@ -31,7 +31,8 @@ TEST(Conv2dCpuChoice, EachPassOnTheKernelItsRuleNames) {
     expect_choice(conv(20, 36, 3, 1, 1, 16), "winograd", "winograd", "winograd");
     // A first layer: thin_input (oneDNN's forward and backward data).
     expect_choice(conv(1, 20, 5, 1, 0, 28), "thin_input", "thin_input", "thin_input");
-    // 1x1: gemm; its forward stays on oneDNN where the outputs end inside a vector.
+    // 1x1: gemm in every pass. A stride-2 3x3 layer of 288 columns whose outputs end inside a
+    // vector: gemm's backward passes, oneDNN's forward.
     expect_choice(conv(16, 32, 1, 2, 0, 32), "gemm", "gemm", "gemm");
     expect_choice(conv(32, 50, 3, 2, 1, 16), "dnnl", "gemm", "gemm");
     // Few channels, stride 2: oneDNN.

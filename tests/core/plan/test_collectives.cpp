@@ -18,8 +18,9 @@ Topology fabric(int gpus, int machines = 1, int links = 12) {
     spec.name = "fabric";
     spec.nodes.push_back({"network", "", "", "", 0, 1, 0, 1});
     for (int m = 0; m < machines; ++m) {
-        // Appended, not "m" + to_string(m): GCC 12 warns falsely on that operator+ when
-        // inlined (stringop-overflow, its bug 105651), and the build treats warnings as errors.
+        // Appended, not "m" + to_string(m): GCC 12 warns falsely on that operator+ where it
+        // inlines it (-Wstringop-overflow, seen once this file's unity batch changed), and the
+        // build treats warnings as errors.
         std::string host = "m";
         host += std::to_string(m);
         spec.nodes.push_back({host, "network", machines > 1 ? "ib_hdr" : "pcie4_x16", "", 0, 1, 0,
