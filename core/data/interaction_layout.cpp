@@ -14,6 +14,13 @@ namespace tandem {
 // Records store float32 little-endian (docs/data-format.md); the copy below is a plain memcpy.
 static_assert(std::endian::native == std::endian::little, "records are little-endian");
 
+namespace {
+// What the size limits below tell the user: the likely cause and the options that bound it.
+constexpr const char* kDamagedLine =
+    "(a feature index or a sequence that long is more likely a damaged line; give --length and "
+    "--features to bound them)";
+}  // namespace
+
 std::int64_t decode_interaction(const RawSample& s, float* out) {
     // As LmdbSource names a damaged record: "users_db: record '00000007 u7' is ...".
     const std::string where = (s.origin.empty() ? "" : s.origin + ": ") + "record '" + s.key + "'";
@@ -64,15 +71,12 @@ InteractionSet layout_interactions(const std::vector<InteractionLine>& lines,
         << name << " has no item and no feature: nothing for a net to read";
     TANDEM_CHECK_AS(DataError, set.width() <= kMaxInteractionWidth)
         << name << ": samples of " << set.length << " items and " << set.features
-        << " features are wider than " << kMaxInteractionWidth
-        << " values (a feature index or a sequence that long is more likely a damaged line; "
-           "give --length and --features to bound them)";
+        << " features are wider than " << kMaxInteractionWidth << " values " << kDamagedLine;
     const auto width = std::size_t(set.width());
     TANDEM_CHECK_AS(DataError,
                     double(lines.size()) * double(width) <= double(kMaxInteractionValues))
         << name << ": " << lines.size() << " examples of " << width << " values are more than the "
-        << kMaxInteractionValues << " values a set is laid out in (a feature index or a sequence "
-        << "that long is more likely a damaged line; give --length and --features to bound them)";
+        << kMaxInteractionValues << " values a set is laid out in " << kDamagedLine;
     try {
         set.samples.assign(lines.size() * width, 0.0f);
     } catch (const std::bad_alloc&) {

@@ -11,6 +11,7 @@
 #include "data/interactions.h"
 #include "data/lmdb_source.h"
 #include "data/synthetic_interactions.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace tandem::test {
@@ -82,15 +83,11 @@ TEST(InteractionLayout, KeepsTheLastItemsPadsInFrontAndShiftsIds) {
     const InteractionSet fit = layout_interactions(lines, "data.tsv", {});
     EXPECT_EQ(fit.length, 4);
     EXPECT_EQ(fit.features, 2);
-    try {
-        layout_interactions(lines, "data.tsv", {3, 1});
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find(
-                      "data.tsv:1: field 3 (features): index 1 is past the 1 features asked"),
-                  std::string::npos)
-            << e.what();
-    }
+    expect_error<DataError>(
+        [&] {
+            layout_interactions(lines, "data.tsv", {3, 1});
+        },
+        "data.tsv:1: field 3 (features): index 1 is past the 1 features asked");
 }
 
 TEST(InteractionLayout, RefusesASetTooLargeBeforeAllocatingIt) {
@@ -98,15 +95,9 @@ TEST(InteractionLayout, RefusesASetTooLargeBeforeAllocatingIt) {
     std::string text;
     for (int i = 0; i < 20; ++i) text += "u\t1\t16777205:1\t0\n";
     const auto lines = parse(text);
-    try {
-        layout_interactions(lines, "data.tsv", {});
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("data.tsv: 20 examples of 16777207 values are more "
-                                             "than the 268435456 values a set is laid out in"),
-                  std::string::npos)
-            << e.what();
-    }
+    expect_error<DataError>([&] { layout_interactions(lines, "data.tsv", {}); },
+                            "data.tsv: 20 examples of 16777207 values are more "
+                            "than the 268435456 values a set is laid out in");
     // One such sample is within the limit.
     EXPECT_EQ(layout_interactions(parse("u\t1\t16777205:1\t0\n"), "data.tsv", {}).features,
               16777206);
@@ -115,15 +106,9 @@ TEST(InteractionLayout, RefusesASetTooLargeBeforeAllocatingIt) {
 TEST(InteractionLayout, RefusesSamplesTooWideBeforeAllocatingThem) {
     // One damaged index would make every sample 16M values wide (64 MB each).
     const auto lines = parse("a\t1\t16777215:1\t0\n");
-    try {
-        layout_interactions(lines, "data.tsv", {});
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("data.tsv: samples of 1 items and 16777216 features "
-                                             "are wider than 16777216 values"),
-                  std::string::npos)
-            << e.what();
-    }
+    expect_error<DataError>([&] { layout_interactions(lines, "data.tsv", {}); },
+                            "data.tsv: samples of 1 items and 16777216 features "
+                            "are wider than 16777216 values");
     EXPECT_THROW(layout_interactions(lines, "data.tsv", {-1, 0}), ConfigError);
 }
 
@@ -144,13 +129,11 @@ TEST(InteractionDb, ReadsBackTheTextsSamples) {
     EXPECT_EQ(db.users, text.users);
     EXPECT_EQ(LmdbSource(dir.file("db")).key(3), "00000003 user3");
     // Another shape than the database's is refused, saying what it holds.
-    try {
-        read_interactions(dir.file("db"), {9, 0});
-        FAIL() << "no error";
-    } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("holds sequences of 8 items"), std::string::npos)
-            << e.what();
-    }
+    expect_error<ConfigError>(
+        [&] {
+            read_interactions(dir.file("db"), {9, 0});
+        },
+        "holds sequences of 8 items");
     EXPECT_THROW(write_interaction_db(text, dir.file("db"), false), ConfigError);
 }
 

@@ -15,6 +15,7 @@
 #include "data/loader.h"
 #include "data/synthetic_interactions.h"
 #include "data_fixtures.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace tandem::test {
@@ -171,13 +172,8 @@ TEST(LoaderInteractions, DamagedAndOtherKindRecordsAreSkippedAndCounted) {
                                                              "feature 1 is nan"),
               std::string::npos);
     // The in-memory reading is the same decoding: it stops at the first damaged record.
-    try {
-        read_interactions(dir.file("db"), {});
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(std::string(e.what()).find("record '00000002' is damaged"), std::string::npos)
-            << e.what();
-    }
+    expect_error<DataError>([&] { read_interactions(dir.file("db"), {}); },
+                            "record '00000002' is damaged");
     // Each skipped record, one shard of one sample each, with why; a stray image by its kind.
     std::vector<std::string> messages;
     for (std::int64_t i = 0; i < source->size(); ++i) {

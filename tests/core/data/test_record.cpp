@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "support/expect_error.h"
+
 #include "base/error.h"
 #include "data/record.h"
 
@@ -27,16 +29,9 @@ TEST(Record, RoundTrip) {
 TEST(Record, DamageIsNamed) {
     const std::vector<unsigned char> pixels(12, 9);
     const std::string r = encode_record({Encoding::raw, 1, 2, 2, 3}, pixels);
-    try {
-        decode_record(bytes_of(r.substr(0, r.size() - 5)), "00000003");
-        FAIL() << "no error";
-    } catch (const DataError& e) {
-        EXPECT_NE(
-            std::string(e.what()).find(
-                "record '00000003' is truncated: header promises 12 bytes of payload, found 7"),
-            std::string::npos)
-            << e.what();
-    }
+    expect_error<DataError>(
+        [&] { decode_record(bytes_of(r.substr(0, r.size() - 5)), "00000003"); },
+        "record '00000003' is truncated: header promises 12 bytes of payload, found 7");
     EXPECT_THROW(decode_record(bytes_of(r.substr(0, 10)), "k"), DataError);
     std::string bad = r;
     bad[0] = 'X';

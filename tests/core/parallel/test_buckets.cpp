@@ -14,6 +14,7 @@
 #include "parallel/buckets.h"
 #include "parallel/comm_inproc.h"
 #include "support/collectives.h"
+#include "support/expect_error.h"
 
 namespace tandem::test {
 namespace {
@@ -135,12 +136,7 @@ TEST(GradientBuckets, BucketedReduceEqualsPerTensorReduce) {
 TEST(GradientBuckets, RejectsWhatItCannotPack) {
     std::vector<std::pair<std::string, Tensor>> ints{
         {"steps", Tensor::zeros({4}, host_device(), DType::i32)}};
-    try {
-        GradientBuckets buckets(ints);
-        FAIL() << "no error";
-    } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("steps"), std::string::npos) << e.what();
-    }
+    expect_error<ConfigError>([&] { GradientBuckets buckets(ints); }, "steps");
     std::vector<std::pair<std::string, Tensor>> missing{{"w", Tensor()}};
     EXPECT_THROW(GradientBuckets{missing}, ConfigError);
 }
