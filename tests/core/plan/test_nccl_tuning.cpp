@@ -23,7 +23,9 @@ Topology tuned_machines(const std::string& model, const std::string& link, int l
     spec.name = "tuned";
     spec.nodes.push_back({"network", "", "", "", 0, 1, 0, 1});
     for (int m = 0; m < machines; ++m) {
-        const std::string host = "m" + std::to_string(m);
+        // (Appended, not "m" + to_string(m): GCC 12 warns falsely of an overflow there.)
+        std::string host = "m";
+        host += std::to_string(m);
         spec.nodes.push_back(
             {host, "network", machines > 1 ? "ib_ndr" : "pcie4_x16", "", 0, 1, 0, 8});
         FabricSpec f{host + ".nvswitch", link, links, {}, reduces};
