@@ -231,8 +231,8 @@ bool all_cpu(const Topology& topology) {
 
 // A new cost model from the options `o` of the table at `args` (checked by its function's
 // schema, plan_schema.h): net, sample, placement, cost ('auto': `when_auto`), precision,
-// momentum, and for measured costs layout, seed, warmup, iterations and rounds
-// (MeasuredCostModel::prefetch).
+// momentum, and for measured costs layout, seed, warmup, iterations, rounds
+// (MeasuredCostModel::prefetch) and cache.
 CostsPtr new_cost_model(lua_State* L, int args, const OptionTable& o, const OptionSchema& schema,
                         const std::string& when_auto) {
     if (!o.given("net") || !o.given("sample"))
@@ -279,7 +279,8 @@ CostsPtr new_cost_model(lua_State* L, int args, const OptionTable& o, const Opti
     const int rounds = static_cast<int>(o.integer("rounds"));
     // The lower quartile: what a layer costs when nothing else on the machine gets in its way.
     po.quantile = 0.25;
-    costs->model = measured_cost_model(net, sample, momentum, po, rounds, costs->placed);
+    costs->model = measured_cost_model(net, sample, momentum, po, rounds, costs->placed,
+                                       parse_cache_use(o.text("cache")));
     return costs;
 }
 
@@ -316,8 +317,9 @@ void set_records(lua_State* L, const char* key, const std::vector<T>& items, Fie
 // The machine figures a measured cost model rests on, as field `calibration` of the table on
 // top: copy_gbs, handoff_ms, busy_handoff_ms, crowded_handoff_ms, profiles = {{threads, batch,
 // step_ms}, ...}, contention = {{cores, batch, all, over (0: not measured)}, ...}, all_reduce =
-// {{ranks, algorithm, latency_ms, ms_per_mb}, ...} and updates = {{busy, slowdown}, ...}. Nothing
-// for the analytic model.
+// {{ranks, algorithm, latency_ms, ms_per_mb}, ...} and updates = {{busy, slowdown}, ...};
+// cache_file (with cache = 'reuse' or 'refresh'), reused (how many of these figures an earlier run
+// measured) and cached_at (when). Nothing for the analytic model.
 void set_calibration(lua_State* L, const CostModel& costs) {
     const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
     if (!measured) return;
@@ -328,6 +330,9 @@ void set_calibration(lua_State* L, const CostModel& costs) {
     set_number(L, "handoff_ms", c.machine.handoff_ms);
     set_number(L, "busy_handoff_ms", c.machine.busy_handoff_ms);
     set_number(L, "crowded_handoff_ms", c.machine.crowded_handoff_ms);
+    if (!c.cache_file.empty()) set_string(L, "cache_file", c.cache_file);
+    set_number(L, "reused", static_cast<double>(c.reused));
+    if (c.reused > 0) set_string(L, "cached_at", c.cached_at);
     set_records(L, "profiles", c.profiles, [&](const C::Profile& p) {
         set_number(L, "threads", p.threads);
         set_number(L, "batch", static_cast<double>(p.batch));

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include "base/error.h"
 
@@ -63,6 +64,15 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
         if (i) text += separator;
         text += parts[i];
     }
+    return text;
+}
+
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return text;
 }
 

@@ -1,4 +1,4 @@
-// Small text helpers for messages: sizes in bytes, lists joined by a separator.
+// Small text helpers for messages: sizes in bytes, lists joined by a separator, the time.
 #pragma once
 
 #include <string>
@@ -14,5 +14,8 @@ std::string format_bytes(double bytes);
 std::size_t parse_bytes(std::string_view text);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+// Now, in UTC, as ISO 8601 ("2026-11-27T16:02:31Z"): when a measurement was taken.
+std::string utc_now();
 
 }  // namespace tandem

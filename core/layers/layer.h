@@ -111,12 +111,12 @@ public:
     virtual void initialize(std::uint64_t seed) { (void)seed; }
     // Picks a kernel implementation by name ("reference", "dnnl"); empty for the default.
     void set_kernel_impl(const std::string& impl);
+    const std::string& kernel_impl() const { return kernel_impl_; }
     // One-line description of the options: "3->16, 3x3, stride 1, pad 1".
     virtual std::string options_text() const { return {}; }
 
 protected:
     virtual void on_bind(Device& device, const Shape& input, Layout layout);
-    const std::string& kernel_impl() const { return kernel_impl_; }
     // A parameter of `shape` on the host device, zero gradient.
     static Parameter make_parameter(std::string name, const Shape& shape, bool decay);
     static Parameter make_buffer(std::string name, const Shape& shape, float value);

@@ -2,23 +2,45 @@
 
 #include <algorithm>
 #include <barrier>
+#include <cstdio>
 #include <exception>
 #include <thread>
 
+#include "base/cache_dir.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "device/cpu/cpu_device.h"
+#include "device/cpu/cpu_peak.h"
 #include "layers/cross_entropy.h"
 
 namespace tandem {
 
 MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler,
-                                     MachineFigures machine, int rounds)
+                                     MachineFigures machine, int rounds,
+                                     std::shared_ptr<const MeasurementCache> cache)
     : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)),
-      machine_(machine), rounds_(rounds) {
+      machine_(machine), rounds_(rounds), cache_(std::move(cache)) {
     TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0)
         << "the copy rate must be positive, got " << machine_.copy_gbs;
     TANDEM_CHECK_AS(ConfigError, rounds_ >= 1)
         << "profiling needs at least 1 round, got " << rounds_;
+    if (cache_) {
+        measured_ = cache_->load();
+        reused_ = measured_.profiles.size() + measured_.slowdowns.size() +
+                  measured_.update_slowdowns.size() + measured_.all_reduce.size() +
+                  (measured_.machine ? 1 : 0);
+        cached_at_ = measured_.measured_at;
+    }
+    if (measured_.machine)
+        machine_ = *measured_.machine;
+    else
+        measured_.machine = machine_;
+}
+
+void MeasuredCostModel::keep() const {
+    if (!cache_) return;
+    if (measured_.measured_at.empty()) measured_.measured_at = utc_now();
+    cache_->save(measured_);
 }
 
 namespace {
@@ -48,7 +70,10 @@ void MeasuredCostModel::prefetch(const TopologyDevice& device,
     std::lock_guard lock(mutex_);
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-    std::erase_if(batches, [&](std::int64_t b) { return cache_.count({device.threads, b}) > 0; });
+    std::erase_if(batches, [&](std::int64_t b) {
+        return measured_.profiles.count({device.threads, b}) > 0;
+    });
+    if (batches.empty()) return;
     std::vector<NetProfile> fastest(batches.size());
     for (int round = 0; round < rounds_; ++round)
         for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -59,7 +84,9 @@ void MeasuredCostModel::prefetch(const TopologyDevice& device,
                 keep_fastest(fastest[i], p);
         }
     for (std::size_t i = 0; i < batches.size(); ++i)
-        cache_.emplace(std::make_pair(device.threads, batches[i]), std::move(fastest[i]));
+        measured_.profiles.emplace(std::make_pair(device.threads, batches[i]),
+                                   std::move(fastest[i]));
+    keep();
 }
 
 const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device,
@@ -67,9 +94,11 @@ const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device,
     check_measurable(device);
     std::lock_guard lock(mutex_);
     const auto key = std::make_pair(device.threads, batch);
-    auto it = cache_.find(key);
-    if (it == cache_.end())
-        it = cache_.emplace(key, profiler_(device.threads, batch, nullptr)).first;
+    auto it = measured_.profiles.find(key);
+    if (it == measured_.profiles.end()) {
+        it = measured_.profiles.emplace(key, profiler_(device.threads, batch, nullptr)).first;
+        keep();
+    }
     return it->second;
 }
 
@@ -158,7 +187,8 @@ MeasuredCostModel::Slowdowns MeasuredCostModel::slowdowns(int cores, std::int64_
     std::optional<Slowdowns> known;
     {
         std::lock_guard lock(mutex_);
-        if (auto it = slowdowns_.find(key); it != slowdowns_.end()) known = it->second;
+        if (auto it = measured_.slowdowns.find(key); it != measured_.slowdowns.end())
+            known = it->second;
     }
     if (known && (!over || known->over)) return *known;
     // Measured outside the lock: profiles take seconds, and the profiler takes it too.
@@ -168,7 +198,8 @@ MeasuredCostModel::Slowdowns MeasuredCostModel::slowdowns(int cores, std::int64_
     // one's working set, and the threads get the cores in turns, not evenly.
     if (over) s.over = std::max(1.0, measured_slowdown(2 * cores, batch) / 2);
     std::lock_guard lock(mutex_);
-    slowdowns_[key] = s;
+    measured_.slowdowns[key] = s;
+    keep();
     return s;
 }
 
@@ -181,13 +212,14 @@ double MeasuredCostModel::contention(int busy, int cores, std::int64_t batch) co
 double MeasuredCostModel::update_contention(int busy, int cores, std::int64_t) const {
     if (busy <= 1 || cores <= 1) return 1;
     std::lock_guard lock(mutex_);
-    auto it = update_slowdowns_.find(busy);
-    if (it == update_slowdowns_.end()) {
+    auto it = measured_.update_slowdowns.find(busy);
+    if (it == measured_.update_slowdowns.end()) {
         // Beyond the cores, what time slicing costs on top of the proportional share (which
         // the simulator applies itself).
         const double share = std::max(1.0, static_cast<double>(busy) / cores);
         const double measured = measure_update_slowdown(shapes_.parameter_bytes(), busy, momentum_);
-        it = update_slowdowns_.emplace(busy, std::max(1.0, measured / share)).first;
+        it = measured_.update_slowdowns.emplace(busy, std::max(1.0, measured / share)).first;
+        keep();
     }
     return it->second;
 }
@@ -197,8 +229,8 @@ double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks,
     if (ranks < 2) return 0;
     const auto key = std::make_pair(ranks, algorithm);
     std::lock_guard lock(mutex_);
-    auto it = all_reduce_.find(key);
-    if (it == all_reduce_.end()) {
+    auto it = measured_.all_reduce.find(key);
+    if (it == measured_.all_reduce.end()) {
         // Two sizes a bucket spans (a small one is mostly the steps' hand-offs, a large one the
         // memory traffic): a line through them.
         constexpr std::size_t small = std::size_t(64) << 10, large = std::size_t(8) << 20;
@@ -207,34 +239,74 @@ double MeasuredCostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks,
         const double per_byte =
             std::max(0.0, (t_large - t_small) / static_cast<double>(large - small));
         const double latency = std::max(0.0, t_small - per_byte * static_cast<double>(small));
-        it = all_reduce_.emplace(key, std::make_pair(latency, per_byte)).first;
+        it =
+            measured_.all_reduce.emplace(key, Measurements::AllReduceLine{latency, per_byte}).first;
+        keep();
     }
-    return it->second.first + it->second.second * static_cast<double>(bytes);
+    return it->second.latency_ms + it->second.ms_per_byte * static_cast<double>(bytes);
 }
 
 std::size_t MeasuredCostModel::profiles_taken() const {
     std::lock_guard lock(mutex_);
-    return cache_.size();
+    return measured_.profiles.size();
 }
 
 MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     std::lock_guard lock(mutex_);
     Calibration c;
     c.machine = machine_;
-    for (const auto& [key, profile] : cache_)
+    c.cache_file = cache_ ? cache_->file().string() : std::string();
+    c.reused = reused_;
+    c.cached_at = cached_at_;
+    for (const auto& [key, profile] : measured_.profiles)
         c.profiles.push_back({key.first, key.second, profile.step_ms});
-    for (const auto& [key, d] : slowdowns_)
+    for (const auto& [key, d] : measured_.slowdowns)
         c.contention.push_back(
             {key.first, key.second, d.all, d.over ? std::max(d.all, *d.over) : 0.0});
-    for (const auto& [busy, slowdown] : update_slowdowns_) c.updates.push_back({busy, slowdown});
-    for (const auto& [key, line] : all_reduce_)
-        c.all_reduce.push_back({key.first, key.second, line.first, line.second * 1e6});
+    for (const auto& [busy, slowdown] : measured_.update_slowdowns)
+        c.updates.push_back({busy, slowdown});
+    for (const auto& [key, line] : measured_.all_reduce)
+        c.all_reduce.push_back({key.first, key.second, line.latency_ms, line.ms_per_byte * 1e6});
     return c;
 }
 
-std::shared_ptr<MeasuredCostModel> measured_cost_model(
-    std::shared_ptr<Sequential> net, const Shape& sample, bool momentum,
-    const ProfileOptions& options, int rounds, std::shared_ptr<const UnitPlacement> placed) {
+namespace {
+
+// One line per layer, nested ones indented: what each is and does, and its kernel choice.
+void describe(Layer& layer, int depth, std::string& out) {
+    out += std::string(static_cast<std::size_t>(2 * depth), ' ') + layer.name() + " " +
+           std::string(layer.kind()) + " (" + layer.options_text() + ")";
+    if (!layer.kernel_impl().empty()) out += " kernel " + layer.kernel_impl();
+    out += "\n";
+    for (Layer* child : layer.children()) describe(*child, depth + 1, out);
+}
+
+}  // namespace
+
+std::string measurement_key(Sequential& net, const NetShapes& shapes, bool momentum,
+                            const ProfileOptions& options, int rounds) {
+    char settings[200];
+    std::snprintf(settings, sizeof settings,
+                  "layout %s, seed %llu, warm-up %d, iterations %d, quantile %.3f, rounds %d, "
+                  "momentum %s\n",
+                  std::string(layout_name(options.layout)).c_str(),
+                  static_cast<unsigned long long>(options.seed), options.warmup, options.iterations,
+                  options.quantile, rounds, momentum ? "yes" : "no");
+    std::string key = "build: " + build_identity() + "\ncpu: " + cpu_identity() + "\n" + settings +
+                      "sample: " + shapes.sample.to_string() + "\nunits:\n";
+    for (const LayerShape& u : shapes.layers)
+        key += "  " + u.name + " " + u.kind + ", in " + std::to_string(u.input_bytes) + " B, out " +
+               std::to_string(u.output_bytes) + " B\n";
+    key += "layers:\n";
+    for (Layer* layer : net.children()) describe(*layer, 1, key);
+    return key;
+}
+
+std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequential> net,
+                                                       const Shape& sample, bool momentum,
+                                                       const ProfileOptions& options, int rounds,
+                                                       std::shared_ptr<const UnitPlacement> placed,
+                                                       CacheUse cache) {
     TANDEM_CHECK_AS(ConfigError, net->size() > 0) << "the net has no layers to plan";
     if (!placed) placed = std::make_shared<const UnitPlacement>(all_units(*net));
     NetShapes shapes = net_shapes(*net, sample, *placed);
@@ -253,8 +325,13 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(
         return p;
     };
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::shared_ptr<const MeasurementCache> kept;
+    if (cache != CacheUse::none)
+        kept = std::make_shared<const MeasurementCache>(
+            measurement_key(*net, shapes, momentum, options, rounds), cache);
     return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler,
-                                               measure_machine_figures(cores), rounds);
+                                               measure_machine_figures(cores), rounds,
+                                               std::move(kept));
 }
 
 }  // namespace tandem

@@ -1,6 +1,8 @@
 // MeasuredCostModel: costs for the CPU devices here, from the profiler's figures at each
 // micro-batch size, taken on a device with the topology device's thread count and cached, and
 // this machine's probes (machine_probe.h) for copies, hand-offs, contention and all-reduces.
+// With a MeasurementCache, what earlier runs measured is read instead of measured again, and
+// what this one measures is kept for the next.
 #pragma once
 
 #include <functional>
@@ -14,6 +16,7 @@
 #include "layers/sequential.h"
 #include "plan/cost_model.h"
 #include "plan/machine_probe.h"
+#include "plan/measurement_cache.h"
 #include "plan/profiler.h"
 
 namespace tandem {
@@ -24,9 +27,11 @@ public:
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
     using Profiler = std::function<NetProfile(int threads, std::int64_t batch,
                                               std::function<void()> after_step)>;
-    // `rounds`: how many times prefetch() profiles each batch size (see there).
+    // `rounds`: how many times prefetch() profiles each batch size (see there). `cache`: where
+    // the figures of earlier runs are read from and this one's are kept (none: measure all);
+    // its machine figures, when it has them, stand for `machine`.
     MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
-                      int rounds = 1);
+                      int rounds = 1, std::shared_ptr<const MeasurementCache> cache = nullptr);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device,
                                        std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
@@ -82,6 +87,10 @@ public:
             double latency_ms = 0, ms_per_mb = 0;
         };
         MachineFigures machine;
+        std::string cache_file;  // where the figures are kept between runs ("": nowhere)
+        // Figures read from it (measured by an earlier run, at `cached_at`) rather than now.
+        std::size_t reused = 0;
+        std::string cached_at;
         std::vector<Profile> profiles;
         std::vector<Contention> contention;
         std::vector<AllReduce> all_reduce;
@@ -98,22 +107,19 @@ private:
     MachineFigures machine_;
     int rounds_;
     mutable std::mutex mutex_;
-    mutable std::map<std::pair<int, std::int64_t>, NetProfile> cache_;
-    // How much slower a step runs with every core busy, and with twice as many busy threads
-    // beyond the proportional share; per (cores, batch), measured once.
-    struct Slowdowns {
-        double all = 1;
-        std::optional<double> over;  // measured when a plan first has more busy than cores
-    };
+    std::shared_ptr<const MeasurementCache> cache_;
+    // Everything measured or read so far; `reused_` of its figures came from the cache.
+    mutable Measurements measured_;
+    std::size_t reused_ = 0;
+    std::string cached_at_;
+    // Keeps measured_ in the cache (under mutex_), after each new figure.
+    void keep() const;
+    using Slowdowns = Measurements::Slowdowns;
     // The figures for (cores, batch), measuring what is missing (`over` only when asked).
     Slowdowns slowdowns(int cores, std::int64_t batch, bool over) const;
     // The median over three trials of a step on n one-thread devices at once against one alone
     // (each trial measuring alone right before, as other work comes and goes within seconds).
     double measured_slowdown(int n, std::int64_t batch) const;
-    mutable std::map<std::pair<int, std::int64_t>, Slowdowns> slowdowns_;
-    mutable std::map<int, double> update_slowdowns_;  // per busy devices
-    // ms, ms per byte
-    mutable std::map<std::pair<int, ReduceAlgorithm>, std::pair<double, double>> all_reduce_;
 };
 
 // A measured cost model of `net` on samples of `sample`: each profile is taken on a copy of
@@ -121,10 +127,17 @@ private:
 // devices stay as they are), with `options` (layout, seed, warm-up, iterations, quantile);
 // `rounds` as MeasuredCostModel's. Measures this machine's figures now (a few milliseconds).
 // With `placed` (a placement of `net`), per unit of it in its order; otherwise per top-level
-// layer.
+// layer. With `cache` (reuse or refresh), figures are kept in this machine's cache folder
+// (measurement_cache.h) under a key naming the net, the sample, the placement's units, the
+// options, the rounds, the CPU and the build; with reuse, read from there by later runs.
 std::shared_ptr<MeasuredCostModel> measured_cost_model(
     std::shared_ptr<Sequential> net, const Shape& sample, bool momentum,
     const ProfileOptions& options, int rounds,
-    std::shared_ptr<const UnitPlacement> placed = nullptr);
+    std::shared_ptr<const UnitPlacement> placed = nullptr, CacheUse cache = CacheUse::none);
+
+// What a measured cost model's figures of `net` (whose units' shapes are `shapes`) depend on,
+// as the cache's key: the build, the CPU, the options, the sample, the units and every layer.
+std::string measurement_key(Sequential& net, const NetShapes& shapes, bool momentum,
+                            const ProfileOptions& options, int rounds);
 
 }  // namespace tandem

@@ -6,6 +6,7 @@
 #include "parallel/communicator.h"
 #include "parallel/schedule.h"
 #include "plan/analytic_costs.h"
+#include "plan/measurement_cache.h"
 #include "plan/planner.h"
 #include "plan/profiler.h"
 #include "tensor/tensor.h"
@@ -99,6 +100,16 @@ std::vector<OptionSpec> cost_options(bool net_required) {
     for (OptionSpec& o : profile_options(2, 7)) options.push_back(std::move(o));
     options.push_back(integer_option("rounds", "measured costs: profiles of each kind, interleaved",
                                      3, 1, kMostCount));
+    options.push_back({.name = "cache",
+                       .type = OptionType::choice,
+                       .help =
+                           "measured costs: reuse what an earlier run of the same net, options, "
+                           "CPU and build measured and keep this run's figures for later ones; "
+                           "refresh: measure afresh and keep them (the cache folder: "
+                           "TANDEM_CACHE_DIR, else ~/.cache/tandem)",
+                       .fallback = std::string(cache_use_name(CacheUse::none)),
+                       .choices = {cache_use_name(CacheUse::none), cache_use_name(CacheUse::reuse),
+                                   cache_use_name(CacheUse::refresh)}});
     return options;
 }
 

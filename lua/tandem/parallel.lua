@@ -28,6 +28,13 @@ local M = {}
 -- The parallel options, as the core defines them: name, kind, default, flag, help, ...
 local schema = core.parallel_options()
 
+-- T.plan's cache uses (core/plan/plan_schema.cpp's `cache`), declared there once.
+local function plan_cache_choices()
+  for _, row in ipairs(core.option_schema('plan.search')) do
+    if row.name == 'cache' then return row.choices end
+  end
+end
+
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
@@ -38,6 +45,9 @@ local defaults = {
   memory = {'', "memory cap of each device, such as 512MB ('': the machine's)", kind = 'size'},
   tf32 = {false, 'GPUs: TF32 tensor cores for convolutions and Linear'},
   plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
+  plan_cache = {'reuse', "--plan=auto: reuse what an earlier run measured of this net on this machine and build "
+                         .. '(refresh: profile afresh, and keep that; none: neither)',
+                choices = plan_cache_choices()},
   trace = {'', 'write a Chrome trace of every worker to this file'},
   schedule = {'', 'the old name of --pipeline, for one release'},
 }
@@ -200,9 +210,11 @@ local function plan_machine(opt, net, sample)
   local plan = require 'tandem.plan'
   local r = plan.search{net = net, sample = sample, batch = opt.batch, cost = 'measured',
                         topologies = plan.machine{memory = opt.memory ~= '' and opt.memory or nil},
-                        layout = opt.layout, top = 5}
+                        layout = opt.layout, top = 5, cache = opt.plan_cache}
   print(('planner: batch %d on this machine\'s %d cores, %d layouts simulated from measured profiles')
         :format(opt.batch, core.cores(), r.considered))
+  local reused = r.calibration and plan.describe_reuse(r.calibration)
+  if reused then print('planner: ' .. reused .. '; --plan_cache=refresh profiles afresh') end
   io.write(r.table)
   local best = r.plans[1]
   if not best then error('the planner found no layout that fits the memory', 0) end

@@ -239,12 +239,22 @@ end
 
 -- ---- `tandem plan RECIPE|NET.lua --batch=B [options]`: the options are declared above M.main.
 
+-- Where a measured cost model's figures came from when an earlier run measured some of them
+-- (nil otherwise): how many, when, and the file that keeps them.
+function M.describe_reuse(c)
+  if (c.reused or 0) == 0 then return nil end
+  return ('%d of these figures from an earlier run of this net on this machine and build (measured %s, kept in %s)')
+         :format(c.reused, c.cached_at, c.cache_file)
+end
+
 -- What a measured prediction rests on, in a few lines: the copy rate and hand-off latency,
 -- the whole-step profiles, and how much busy cores slow each other down.
 function M.describe_calibration(c)
   local lines = {('measured here: copies between devices at %.1f GB/s; a hand-off %.0f us (%.0f us '
                   .. 'with every core busy; a %.0f us wait for a core with twice as many workers as cores)')
                  :format(c.copy_gbs, 1000 * c.handoff_ms, 1000 * c.busy_handoff_ms, 1000 * c.crowded_handoff_ms)}
+  local reused = M.describe_reuse(c)
+  if reused then lines[#lines + 1] = '  ' .. reused end
   local profiles = {}
   for _, p in ipairs(c.profiles) do
     profiles[#profiles + 1] = ('%d: %.2f ms'):format(p.batch, p.step_ms)
@@ -296,7 +306,8 @@ local function plan_net(net, sample, opt)
                      devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
                      trace_plan = opt.trace_plan,
-                     iterations = opt.iterations, warmup = opt.warmup, algorithm = opt.algorithm,
+                     iterations = opt.iterations, warmup = opt.warmup, cache = opt.cache,
+                     algorithm = opt.algorithm,
                      overlap = opt.overlap, precision = opt.precision}
   print(('plans for a batch of %d (%s costs):'):format(opt.batch, r.cost))
   if r.calibration then print(M.describe_calibration(r.calibration)) end
@@ -353,6 +364,9 @@ local options = {
   gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
   iterations = {search_option('iterations').default, 'measured costs: timed steps of each profile', kind = 'positive_int'},
   warmup = {search_option('warmup').default, 'measured costs: untimed steps first', kind = 'nonneg_int'},
+  -- On the command line the figures are kept and reused: a second plan of the same net takes a
+  -- second, not a minute.
+  cache = {'reuse', search_option('cache').help, choices = search_option('cache').choices},
   algorithm = {algorithm_option.default, "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
                       .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
                       .. "does not run)", choices = algorithm_option.choices},

@@ -32,10 +32,12 @@ end
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 S.quote = quote
 
--- Runs this `tandem` executable with `args` (a list), feeding `input` on stdin; returns the
--- output (stdout and stderr together) and the exit status.
-function S.tandem(args, input)
+-- Runs this `tandem` executable with `args` (a list), feeding `input` on stdin, with the
+-- environment variables of `env` ({NAME = value}) set; returns the output (stdout and stderr
+-- together) and the exit status.
+function S.tandem(args, input, env)
   local parts = {quote(host.executable)}
+  for name, value in pairs(env or {}) do table.insert(parts, 1, name .. '=' .. quote(value)) end
   for _, a in ipairs(args or {}) do parts[#parts + 1] = quote(a) end
   local stdin = S.tmpname()
   S.write(stdin, input or '')

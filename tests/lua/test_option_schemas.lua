@@ -183,7 +183,7 @@ t.test('T.plan.costs, search, simulate and costs:layers: every kind of mistake, 
   end
   -- Unknown keys: each function its own (a search takes no plan, a simulation no top).
   t.raises(function() T.plan.costs{net = net(), sample = sample, iteration = 3} end,
-           "T.plan.costs: unknown option 'iteration' (known: net, sample, placement, cost, precision, momentum, warmup, iterations, layout, seed, rounds, topology)")
+           "T.plan.costs: unknown option 'iteration' (known: net, sample, placement, cost, precision, momentum, warmup, iterations, layout, seed, rounds, cache, topology)")
   t.raises(function() search{plan = {}} end, "T.plan.search: unknown option 'plan' (known: net, ")
   t.raises(function() simulate{top = 3} end, "T.plan.simulate: unknown option 'top' (known: net, ")
   t.raises(function() simulate({}, {group = 2}) end, "T.plan.simulate: unknown option 'plan.group' (known: plan.groups, plan.stages, ")

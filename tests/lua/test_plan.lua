@@ -238,14 +238,24 @@ end
   S.cleanup()
 end)
 
-t.test('the default recipe plans itself with --plan=auto', function()
+-- A second run of the same recipe plans from the figures the first measured: the same plan,
+-- the same prediction, and says so.
+t.test('the default recipe plans itself with --plan=auto, and a second run reuses the measurements', function()
   local dir = S.tmpname('_run')
-  local out, rc = S.tandem{'run', 'recipes/fashion_mnist.lua', '--plan=auto', '--epochs=1', '--max_steps=4',
-                           '--batch=16', '--checkpoints=' .. dir .. '/ck', '--log=' .. dir .. '/log.jsonl'}
+  local args = {'run', 'recipes/fashion_mnist.lua', '--plan=auto', '--epochs=1', '--max_steps=4',
+                '--batch=16', '--checkpoints=' .. dir .. '/ck', '--log=' .. dir .. '/log.jsonl'}
+  local env = {TANDEM_CACHE_DIR = dir .. '/cache'}
+  local out, rc = S.tandem(args, nil, env)
   t.eq(rc, 0, out)
   t.ok(out:find('planner: batch 16 on this machine'), out)
   t.ok(out:find('planner: chose %d+x%d+x%d+'), out)
   t.ok(out:find('step time: measured [%d.]+ ms %(lower quartile of %d+; mean [%d.]+%), predicted [%d.]+ ms'), out)
+  t.ok(not out:find('from an earlier run', 1, true), out)
+  local again = S.tandem(args, nil, env)
+  t.ok(again:find('planner: %d+ of these figures from an earlier run of this net on this machine and build %(measured '
+                  .. '[-%d:TZ]+, kept in ' .. dir:gsub('%p', '%%%0') .. '/cache/measurements%-%x+%.json%); '
+                  .. '%-%-plan_cache=refresh profiles afresh'), again)
+  t.eq(again:match('planner: chose [^\n]*'), out:match('planner: chose [^\n]*'))
   os.execute('rm -rf ' .. S.quote(dir))
   S.cleanup()
 end)

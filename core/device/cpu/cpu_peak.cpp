@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "base/cache_dir.h"
+#include "base/format.h"
 #include "base/json.h"
 
 namespace tandem {
@@ -179,24 +181,6 @@ int logical_cores() {
     return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
-}
-
-std::filesystem::path cache_dir() {
-    if (const char* dir = std::getenv("TANDEM_CACHE_DIR"); dir && *dir) return dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-        return std::filesystem::path(xdg) / "tandem";
-    if (const char* home = std::getenv("HOME"); home && *home)
-        return std::filesystem::path(home) / ".cache" / "tandem";
-    return {};
-}
-
 // One file per CPU model, ISA and core count: a machine whose CPU changed measures afresh.
 std::filesystem::path cache_file(const std::string& model, const std::string& isa, int cores) {
     const std::filesystem::path dir = cache_dir();
@@ -259,6 +243,11 @@ bool read_cache(const std::filesystem::path& file, const CpuPeak& expected, CpuP
 }
 
 }  // namespace
+
+std::string cpu_identity() {
+    return cpu_model() + ", " + widest_kernel().isa + ", " + std::to_string(logical_cores()) +
+           " cores";
+}
 
 CpuPeak measure_cpu_peak() {
     const Kernel kernel = widest_kernel();

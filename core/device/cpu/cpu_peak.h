@@ -20,6 +20,9 @@ struct CpuPeak {
     std::string cache_file;       // where it was kept ("" when it could not be written)
 };
 
+// This CPU as its measurements are filed: model, widest FMA ISA and logical cores.
+std::string cpu_identity();
+
 // Measures now (about a second; the machine should be otherwise idle).
 CpuPeak measure_cpu_peak();
 
