@@ -215,6 +215,8 @@ local function plan_machine(opt, net, sample)
         :format(opt.batch, core.cores(), r.considered))
   local reused = r.calibration and plan.describe_reuse(r.calibration)
   if reused then print('planner: ' .. reused .. '; --plan_cache=refresh profiles afresh') end
+  -- Where the figures are kept: T.parallel.compare drops them when the steps miss the plan.
+  opt.plan_cache_file = r.calibration and r.calibration.cache_file
   io.write(r.table)
   local best = r.plans[1]
   if not best then error('the planner found no layout that fits the memory', 0) end
@@ -278,6 +280,11 @@ end
 -- With a plan: the measured steps (a list of seconds, warm steps only) beside the predicted
 -- step. The prediction is built from profiles' lower quartiles, so the measured lower quartile
 -- is the figure compared; the mean and the machine's load say how far a busy machine moved it.
+-- How far, and over how many steps, T.parallel.compare lets a plan miss before its kept figures
+-- go: beyond the model's error where its figures hold (within 15% on the plans
+-- bench/plan_validation.lua runs).
+local replan_miss, replan_min_steps = 0.2, 20
+
 function M.compare(opt, step_seconds)
   if not opt.predicted_step_ms or #step_seconds == 0 then return end
   local stats = require 'tandem.stats'
@@ -285,10 +292,19 @@ function M.compare(opt, step_seconds)
   local sum = 0
   for _, s in ipairs(step_seconds) do sum = sum + s end
   local load = stats.machine_load()
+  local miss = opt.predicted_step_ms / quartile - 1
   print(('step time: measured %.2f ms (lower quartile of %d; mean %.2f), predicted %.2f ms (%+.0f%%) for plan %s%s')
-        :format(quartile, #step_seconds, 1000 * sum / #step_seconds, opt.predicted_step_ms,
-                100 * (opt.predicted_step_ms / quartile - 1), opt.plan_label,
+        :format(quartile, #step_seconds, 1000 * sum / #step_seconds, opt.predicted_step_ms, 100 * miss, opt.plan_label,
                 load and (', machine load %.1f on %d cores'):format(load, core.cores()) or ''))
+  -- A plan whose steps miss its prediction by more than the model's usual error rests on figures
+  -- that no longer describe this machine (taken during a busy spell): the kept ones are dropped,
+  -- so the next --plan=auto measures afresh rather than choosing from them again. Only over
+  -- enough steps for the quartile to mean something.
+  if opt.plan_cache_file and #step_seconds >= replan_min_steps and math.abs(miss) > replan_miss then
+    os.remove(opt.plan_cache_file)
+    print(('planner: the steps missed the prediction by %+.0f%%: the figures kept in %s are dropped; the next '
+           .. '--plan=auto measures afresh'):format(100 * miss, opt.plan_cache_file))
+  end
 end
 
 -- This rank's part of a global batch (samples first .. first + count - 1, 1-based): the

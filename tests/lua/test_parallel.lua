@@ -127,3 +127,29 @@ t.test('deterministic and model-averaging options', function()
   t.raises(function() engine({groups = 2, average_every = 2, deterministic = true}, 2) end,
            'model averaging is not offered')
 end)
+
+-- A plan whose steps miss its prediction by more than 20% (over 20 steps or more) rests on
+-- figures that no longer hold: the file keeping them goes, so the next --plan=auto measures.
+t.test('T.parallel.compare drops the kept figures of a plan whose steps miss it', function()
+  local S = dofile('tests/lua/support.lua')
+  local file = S.tmpname('.json')
+  S.write(file, '{}')
+  local function kept()
+    local f = io.open(file)
+    if f then f:close() end
+    return f ~= nil
+  end
+  local steps = {}
+  for i = 1, 30 do steps[i] = 0.1 end  -- 100 ms each
+  local function plan(ms) return {predicted_step_ms = ms, plan_label = '2x1x1', plan_cache_file = file} end
+  T.parallel.compare(plan(85), steps)
+  t.ok(kept(), '15% off: kept')
+  T.parallel.compare(plan(70), {0.1, 0.1, 0.1})
+  t.ok(kept(), 'three steps say too little: kept')
+  T.parallel.compare({predicted_step_ms = 70, plan_label = '2x1x1'}, steps)
+  t.ok(kept(), 'a plan not made from kept figures names no file')
+  T.parallel.compare(plan(70), steps)
+  t.ok(not kept(), '30% off: dropped')
+  T.parallel.compare(plan(70), steps)  -- already gone: nothing to do, no error
+  S.cleanup()
+end)
