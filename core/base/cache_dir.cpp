@@ -3,7 +3,12 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <span>
+
+#include "base/atomic_file.h"
 
 namespace tandem {
 
@@ -14,6 +19,25 @@ std::filesystem::path cache_dir() {
     if (const char* home = std::getenv("HOME"); home && *home)
         return std::filesystem::path(home) / ".cache" / "tandem";
     return {};
+}
+
+std::filesystem::path cache_file(std::string_view kind, const std::string& key) {
+    const std::filesystem::path dir = cache_dir();
+    if (dir.empty()) return {};
+    char hash[24];
+    std::snprintf(hash, sizeof hash, "-%016zx.json", std::hash<std::string>{}(key));
+    return dir / (std::string(kind) + hash);
+}
+
+bool write_cache_file(const std::filesystem::path& file, std::string_view text) {
+    try {
+        std::error_code ignored;
+        std::filesystem::create_directories(file.parent_path(), ignored);
+        write_file_atomic(file.string(), std::span<const char>(text.data(), text.size()));
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 std::string build_identity() {

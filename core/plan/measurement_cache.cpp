@@ -2,8 +2,6 @@
 
 #include <array>
 #include <cstdio>
-#include <functional>
-#include <span>
 #include <stdexcept>
 #include <string_view>
 
@@ -300,14 +298,8 @@ CacheUse parse_cache_use(std::string_view name) {
 }
 
 MeasurementCache::MeasurementCache(std::string key, CacheUse use, std::filesystem::path file)
-    : key_(std::move(key)), use_(use), file_(std::move(file)) {
-    if (!file_.empty()) return;
-    const std::filesystem::path dir = cache_dir();
-    if (dir.empty()) return;
-    char name[64];
-    std::snprintf(name, sizeof name, "measurements-%016zx.json", std::hash<std::string>{}(key_));
-    file_ = dir / name;
-}
+    : key_(std::move(key)), use_(use),
+      file_(file.empty() ? cache_file("measurements", key_) : std::move(file)) {}
 
 Measurements MeasurementCache::load() const {
     if (file_.empty() || use_ != CacheUse::reuse) return {};
@@ -321,15 +313,8 @@ Measurements MeasurementCache::load() const {
 }
 
 void MeasurementCache::save(const Measurements& m) const {
-    if (file_.empty() || use_ == CacheUse::none) return;
-    try {
-        std::error_code ignored;
-        std::filesystem::create_directories(file_.parent_path(), ignored);
-        const std::string text = measurements_json(m, key_);
-        write_file_atomic(file_.string(), std::span<const char>(text.data(), text.size()));
-    } catch (const std::exception&) {
-        // An unwritable cache costs the next run a measurement, nothing more.
-    }
+    if (!file_.empty() && use_ != CacheUse::none)
+        write_cache_file(file_, measurements_json(m, key_));
 }
 
 }  // namespace tandem

@@ -57,7 +57,6 @@ public:
     // refresh (whose load() finds nothing).
     explicit MeasurementCache(std::string key, CacheUse use = CacheUse::reuse,
                               std::filesystem::path file = {});
-    const std::string& key() const { return key_; }
     const std::filesystem::path& file() const { return file_; }
     // What the file holds for this key (empty: nothing usable).
     Measurements load() const;

@@ -28,13 +28,6 @@ local M = {}
 -- The parallel options, as the core defines them: name, kind, default, flag, help, ...
 local schema = core.parallel_options()
 
--- T.plan's cache uses (core/plan/plan_schema.cpp's `cache`), declared there once.
-local function plan_cache_choices()
-  for _, row in ipairs(core.option_schema('plan.search')) do
-    if row.name == 'cache' then return row.choices end
-  end
-end
-
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
@@ -47,7 +40,7 @@ local defaults = {
   plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
   plan_cache = {'reuse', "--plan=auto: reuse what an earlier run measured of this net on this machine and build "
                          .. '(refresh: profile afresh, and keep that; none: neither)',
-                choices = plan_cache_choices()},
+                choices = require('tandem.plan').search_option('cache').choices},
   trace = {'', 'write a Chrome trace of every worker to this file'},
   schedule = {'', 'the old name of --pipeline, for one release'},
 }

@@ -335,15 +335,15 @@ local function plan_net(net, sample, opt)
 end
 
 -- The search schema's row of an option (core/plan/plan_schema.cpp): the command line takes its
--- default and choices from there, declared once.
-local function search_option(name)
+-- default and choices from there, declared once (and recipes' --plan_cache, tandem.parallel).
+function M.search_option(name)
   for _, row in ipairs(core.option_schema('plan.search')) do
     if row.name == name then return row end
   end
   error('T.plan.search has no option ' .. name)
 end
-local cost_option, algorithm_option = search_option('cost'), search_option('algorithm')
-local precision_option = search_option('precision')
+local cost_option, algorithm_option = M.search_option('cost'), M.search_option('algorithm')
+local precision_option = M.search_option('precision')
 
 local options = {
   batch = {0, 'the global batch to plan for (required)', kind = 'nonneg_int'},
@@ -362,11 +362,11 @@ local options = {
   model = {'', "a topology file's model option (its GPU, say)"},
   nodes = {0, "a topology file's node count (0: its default)", kind = 'nonneg_int'},
   gpus = {0, "a topology file's GPUs a node (0: its default)", kind = 'nonneg_int'},
-  iterations = {search_option('iterations').default, 'measured costs: timed steps of each profile', kind = 'positive_int'},
-  warmup = {search_option('warmup').default, 'measured costs: untimed steps first', kind = 'nonneg_int'},
+  iterations = {M.search_option('iterations').default, 'measured costs: timed steps of each profile', kind = 'positive_int'},
+  warmup = {M.search_option('warmup').default, 'measured costs: untimed steps first', kind = 'nonneg_int'},
   -- On the command line the figures are kept and reused: a second plan of the same net takes a
   -- second, not a minute.
-  cache = {'reuse', search_option('cache').help, choices = search_option('cache').choices},
+  cache = {'reuse', M.search_option('cache').help, choices = M.search_option('cache').choices},
   algorithm = {algorithm_option.default, "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
                       .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
                       .. "does not run)", choices = algorithm_option.choices},

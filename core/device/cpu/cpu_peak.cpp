@@ -182,13 +182,8 @@ int logical_cores() {
 }
 
 // One file per CPU model, ISA and core count: a machine whose CPU changed measures afresh.
-std::filesystem::path cache_file(const std::string& model, const std::string& isa, int cores) {
-    const std::filesystem::path dir = cache_dir();
-    if (dir.empty()) return {};
-    char name[64];
-    std::snprintf(name, sizeof name, "cpu-peak-%016zx.json",
-                  std::hash<std::string>{}(model + "|" + isa + "|" + std::to_string(cores)));
-    return dir / name;
+std::filesystem::path peak_file(const std::string& model, const std::string& isa, int cores) {
+    return cache_file("cpu-peak", model + "|" + isa + "|" + std::to_string(cores));
 }
 
 std::string to_json(const CpuPeak& p) {
@@ -268,21 +263,11 @@ CpuPeak cpu_peak(bool remeasure) {
     expected.model = cpu_model();
     expected.isa = widest_kernel().isa;
     expected.cores = logical_cores();
-    const std::filesystem::path file = cache_file(expected.model, expected.isa, expected.cores);
+    const std::filesystem::path file = peak_file(expected.model, expected.isa, expected.cores);
     CpuPeak cached;
     if (!remeasure && !file.empty() && read_cache(file, expected, cached)) return cached;
     CpuPeak p = measure_cpu_peak();
-    if (!file.empty()) {
-        try {
-            std::error_code ignored;
-            std::filesystem::create_directories(file.parent_path(), ignored);
-            const std::string text = to_json(p);
-            write_file_atomic(file.string(), std::span<const char>(text.data(), text.size()));
-            p.cache_file = file.string();
-        } catch (const std::exception&) {
-            // An unwritable cache costs the next process a measurement, nothing more.
-        }
-    }
+    if (!file.empty() && write_cache_file(file, to_json(p))) p.cache_file = file.string();
     return p;
 }
 
