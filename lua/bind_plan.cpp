@@ -444,6 +444,7 @@ PlannerOptions planner_options(const OptionTable& args) {
     o.nccl_auto = algorithm.nccl_auto;
     o.bucket_bytes = static_cast<std::size_t>(args.integer("bucket_bytes"));
     o.overlap_backward = args.flag("overlap");
+    o.simpler_within = args.number("simpler_within");
     o.micro_batches.clear();
     for (const double m : args.numbers("micro_batches"))
         o.micro_batches.push_back(static_cast<int>(m));

@@ -186,6 +186,14 @@ OptionSchema make_search_schema() {
                        .fallback = std::move(micro_batches),
                        .low = 1,
                        .high = kMostCount});
+    options.push_back({.name = "simpler_within",
+                       .type = OptionType::number,
+                       .help = "rank a simpler layout (fewer stages, then fewer micro-batches, "
+                               "then no recomputation) above one predicted faster by less than "
+                               "this fraction (0: by prediction alone)",
+                       .fallback = planner.simpler_within,
+                       .low = 0,
+                       .high = 1});
     options.push_back(integer_option("top", "plans listed in the table", 10, 1, kMostPlanTop));
     options.push_back(integer_option("trace_plan", "which ranked plan `trace` writes (1: the best)",
                                      1, 1, kOptionUnbounded));

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/format.h"
@@ -20,12 +21,10 @@ std::vector<int> device_order(const std::string& kind, int groups, int stages) {
     return devices;
 }
 
-void rank(std::vector<RankedPlan>& plans) {
-    std::stable_sort(plans.begin(), plans.end(), [](const RankedPlan& a, const RankedPlan& b) {
-        if (a.simulation.images_per_s != b.simulation.images_per_s)
-            return a.simulation.images_per_s > b.simulation.images_per_s;
-        return a.simulation.peak_bytes() < b.simulation.peak_bytes();
-    });
+// What the cost model misjudges most in a layout, in the order it misjudges it: the stages (a
+// pipeline's bubbles and copies), the micro-batches (each one's fixed costs) and recomputation.
+std::tuple<int, int, bool> complexity(const Plan& p) {
+    return {p.stages, p.micro_batches, p.recompute};
 }
 
 std::string fixed(double value, int decimals) {
@@ -74,19 +73,26 @@ std::optional<RankedPlan> cut_and_simulate(const Plan& plan, PartitionOptions po
     return best;
 }
 
+// The fastest predicted of the plans that `is`; null when none is.
+template <class Is>
+const RankedPlan* fastest_of(const std::vector<RankedPlan>& plans, Is is) {
+    const RankedPlan* best = nullptr;
+    for (const auto& p : plans)
+        if (is(p.plan) && (!best || p.simulation.images_per_s > best->simulation.images_per_s))
+            best = &p;
+    return best;
+}
+
 }  // namespace
 
 const RankedPlan* PlanSearch::pure_data_parallel() const {
-    for (const auto& p : plans)
-        if (p.plan.stages == 1 && p.plan.groups > 1) return &p;
-    return nullptr;
+    return fastest_of(plans, [](const Plan& p) { return p.stages == 1 && p.groups > 1; });
 }
 
 const RankedPlan* PlanSearch::pure_pipeline() const {
-    for (const auto& p : plans)
-        if (p.plan.groups == 1 && p.plan.stages > 1 && p.plan.schedule == PipelineSchedule::gpipe)
-            return &p;
-    return nullptr;
+    return fastest_of(plans, [](const Plan& p) {
+        return p.groups == 1 && p.stages > 1 && p.schedule == PipelineSchedule::gpipe;
+    });
 }
 
 PlanSearch search_plans(const Topology& topology, const CostModel& costs, const PlannerOptions& o) {
@@ -199,8 +205,28 @@ PlanSearch search_plans(const Topology& topology, const CostModel& costs, const 
             }
         }
     }
-    rank(search.plans);
+    search.simpler_within = o.simpler_within;
+    rank_plans(search.plans, search.simpler_within);
     return search;
+}
+
+void rank_plans(std::vector<RankedPlan>& plans, double simpler_within) {
+    std::stable_sort(plans.begin(), plans.end(), [](const RankedPlan& a, const RankedPlan& b) {
+        if (a.simulation.images_per_s != b.simulation.images_per_s)
+            return a.simulation.images_per_s > b.simulation.images_per_s;
+        return a.simulation.peak_bytes() < b.simulation.peak_bytes();
+    });
+    std::vector<RankedPlan> ordered;
+    ordered.reserve(plans.size());
+    while (!plans.empty()) {
+        const double floor = plans.front().simulation.images_per_s * (1 - simpler_within);
+        std::size_t pick = 0;
+        for (std::size_t i = 1; i < plans.size() && plans[i].simulation.images_per_s >= floor; ++i)
+            if (complexity(plans[i].plan) < complexity(plans[pick].plan)) pick = i;
+        ordered.push_back(std::move(plans[pick]));
+        plans.erase(plans.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    plans = std::move(ordered);
 }
 
 bool PlanSearch::cuts_inside(const RankedPlan& r) const {
@@ -233,8 +259,9 @@ void merge_plans(PlanSearch& into, PlanSearch other) {
     into.over_memory += other.over_memory;
     if (into.layer_names.empty()) into.layer_names = other.layer_names;
     if (into.unit_owners.empty()) into.unit_owners = other.unit_owners;
+    into.simpler_within = other.simpler_within;
     for (auto& p : other.plans) into.plans.push_back(std::move(p));
-    rank(into.plans);
+    rank_plans(into.plans, into.simpler_within);
 }
 
 std::string format_plans(const PlanSearch& search, std::size_t top) {
@@ -273,6 +300,17 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     };
     reference(dp, "pure data parallel");
     reference(search.pure_pipeline(), "pure pipeline");
+    // Why the first is not the fastest predicted, when it is not.
+    const RankedPlan* fastest = fastest_of(search.plans, [](const Plan&) { return true; });
+    if (fastest && fastest->simulation.images_per_s > search.plans.front().simulation.images_per_s)
+        out << "#1 is simpler than #" << (fastest - search.plans.data() + 1)
+            << " (fewer stages, micro-batches or recomputations), which is predicted "
+            << fixed(100 * (fastest->simulation.images_per_s /
+                                search.plans.front().simulation.images_per_s -
+                            1),
+                     1)
+            << "% faster: less than simpler_within = " << fixed(100 * search.simpler_within, 0)
+            << "% (0 ranks by prediction alone)\n";
     out << search.plans.size() << " plans ranked of " << search.considered << " layouts; "
         << search.over_memory << " did not fit any device's memory\n";
     return out.str();

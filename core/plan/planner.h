@@ -8,7 +8,9 @@
 //   spread: the replicas of a stage on neighbouring devices, so the all-reduce stays local.
 // For each it cuts the net with the partitioner (the slowest stage smallest within every cap);
 // a layout that does not fit is tried again with recomputation (and, with one stage, more
-// micro-batches) before it is dropped. The survivors are simulated and ranked by images/s.
+// micro-batches) before it is dropped. The survivors are simulated and ranked by images/s,
+// except that a simpler layout goes first when a more complex one is predicted faster by less
+// than PlannerOptions::simpler_within (rank_plans).
 //
 // The cost model's layers are what the partitioner cuts: a chain's top-level layers, or the
 // units of a net whose graphs and residual blocks are opened (parallel/unit_placement.h,
@@ -36,6 +38,12 @@ struct PlannerOptions {
     bool nccl_auto = false;         // Plan::nccl_auto: NCCL's own choice ('auto')
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // as the engine's option
+    // A simpler layout (fewer stages, then fewer micro-batches, then no recomputation) ranks
+    // above one predicted faster by less than this fraction of its rate (0: by prediction
+    // alone). The cost model errs most on what makes a layout complex: a pipeline's bubbles
+    // and copies and a small micro-batch's fixed costs (20-25% for this repository's CPU
+    // pipelines, docs/benchmarks.md), so a smaller lead is no lead.
+    double simpler_within = 0.1;
     // When the cost model's layers are a net's units with its graphs and blocks opened
     // (unit_placement.h): the stage graph of cuts of them for micro-batches of a size, and per
     // unit the top-level layer it is part of ("" for a top-level layer). Null and empty: a chain.
@@ -55,7 +63,8 @@ struct RankedPlan {
 };
 
 struct PlanSearch {
-    std::vector<RankedPlan> plans;  // fastest first
+    std::vector<RankedPlan> plans;  // as rank_plans orders them
+    double simpler_within = 0;      // PlannerOptions' (what the table explains)
     int considered = 0;             // layouts tried
     int over_memory = 0;            // of which none fitted
     std::vector<std::string> layer_names;
@@ -78,6 +87,10 @@ struct PlanSearch {
 
 PlanSearch search_plans(const Topology& topology, const CostModel& costs,
                         const PlannerOptions& options);
+// Orders `plans` for the user to take the first: again and again the simplest of the plans
+// left that are predicted within `simpler_within` of the fastest left (by images/s, and the
+// least peak memory among equals), so a complex layout goes first only when it leads by more.
+void rank_plans(std::vector<RankedPlan>& plans, double simpler_within);
 // Adds `other`'s plans (another topology of the same machine: other device counts) and ranks all.
 void merge_plans(PlanSearch& into, PlanSearch other);
 

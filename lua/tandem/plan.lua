@@ -305,7 +305,7 @@ local function plan_net(net, sample, opt)
   local r = M.search{net = net, sample = sample, batch = opt.batch, topologies = topologies,
                      devices = opt.topology ~= 'machine' and opt.topology ~= '' and opt.devices or 0,
                      cost = opt.cost, top = opt.top, trace = opt.trace ~= '' and opt.trace or nil,
-                     trace_plan = opt.trace_plan,
+                     trace_plan = opt.trace_plan, simpler_within = opt.simpler_within,
                      iterations = opt.iterations, warmup = opt.warmup, cache = opt.cache,
                      algorithm = opt.algorithm,
                      overlap = opt.overlap, precision = opt.precision}
@@ -353,6 +353,8 @@ local options = {
   cost = {cost_option.default, 'how layers are timed: profiled here, from the hardware table, or auto (profiled '
                   .. 'for CPU topologies)', choices = cost_option.choices},
   top = {10, 'plans listed', kind = 'positive_int'},
+  simpler_within = {M.search_option('simpler_within').default, M.search_option('simpler_within').help,
+                    kind = 'fraction'},
   write = {'', 'write the best plan to this file (tandem run RECIPE --plan=FILE)'},
   trace = {'', "write the best plan's simulated step as a Chrome trace to this file"},
   trace_plan = {1, 'which ranked plan --trace writes (1: the best; its # in the table)', kind = 'positive_int'},

@@ -72,7 +72,8 @@ end)
 t.test('the planner ranks CPU layouts from measured profiles', function()
   local net, sample = small_net()
   local r = T.plan.search{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
-                          topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'})}
+                          topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'}),
+                          simpler_within = 0}  -- by prediction alone
   t.eq(r.cost, 'measured')
   t.ok(#r.plans >= 3, r.table)
   for i = 2, #r.plans do t.ok(r.plans[i - 1].images_per_s >= r.plans[i].images_per_s) end
@@ -199,6 +200,21 @@ t.test('tandem plan on the 8-GPU server and on this machine', function()
   out, rc = S.tandem{'plan', 'recipes/nets/resnet20.lua', '--topology=server8_pcie', '--batch=256',
                      '--trace=' .. traces[3], '--trace-plan=999'}
   t.ok(rc ~= 0 and out:find('trace_plan = 999, but %d+ plan%(s%) were ranked'), out)
+  -- LeNet-5 on the 8-GPU server: a 4x2 pipeline predicted ahead of data parallel, by less than
+  -- half: by prediction alone it ranks first; with --simpler-within=0.5 the simpler plan does,
+  -- and the table says why.
+  local function first_row(text) return text:match('\n%s+1%s+(%S+)') end
+  out, rc = S.tandem{'plan', 'recipes/nets/lenet5.lua', '--topology=server8_pcie', '--batch=256',
+                     '--simpler-within=0'}
+  t.eq(rc, 0, out)
+  t.eq(first_row(out), '4x2x1', out)
+  t.ok(not out:find('is simpler than', 1, true), out)
+  out, rc = S.tandem{'plan', 'recipes/nets/lenet5.lua', '--topology=server8_pcie', '--batch=256',
+                     '--simpler-within=0.5'}
+  t.eq(rc, 0, out)
+  t.eq(first_row(out), '8x1x1', out)
+  t.ok(out:find('#1 is simpler than #2 %(fewer stages, micro%-batches or recomputations%), which is '
+                .. 'predicted [%d.]+%% faster: less than simpler_within = 50%%'), out)
   local path = S.tmpname('.lua')
   local trace = S.tmpname('.json')
   out, rc = S.tandem{'plan', 'recipes/fashion_mnist.lua', '--batch=16', '--devices=2',

@@ -283,6 +283,7 @@ TEST(Planner, NeverReturnsAPlanOverACap) {
     const TableCosts costs(8, 0.1, 0.2, mib, 4 * mib, 0.1, 1.0);
     PlannerOptions o;
     o.batch = 16;
+    o.simpler_within = 0;  // by prediction alone: ranked fastest first
     const PlanSearch search = search_plans(t, costs, o);
     ASSERT_FALSE(search.plans.empty());
     EXPECT_GT(search.over_memory, 0);
@@ -301,6 +302,55 @@ TEST(Planner, NeverReturnsAPlanOverACap) {
     EXPECT_NE(lua.find("groups = " + std::to_string(search.plans.front().plan.groups)),
               std::string::npos)
         << lua;
+}
+
+RankedPlan predicted(int stages, int micro_batches, bool recompute, double images_per_s) {
+    RankedPlan r;
+    r.plan.groups = 1, r.plan.stages = stages, r.plan.micro_batches = micro_batches;
+    r.plan.recompute = recompute;
+    r.simulation.images_per_s = images_per_s;
+    return r;
+}
+
+std::string order(const std::vector<RankedPlan>& plans) {
+    std::string labels;
+    for (const auto& r : plans) labels += (labels.empty() ? "" : ", ") + r.plan.label();
+    return labels;
+}
+
+TEST(Planner, RanksASimplerLayoutFirstUnlessAComplexOneLeadsByMore) {
+    // A pipeline 5% ahead of one device: the device first; 20% ahead: the pipeline first.
+    std::vector<RankedPlan> close{predicted(1, 1, false, 1000), predicted(2, 8, false, 1050)};
+    rank_plans(close, 0.1);
+    EXPECT_EQ(order(close), "1x1x1, 1x2x8 gpipe");
+    std::vector<RankedPlan> far{predicted(1, 1, false, 1000), predicted(2, 8, false, 1200)};
+    rank_plans(far, 0.1);
+    EXPECT_EQ(order(far), "1x2x8 gpipe, 1x1x1");
+    // Within the margin: fewer stages, then fewer micro-batches, then no recomputation; each
+    // time within the margin of the fastest plan left.
+    std::vector<RankedPlan> many{predicted(2, 8, false, 1000), predicted(2, 4, false, 960),
+                                 predicted(2, 4, true, 970), predicted(1, 2, false, 850),
+                                 predicted(4, 2, false, 1040)};
+    rank_plans(many, 0.1);
+    EXPECT_EQ(order(many), "1x2x4 gpipe, 1x2x4 gpipe recompute, 1x2x8 gpipe, 1x4x2 gpipe, 1x1x2");
+    // 0: by prediction alone (and equal predictions simplest first).
+    rank_plans(many, 0);
+    EXPECT_EQ(order(many), "1x4x2 gpipe, 1x2x8 gpipe, 1x2x4 gpipe recompute, 1x2x4 gpipe, 1x1x2");
+}
+
+TEST(Planner, SaysWhyItsFirstPlanIsNotTheFastest) {
+    PlanSearch search;
+    search.plans = {predicted(1, 1, false, 1000), predicted(2, 8, false, 1050)};
+    search.simpler_within = 0;
+    rank_plans(search.plans, search.simpler_within);
+    EXPECT_EQ(format_plans(search).find("is simpler than"), std::string::npos);
+    search.simpler_within = 0.1;
+    rank_plans(search.plans, search.simpler_within);
+    const std::string table = format_plans(search);
+    EXPECT_NE(table.find("#1 is simpler than #2 (fewer stages, micro-batches or recomputations), "
+                         "which is predicted 5.0% faster: less than simpler_within = 10%"),
+              std::string::npos)
+        << table;
 }
 
 TEST(Planner, PrefersDataParallelWhenEverythingFitsAndCommunicationIsFree) {
