@@ -319,8 +319,8 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
 std::string plan_to_lua(const RankedPlan& r, const PlanSearch& search) {
     const Plan& p = r.plan;
     std::ostringstream out;
-    out << "-- Written by `tandem plan`: the fastest simulated layout on topology '" << r.topology
-        << "' for a batch of " << p.batch
+    out << "-- Written by `tandem plan`: the first-ranked simulated layout on topology '"
+        << r.topology << "' for a batch of " << p.batch
         << ".\n-- Use it with `tandem run RECIPE --plan=THIS_FILE`.\n";
     out << "return {\n";
     out << "  groups = " << p.groups << ", stages = " << p.stages
