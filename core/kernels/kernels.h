@@ -402,6 +402,8 @@ struct TensorOpsKernel {
     virtual ~TensorOpsKernel() = default;
     // dst = a + b; all three the same shape and layout.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
+    // dst = max(0, a + b) in one pass (a residual block's add with the ReLU after it).
+    virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
     // dst = a * b element-wise; all three the same shape and layout.
     virtual void multiply(const Tensor& a, const Tensor& b, Tensor& dst) = 0;
     // dst += src; same shape and layout.

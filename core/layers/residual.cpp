@@ -77,15 +77,50 @@ MemoryEstimate Residual::memory_estimate(const Shape& input) const {
     return e;
 }
 
-Tensor Residual::forward(const Tensor& x, Pass& pass) {
+template <class Add>
+Tensor Residual::forward_and(const Tensor& x, Pass& pass, Add&& add) {
     const Tensor body = in_branch("body", [&] { return body_->forward(x, pass); });
     Tensor shortcut =
         shortcut_ ? in_branch("shortcut", [&] { return shortcut_->forward(x, pass); }) : x;
     check_same(body.shape(), shortcut.shape());
     shortcut = in_layout(shortcut, body.layout(), pass.device);
     Tensor y = Tensor::empty(body.shape(), pass.device, DType::f32, body.layout());
-    tensor_ops(pass.device).add(body, shortcut, y);
+    add(tensor_ops(pass.device), body, shortcut, y);
     return y;
+}
+
+Tensor Residual::forward(const Tensor& x, Pass& pass) {
+    return forward_and(x, pass,
+                       [](TensorOpsKernel& ops, const Tensor& a, const Tensor& b, Tensor& y) {
+                           ops.add(a, b, y);
+                       });
+}
+
+bool Residual::takes_relu(const Pass&) const {
+    return kernel_impl() != "reference";
+}
+
+Tensor Residual::forward_relu(const Tensor& x, Pass& pass) {
+    Tensor y =
+        forward_and(x, pass, [](TensorOpsKernel& ops, const Tensor& a, const Tensor& b, Tensor& y) {
+            ops.add_relu(a, b, y);
+        });
+    if (pass.mode == Mode::train) pass.saved.put(this, {y});
+    return y;
+}
+
+Tensor Residual::backward_relu(const Tensor& x, const Tensor& dy_in, Pass& pass) {
+    const std::vector<Tensor>& saved = pass.saved.get(this);
+    TANDEM_CHECK(saved.size() == 1)
+        << label() << ": backward with the ReLU after a forward without";
+    const Tensor& y = saved[0];
+    const Tensor dy = dy_in.to_layout(y.layout());
+    Tensor masked = Tensor::empty(y.shape(), pass.device, DType::f32, y.layout());
+    relu_kernels_
+        .get(pass.device, ActivationConfig{y.shape(), y.layout(), ActivationAlgorithm::relu, 0.f},
+             kernel_impl())
+        .backward(y, dy, masked);
+    return backward(x, masked, pass);
 }
 
 Tensor Residual::backward(const Tensor& x, const Tensor& dy, Pass& pass) {

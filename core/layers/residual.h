@@ -5,10 +5,16 @@
 // and "shortcut", so parameters read "block1.body.conv1.weight". Backward runs both branches
 // on dy and sums their input gradients: dx = body'(dy) + (shortcut ? shortcut'(dy) : dy).
 // Errors from inside a branch gain a line "in body of 'block3' (Residual)".
+//
+// A ReLU right after the block (Layer::takes_relu) is applied by the add, in its pass over
+// memory: y = max(0, body(x) + shortcut(x)); its backward masks dy by y > 0 (the ReLU's own
+// kernel, reading y as the ReLU layer does) before the branches run.
 #pragma once
 
 #include <memory>
 
+#include "kernels/kernel_cache.h"
+#include "kernels/kernels.h"
 #include "layers/merge.h"
 #include "layers/sequential.h"
 
@@ -35,6 +41,10 @@ public:
     MemoryEstimate memory_estimate(const Shape& input) const override;
     Tensor forward(const Tensor& x, Pass& pass) override;
     Tensor backward(const Tensor& x, const Tensor& dy, Pass& pass) override;
+    // Every mode but on the reference kernels (which fuse nothing: they check the others).
+    bool takes_relu(const Pass& pass) const override;
+    Tensor forward_relu(const Tensor& x, Pass& pass) override;
+    Tensor backward_relu(const Tensor& x, const Tensor& dy, Pass& pass) override;
 
     std::vector<Tensor> forward_many(const std::vector<Tensor>& xs,
                                      const std::vector<Pass*>& passes) override;
@@ -54,10 +64,14 @@ private:
     template <class F>
     auto in_branch(const char* branch, F&& f) const -> decltype(f());
     void check_same(const Shape& body, const Shape& shortcut) const;
+    // body(x) + shortcut(x), into a new tensor by `add` (TensorOpsKernel::add or add_relu).
+    template <class Add>
+    Tensor forward_and(const Tensor& x, Pass& pass, Add&& add);
 
     std::shared_ptr<Sequential> body_;
     std::shared_ptr<Sequential> shortcut_;
     std::shared_ptr<Add> join_ = std::make_shared<Add>();
+    KernelCache<ActivationKernel> relu_kernels_;  // the fused ReLU's backward
 };
 
 }  // namespace tandem

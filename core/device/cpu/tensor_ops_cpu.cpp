@@ -1,5 +1,6 @@
 // TensorOps on the CPU: plain OpenMP loops over storage (the operations are bandwidth-bound,
 // so a vectorised loop is as fast as a library call), and oneDNN reorders for layout copies.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -31,6 +32,17 @@ public:
         const std::int64_t n = a.numel();
 #pragma omp parallel for simd if (n > kElementwiseParallelMin)
         for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+    }
+
+    void add_relu(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "add_relu");
+        check_same(a, dst, "add_relu");
+        const float* x = a.data<float>();
+        const float* y = b.data<float>();
+        float* z = dst.data<float>();
+        const std::int64_t n = a.numel();
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = std::max(x[i] + y[i], 0.f);
     }
 
     void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {

@@ -14,6 +14,10 @@ __global__ void add_kernel(const float* a, const float* b, float* z, std::int64_
     TANDEM_GRID_STRIDE(i, n) z[i] = a[i] + b[i];
 }
 
+__global__ void add_relu_kernel(const float* a, const float* b, float* z, std::int64_t n) {
+    TANDEM_GRID_STRIDE(i, n) z[i] = fmaxf(a[i] + b[i], 0.f);
+}
+
 __global__ void multiply_kernel(const float* a, const float* b, float* z, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) z[i] = a[i] * b[i];
 }
@@ -354,6 +358,10 @@ void rnn_cell_backward(bool lstm, std::int64_t n, std::int64_t hidden, const flo
 
 void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
     add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);
+}
+
+void add_relu(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {
+    add_relu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, dst, n);
 }
 
 void multiply(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream) {

@@ -17,6 +17,7 @@ namespace tandem::cuda::kernels {
 
 // Element-wise, over n floats in storage order.
 void add(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream);
+void add_relu(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream);
 void multiply(const float* a, const float* b, float* dst, std::int64_t n, cudaStream_t stream);
 void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 void fill(float* dst, float value, std::int64_t n, cudaStream_t stream);

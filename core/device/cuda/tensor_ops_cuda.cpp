@@ -33,6 +33,18 @@ public:
         check_launch("add");
     }
 
+    void add_relu(const Tensor& a, const Tensor& b, Tensor& dst) override {
+        check_same(a, b, "add_relu");
+        check_same(a, dst, "add_relu");
+        const auto n = a.numel();
+        const float* x = float_ptr(a, device_, n, "add_relu a");
+        const float* y = float_ptr(b, device_, n, "add_relu b");
+        float* z = float_ptr(dst, device_, n, "add_relu dst");
+        device_.activate();
+        kernels::add_relu(x, y, z, n, stream());
+        check_launch("add_relu");
+    }
+
     void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {
         check_same(a, b, "multiply");
         check_same(a, dst, "multiply");

@@ -405,6 +405,11 @@ TEST(CudaLayers, TensorOps) {
     c.add(a, b, z);
     g.add(a.to(gpu()), b.to(gpu()), gz);
     expect_near(gz, z, 0, "add");
+    c.add_relu(a, b, z);
+    g.add_relu(a.to(gpu()), b.to(gpu()), gz);
+    expect_near(gz, z, 0, "add_relu");
+    c.add(a, b, z);
+    g.add(a.to(gpu()), b.to(gpu()), gz);
     c.accumulate(z, a);
     g.accumulate(gz, a.to(gpu()));
     expect_near(gz, z, 0, "accumulate");

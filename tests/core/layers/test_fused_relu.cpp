@@ -1,11 +1,12 @@
-// A ReLU after batch norm, applied by the batch norm (Layer::takes_relu): Sequential and
-// GraphPart run the pair fused where the device has the kernel, and the results are those of
-// the two layers run one after the other.
+// A ReLU after batch norm, applied by the batch norm, and after a residual block, applied by
+// its add (Layer::takes_relu): Sequential and GraphPart run the pair fused where the device has
+// the kernel, and the results are those of the two layers run one after the other.
 #include <gtest/gtest.h>
 
 #include "layers/batch_norm2d.h"
 #include "layers/graph_part.h"
 #include "layers/relu.h"
+#include "layers/residual.h"
 #include "layers/sequential.h"
 #include "support/close.h"
 #include "support/grad_check.h"
@@ -121,6 +122,49 @@ TEST(FusedRelu, GraphPartFusesWhenTheReluAloneReadsTheOutput) {
     expect_same_step(part_step({2}, 3), step_apart(x, dy));
     // The caller reads the normalised values too (a send, the loss): they must stay unclipped.
     expect_same_step(part_step({1, 2}, 2), step_apart(x, dy));
+}
+
+// relu(bn(x) + x): a residual block whose body is a batch norm, identity shortcut.
+std::shared_ptr<Residual> fused_test_block(const std::string& impl = {}) {
+    auto block = std::make_shared<Residual>(
+        std::make_shared<Sequential>(std::vector<LayerPtr>{fused_test_bn()}), nullptr);
+    if (!impl.empty()) block->set_kernel_impl(impl);
+    return block;
+}
+
+BatchNorm2d& body_bn(Residual& block) {
+    return static_cast<BatchNorm2d&>(block.body().at(0));
+}
+
+TEST(FusedRelu, AResidualBlocksAddAppliesTheReluAfterIt) {
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+        SCOPED_TRACE(layout == Layout::contiguous ? "NCHW" : "NHWC");
+        const Tensor x = random_tensor(kFusedShape, test_device(), 49, -2.f, 2.f, layout);
+        const Tensor dy = random_tensor(kFusedShape, test_device(), 50, -1.f, 1.f, layout);
+        auto block = fused_test_block();
+        Sequential net({block, std::make_shared<ReLU>()});
+        Tape tape;
+        Pass pass{test_device(), Mode::train, 0, tape, 0};
+        ASSERT_TRUE(block->takes_relu(pass));
+        const Tensor y = net.forward(x, pass);
+        EXPECT_EQ(tape.get(block.get()).size(), 1u) << "the block keeps the ReLU's output";
+        const Tensor dx = net.backward(x, dy, pass);
+
+        auto apart = fused_test_block();
+        ReLU relu;
+        Tape apart_tape;
+        Pass apart_pass{test_device(), Mode::train, 0, apart_tape, 0};
+        const Tensor h = apart->forward(x, apart_pass);
+        const Tensor apart_y = relu.forward(h, apart_pass);
+        const Tensor apart_dx = apart->backward(x, relu.backward(h, dy, apart_pass), apart_pass);
+        EXPECT_FALSE(apart_tape.contains(apart.get())) << "run alone, the block fuses nothing";
+        expect_same_step(results(y, dx, body_bn(*block)),
+                         results(apart_y, apart_dx, body_bn(*apart)));
+    }
+    Tape tape;
+    Pass eval{test_device(), Mode::eval, 0, tape, 0};
+    EXPECT_TRUE(fused_test_block()->takes_relu(eval)) << "the add needs no training statistics";
+    EXPECT_FALSE(fused_test_block("reference")->takes_relu(eval)) << "no reference kernel fuses";
 }
 
 }  // namespace
