@@ -24,36 +24,15 @@ public:
     explicit TensorOpsCpu(Device& device) : device_(as_cpu(device)) {}
 
     void add(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "add");
-        check_same(a, dst, "add");
-        const float* x = a.data<float>();
-        const float* y = b.data<float>();
-        float* z = dst.data<float>();
-        const std::int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kElementwiseParallelMin)
-        for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+        element_wise(a, b, dst, "add", [](float x, float y) { return x + y; });
     }
 
     void add_relu(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "add_relu");
-        check_same(a, dst, "add_relu");
-        const float* x = a.data<float>();
-        const float* y = b.data<float>();
-        float* z = dst.data<float>();
-        const std::int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kElementwiseParallelMin)
-        for (std::int64_t i = 0; i < n; ++i) z[i] = std::max(x[i] + y[i], 0.f);
+        element_wise(a, b, dst, "add_relu", [](float x, float y) { return std::max(x + y, 0.f); });
     }
 
     void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "multiply");
-        check_same(a, dst, "multiply");
-        const float* x = a.data<float>();
-        const float* y = b.data<float>();
-        float* z = dst.data<float>();
-        const std::int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kElementwiseParallelMin)
-        for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
+        element_wise(a, b, dst, "multiply", [](float x, float y) { return x * y; });
     }
 
     void accumulate(Tensor& dst, const Tensor& src) override {
@@ -181,6 +160,19 @@ public:
     }
 
 private:
+    // dst = f(a, b) element by element; all three the same shape and layout.
+    template <class F>
+    static void element_wise(const Tensor& a, const Tensor& b, Tensor& dst, const char* what, F f) {
+        check_same(a, b, what);
+        check_same(a, dst, what);
+        const float* x = a.data<float>();
+        const float* y = b.data<float>();
+        float* z = dst.data<float>();
+        const std::int64_t n = a.numel();
+#pragma omp parallel for simd if (n > kElementwiseParallelMin)
+        for (std::int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+    }
+
     CpuDevice& device_;
 };
 

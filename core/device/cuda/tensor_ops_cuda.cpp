@@ -1,6 +1,7 @@
 // TensorOps on the GPU: element-wise kernels (kernels.cu) on the compute stream, layout copies
 // through cudnnTransformTensor, and a deterministic sum of squares (fixed per-block partials,
 // summed on the host in order).
+#include <string>
 #include <vector>
 
 #include "device/cuda/check.h"
@@ -22,39 +23,15 @@ public:
     explicit TensorOpsCuda(Device& device) : device_(as_cuda(device)) {}
 
     void add(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "add");
-        check_same(a, dst, "add");
-        const auto n = a.numel();
-        const float* x = float_ptr(a, device_, n, "add a");
-        const float* y = float_ptr(b, device_, n, "add b");
-        float* z = float_ptr(dst, device_, n, "add dst");
-        device_.activate();
-        kernels::add(x, y, z, n, stream());
-        check_launch("add");
+        element_wise(a, b, dst, "add", kernels::add);
     }
 
     void add_relu(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "add_relu");
-        check_same(a, dst, "add_relu");
-        const auto n = a.numel();
-        const float* x = float_ptr(a, device_, n, "add_relu a");
-        const float* y = float_ptr(b, device_, n, "add_relu b");
-        float* z = float_ptr(dst, device_, n, "add_relu dst");
-        device_.activate();
-        kernels::add_relu(x, y, z, n, stream());
-        check_launch("add_relu");
+        element_wise(a, b, dst, "add_relu", kernels::add_relu);
     }
 
     void multiply(const Tensor& a, const Tensor& b, Tensor& dst) override {
-        check_same(a, b, "multiply");
-        check_same(a, dst, "multiply");
-        const auto n = a.numel();
-        const float* x = float_ptr(a, device_, n, "multiply a");
-        const float* y = float_ptr(b, device_, n, "multiply b");
-        float* z = float_ptr(dst, device_, n, "multiply dst");
-        device_.activate();
-        kernels::multiply(x, y, z, n, stream());
-        check_launch("multiply");
+        element_wise(a, b, dst, "multiply", kernels::multiply);
     }
 
     void accumulate(Tensor& dst, const Tensor& src) override {
@@ -171,6 +148,22 @@ public:
     }
 
 private:
+    using ElementWise = void (*)(const float*, const float*, float*, std::int64_t, cudaStream_t);
+
+    // dst = kernel(a, b) element by element; all three the same shape and layout.
+    void element_wise(const Tensor& a, const Tensor& b, Tensor& dst, const std::string& what,
+                      ElementWise kernel) {
+        check_same(a, b, what.c_str());
+        check_same(a, dst, what.c_str());
+        const auto n = a.numel();
+        const float* x = float_ptr(a, device_, n, what + " a");
+        const float* y = float_ptr(b, device_, n, what + " b");
+        float* z = float_ptr(dst, device_, n, what + " dst");
+        device_.activate();
+        kernel(x, y, z, n, stream());
+        check_launch(what);
+    }
+
     cudaStream_t stream() const { return device_.compute_stream(); }
     CudaDevice& device_;
 };
