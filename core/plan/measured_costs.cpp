@@ -16,12 +16,10 @@
 namespace tandem {
 
 MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler,
-                                     MachineFigures machine, int rounds,
+                                     MachineProbe machine, int rounds,
                                      std::shared_ptr<const MeasurementCache> cache)
     : shapes_(std::move(shapes)), momentum_(momentum), profiler_(std::move(profiler)),
-      machine_(machine), rounds_(rounds), cache_(std::move(cache)) {
-    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0)
-        << "the copy rate must be positive, got " << machine_.copy_gbs;
+      rounds_(rounds), cache_(std::move(cache)) {
     TANDEM_CHECK_AS(ConfigError, rounds_ >= 1)
         << "profiling needs at least 1 round, got " << rounds_;
     if (cache_) {
@@ -29,12 +27,11 @@ MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler p
         reused_ = measured_.profiles.size() + measured_.slowdowns.size() +
                   measured_.update_slowdowns.size() + measured_.all_reduce.size() +
                   (measured_.machine ? 1 : 0);
-        cached_at_ = measured_.measured_at;
     }
-    if (measured_.machine)
-        machine_ = *measured_.machine;
-    else
-        measured_.machine = machine_;
+    if (!measured_.machine) measured_.machine = machine();
+    machine_ = *measured_.machine;
+    TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0)
+        << "the copy rate must be positive, got " << machine_.copy_gbs;
 }
 
 void MeasuredCostModel::keep() const {
@@ -257,7 +254,7 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     c.machine = machine_;
     c.cache_file = cache_ ? cache_->file().string() : std::string();
     c.reused = reused_;
-    c.cached_at = cached_at_;
+    if (reused_ > 0) c.cached_at = measured_.measured_at;  // the kept figures' first
     for (const auto& [key, profile] : measured_.profiles)
         c.profiles.push_back({key.first, key.second, profile.step_ms});
     for (const auto& [key, d] : measured_.slowdowns)
@@ -329,9 +326,9 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequentia
     if (cache != CacheUse::none)
         kept = std::make_shared<const MeasurementCache>(
             measurement_key(*net, shapes, momentum, options, rounds), cache);
-    return std::make_shared<MeasuredCostModel>(std::move(shapes), momentum, profiler,
-                                               measure_machine_figures(cores), rounds,
-                                               std::move(kept));
+    return std::make_shared<MeasuredCostModel>(
+        std::move(shapes), momentum, profiler, [cores] { return measure_machine_figures(cores); },
+        rounds, std::move(kept));
 }
 
 }  // namespace tandem

@@ -27,10 +27,12 @@ public:
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
     using Profiler = std::function<NetProfile(int threads, std::int64_t batch,
                                               std::function<void()> after_step)>;
+    // This machine's copy, hand-off figures (measure_machine_figures: about 0.2 s).
+    using MachineProbe = std::function<MachineFigures()>;
     // `rounds`: how many times prefetch() profiles each batch size (see there). `cache`: where
     // the figures of earlier runs are read from and this one's are kept (none: measure all);
-    // its machine figures, when it has them, stand for `machine`.
-    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineFigures machine,
+    // `machine` runs only when it holds no machine figures.
+    MeasuredCostModel(NetShapes shapes, bool momentum, Profiler profiler, MachineProbe machine,
                       int rounds = 1, std::shared_ptr<const MeasurementCache> cache = nullptr);
     std::vector<LayerCost> layer_costs(const TopologyDevice& device,
                                        std::int64_t batch) const override;
@@ -111,7 +113,6 @@ private:
     // Everything measured or read so far; `reused_` of its figures came from the cache.
     mutable Measurements measured_;
     std::size_t reused_ = 0;
-    std::string cached_at_;
     // Keeps measured_ in the cache (under mutex_), after each new figure.
     void keep() const;
     using Slowdowns = Measurements::Slowdowns;

@@ -344,6 +344,7 @@ function M.search_option(name)
 end
 local cost_option, algorithm_option = M.search_option('cost'), M.search_option('algorithm')
 local precision_option = M.search_option('precision')
+local simpler_option, cache_option = M.search_option('simpler_within'), M.search_option('cache')
 
 local options = {
   batch = {0, 'the global batch to plan for (required)', kind = 'nonneg_int'},
@@ -353,8 +354,7 @@ local options = {
   cost = {cost_option.default, 'how layers are timed: profiled here, from the hardware table, or auto (profiled '
                   .. 'for CPU topologies)', choices = cost_option.choices},
   top = {10, 'plans listed', kind = 'positive_int'},
-  simpler_within = {M.search_option('simpler_within').default, M.search_option('simpler_within').help,
-                    kind = 'fraction'},
+  simpler_within = {simpler_option.default, simpler_option.help, kind = 'fraction'},
   write = {'', 'write the best plan to this file (tandem run RECIPE --plan=FILE)'},
   trace = {'', "write the best plan's simulated step as a Chrome trace to this file"},
   trace_plan = {1, 'which ranked plan --trace writes (1: the best; its # in the table)', kind = 'positive_int'},
@@ -368,7 +368,7 @@ local options = {
   warmup = {M.search_option('warmup').default, 'measured costs: untimed steps first', kind = 'nonneg_int'},
   -- On the command line the figures are kept and reused: a second plan of the same net takes a
   -- second, not a minute.
-  cache = {'reuse', M.search_option('cache').help, choices = M.search_option('cache').choices},
+  cache = {'reuse', cache_option.help, choices = cache_option.choices},
   algorithm = {algorithm_option.default, "the gradient all-reduce's algorithm (auto: NCCL's own choice of algorithm and "
                       .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
                       .. "does not run)", choices = algorithm_option.choices},

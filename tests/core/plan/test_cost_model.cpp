@@ -191,7 +191,9 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
             }
             return p;
         },
-        MachineFigures{8.0, 0.01, 0.01, 0.01});
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        });
     EXPECT_THROW(model.contention(2, 2, 4), DeviceMemoryError);
 }
 
@@ -208,7 +210,9 @@ TEST(CostModel, ContentionBeyondTheCoresIsMeasuredOnlyWhenAsked) {
             if (after_step) after_step();
             return p;
         },
-        MachineFigures{8.0, 0.01, 0.01, 0.01});
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        });
     EXPECT_DOUBLE_EQ(model.contention(2, 2, 4), 1.0);
     EXPECT_EQ(calls, 9);  // three trials of a step alone and of two at once
     ASSERT_EQ(model.calibration().contention.size(), 1u);
@@ -245,7 +249,10 @@ TEST(CostModel, PrefetchedProfilesTakeTurnsAndKeepEachFiguresFastestRound) {
             }
             return p;
         },
-        MachineFigures{8.0, 0.01, 0.01, 0.01}, 3);
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        },
+        3);
     TopologyDevice cpu;
     cpu.name = "cpu0", cpu.model = "cpu", cpu.cpu = true, cpu.threads = 1;
     model.prefetch(cpu, {4, 1, 4, 2});

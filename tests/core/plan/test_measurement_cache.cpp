@@ -131,7 +131,7 @@ TEST(MeasurementCache, AFileForAnotherKeyOrDamagedIsNotUsed) {
 
 // A cost model whose profiler counts its calls, kept in `file`.
 struct CountedModel {
-    std::atomic<int> calls{0};
+    std::atomic<int> calls{0}, probes{0};  // profiles taken; machine probes run
     MeasuredCostModel model;
     CountedModel(const std::string& key, const std::string& file, double step_ms,
                  CacheUse use = CacheUse::reuse)
@@ -144,8 +144,11 @@ struct CountedModel {
                   if (after_step) after_step();
                   return p;
               },
-              MachineFigures{8.0, 0.01, 0.02, 0.03}, 2,
-              std::make_shared<const MeasurementCache>(key, use, file)) {}
+              [this] {
+                  ++probes;
+                  return MachineFigures{8.0, 0.01, 0.02, 0.03};
+              },
+              2, std::make_shared<const MeasurementCache>(key, use, file)) {}
 };
 
 TopologyDevice one_thread_cpu() {
@@ -169,10 +172,12 @@ TEST(MeasurementCache, ASecondRunReusesWhatTheFirstMeasured) {
         first_costs = first.model.layer_costs(cpu, 4);
         first_contention = first.model.contention(2, 2, 4);
         EXPECT_EQ(first.calls, 2 * 2 + 9);  // two rounds of two sizes; three contention trials
+        EXPECT_EQ(first.probes, 1);
         EXPECT_EQ(first.model.calibration().reused, 0u);
     }
     CountedModel second("key", file, 5.0);
     EXPECT_EQ(second.model.copy_gbs(), 8.0);
+    EXPECT_EQ(second.probes, 0) << "the kept machine figures, not probed again";
     second.model.prefetch(cpu, {1, 4});
     const auto costs = second.model.layer_costs(cpu, 4);
     EXPECT_EQ(second.model.contention(2, 2, 4), first_contention);

@@ -44,7 +44,9 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
             po.layout = Layout::channels_last, po.warmup = 0, po.iterations = 1;
             return profile_net(*copy, loss, device, sample, batch, po);
         },
-        MachineFigures{8.0, 0.01, 0.01, 0.01});
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        });
     struct Case {
         int stages, micro;
         PipelineSchedule schedule;
