@@ -174,7 +174,7 @@ Layout check_layout(int index, const std::string& text) {
 }
 
 // core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,
-//                 trace (boolean))
+//                 trace (boolean), precision)
 int engine_new(lua_State* L) {
     EngineOptions o;
     o.net = check_sequential_ptr(L, 1);
@@ -191,6 +191,11 @@ int engine_new(lua_State* L) {
     o.layout = check_layout(7, check_string(L, 7));
     o.parallel = check_parallel(L, 8, *o.net);
     if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
+    try {
+        o.precision = parse_precision(check_string(L, 10));
+    } catch (const ConfigError& e) {
+        throw ArgError(10, e.what());
+    }
     auto engine = [&] {  // the workers may run layers written in Lua meanwhile
         ScriptLock::Lend lend(script_lock(L));
         return std::make_shared<Engine>(std::move(o));

@@ -44,7 +44,8 @@ local net = nn.Sequential(layers)
 local steps_per_epoch = T.mpi.all_reduce({math.floor(train:size() / opt.batch)}, 'min')[1]
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{net = net, loss = nn.MSE(), devices = devices, parallel = parallel,
-                        optim = T.optim.Adam{lr = opt.lr}, seed = opt.seed, trace = opt.trace ~= ''}
+                        optim = T.optim.Adam{lr = opt.lr}, seed = opt.seed, trace = opt.trace ~= '',
+                        precision = opt.precision}
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
 

@@ -126,7 +126,7 @@ local steps_per_epoch = T.mpi.all_reduce({streamed and train:batches_per_epoch()
                                           or math.floor(train:size() / opt.batch)}, 'min')[1]
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{net = net, devices = devices, parallel = parallel, optim = T.optim.Adam{lr = opt.lr},
-                        seed = opt.seed, trace = opt.trace ~= ''}
+                        seed = opt.seed, trace = opt.trace ~= '', precision = opt.precision}
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
 

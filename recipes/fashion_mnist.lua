@@ -92,6 +92,7 @@ local engine = T.Engine{
                                after = T.schedule.Cosine{lr = opt.lr, total_steps = total_steps}},
   seed = opt.seed,
   layout = opt.layout,
+  precision = opt.precision,
 }
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)

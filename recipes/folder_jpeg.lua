@@ -92,7 +92,7 @@ local engine = T.Engine{
   optim = T.optim.SGD{lr = opt.lr, momentum = opt.momentum, nesterov = true,
                       weight_decay = opt.weight_decay},
   schedule = T.schedule.Cosine{lr = opt.lr, total_steps = steps_per_epoch * opt.epochs},
-  seed = opt.seed, layout = opt.layout,
+  seed = opt.seed, layout = opt.layout, precision = opt.precision,
 }
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)

@@ -12,6 +12,11 @@ void Device::copy_within(void* dst, const void* src, std::size_t bytes) {
     if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+std::string Device::precision_unavailable(Precision precision) const {
+    if (precision == Precision::fp32) return {};
+    return "the " + std::string(device_kind_name(kind())) + " backend trains in fp32 only";
+}
+
 std::string_view device_kind_name(DeviceKind kind) {
     switch (kind) {
         case DeviceKind::cpu: return "cpu";

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "device/allocator.h"
+#include "device/precision.h"
 #include "device/worker.h"
 
 namespace tandem {
@@ -67,6 +68,11 @@ public:
     // prepared, so that copy_from_host moves it without staging. Null where plain host memory
     // serves as well. (optional)
     virtual Device* pinned_host() { return nullptr; }
+
+    // Why this device cannot compute convolutions and products in `precision`
+    // (device/precision.h), as the end of a sentence naming the device's hardware; empty
+    // when it can. Every device computes in fp32.
+    virtual std::string precision_unavailable(Precision precision) const;
 
     // Deterministic kernels: every kernel built or run while this is on gives the same bits
     // for the same inputs, run after run (a GPU: no convolution algorithm that sums with

@@ -150,6 +150,14 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
             << "Engine: parallel.placement lists " << p.placement.size()
             << " stages, parallel.stages is " << p.stages;
     }
+    for (const auto& device : options_.devices) {
+        const std::string why = device->precision_unavailable(options_.precision);
+        TANDEM_CHECK_AS(ConfigError, why.empty())
+            << "Engine: precision = '" << precision_name(options_.precision) << "' cannot run on "
+            << device->name() << ": " << why << " (precision = 'fp32' runs everywhere)";
+    }
+    // Before the groups' replicas are cloned from the net: they copy it.
+    options_.net->set_precision(options_.precision);
     options_.net->initialize(options_.seed);
     if (p.mpi) join_processes();
     if (p.average_every > 0 && p.averaging == AveragingAlgorithm::easgd) {

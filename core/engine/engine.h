@@ -56,6 +56,9 @@ struct EngineOptions {
     std::uint64_t seed = 1;
     // Activations' memory layout; channels_last lets oneDNN skip layout conversions.
     Layout layout = Layout::contiguous;
+    // What the net's convolutions and products compute in (device/precision.h): bf16 is mixed
+    // precision, with float32 weights and everything else in float32. Every device must offer it.
+    Precision precision = Precision::fp32;
     ParallelOptions parallel;
     // When set, every worker's forward, backward, transfer, all-reduce and optimizer spans are
     // recorded here (write it out with Trace::write: a Chrome trace).

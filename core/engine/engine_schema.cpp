@@ -1,5 +1,6 @@
 #include "engine/engine_schema.h"
 
+#include "device/precision.h"
 #include "tensor/tensor.h"
 
 namespace tandem {
@@ -8,6 +9,9 @@ namespace {
 OptionSchema make_engine_schema() {
     const std::vector<std::string_view> layouts{layout_name(Layout::contiguous),
                                                 layout_name(Layout::channels_last)};
+    // The precisions Tandem trains in (the planner prices tf32 and fp16 as well).
+    const std::vector<std::string_view> precisions{precision_name(Precision::fp32),
+                                                   precision_name(Precision::bf16)};
     return {
         "engine",
         "T.Engine",
@@ -54,6 +58,12 @@ OptionSchema make_engine_schema() {
              .help = "the activations' memory layout (channels_last: NHWC, contiguous: NCHW)",
              .default_note = "the first device's kind's fastest",
              .choices = layouts},
+            {.name = "precision",
+             .type = OptionType::choice,
+             .help = "what convolutions and Linear compute in (bf16: bfloat16 operands, float32 "
+                     "sums, weights and other layers; CPUs with AVX512_BF16 or AMX)",
+             .fallback = std::string(precision_name(Precision::fp32)),
+             .choices = precisions},
             {.name = "parallel",
              .type = OptionType::table,
              .help = "how the step spreads over the devices: groups, stages, micro-batches (below)",

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "device/activation_math.h"
+#include "device/precision.h"
 #include "tensor/tensor.h"
 
 namespace tandem {
@@ -32,6 +33,7 @@ struct Conv2dConfig {
     std::int64_t groups;
     bool bias;
     Layout layout;
+    Precision precision = Precision::fp32;  // device/precision.h
     auto operator<=>(const Conv2dConfig&) const = default;
     std::int64_t out_h() const { return (h + 2 * pad_h - kernel_h) / stride_h + 1; }
     std::int64_t out_w() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }
@@ -158,6 +160,7 @@ struct LrnKernel {
 struct LinearConfig {
     std::int64_t n, in_features, out_features;
     bool bias;
+    Precision precision = Precision::fp32;  // device/precision.h
     auto operator<=>(const LinearConfig&) const = default;
 };
 

@@ -116,7 +116,8 @@ Conv2dKernel& Conv2d::kernel(Device& device, const Shape& input, Layout layout) 
                               .pad_w = o.pad_w,
                               .groups = o.groups,
                               .bias = o.bias,
-                              .layout = layout};
+                              .layout = layout,
+                              .precision = precision()};
     return kernels_.get(device, config, kernel_impl());
 }
 

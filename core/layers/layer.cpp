@@ -110,6 +110,11 @@ void Layer::set_kernel_impl(const std::string& impl) {
     for (auto* child : children()) child->set_kernel_impl(impl);
 }
 
+void Layer::set_precision(Precision precision) {
+    precision_ = precision;
+    for (auto* child : children()) child->set_precision(precision);
+}
+
 std::vector<Tensor> Layer::forward_many(const std::vector<Tensor>& xs,
                                         const std::vector<Pass*>& passes) {
     std::vector<Tensor> ys;
@@ -143,6 +148,7 @@ Tensor Layer::backward_relu(const Tensor& x, const Tensor& dy, Pass& pass) {
 LayerPtr Layer::finish_clone(LayerPtr copy) const {
     copy->name_ = name_;
     copy->kernel_impl_ = kernel_impl_;
+    copy->precision_ = precision_;
     // parameters() is not const (it hands out pointers to train through); reading values
     // through it changes nothing.
     auto& self = const_cast<Layer&>(*this);

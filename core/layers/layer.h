@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/precision.h"
 #include "layers/pass.h"
 #include "tensor/tensor.h"
 
@@ -112,6 +113,11 @@ public:
     // Picks a kernel implementation by name ("reference", "dnnl"); empty for the default.
     void set_kernel_impl(const std::string& impl);
     const std::string& kernel_impl() const { return kernel_impl_; }
+    // What this layer's (and its children's) convolutions and matrix products compute in
+    // (device/precision.h); layers without such products compute in float32 whatever it says.
+    // The engine's `precision` option sets it on the whole net.
+    void set_precision(Precision precision);
+    Precision precision() const { return precision_; }
     // One-line description of the options: "3->16, 3x3, stride 1, pad 1".
     virtual std::string options_text() const { return {}; }
 
@@ -131,6 +137,7 @@ protected:
 private:
     std::string name_;
     std::string kernel_impl_;
+    Precision precision_ = Precision::fp32;
     const Layer* container_ = nullptr;
     bool in_engine_ = false;
 };

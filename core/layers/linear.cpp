@@ -66,9 +66,10 @@ std::string Linear::options_text() const {
 }
 
 LinearKernel& Linear::kernel(Device& device, std::int64_t batch) {
-    return kernels_.get(
-        device, LinearConfig{batch, options_.in_features, options_.out_features, options_.bias},
-        kernel_impl());
+    return kernels_.get(device,
+                        LinearConfig{batch, options_.in_features, options_.out_features,
+                                     options_.bias, precision()},
+                        kernel_impl());
 }
 
 void Linear::on_bind(Device& device, const Shape& input, Layout) {

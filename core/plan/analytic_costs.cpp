@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "base/enum_names.h"
 #include "base/error.h"
 #include "plan/hardware.h"
 
@@ -78,21 +77,6 @@ double activation_scale(Precision p) {
 }
 
 }  // namespace
-
-namespace {
-constexpr std::array<EnumName<Precision>, 4> kPrecisions{{{Precision::fp32, "fp32"},
-                                                          {Precision::tf32, "tf32"},
-                                                          {Precision::fp16, "fp16"},
-                                                          {Precision::bf16, "bf16"}}};
-}  // namespace
-
-Precision parse_precision(std::string_view name) {
-    return parse_enum(kPrecisions, name, "unknown precision");
-}
-
-std::string_view precision_name(Precision p) {
-    return enum_name(kPrecisions, p);
-}
 
 AnalyticCostModel::AnalyticCostModel(NetShapes shapes, bool momentum, Precision precision)
     : shapes_(std::move(shapes)), momentum_(momentum), precision_(precision) {}

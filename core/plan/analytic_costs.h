@@ -15,19 +15,11 @@
 
 #include <string_view>
 
+#include "device/precision.h"
 #include "plan/cost_model.h"
 #include "plan/hardware.h"
 
 namespace tandem {
-
-// What the convolutions and products compute in: float32 (FMA units), TF32 tensor cores (the
-// CUDA backend's `tf32` option), or half precision with float32 master weights (fp16, bf16:
-// activations stored in 2 bytes). Tandem trains in fp32 and tf32; fp16 and bf16 plan what mixed
-// precision would reach, for comparison.
-enum class Precision { fp32, tf32, fp16, bf16 };
-// ConfigError naming the choices otherwise.
-Precision parse_precision(std::string_view name);
-std::string_view precision_name(Precision p);
 
 // One kernel's times.
 struct KernelTime {

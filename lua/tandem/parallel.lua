@@ -10,7 +10,8 @@
 -- job trains ranks x groups replicas, T.Engine spreads them, see docs/mpi.md).
 -- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
 -- stages; otherwise it must equal that), --threads (CPU) and --memory of each device,
--- --tf32 (GPUs: TF32 tensor cores, T.devices' option), a flag for each option of T.Engine's
+-- --tf32 (GPUs: TF32 tensor cores, T.devices' option), --precision (T.Engine's: bf16 for
+-- mixed precision on CPUs with AVX512_BF16 or AMX), a flag for each option of T.Engine's
 -- parallel table that recipes set (core.parallel_options(), the schema of
 -- core/parallel/parallel_schema.h: --groups, --stages, --micro_batches, --pipeline, --split,
 -- --placement (stages separated by '/', a stage's layers by ','), --recompute, --batch_norm,
@@ -31,12 +32,19 @@ local schema = core.parallel_options()
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
+-- T.Engine's precision option, as its schema declares it (core/engine/engine_schema.cpp).
+local precision = (function()
+  for _, row in ipairs(core.option_schema('engine')) do
+    if row.name == 'precision' then return row end
+  end
+end)()
 local defaults = {
   device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
   devices = {0, 'devices (0: groups x stages)', kind = 'nonneg_int'},
   threads = {0, "kernel threads of each CPU device (0: the cores split between the devices)", kind = 'nonneg_int'},
   memory = {'', "memory cap of each device, such as 512MB ('': the machine's)", kind = 'size'},
   tf32 = {false, 'GPUs: TF32 tensor cores for convolutions and Linear'},
+  precision = {precision.default, precision.help, choices = precision.choices},
   plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
   plan_cache = {'reuse', "--plan=auto: reuse what an earlier run measured of this net on this machine and build "
                          .. '(refresh: profile afresh, and keep that; none: neither)',

@@ -58,6 +58,7 @@ function M.train(args)
                                                            total_steps = steps_per_epoch * opt.epochs}},
     seed = opt.seed,
     layout = opt.layout,
+    precision = opt.precision,
   }
   print(net:summary(sample_shape))
   T.parallel.describe(engine, opt, sample_shape)

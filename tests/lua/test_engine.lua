@@ -53,6 +53,29 @@ t.test('an engine trains: the loss falls and evaluation sees it', function()
   t.eq(engine:steps(), 24)
 end)
 
+-- precision = 'bf16' (mixed precision): trains on a CPU with AVX512_BF16 or AMX; elsewhere
+-- T.Engine says why it cannot, naming the device.
+t.test("precision = 'bf16' trains where the CPU has bf16 kernels, and is refused by name elsewhere", function()
+  local data = toy_data(96)
+  local ok, engine = pcall(T.Engine, {net = tiny_net(), devices = T.devices('cpu', 1, {threads = 1}),
+                                      optim = T.optim.SGD{lr = 0.1, momentum = 0.9}, precision = 'bf16'})
+  if not ok then
+    t.ok(tostring(engine):find("precision = 'bf16' cannot run on cpu:0: its CPU (", 1, true)
+         and tostring(engine):find('has neither AVX512_BF16 nor AMX', 1, true), tostring(engine))
+    return
+  end
+  local order = T.data.epoch_order(data:size(), 1, 1, true)
+  local first, last
+  for step = 1, 24 do
+    local images, labels = data:batch(order, ((step - 1) * 16) % 96 + 1, 16)
+    local r = engine:step(images, labels)
+    if step == 1 then first = r.loss end
+    last = r.loss
+  end
+  t.ok(last < 0.5 * first, ('loss %g -> %g'):format(first, last))
+  t.ok(engine:evaluate(data, {batch = 40}).accuracy > 0.8, 'bf16 accuracy')
+end)
+
 t.test('an empty batch and a bad evaluation batch are refused, not a crash', function()
   local engine = engine_for(tiny_net(), 1)
   local images = T.tensor({}, {0, 1, 8, 8})

@@ -47,6 +47,8 @@ std::unique_ptr<Conv2dKernel> make_named(Device& device, const Conv2dConfig& con
 }  // namespace
 
 Conv2dChoice choose_conv2d_cpu(const Conv2dConfig& config) {
+    // Only oneDNN's kernels compute in bf16.
+    if (config.precision != Precision::fp32) return {"dnnl", "dnnl", "dnnl"};
     // thin_input is oneDNN's forward and backward data beside its own weights' gradient.
     if (thin_input_fits(config)) return {"thin_input", "thin_input", "thin_input"};
     const auto pick = [&](ConvPass pass) -> std::string_view {

@@ -11,6 +11,10 @@
 // oneDNN's backward_weights overwrites its destination while our contract adds, so it writes into a
 // scratch buffer that is added back into the plain gradient: by a reorder with a sum post-op when
 // the primitive chose a blocked format (one pass), by a vector loop when it chose the plain one.
+// In bf16 (device/precision.h) the primitives read bfloat16 activations, weights and incoming
+// gradients and write float32: the reorders into their formats convert as they go (the chosen
+// format differs from ours in type, so every such argument is reordered), and the weights'
+// gradient is float32 as before.
 #include <algorithm>
 #include <string_view>
 
@@ -26,11 +30,16 @@ using dt = dnnl::memory::data_type;
 using algo = dnnl::algorithm;
 
 // Our weights as oneDNN sees them: oihw, or goihw (the same bytes) when grouped.
-dnnl::memory::desc weights_desc(const Conv2dConfig& c, tag format) {
-    if (c.groups == 1) return {{c.out_channels, c.c, c.kernel_h, c.kernel_w}, dt::f32, format};
+dnnl::memory::desc weights_desc(const Conv2dConfig& c, tag format, dt type = dt::f32) {
+    if (c.groups == 1) return {{c.out_channels, c.c, c.kernel_h, c.kernel_w}, type, format};
     return {{c.groups, c.out_channels / c.groups, c.c / c.groups, c.kernel_h, c.kernel_w},
-            dt::f32,
+            type,
             format == tag::any ? tag::any : tag::goihw};
+}
+
+// What the primitives read activations, weights and incoming gradients in.
+dt operand_type(const Conv2dConfig& c) {
+    return c.precision == Precision::bf16 ? dt::bf16 : dt::f32;
 }
 
 // A buffer in a primitive's chosen weights format: a tensor from the device's allocator,
@@ -43,8 +52,10 @@ struct WeightsBuffer {
 WeightsBuffer make_buffer(Device& device, const dnnl::memory::desc& desc,
                           const dnnl::engine& engine) {
     WeightsBuffer b;
-    // f32 elements, so that a buffer in the plain format can be added as a tensor.
-    const auto floats = static_cast<std::int64_t>(desc.get_size() / sizeof(float));
+    // f32 elements, so that a buffer in the plain format can be added as a tensor (rounded up:
+    // a bf16 buffer may hold an odd number of elements).
+    const auto floats =
+        static_cast<std::int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
     b.storage = Tensor::empty({floats}, device);
     b.memory = dnnl::memory(desc, engine, b.storage.raw());
     return b;
@@ -133,14 +144,25 @@ private:
     void build(Device& device) {
         const auto& c = config_;
         auto& engine = device_.dnnl_engine();
-        const auto src_md = plain_desc({c.n, c.c, c.h, c.w}, c.layout);
-        const auto dst_md = plain_desc({c.n, c.out_channels, c.out_h(), c.out_w()}, c.layout);
-        const dnnl::memory::desc src_any({c.n, c.c, c.h, c.w}, dt::f32, tag::any);
-        const dnnl::memory::desc dst_any({c.n, c.out_channels, c.out_h(), c.out_w()}, dt::f32,
-                                         tag::any);
+        const dt operand = operand_type(c);
+        const Shape src_shape{c.n, c.c, c.h, c.w},
+            dst_shape{c.n, c.out_channels, c.out_h(), c.out_w()};
+        // Our tensors (float32), and the same formats in the operands' type.
+        const auto src_md = plain_desc(src_shape, c.layout);
+        const auto dst_md = plain_desc(dst_shape, c.layout);
+        const auto src_plain = plain_desc(src_shape, c.layout, operand);
+        const auto dst_plain = plain_desc(dst_shape, c.layout, operand);
+        const dnnl::memory::dims src_dims{c.n, c.c, c.h, c.w},
+            dst_dims{c.n, c.out_channels, c.out_h(), c.out_w()};
+        const dnnl::memory::desc src_any(src_dims, operand, tag::any);
+        // The forward's output and the input's gradient are written in float32.
+        const dnnl::memory::desc dst_any(dst_dims, dt::f32, tag::any);
+        const dnnl::memory::desc diff_dst_any(dst_dims, operand, tag::any);
+        const dnnl::memory::desc diff_src_any(src_dims, dt::f32, tag::any);
         const auto bias_md =
             c.bias ? dnnl::memory::desc({c.out_channels}, dt::f32, tag::x) : dnnl::memory::desc();
-        const auto any_md = weights_desc(c, tag::any);
+        const auto any_md = weights_desc(c, tag::any, operand);
+        const auto diff_any_md = weights_desc(c, tag::any);
         const auto plain_md = weights_desc(c, tag::oihw);
         const dnnl::memory::dims strides{c.stride_h, c.stride_w};
         // Symmetric padding: oneDNN checks the output size with the same floor division.
@@ -154,22 +176,23 @@ private:
         };
         auto fwd_pd = forward_with(src_any, dst_any);
         const bool chosen =
-            same_size(fwd_pd.src_desc(), src_md) && same_size(fwd_pd.dst_desc(), dst_md);
-        if (!chosen) fwd_pd = forward_with(src_md, dst_md);
+            same_size(fwd_pd.src_desc(), src_plain) && same_size(fwd_pd.dst_desc(), dst_md);
+        if (!chosen) fwd_pd = forward_with(src_plain, dst_md);
         // The backward primitives take the same decision: chosen formats, or the plain ones.
-        const auto& src_arg = chosen ? src_any : src_md;
-        const auto& dst_arg = chosen ? dst_any : dst_md;
+        const auto& src_arg = chosen ? src_any : src_plain;
+        const auto& diff_src_arg = chosen ? diff_src_any : src_md;
+        const auto& diff_dst_arg = chosen ? diff_dst_any : dst_plain;
         const dnnl::convolution_backward_data::primitive_desc data_pd(
-            {algo::convolution_direct, src_arg, any_md, dst_arg, strides, pad, pad}, engine,
-            fwd_pd);
+            {algo::convolution_direct, diff_src_arg, any_md, diff_dst_arg, strides, pad, pad},
+            engine, fwd_pd);
         const auto weights_pd = first_usable_impl(
             [&](const dnnl::memory::desc& weights_md) {
                 return dnnl::convolution_backward_weights::primitive_desc(
-                    {algo::convolution_direct, src_arg, weights_md, bias_md, dst_arg, strides, pad,
-                     pad},
+                    {algo::convolution_direct, src_arg, weights_md, bias_md, diff_dst_arg, strides,
+                     pad, pad},
                     engine, fwd_pd);
             },
-            [&](std::string_view impl) { return !faulty_backward_weights(c, impl); }, any_md,
+            [&](std::string_view impl) { return !faulty_backward_weights(c, impl); }, diff_any_md,
             plain_md);
         forward_ = dnnl::convolution_forward(fwd_pd);
         backward_data_ = dnnl::convolution_backward_data(data_pd);

@@ -22,6 +22,9 @@ public:
     void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
     void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
 
+    // bf16 needs oneDNN's bf16 kernels: AVX512_BF16 or AMX.
+    std::string precision_unavailable(Precision precision) const override;
+
     dnnl::engine& dnnl_engine() { return engine_; }
     dnnl::stream& dnnl_stream() { return stream_; }
 

@@ -4,6 +4,23 @@
 #include "kernels/registry.h"
 
 namespace tandem {
+namespace {
+
+// Our own convolutions compute in float32 only: asked for another precision they say so,
+// naming themselves, rather than computing in float32 unasked.
+KernelRegistry::Factory<Conv2dKernel> fp32_only(std::string impl,
+                                                KernelRegistry::Factory<Conv2dKernel> make) {
+    return [impl = std::move(impl), make = std::move(make)](Device& device,
+                                                            const Conv2dConfig& config) {
+        TANDEM_CHECK_AS(ConfigError, config.precision == Precision::fp32)
+            << "the '" << impl << "' convolution computes in fp32 only, not "
+            << precision_name(config.precision)
+            << " (the 'dnnl' and 'reference' ones compute in both)";
+        return make(device, config);
+    };
+}
+
+}  // namespace
 
 void register_cpu_kernels(KernelRegistry& r) {
     using namespace cpu;
@@ -44,9 +61,9 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<LrnKernel>(kCpu, "reference", make_lrn_reference);
 
     r.add<Conv2dKernel>(kCpu, "cpu", make_conv2d_cpu);
-    r.add<Conv2dKernel>(kCpu, "winograd", make_conv2d_winograd);
-    r.add<Conv2dKernel>(kCpu, "thin_input", make_conv2d_thin_input);
-    r.add<Conv2dKernel>(kCpu, "gemm", make_conv2d_gemm);
+    r.add<Conv2dKernel>(kCpu, "winograd", fp32_only("winograd", make_conv2d_winograd));
+    r.add<Conv2dKernel>(kCpu, "thin_input", fp32_only("thin_input", make_conv2d_thin_input));
+    r.add<Conv2dKernel>(kCpu, "gemm", fp32_only("gemm", make_conv2d_gemm));
     r.add<Conv2dKernel>(kCpu, "dnnl", make_conv2d_dnnl);
     r.add<Conv2dKernel>(kCpu, "reference", make_conv2d_reference);
 

@@ -93,11 +93,13 @@ struct Case {
 // Runs forward and backward on both kernels from the same weights and the same non-zero
 // starting gradients (so the ADD contract is compared too); then changes the weights and
 // runs forward again, which catches a kernel that reorders its weights only once.
-void compare_with_reference(const Case& c, const std::string& impl = "dnnl") {
-    SCOPED_TRACE(c.text() + " " + impl);
+void compare_with_reference(const Case& c, const std::string& impl = "dnnl",
+                            Precision precision = Precision::fp32) {
+    SCOPED_TRACE(c.text() + " " + impl + " " + std::string(precision_name(precision)));
     Conv2d fast(c.options), ref(c.options);
     fast.set_kernel_impl(impl);
     ref.set_kernel_impl("reference");
+    fast.set_precision(precision), ref.set_precision(precision);
     for (Conv2d* conv : {&fast, &ref}) {
         randomise(*conv, 5);
         for (auto* p : conv->parameters())
@@ -135,6 +137,66 @@ TEST(Conv2d, DnnlMatchesReference) {
         {conv_options(3, 16, 5, 2, 2), {2, 3, 11, 11}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c);
+}
+
+// bf16 (device/precision.h): oneDNN's kernels against the reference fed the same operands
+// rounded to bfloat16 (rounded_operands.h), which differ only in the order of float32 sums; the
+// default CPU kernel takes oneDNN's for every pass.
+TEST(Conv2d, Bf16MatchesRoundedReference) {
+    const std::string why = test_device().precision_unavailable(Precision::bf16);
+    if (!why.empty()) GTEST_SKIP() << "no bf16 kernels on " << test_device().name() << ": " << why;
+    const Case cases[] = {
+        {conv_options(3, 8, 3, 1, 1), {2, 3, 9, 9}, Layout::contiguous},
+        {conv_options(16, 32, 3, 1, 1), {2, 16, 8, 8}, Layout::channels_last},
+        {conv_options(16, 32, 3, 1, 1), {2, 16, 8, 8}, Layout::contiguous},
+        {conv_options(16, 16, 3, 2, 1, 1, false), {3, 16, 9, 7}, Layout::channels_last},
+        {conv_options(8, 12, 3, 1, 1, 2), {2, 8, 6, 6}, Layout::contiguous},
+        {conv_options(24, 40, 1, 1, 0), {4, 24, 5, 5}, Layout::channels_last},
+        {conv_options(20, 50, 5, 1, 0), {3, 20, 12, 11}, Layout::channels_last},  // LeNet-5's
+        {conv_options(3, 16, 5, 2, 2), {2, 3, 11, 11}, Layout::channels_last},
+    };
+    for (const auto& c : cases) compare_with_reference(c, "dnnl", Precision::bf16);
+    for (const auto& c : cases) compare_with_reference(c, "cpu", Precision::bf16);
+}
+
+// ... and the comparison above sees the difference: bf16 is about 2^-9 of each operand from
+// float32, which moves sums of many products by far more than that comparison allows.
+TEST(Conv2d, Bf16DiffersFromFloat32AsRoundingDoes) {
+    const std::string why = test_device().precision_unavailable(Precision::bf16);
+    if (!why.empty()) GTEST_SKIP() << "no bf16 kernels on " << test_device().name() << ": " << why;
+    const auto options = conv_options(32, 32, 3, 1, 1);
+    Conv2d half(options), full(options);
+    half.set_precision(Precision::bf16);
+    randomise(half, 5), randomise(full, 5);
+    const Tensor x =
+        random_tensor({2, 32, 8, 8}, test_device(), 7, -1.f, 1.f, Layout::channels_last);
+    Tape t1, t2;
+    Pass p1{test_device(), Mode::train, 0, t1, 0}, p2{test_device(), Mode::train, 0, t2, 0};
+    const auto a = half.forward(x, p1).to_vector(), b = full.forward(x, p2).to_vector();
+    double scale = 1, largest = 0;
+    for (float v : b) scale = std::max(scale, std::fabs(double(v)));
+    for (std::size_t i = 0; i < a.size(); ++i)
+        largest = std::max(largest, std::fabs(double(a[i]) - double(b[i])));
+    EXPECT_GT(largest, 1e-3 * scale);  // ten times what the comparisons above allow
+    EXPECT_LT(largest, 3e-2 * scale);  // and no more than rounding the operands explains
+}
+
+// A convolution of our own asked for bf16 says it computes in fp32 only.
+TEST(Conv2d, OwnKernelsRefuseBf16) {
+    for (const std::string impl : {"winograd", "gemm", "thin_input"}) {
+        Conv2d conv(conv_options(16, 16, 3, 1, 1));
+        conv.set_kernel_impl(impl);
+        conv.set_precision(Precision::bf16);
+        try {
+            conv.bind(test_device(), {2, 16, 8, 8}, Layout::channels_last);
+            ADD_FAILURE() << impl << " accepted bf16";
+        } catch (const ConfigError& e) {
+            EXPECT_NE(
+                std::string(e.what()).find("'" + impl + "' convolution computes in fp32 only"),
+                std::string::npos)
+                << e.what();
+        }
+    }
 }
 
 // Winograd's tiles (conv2d_winograd.cpp): F(4x4, 3x3), F(2x2, 3x3) on a tiny output, and

@@ -39,11 +39,13 @@ TEST(Linear, GradientNoBias) {
 
 // Same weights and the same non-zero starting gradients on both kernels, so the ADD contract
 // is compared too.
-void compare_linear_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, bool bias) {
+void compare_linear_with_reference(std::int64_t n, std::int64_t in, std::int64_t out, bool bias,
+                                   Precision precision = Precision::fp32) {
     SCOPED_TRACE("n " + std::to_string(n) + ", " + std::to_string(in) + "->" + std::to_string(out) +
-                 (bias ? "" : ", no bias"));
+                 (bias ? "" : ", no bias") + " " + std::string(precision_name(precision)));
     Linear fast(linear_options(in, out, bias)), ref(linear_options(in, out, bias));
     ref.set_kernel_impl("reference");
+    fast.set_precision(precision), ref.set_precision(precision);
     for (Linear* fc : {&fast, &ref}) {
         randomise_linear(*fc, 5);
         for (auto* p : fc->parameters())
@@ -67,6 +69,17 @@ TEST(Linear, DnnlMatchesReference) {
     compare_linear_with_reference(5, 37, 13, true);
     compare_linear_with_reference(8, 300, 100, false);
     compare_linear_with_reference(16, 64, 10, true);
+}
+
+// bf16 (device/precision.h): oneDNN's products of bfloat16 copies against the reference fed the
+// same rounded operands; odd sizes leave the copies an odd number of elements.
+TEST(Linear, Bf16MatchesRoundedReference) {
+    const std::string why = test_device().precision_unavailable(Precision::bf16);
+    if (!why.empty()) GTEST_SKIP() << "no bf16 kernels on " << test_device().name() << ": " << why;
+    compare_linear_with_reference(1, 10, 3, true, Precision::bf16);
+    compare_linear_with_reference(5, 37, 13, true, Precision::bf16);
+    compare_linear_with_reference(8, 300, 100, false, Precision::bf16);
+    compare_linear_with_reference(64, 800, 500, true, Precision::bf16);
 }
 
 std::string linear_shape_error(Linear& fc, const Shape& input) {

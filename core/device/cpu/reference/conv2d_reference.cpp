@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "device/cpu/kernels_cpu.h"
+#include "device/cpu/reference/rounded_operands.h"
 
 namespace tandem::cpu {
 namespace {
@@ -123,7 +124,7 @@ private:
 }  // namespace
 
 std::unique_ptr<Conv2dKernel> make_conv2d_reference(Device&, const Conv2dConfig& config) {
-    return std::make_unique<Conv2dReference>(config);
+    return in_precision<Conv2dKernel>(std::make_unique<Conv2dReference>(config), config.precision);
 }
 
 }  // namespace tandem::cpu

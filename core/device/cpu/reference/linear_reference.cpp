@@ -1,5 +1,6 @@
 // Linear, naive loops in double: the oracle for the oneDNN kernel.
 #include "device/cpu/kernels_cpu.h"
+#include "device/cpu/reference/rounded_operands.h"
 
 namespace tandem::cpu {
 namespace {
@@ -63,7 +64,7 @@ private:
 }  // namespace
 
 std::unique_ptr<LinearKernel> make_linear_reference(Device&, const LinearConfig& config) {
-    return std::make_unique<LinearReference>(config);
+    return in_precision<LinearKernel>(std::make_unique<LinearReference>(config), config.precision);
 }
 
 }  // namespace tandem::cpu
