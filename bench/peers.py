@@ -10,7 +10,7 @@ measures it (T.cpu_peak: its widest ISA, cached per CPU), printed first with the
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--python PY[,PY2...]] [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
-       [--device cuda [--batch N] [--tf32]]
+       [--device cuda [--batch N] [--tf32]] [--precision bf16]
 --python: the Pythons whose PyTorch runs the peers' benchmark (default: Debian's /usr/bin/python3
 on the CPU, this one on a GPU), each a column; the ratio is against the first. On the CPU each
 PyTorch runs in its default layout and channels-last, and the better counts (`make bench-peers
@@ -19,6 +19,9 @@ PEERS=pypi` puts today's PyTorch from PyPI in .venv-torch and runs it beside Deb
 this Python's torch), ours through `tandem bench --device=cuda`; --batch overrides the nets';
 --tf32 lets both use TF32 tensor cores (float32 FMA math otherwise); --nets may also name
 resnet50, vgg16 and alexnet224 (against torchvision's).
+--precision bf16 (CPU): mixed precision on both sides, ours `tandem bench --precision=bf16`,
+PyTorch's forward under bf16 autocast (bench/torch_autocast.py); the peak quoted stays the
+float32 FMA peak (bf16's dot products do twice its multiply-adds an instruction).
 """
 import argparse, json, os, statistics, sys
 
@@ -53,10 +56,15 @@ ap.add_argument('--json', help='append every measurement as a JSON line to this 
 ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
 ap.add_argument('--batch', type=int, default=0, help='batch size of every net (0: the peers\' own)')
 ap.add_argument('--tf32', action='store_true', help='GPU: TF32 tensor cores for both')
+ap.add_argument('--precision', default='fp32', choices=['fp32', 'bf16'],
+                help='CPU: bf16 runs ours with --precision=bf16 and PyTorch under bf16 autocast '
+                     '(bench/torch_autocast.py)')
 ap.add_argument('--python', default='', help="the peers' Pythons, comma-separated (the ratio is against the first)")
 a = ap.parse_args()
 if a.tf32 and a.device != 'cuda':
     ap.error('--tf32 is for --device cuda (TF32 tensor cores are a GPU\'s)')
+if a.precision != 'fp32' and a.device != 'cpu':
+    ap.error('--precision is for the CPU (bf16 on AVX512_BF16 or AMX)')
 if a.device == 'cuda':
     NETS.update(NETS_224)
 unknown = [n for n in a.nets.split(',') if n not in NETS]
@@ -88,7 +96,7 @@ def batch_of(net):
 def ours(net, threads):
     path = NETS[net][0]
     cmd = [a.tandem, 'bench', os.path.join(root, path), f'--batch={batch_of(net)}', f'--threads={threads}',
-           f'--device={a.device}', '--json']
+           f'--device={a.device}', f'--precision={a.precision}', '--json']
     if a.device == 'cuda':
         cmd.append('--benchmark')  # timed algorithm choice, as the peer's cudnn.benchmark
         if a.tf32:
@@ -104,6 +112,9 @@ def theirs(net, threads, python, channels_last=False):
     if a.device == 'cuda':
         cmd = [python, os.path.join(here, 'torch_cuda.py'), '--net', net, '--batch', str(batch),
                '--peers', a.peers]
+    elif a.precision == 'bf16':
+        cmd = [python, os.path.join(here, 'torch_autocast.py'), '--net', net, '--batch',
+               str(batch), '--threads', str(threads), '--peers', a.peers]
     else:
         cmd = [python, os.path.join(a.peers, 'bench_torch.py'), '--net', net, '--batch',
                str(batch), '--threads', str(threads)]

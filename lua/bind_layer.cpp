@@ -122,6 +122,25 @@ int layer_set_kernel_impl(lua_State* L) {
     return 0;
 }
 
+// layer:set_precision(name): what its (and its children's) convolutions and Linear compute in
+// ('fp32', 'bf16'); T.Engine's precision option sets it on the whole net.
+int layer_set_precision(lua_State* L) {
+    Layer& layer = *check_layer(L, 1);
+    try {
+        layer.set_precision(parse_precision(check_string(L, 2)));
+    } catch (const ConfigError& e) {
+        throw ArgError(2, e.what());
+    }
+    return 0;
+}
+
+// layer:precision(): 'fp32' or 'bf16'.
+int layer_precision(lua_State* L) {
+    const std::string_view name = precision_name(check_layer(L, 1)->precision());
+    lua_pushlstring(L, name.data(), name.size());
+    return 1;
+}
+
 // layer:children(): the sub-layers of a container or block, in order.
 int layer_children(lua_State* L) {
     LayerPtr layer = check_layer(L, 1);
@@ -289,6 +308,8 @@ const luaL_Reg kLayerMethods[] = {
     {"memory_estimate", wrap<layer_memory_estimate>},
     {"initialize", wrap<layer_initialize>},
     {"set_kernel_impl", wrap<layer_set_kernel_impl>},
+    {"set_precision", wrap<layer_set_precision>},
+    {"precision", wrap<layer_precision>},
     {"forward", wrap<layer_forward>},
     {"backward", wrap<layer_backward>},
     {"gradients", wrap<layer_gradients>},

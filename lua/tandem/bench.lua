@@ -12,6 +12,7 @@ local function peak_gflops(peak, threads)
   return threads >= peak.cores and peak.gflops_all_cores or peak.gflops_one_core * threads
 end
 
+local precision = T.parallel.engine_option('precision')
 local options = {
   batch = {64, 'images a step', kind = 'positive_int'},
   device = {'cpu', 'the device kind', choices = {'cpu', 'cuda'}},
@@ -22,6 +23,7 @@ local options = {
   warmup = {3, 'untimed steps first', kind = 'nonneg_int'},
   benchmark = {false, "GPU: cuDNN times its convolution algorithms and the fastest is used"},
   tf32 = {false, 'GPU: TF32 tensor cores for convolutions and Linear'},
+  precision = {precision.default, precision.help, choices = precision.choices},
   workspace = {'', "GPU: cuDNN's workspace budget, such as 4GiB ('': T.devices' default)", kind = 'size'},
   json = {false, 'one JSON line instead of the table'},
   seed = {1, 'the seed of the weights and the data', kind = 'nonneg_int'},
@@ -49,6 +51,7 @@ local function run(args)
     usage_error(('tandem bench: option --threads must be 0 (every core) to 1024, got %d'):format(opt.threads))
   end
   local net, sample = build{}
+  net:set_precision(opt.precision)
   T.parallel.check_device(opt)
   if opt.workspace ~= '' and opt.device ~= 'cuda' then
     usage_error("tandem bench: --workspace is cuDNN's budget, for --device=cuda")
@@ -70,17 +73,17 @@ local function run(args)
   if opt.json then
     local machine = cpu and (', "cpu": %q, "isa": %q, "peak_gflops": %.1f')
                               :format(cpu.model, cpu.isa, peak_gflops(cpu, p.threads)) or ''
-    print(('{"net": %q, "batch": %d, "device": %q, "threads": %d, "layout": %q, "step_ms": %.3f, ' ..
-           '"images_per_s": %.1f, "gflops": %.2f, "peak_bytes": %d%s}')
+    print(('{"net": %q, "batch": %d, "device": %q, "threads": %d, "layout": %q, "precision": %q, ' ..
+           '"step_ms": %.3f, "images_per_s": %.1f, "gflops": %.2f, "peak_bytes": %d%s}')
           :format(file:match('([^/]+)%.lua$') or file, p.batch, device:name(), p.threads, opt.layout,
-                  p.step_ms, images_per_s, gflops, p.peak_bytes, machine))
+                  opt.precision, p.step_ms, images_per_s, gflops, p.peak_bytes, machine))
     return
   end
   if cpu then print('machine: ' .. T.machine_line(cpu)) end
   if opt.device == 'cuda' then
     print(('%s: batch %d on %s, %s'):format(file, p.batch, device:name(), opt.layout))
   else
-    print(('%s: batch %d, %d threads, %s'):format(file, p.batch, p.threads, opt.layout))
+    print(('%s: batch %d, %d threads, %s, %s'):format(file, p.batch, p.threads, opt.layout, opt.precision))
   end
   print(('%-10s %-12s %-38s %-16s %10s %9s %9s %7s'):format(
     'layer', 'kind', 'options', 'output', 'params', 'fwd ms', 'bwd ms', '% step'))

@@ -32,12 +32,15 @@ local schema = core.parallel_options()
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
--- T.Engine's precision option, as its schema declares it (core/engine/engine_schema.cpp).
-local precision = (function()
+-- A T.Engine option's row of its schema (core/engine/engine_schema.cpp): the command-line
+-- flags that set it (--precision here and in `tandem bench`) take its default and choices.
+function M.engine_option(name)
   for _, row in ipairs(core.option_schema('engine')) do
-    if row.name == 'precision' then return row end
+    if row.name == name then return row end
   end
-end)()
+  error('T.Engine has no option ' .. name)
+end
+local precision = M.engine_option('precision')
 local defaults = {
   device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
   devices = {0, 'devices (0: groups x stages)', kind = 'nonneg_int'},

@@ -94,6 +94,7 @@ auto first_usable_impl(Make make, Usable usable, const dnnl::memory::desc& any,
 class Conv2dDnnl final : public Conv2dKernel {
 public:
     Conv2dDnnl(Device& device, const Conv2dConfig& c) : device_(as_cpu(device)), config_(c) {
+        require_precision(device_, config_.precision);
         dnnl_call("convolution (build)", [&] { build(device); });
     }
 
