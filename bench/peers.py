@@ -185,4 +185,7 @@ for r in rows:
 print("\n(cl): PyTorch's channels-last layout was the faster of its two")
 print("GFLOP/s count each convolution's multiplications in the direct form: Winograd's (Tandem's 3x3\n"
       "and 5x5 layers on the CPU) do fewer, so a step can pass the FMA peak")
+if a.precision == 'bf16':
+    print("bf16: both sides' convolutions and Linear layers on bfloat16 operands (PyTorch: autocast); the\n"
+          "peak is float32's, which bf16's dot products pass (two multiply-adds where an FMA does one)")
 print(f"OPENBLAS_CORETYPE/L2_SIZE: {'unset' if a.unset_openblas else 'as set in the environment'}")

@@ -66,6 +66,7 @@ std::string Linear::options_text() const {
 }
 
 LinearKernel& Linear::kernel(Device& device, std::int64_t batch) {
+    require_precision(device);
     return kernels_.get(device,
                         LinearConfig{batch, options_.in_features, options_.out_features,
                                      options_.bias, precision()},

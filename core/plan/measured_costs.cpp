@@ -269,11 +269,14 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
 
 namespace {
 
-// One line per layer, nested ones indented: what each is and does, and its kernel choice.
+// One line per layer, nested ones indented: what each is and does, its kernel choice and what
+// it computes in.
 void describe(Layer& layer, int depth, std::string& out) {
     out += std::string(static_cast<std::size_t>(2 * depth), ' ') + layer.name() + " " +
            std::string(layer.kind()) + " (" + layer.options_text() + ")";
     if (!layer.kernel_impl().empty()) out += " kernel " + layer.kernel_impl();
+    if (layer.precision() != Precision::fp32)
+        out += " precision " + std::string(precision_name(layer.precision()));
     out += "\n";
     for (Layer* child : layer.children()) describe(*child, depth + 1, out);
 }

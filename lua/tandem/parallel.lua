@@ -234,6 +234,8 @@ end
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
   M.check_device(opt)
+  -- The net computes in --precision from here on, so --plan=auto profiles it as it will train.
+  if net and opt.precision then net:set_precision(opt.precision) end
   if opt.schedule ~= nil and opt.schedule ~= '' then
     io.stderr:write('warning: --schedule is now --pipeline (the pipeline schedule; T.Engine\'s schedule is the '
                     .. 'learning rate\'s); the old name goes in the next release\n')

@@ -26,7 +26,7 @@ t.test('tandem bench prints per-layer times and a JSON line', function()
                             '--warmup=0', '--threads=1'})
   t.eq(rc, 0, out)
   t.ok(out:find('conv1', 1, true) and out:find('images/s', 1, true), out)
-  t.ok(out:find('machine: ' .. T.machine_line(), 1, true) and out:find('of the measured 1-thread FMA peak', 1, true), out)
+  t.ok(out:find('machine: ' .. T.machine_line(), 1, true) and out:find('of the measured 1-thread float32 FMA peak', 1, true), out)
   out, rc = S.tandem({'bench', 'recipes/nets/resnet20.lua', '--batch=2', '--iters=1',
                       '--warmup=0', '--threads=1', '--json'})
   t.eq(rc, 0, out)

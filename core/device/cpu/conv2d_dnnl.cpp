@@ -94,7 +94,6 @@ auto first_usable_impl(Make make, Usable usable, const dnnl::memory::desc& any,
 class Conv2dDnnl final : public Conv2dKernel {
 public:
     Conv2dDnnl(Device& device, const Conv2dConfig& c) : device_(as_cpu(device)), config_(c) {
-        require_precision(device_, config_.precision);
         dnnl_call("convolution (build)", [&] { build(device); });
     }
 
@@ -153,13 +152,11 @@ private:
         const auto dst_md = plain_desc(dst_shape, c.layout);
         const auto src_plain = plain_desc(src_shape, c.layout, operand);
         const auto dst_plain = plain_desc(dst_shape, c.layout, operand);
-        const dnnl::memory::dims src_dims{c.n, c.c, c.h, c.w},
-            dst_dims{c.n, c.out_channels, c.out_h(), c.out_w()};
-        const dnnl::memory::desc src_any(src_dims, operand, tag::any);
+        const dnnl::memory::desc src_any(src_md.dims(), operand, tag::any);
         // The forward's output and the input's gradient are written in float32.
-        const dnnl::memory::desc dst_any(dst_dims, dt::f32, tag::any);
-        const dnnl::memory::desc diff_dst_any(dst_dims, operand, tag::any);
-        const dnnl::memory::desc diff_src_any(src_dims, dt::f32, tag::any);
+        const dnnl::memory::desc dst_any(dst_md.dims(), dt::f32, tag::any);
+        const dnnl::memory::desc diff_dst_any(dst_md.dims(), operand, tag::any);
+        const dnnl::memory::desc diff_src_any(src_md.dims(), dt::f32, tag::any);
         const auto bias_md =
             c.bias ? dnnl::memory::desc({c.out_channels}, dt::f32, tag::x) : dnnl::memory::desc();
         const auto any_md = weights_desc(c, tag::any, operand);

@@ -23,12 +23,6 @@ dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc,
     return dnnl::memory(desc, engine, t.raw());
 }
 
-void require_precision(const CpuDevice& device, Precision precision) {
-    const std::string why = device.precision_unavailable(precision);
-    TANDEM_CHECK_AS(ConfigError, why.empty())
-        << device.name() << " cannot compute in " << precision_name(precision) << ": " << why;
-}
-
 void throw_dnnl_error(std::string_view call, const dnnl::error& e) {
     TANDEM_THROW(BackendError) << "oneDNN " << call << " failed: " << e.what() << " (status "
                                << static_cast<int>(e.status) << ")";

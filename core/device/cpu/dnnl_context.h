@@ -28,10 +28,6 @@ auto dnnl_call(std::string_view call, F&& what) -> decltype(what());
 
 [[noreturn]] void throw_dnnl_error(std::string_view call, const dnnl::error& e);
 
-// ConfigError naming `device` and why, when it cannot compute in `precision` (before oneDNN's
-// own, less telling, refusal to build a primitive).
-void require_precision(const CpuDevice& device, Precision precision);
-
 template <class F>
 auto dnnl_call(std::string_view call, F&& what) -> decltype(what()) {
     try {

@@ -151,6 +151,18 @@ TEST(EnginePrecision, RefusedNamingTheDeviceAndWhy) {
     expect_error<ConfigError>([&] { Engine e(precision_options(Precision::bf16, {gpu})); },
                               "precision = 'bf16' cannot run on cuda:0: the cuda backend trains "
                               "in fp32 only");
+    // A layer run outside an engine (tandem bench, T.profile) is refused as well, by name.
+    Conv2dOptions c;
+    c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3;
+    Conv2d conv(c);
+    conv.set_name("conv1");
+    conv.set_precision(Precision::bf16);
+    expect_error<ConfigError>(
+        [&] {
+            conv.bind(*gpu, {2, 1, 8, 8}, Layout::contiguous);
+        },
+        "layer 'conv1' (Conv2d): cuda:0 cannot compute in bf16: the cuda "
+        "backend trains in fp32 only");
     // This machine's CPU either has the kernels (and trains) or is refused by name.
     if (!bf16_missing().empty())
         expect_error<ConfigError>(
