@@ -11,10 +11,12 @@ usage: OMP_NUM_THREADS=T PY bench/torch_autocast.py --net NET --batch B --thread
            [--channels-last] [--iters N] [--warmup W] [--peers ../shared/peers]
 Prints one JSON line (the fields bench_torch.py prints that bench/peers.py reads).
 """
-import argparse, json, os, statistics, sys, time
+import argparse, json, os, statistics, sys
 
 import torch
 import torch.nn as nn
+
+from torch_steps import time_steps
 
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
@@ -52,13 +54,7 @@ def step():
     return loss
 
 
-for _ in range(a.warmup):
-    step()
-t0 = time.perf_counter(); step(); t_one = time.perf_counter() - t0
-iters = a.iters or max(20, min(1000, int(10.0 / max(t_one, 1e-4))))
-ts = []
-for _ in range(iters):
-    t0 = time.perf_counter(); step(); ts.append(time.perf_counter() - t0)
+iters, ts = time_steps(step, a.warmup, a.iters, budget_s=10.0, most=1000)
 med = statistics.median(ts)
 print(json.dumps(dict(net=a.net, batch=a.batch, threads=a.threads, precision='bf16',
                       channels_last=a.channels_last, iters=iters, median_s=round(med, 5),

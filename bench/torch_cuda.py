@@ -7,7 +7,9 @@ usage: bench/torch_cuda.py --net NET --batch B [--peers DIR] [--channels-last] [
 Each timed step ends with torch.cuda.synchronize(), so the time is the GPU's, not the launches'.
 Prints one JSON line with the median and mean images/s, as bench_torch.py does.
 """
-import argparse, json, os, statistics, sys, time
+import argparse, json, os, statistics, sys
+
+from torch_steps import time_steps
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--net', required=True)
@@ -60,13 +62,7 @@ def step():
     torch.cuda.synchronize()
 
 
-for _ in range(a.warmup):
-    step()
-t0 = time.perf_counter(); step(); t_one = time.perf_counter() - t0
-iters = a.iters or max(20, min(2000, int(5.0 / max(t_one, 1e-5))))
-ts = []
-for _ in range(iters):
-    t0 = time.perf_counter(); step(); ts.append(time.perf_counter() - t0)
+iters, ts = time_steps(step, a.warmup, a.iters, budget_s=5.0, most=2000)
 med = statistics.median(ts)
 print(json.dumps(dict(net=a.net, batch=a.batch, device=torch.cuda.get_device_name(),
                       torch=torch.__version__, cudnn=torch.backends.cudnn.version(),

@@ -147,4 +147,15 @@ function M.check(fn, opts, spec, level)
   return out
 end
 
+-- The row of option `name` in the core's option schema `schema` (core.option_schema: name,
+-- default, choices, help, ...): what a command-line flag setting that option takes its
+-- default and choices from, so they are declared once. `what` names the schema's function in
+-- the error for a name it lacks.
+function M.schema_option(schema, name, what)
+  for _, row in ipairs(require('tandem.core').option_schema(schema)) do
+    if row.name == name then return row end
+  end
+  error(what .. ' has no option ' .. name)
+end
+
 return M

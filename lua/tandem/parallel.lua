@@ -35,10 +35,7 @@ local group = 'devices and parallelism'
 -- A T.Engine option's row of its schema (core/engine/engine_schema.cpp): the command-line
 -- flags that set it (--precision here and in `tandem bench`) take its default and choices.
 function M.engine_option(name)
-  for _, row in ipairs(core.option_schema('engine')) do
-    if row.name == name then return row end
-  end
-  error('T.Engine has no option ' .. name)
+  return require('tandem.options').schema_option('engine', name, 'T.Engine')
 end
 local precision = M.engine_option('precision')
 local defaults = {

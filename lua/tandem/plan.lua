@@ -337,10 +337,7 @@ end
 -- The search schema's row of an option (core/plan/plan_schema.cpp): the command line takes its
 -- default and choices from there, declared once (and recipes' --plan_cache, tandem.parallel).
 function M.search_option(name)
-  for _, row in ipairs(core.option_schema('plan.search')) do
-    if row.name == name then return row end
-  end
-  error('T.plan.search has no option ' .. name)
+  return require('tandem.options').schema_option('plan.search', name, 'T.plan.search')
 end
 local cost_option, algorithm_option = M.search_option('cost'), M.search_option('algorithm')
 local precision_option = M.search_option('precision')
