@@ -1,5 +1,7 @@
 #include "device/cpu/dnnl_activation.h"
 
+#include <vector>
+
 namespace tandem::cpu {
 
 ActivationScratch::~ActivationScratch() {
@@ -23,10 +25,56 @@ ActivationScratch& activation_scratch(CpuDevice& device) {
         [&] { return std::make_unique<ActivationScratch>(device.allocator()); });
 }
 
+namespace {
+
+// The step in elements between neighbours along each dimension of a blocked layout, where that
+// is one number: a dimension whose whole extent sits in its one inner block (nChw16c's channels
+// when there are 16) steps by the block's inner stride. Empty for a layout that splits a
+// dimension between outer and inner blocks.
+std::vector<std::int64_t> element_steps(const dnnl::memory::desc& m) {
+    if (m.data.format_kind != dnnl_blocked) return {};
+    const auto& blocking = m.data.format_desc.blocking;
+    std::vector<std::int64_t> steps(blocking.strides, blocking.strides + m.data.ndims);
+    std::int64_t inner = 1;
+    std::vector<bool> blocked(static_cast<std::size_t>(m.data.ndims), false);
+    for (int i = blocking.inner_nblks - 1; i >= 0; --i) {
+        const int d = blocking.inner_idxs[i];
+        if (blocked[static_cast<std::size_t>(d)] || blocking.inner_blks[i] != m.data.dims[d])
+            return {};
+        blocked[static_cast<std::size_t>(d)] = true;
+        steps[static_cast<std::size_t>(d)] = inner;
+        inner *= blocking.inner_blks[i];
+    }
+    return steps;
+}
+
+// Whether `a` and `b` put every element at the same place: the same type, dimensions and size,
+// and the same step along each dimension longer than 1. oneDNN's nChw16c over 16 channels is
+// nhwc under another name (ResNet-20's first stage on AVX-512): reordering one into the other
+// copied the tensor for nothing.
+bool same_placement(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+    if (a.data.data_type != b.data.data_type || a.dims() != b.dims() ||
+        a.get_size() != b.get_size())
+        return false;
+    const auto sa = element_steps(a), sb = element_steps(b);
+    if (sa.empty() || sb.empty()) return false;
+    for (int d = 0; d < a.data.ndims; ++d)
+        if (a.data.dims[d] > 1 && sa[static_cast<std::size_t>(d)] != sb[static_cast<std::size_t>(d)])
+            return false;
+    return true;
+}
+
+}  // namespace
+
 ActivationArg::ActivationArg(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
                              const dnnl::engine& engine)
     : plain_(plain, engine, DNNL_MEMORY_NONE) {
     if (chosen == plain) return;
+    // The primitive reads or writes our tensor itself, described as it chose.
+    if (same_placement(chosen, plain)) {
+        plain_ = dnnl::memory(chosen, engine, DNNL_MEMORY_NONE);
+        return;
+    }
     chosen_ = dnnl::memory(chosen, engine, DNNL_MEMORY_NONE);
     into_chosen_ = dnnl::reorder(plain_, chosen_);
     out_of_chosen_ = dnnl::reorder(chosen_, plain_);
