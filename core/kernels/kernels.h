@@ -51,6 +51,13 @@ struct Conv2dKernel {
     // Adds into diff_weights and (when defined) diff_bias.
     virtual void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                                   Tensor& diff_bias) = 0;
+    // Both gradients of one diff_dst: backward_weights, then backward_data. A kernel that
+    // converts diff_dst for its primitives overrides it to convert once.
+    virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
+                          Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) {
+        backward_weights(src, diff_dst, diff_weights, diff_bias);
+        backward_data(diff_dst, weights, diff_src);
+    }
 };
 
 struct BatchNormConfig {

@@ -142,10 +142,12 @@ Tensor Conv2d::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
     // Kernels read dy in x's layout; a gradient arriving in the other one is converted once.
     const Tensor dy_in_layout = dy.layout() == x.layout() ? dy : dy.to_layout(x.layout());
     auto& k = kernel(pass.device, x.shape(), x.layout());
-    k.backward_weights(x, dy_in_layout, weight_.grad, bias_.grad);
-    if (!pass.need_dx) return Tensor();
+    if (!pass.need_dx) {
+        k.backward_weights(x, dy_in_layout, weight_.grad, bias_.grad);
+        return Tensor();
+    }
     Tensor dx = Tensor::empty(x.shape(), pass.device, DType::f32, x.layout());
-    k.backward_data(dy_in_layout, weight_.value, dx);
+    k.backward(x, dy_in_layout, weight_.value, dx, weight_.grad, bias_.grad);
     return dx;
 }
 

@@ -31,6 +31,13 @@ public:
                           Tensor& diff_bias) override {
         weights_->backward_weights(src, diff_dst, diff_weights, diff_bias);
     }
+    // One kernel for both gradients converts diff_dst once.
+    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
+                  Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) override {
+        if (data_ == weights_)
+            return data_->backward(src, diff_dst, weights, diff_src, diff_weights, diff_bias);
+        Conv2dKernel::backward(src, diff_dst, weights, diff_src, diff_weights, diff_bias);
+    }
 
 private:
     std::shared_ptr<Conv2dKernel> forward_, data_, weights_;

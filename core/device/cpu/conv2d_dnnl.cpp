@@ -113,19 +113,40 @@ public:
 
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
         place_scratch();
+        data_with(data_diff_dst_.read(device_, diff_dst), weights, diff_src);
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        place_scratch();
+        weights_with(src, weights_diff_dst_.read(device_, diff_dst), diff_weights, diff_bias);
+    }
+
+    // The weights' gradient reorders diff_dst into the output side of the scratch; where the
+    // input's gradient reads the same format from there, it reads it again as it is.
+    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
+                  Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) override {
+        place_scratch();
+        weights_with(src, weights_diff_dst_.read(device_, diff_dst), diff_weights, diff_bias);
+        data_with(same_diff_dst_ ? data_diff_dst_.read_again(diff_dst)
+                                 : data_diff_dst_.read(device_, diff_dst),
+                  weights, diff_src);
+    }
+
+private:
+    void data_with(dnnl::memory& diff_dst, const Tensor& weights, Tensor& diff_src) {
         execute(device_, backward_data_,
-                {{DNNL_ARG_DIFF_DST, data_diff_dst_.read(device_, diff_dst)},
+                {{DNNL_ARG_DIFF_DST, diff_dst},
                  {DNNL_ARG_WEIGHTS, weights_for(weights, data_weights_, to_data_)},
                  {DNNL_ARG_DIFF_SRC, data_diff_src_.write(diff_src)}},
                 "convolution_backward_data");
         data_diff_src_.finish(device_);
     }
 
-    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
-                          Tensor& diff_bias) override {
-        place_scratch();
+    void weights_with(const Tensor& src, dnnl::memory& diff_dst, Tensor& diff_weights,
+                      Tensor& diff_bias) {
         dnnl_args args{{DNNL_ARG_SRC, weights_src_.read(device_, src)},
-                       {DNNL_ARG_DIFF_DST, weights_diff_dst_.read(device_, diff_dst)},
+                       {DNNL_ARG_DIFF_DST, diff_dst},
                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.memory}};
         if (config_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, diff_bias_.memory);
         execute(device_, backward_weights_, args, "convolution_backward_weights");
@@ -140,7 +161,6 @@ public:
         if (config_.bias) add_into(diff_bias, diff_bias_.storage);
     }
 
-private:
     void build(Device& device) {
         const auto& c = config_;
         auto& engine = device_.dnnl_engine();
@@ -202,6 +222,8 @@ private:
         data_diff_src_ = ActivationArg(src_md, data_pd.diff_src_desc(), engine);
         weights_src_ = ActivationArg(src_md, weights_pd.src_desc(), engine);
         weights_diff_dst_ = ActivationArg(dst_md, weights_pd.diff_dst_desc(), engine);
+        // Both placed at the output side of the scratch (place_scratch).
+        same_diff_dst_ = data_pd.diff_dst_desc() == weights_pd.diff_dst_desc();
         // Scratch holds one input-side argument (src, diff_src) and one output-side one (dst,
         // diff_dst): no call uses two of one side.
         input_bytes_ = std::max({forward_src_.scratch_bytes(), data_diff_src_.scratch_bytes(),
@@ -273,6 +295,7 @@ private:
     ActivationArg forward_src_, forward_dst_, data_diff_dst_, data_diff_src_, weights_src_,
         weights_diff_dst_;
     std::size_t input_bytes_ = 0, output_bytes_ = 0;
+    bool same_diff_dst_ = false;
     dnnl::memory bias_, plain_weights_;
     WeightsBuffer forward_weights_, data_weights_, diff_weights_, diff_bias_;
     dnnl::reorder to_forward_, to_data_, add_back_;

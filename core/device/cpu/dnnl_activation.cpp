@@ -59,7 +59,8 @@ bool same_placement(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
     const auto sa = element_steps(a), sb = element_steps(b);
     if (sa.empty() || sb.empty()) return false;
     for (int d = 0; d < a.data.ndims; ++d)
-        if (a.data.dims[d] > 1 && sa[static_cast<std::size_t>(d)] != sb[static_cast<std::size_t>(d)])
+        if (a.data.dims[d] > 1 &&
+            sa[static_cast<std::size_t>(d)] != sb[static_cast<std::size_t>(d)])
             return false;
     return true;
 }
@@ -94,6 +95,11 @@ dnnl::memory& ActivationArg::read(CpuDevice& device, const Tensor& t) {
     execute(device, into_chosen_, {{DNNL_ARG_FROM, plain_}, {DNNL_ARG_TO, chosen_}},
             "reorder (activation into the primitive's format)");
     return chosen_;
+}
+
+dnnl::memory& ActivationArg::read_again(const Tensor& t) {
+    plain_.set_data_handle(t.raw());
+    return reordered() ? chosen_ : plain_;
 }
 
 dnnl::memory& ActivationArg::write(const Tensor& t) {
