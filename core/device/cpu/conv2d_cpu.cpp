@@ -8,6 +8,7 @@
 #include <map>
 #include <string_view>
 
+#include "device/cpu/dnnl_context.h"
 #include "device/cpu/kernels_cpu.h"
 
 namespace tandem::cpu {
@@ -53,13 +54,13 @@ std::unique_ptr<Conv2dKernel> make_named(Device& device, const Conv2dConfig& con
 
 }  // namespace
 
-Conv2dChoice choose_conv2d_cpu(const Conv2dConfig& config) {
+Conv2dChoice choose_conv2d_cpu(const Conv2dConfig& config, int vector_floats) {
     // Only oneDNN's kernels compute in bf16.
     if (config.precision != Precision::fp32) return {"dnnl", "dnnl", "dnnl"};
     // thin_input is oneDNN's forward and backward data beside its own weights' gradient.
     if (thin_input_fits(config)) return {"thin_input", "thin_input", "thin_input"};
     const auto pick = [&](ConvPass pass) -> std::string_view {
-        if (winograd_pays(config, pass)) return "winograd";
+        if (winograd_pays(config, pass, vector_floats)) return "winograd";
         if (gemm_pays(config, pass)) return "gemm";
         return "dnnl";
     };
@@ -67,7 +68,7 @@ Conv2dChoice choose_conv2d_cpu(const Conv2dConfig& config) {
 }
 
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device& device, const Conv2dConfig& config) {
-    const Conv2dChoice choice = choose_conv2d_cpu(config);
+    const Conv2dChoice choice = choose_conv2d_cpu(config, dnnl_vector_floats());
     if (choice.forward == choice.data && choice.data == choice.weights)
         return make_named(device, config, choice.forward);
     std::map<std::string_view, std::shared_ptr<Conv2dKernel>> made;

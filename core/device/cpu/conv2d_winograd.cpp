@@ -387,16 +387,26 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dC
     return std::make_unique<Conv2dWinograd>(device, config);
 }
 
-// Below 16 channels the transforms cost more than the multiplications saved. A pass whose tiles
+// Below two of oneDNN's vectors of channels its direct kernels beat the tiles. On AVX2 (8 floats
+// a vector) the transforms cost more than the multiplications saved below 16 channels. On
+// AVX-512 (16: Zen 5, one and two threads, batch 128) oneDNN's kernels read 16 channels in one
+// nChw16c block, which is the nhwc tensor itself: ResNet-20's 16 -> 16 blocks took 21-24% less
+// time a step on them than on Winograd (27.0 ms -> 20.6-21.7 one thread, 14.9 -> 11.7-12.3
+// two); at 32 channels the two were within 5%, at 64 Winograd 11-13% ahead; LeNet-5's 20 -> 50
+// ran its forward and weights' gradient 9-12% faster on oneDNN. A pass whose tiles
 // save less than half of the direct form's multiplications is left to the others: LeNet-5's
 // 20 -> 50 backward data, a full convolution of its 8x8 gradient padded by 4 (81% of the
 // multiplications, most of them on padding), took 6.6 ms against gemm's 2.3. Channels in
 // partial vectors (LeNet-5's 20 and 50) are padded to whole vectors in V, U and the products:
 // that layer's forward and weights' gradient (36% of the multiplications) ran 10% and 30%
 // faster than on the best of oneDNN and gemm.
-bool winograd_pays(const Conv2dConfig& c, ConvPass pass) {
-    if (!winograd_fits(c) || c.c < kWinogradMinChannels || c.out_channels < kWinogradMinChannels)
-        return false;
+std::int64_t winograd_min_channels(int vector_floats) {
+    return std::max<std::int64_t>(16, 2 * vector_floats);
+}
+
+bool winograd_pays(const Conv2dConfig& c, ConvPass pass, int vector_floats) {
+    const std::int64_t least = winograd_min_channels(vector_floats);
+    if (!winograd_fits(c) || c.c < least || c.out_channels < least) return false;
     // Backward data's tiles cover the input, the others' the output.
     const bool data = pass == ConvPass::data;
     const std::int64_t out_h = data ? c.h : c.out_h(), out_w = data ? c.w : c.out_w();

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "device/cpu/cpu_peak.h"
+#include "device/cpu/dnnl_context.h"
 
 namespace tandem {
 
@@ -49,10 +50,7 @@ void CpuDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
 std::string CpuDevice::precision_unavailable(Precision precision) const {
     if (precision == Precision::fp32) return {};
     if (precision != Precision::bf16) return "the cpu backend trains in fp32 and bf16 only";
-    // oneDNN's ISA values are masks, each holding the bits of those below it.
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    if ((isa & bf16) == bf16) return {};
+    if (cpu::dnnl_runs(dnnl::cpu_isa::avx512_core_bf16)) return {};
     return "its CPU (" + cpu_identity() +
            ") has neither AVX512_BF16 nor AMX, which oneDNN's bf16 kernels need";
 }

@@ -23,6 +23,16 @@ dnnl::memory memory_of(const Tensor& t, const dnnl::memory::desc& desc,
     return dnnl::memory(desc, engine, t.raw());
 }
 
+bool dnnl_runs(dnnl::cpu_isa isa) {
+    // oneDNN's ISA values are masks, each holding the bits of those below it.
+    const auto mine = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (mine & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+}
+
+int dnnl_vector_floats() {
+    return dnnl_runs(dnnl::cpu_isa::avx512_core) ? 16 : 8;
+}
+
 void throw_dnnl_error(std::string_view call, const dnnl::error& e) {
     TANDEM_THROW(BackendError) << "oneDNN " << call << " failed: " << e.what() << " (status "
                                << static_cast<int>(e.status) << ")";

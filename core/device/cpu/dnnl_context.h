@@ -28,6 +28,11 @@ auto dnnl_call(std::string_view call, F&& what) -> decltype(what());
 
 [[noreturn]] void throw_dnnl_error(std::string_view call, const dnnl::error& e);
 
+// Whether oneDNN runs `isa`'s kernels on this machine (its ISA or a later one).
+bool dnnl_runs(dnnl::cpu_isa isa);
+// The floats in one vector of oneDNN's kernels on this machine: 16 where it runs AVX-512, 8 else.
+int dnnl_vector_floats();
+
 template <class F>
 auto dnnl_call(std::string_view call, F&& what) -> decltype(what()) {
     try {

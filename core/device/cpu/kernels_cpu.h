@@ -50,14 +50,15 @@ struct Conv2dChoice {
 };
 // The CPU's Conv2d (make_conv2d_cpu, conv2d_cpu.cpp), pass by pass: Winograd
 // (conv2d_winograd.cpp) for the 3x3 and 5x5 stride-1 passes it fits, between at least
-// kWinogradMinChannels channels each side, whose tiles save enough multiplications;
-// thin_input for a layer over few input channels; gemm where it pays (1x1 convolutions, many
-// columns); oneDNN's direct kernels else.
-Conv2dChoice choose_conv2d_cpu(const Conv2dConfig&);
+// winograd_min_channels each side, whose tiles save enough multiplications; thin_input for a
+// layer over few input channels; gemm where it pays (1x1 convolutions, many columns); oneDNN's
+// direct kernels else. `vector_floats`: the floats in one of oneDNN's vectors on this machine
+// (dnnl_vector_floats: 8 on AVX2, 16 on AVX-512), which sets where its kernels run best.
+Conv2dChoice choose_conv2d_cpu(const Conv2dConfig&, int vector_floats);
 std::unique_ptr<Conv2dKernel> make_conv2d_cpu(Device&, const Conv2dConfig&);
-constexpr std::int64_t kWinogradMinChannels = 16;
+std::int64_t winograd_min_channels(int vector_floats);
 bool winograd_fits(const Conv2dConfig&);
-bool winograd_pays(const Conv2dConfig&, ConvPass);
+bool winograd_pays(const Conv2dConfig&, ConvPass, int vector_floats);
 std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device&, const Conv2dConfig&);
 // The weights' gradient of a layer over at most 4 input channels in our own loop, the rest on
 // oneDNN (conv2d_thin_input.cpp).
