@@ -14,9 +14,8 @@ Prints one JSON line (the fields bench_torch.py prints that bench/peers.py reads
 import argparse, json, os, statistics, sys
 
 import torch
-import torch.nn as nn
 
-from torch_steps import time_steps
+from torch_steps import sgd_setup, time_steps
 
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
@@ -38,11 +37,7 @@ model = ctor()
 model.train()
 x = torch.randn(a.batch, *shape)
 y = torch.randint(0, 10, (a.batch,))
-if a.channels_last:
-    model = model.to(memory_format=torch.channels_last)
-    x = x.contiguous(memory_format=torch.channels_last)
-opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-crit = nn.CrossEntropyLoss()
+model, x, opt, crit = sgd_setup(model, x, a.channels_last)
 
 
 def step():

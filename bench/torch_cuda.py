@@ -9,7 +9,7 @@ Prints one JSON line with the median and mean images/s, as bench_torch.py does.
 """
 import argparse, json, os, statistics, sys
 
-from torch_steps import time_steps
+from torch_steps import sgd_setup, time_steps
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--net', required=True)
@@ -25,7 +25,6 @@ ap.add_argument('--tf32', action='store_true', help='let PyTorch use TF32 tensor
 a = ap.parse_args()
 
 import torch
-import torch.nn as nn
 sys.path.insert(0, a.peers)
 from nets import NETS
 
@@ -48,11 +47,7 @@ else:
 model = model.cuda().train()
 x = torch.randn(a.batch, *shape, device='cuda')
 y = torch.randint(0, classes, (a.batch,), device='cuda')
-if a.channels_last:
-    model = model.to(memory_format=torch.channels_last)
-    x = x.contiguous(memory_format=torch.channels_last)
-opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-crit = nn.CrossEntropyLoss()
+model, x, opt, crit = sgd_setup(model, x, a.channels_last)
 
 
 def step():
