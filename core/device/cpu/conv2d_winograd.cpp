@@ -390,10 +390,10 @@ std::unique_ptr<Conv2dKernel> make_conv2d_winograd(Device& device, const Conv2dC
 // Below two of oneDNN's vectors of channels its direct kernels beat the tiles. On AVX2 (8 floats
 // a vector) the transforms cost more than the multiplications saved below 16 channels. On
 // AVX-512 (16: Zen 5, one and two threads, batch 128) oneDNN's kernels read 16 channels in one
-// nChw16c block, which is the nhwc tensor itself: ResNet-20's 16 -> 16 blocks took 21-24% less
-// time a step on them than on Winograd (27.0 ms -> 20.6-21.7 one thread, 14.9 -> 11.7-12.3
-// two); at 32 channels the two were within 5%, at 64 Winograd 11-13% ahead; LeNet-5's 20 -> 50
-// ran its forward and weights' gradient 9-12% faster on oneDNN. A pass whose tiles
+// nChw16c block, which is the nhwc tensor itself: ResNet-20's 16 -> 16 blocks took 7-9% less
+// time a step on them than on Winograd's 16-channel vectors (23.3 ms -> 21.6 one thread, 13.7
+// -> 12.4 two); at 32 channels Winograd took 19-23% less (14.7 against 18.2, 8.5 against 10.4).
+// A pass whose tiles
 // save less than half of the direct form's multiplications is left to the others: LeNet-5's
 // 20 -> 50 backward data, a full convolution of its 8x8 gradient padded by 4 (81% of the
 // multiplications, most of them on padding), took 6.6 ms against gemm's 2.3. Channels in

@@ -19,10 +19,12 @@
 namespace tandem::cpu {
 namespace {
 
-namespace vec = winograd;  // the 8-channel vector type and its loads
-using Index = std::int32_t __attribute__((vector_size(32)));
-using Index16 = std::uint16_t __attribute__((vector_size(16)));
-using UnalignedIndex16 = std::uint16_t __attribute__((vector_size(16), aligned(2), may_alias));
+namespace vec = winograd;  // the channel vector type (8 or 16 floats) and its loads
+// A window index for each channel of a vector, as 32-bit lanes and as the workspace's 16-bit.
+using Index = std::int32_t __attribute__((vector_size(4 * vec::kVec)));
+using Index16 = std::uint16_t __attribute__((vector_size(2 * vec::kVec)));
+using UnalignedIndex16 =
+    std::uint16_t __attribute__((vector_size(2 * vec::kVec), aligned(2), may_alias));
 
 class MaxPoolNhwc final : public Pool2dKernel {
 public:

@@ -7,8 +7,11 @@
 // tiles and channel pairs are a*a independent matrix products, which is where the time goes.
 // Here: F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5).
 //
-// The transforms here work on tiles of channel vectors (8 channels of the channels-last
-// layout, GCC's vector extension: AVX on AVX2 machines, two SSE registers on older ones). The
+// The transforms here work on tiles of channel vectors (GCC's vector extension over the
+// channels-last layout: 16 channels in one AVX-512 register where the build's CPU has AVX-512, 8
+// in an AVX register on AVX2, two SSE registers on older ones). On a Zen 5, one and two threads,
+// the 16-channel vectors took 12% off ResNet-20's float32 step, 8-12% off AlexNet's and 20-25%
+// off smallbn's against the 8-channel ones (alternating runs). The
 // matrices are compile-time constants and the loops unroll fully, so a product by a zero
 // entry vanishes and one by +-1 is an add: F(4x4)'s input transform costs 20 vector operations
 // a row instead of 36.
@@ -23,6 +26,27 @@
 
 namespace tandem::cpu::winograd {
 
+#ifdef __AVX512F__
+// AVX-512: 16 channels a vector, partial ones through mask registers.
+using Vec = float __attribute__((vector_size(64)));
+constexpr int kVec = 16;  // channels in a Vec
+using UnalignedVec = float __attribute__((vector_size(64), aligned(4), may_alias));
+
+inline Vec load(const float* p, int lanes) {
+    if (lanes == kVec) return *reinterpret_cast<const UnalignedVec*>(p);
+    return reinterpret_cast<Vec>(
+        _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << lanes) - 1), p));
+}
+
+inline void store(float* p, const Vec& v, int lanes) {
+    if (lanes == kVec) {
+        *reinterpret_cast<UnalignedVec*>(p) = v;
+        return;
+    }
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << lanes) - 1),
+                          reinterpret_cast<__m512>(v));
+}
+#else
 using Vec = float __attribute__((vector_size(32)));
 constexpr int kVec = 8;  // channels in a Vec
 // The same in memory at any float's alignment (an unaligned load or store).
@@ -60,6 +84,8 @@ inline void store(float* p, const Vec& v, int lanes) {
     std::memcpy(p, &v, lanes * sizeof(float));
 #endif
 }
+
+#endif
 
 template <int Rows, int Cols>
 constexpr std::array<float, Rows * Cols> transpose(const std::array<float, Rows * Cols>& x) {
