@@ -268,9 +268,14 @@ CostsPtr new_cost_model(lua_State* L, int args, const OptionTable& o, const Opti
                                                            parse_precision(precision));
         return costs;
     }
-    if (precision != "fp32")
+    const Precision computes_in = parse_precision(precision);
+    if (computes_in != Precision::fp32 && computes_in != Precision::bf16)
         throw ConfigError(std::string(schema.function) + ": precision '" + precision +
-                          "' is for GPU models (cost = 'analytic'); measured CPU costs are fp32");
+                          "' is for GPU models (cost = 'analytic'); measured CPU costs are fp32 "
+                          "or bf16");
+    // Measured costs time the net as it will train: in this precision, which it keeps (as
+    // T.Engine's precision sets it).
+    net->set_precision(computes_in);
     ProfileOptions po;
     po.layout = parse_layout(o.text("layout"));
     po.seed = static_cast<std::uint64_t>(o.integer("seed"));

@@ -88,7 +88,8 @@ std::vector<OptionSpec> cost_options(bool net_required) {
          .choices = {"auto", "measured", "analytic"}},
         {.name = "precision",
          .type = OptionType::choice,
-         .help = "analytic costs: what convolutions and products compute in",
+         .help = "what convolutions and products compute in (measured CPU costs: fp32 or bf16, "
+                 "which the net then keeps)",
          .fallback = std::string(precision_name(Precision::fp32)),
          .choices = {precision_name(Precision::fp32), precision_name(Precision::tf32),
                      precision_name(Precision::fp16), precision_name(Precision::bf16)}},

@@ -211,7 +211,7 @@ local function plan_machine(opt, net, sample)
   local plan = require 'tandem.plan'
   local r = plan.search{net = net, sample = sample, batch = opt.batch, cost = 'measured',
                         topologies = plan.machine{memory = opt.memory ~= '' and opt.memory or nil},
-                        layout = opt.layout, top = 5, cache = opt.plan_cache}
+                        layout = opt.layout, precision = opt.precision, top = 5, cache = opt.plan_cache}
   print(('planner: batch %d on this machine\'s %d cores, %d layouts simulated from measured profiles')
         :format(opt.batch, core.cores(), r.considered))
   local reused = r.calibration and plan.describe_reuse(r.calibration)
@@ -231,8 +231,6 @@ end
 function M.layout(opt, net, sample_shape)
   if M.planning then M.planning(net, sample_shape) end  -- `tandem plan RECIPE` stops here
   M.check_device(opt)
-  -- The net computes in --precision from here on, so --plan=auto profiles it as it will train.
-  if net and opt.precision then net:set_precision(opt.precision) end
   if opt.schedule ~= nil and opt.schedule ~= '' then
     io.stderr:write('warning: --schedule is now --pipeline (the pipeline schedule; T.Engine\'s schedule is the '
                     .. 'learning rate\'s); the old name goes in the next release\n')

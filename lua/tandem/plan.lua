@@ -370,8 +370,9 @@ local options = {
                       .. "protocol by size; server: a parameter server on one GPU, a baseline the engine "
                       .. "does not run)", choices = algorithm_option.choices},
   overlap = {true, 'all-reduce each bucket during the last backward (false: after it)'},
-  precision = {precision_option.default, "GPU models: what convolutions and products compute in (tf32: the CUDA "
-                       .. "backend's tf32 option; fp16, bf16: mixed precision, for comparison)",
+  precision = {precision_option.default, "what convolutions and products compute in (GPU models: tf32 is the CUDA "
+                       .. "backend's tf32 option, fp16 and bf16 mixed precision, for comparison; measured CPU "
+                       .. "costs: fp32 or bf16, T.Engine's precision)",
                choices = precision_option.choices},
 }
 

@@ -41,6 +41,26 @@ t.test('bad topologies are clear errors', function()
   t.raises(function() T.plan.topology('no_such_topology') end, 'no_such_topology')
 end)
 
+-- Measured costs profile the net in the precision it will train in (fp32 or bf16), and the net
+-- keeps it; GPU-only precisions are refused for them.
+t.test('measured costs profile the net in its precision', function()
+  local net, sample = small_net()
+  t.eq(net:precision(), 'fp32')
+  t.raises(function() T.plan.costs{net = net, sample = sample, precision = 'tf32'} end,
+           "T.plan.costs: precision 'tf32' is for GPU models (cost = 'analytic'); measured CPU costs are fp32 or bf16")
+  local ok, costs = pcall(T.plan.costs, {net = net, sample = sample, precision = 'bf16', iterations = 1,
+                                         warmup = 0, rounds = 1})
+  t.eq(net:precision(), 'bf16')
+  if ok then
+    local r = T.plan.search{costs = costs, batch = 16, topology = T.plan.topology('cpu', {devices = 1, threads = 1})}
+    t.ok(#r.plans >= 1 and #costs:calibration().profiles >= 1, 'a plan from bf16 profiles')
+  else  -- a CPU without bf16 kernels: refused by layer and device
+    t.ok(tostring(costs):find('cannot compute in bf16', 1, true), tostring(costs))
+  end
+  T.plan.costs{net = net, sample = sample, iterations = 1, warmup = 0, rounds = 1}
+  t.eq(net:precision(), 'fp32')
+end)
+
 t.test('one cost model shared by a search and a simulation gives the same prediction', function()
   local net, sample = small_net()
   local topology = T.plan.topology('cpu', {devices = 2, threads = 1, memory = '1GB'})
