@@ -165,14 +165,6 @@ int schedule_tostring(lua_State* L) {
 
 // --- the engine ---
 
-Layout check_layout(int index, const std::string& text) {
-    try {
-        return parse_layout(text);
-    } catch (const ConfigError& e) {
-        throw ArgError(index, e.what());
-    }
-}
-
 // core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,
 //                 trace (boolean), precision)
 int engine_new(lua_State* L) {
@@ -188,14 +180,10 @@ int engine_new(lua_State* L) {
     o.optimizer = check_box<OptimizerOptions>(L, 4, kOptimizerType, "optimizer");
     if (!lua_isnoneornil(L, 5)) o.schedule = check_schedule(L, 5);
     o.seed = static_cast<std::uint64_t>(check_int(L, 6));
-    o.layout = check_layout(7, check_string(L, 7));
+    o.layout = check_named(L, 7, parse_layout);
     o.parallel = check_parallel(L, 8, *o.net);
     if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
-    try {
-        o.precision = parse_precision(check_string(L, 10));
-    } catch (const ConfigError& e) {
-        throw ArgError(10, e.what());
-    }
+    o.precision = check_named(L, 10, parse_precision);
     auto engine = [&] {  // the workers may run layers written in Lua meanwhile
         ScriptLock::Lend lend(script_lock(L));
         return std::make_shared<Engine>(std::move(o));

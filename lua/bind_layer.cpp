@@ -126,11 +126,7 @@ int layer_set_kernel_impl(lua_State* L) {
 // ('fp32', 'bf16'); T.Engine's precision option sets it on the whole net.
 int layer_set_precision(lua_State* L) {
     Layer& layer = *check_layer(L, 1);
-    try {
-        layer.set_precision(parse_precision(check_string(L, 2)));
-    } catch (const ConfigError& e) {
-        throw ArgError(2, e.what());
-    }
+    layer.set_precision(check_named(L, 2, parse_precision));
     return 0;
 }
 

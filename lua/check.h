@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "tensor/shape.h"
 
 namespace tandem::lua {
@@ -94,6 +95,17 @@ double check_number(lua_State* L, int index);
 std::int64_t check_int(lua_State* L, int index);
 bool check_bool(lua_State* L, int index);
 std::string check_string(lua_State* L, int index);
+// parse(the string at `index`), a ConfigError it throws made the argument's (parse_layout,
+// parse_precision: the message lists the names known).
+template <class Parse>
+auto check_named(lua_State* L, int index, Parse parse) -> decltype(parse(std::string())) {
+    const std::string text = check_string(L, index);
+    try {
+        return parse(text);
+    } catch (const ConfigError& e) {
+        throw ArgError(index, e.what());
+    }
+}
 double opt_number(lua_State* L, int index, double fallback);
 std::int64_t opt_int(lua_State* L, int index, std::int64_t fallback);
 bool opt_bool(lua_State* L, int index, bool fallback);

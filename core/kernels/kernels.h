@@ -39,12 +39,11 @@ struct Conv2dConfig {
     std::int64_t out_w() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }
 };
 
-// weights: out_channels x (c / groups) x kernel_h x kernel_w, contiguous. bias: out_channels.
-struct Conv2dKernel {
-    static constexpr const char* kName = "Conv2d";
-    using Config = Conv2dConfig;
-    virtual ~Conv2dKernel() = default;
-    // bias is undefined when Config::bias is false.
+// The kernels of a layer that multiplies its input by weights (Conv2d, Linear): the product,
+// and the gradients of the input and of the weights.
+struct WeightedKernel {
+    virtual ~WeightedKernel() = default;
+    // bias is undefined when the config's bias is false.
     virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                          Tensor& dst) = 0;
     virtual void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) = 0;
@@ -52,12 +51,18 @@ struct Conv2dKernel {
     virtual void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                                   Tensor& diff_bias) = 0;
     // Both gradients of one diff_dst: backward_weights, then backward_data. A kernel that
-    // converts diff_dst for its primitives overrides it to convert once.
+    // converts diff_dst for its products overrides it to convert once.
     virtual void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
                           Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) {
         backward_weights(src, diff_dst, diff_weights, diff_bias);
         backward_data(diff_dst, weights, diff_src);
     }
+};
+
+// weights: out_channels x (c / groups) x kernel_h x kernel_w, contiguous. bias: out_channels.
+struct Conv2dKernel : WeightedKernel {
+    static constexpr const char* kName = "Conv2d";
+    using Config = Conv2dConfig;
 };
 
 struct BatchNormConfig {
@@ -172,15 +177,9 @@ struct LinearConfig {
 };
 
 // src: n x in, weights: out x in, bias: out, dst: n x out; all contiguous.
-struct LinearKernel {
+struct LinearKernel : WeightedKernel {
     static constexpr const char* kName = "Linear";
     using Config = LinearConfig;
-    virtual ~LinearKernel() = default;
-    virtual void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
-                         Tensor& dst) = 0;
-    virtual void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) = 0;
-    virtual void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
-                                  Tensor& diff_bias) = 0;
 };
 
 struct DropoutConfig {

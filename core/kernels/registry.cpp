@@ -24,6 +24,13 @@ std::vector<std::string> KernelRegistry::implementation_names() const {
     return names;
 }
 
+void KernelRegistry::require_precision(const Device& device, Precision precision) {
+    if (precision == Precision::fp32) return;
+    const std::string why = device.precision_unavailable(precision);
+    TANDEM_CHECK_AS(ConfigError, why.empty())
+        << device.name() << " cannot compute in " << precision_name(precision) << ": " << why;
+}
+
 void KernelRegistry::throw_missing(std::string_view kernel, const Device& device,
                                    std::string_view impl,
                                    const std::vector<std::string>& registered) {

@@ -37,9 +37,12 @@ public:
 
     // Builds a K for `device`: the implementation named `impl`, or the device kind's default
     // when `impl` is empty. Throws BackendError listing the registered ones when none fits.
+    // A config with a `precision` (Conv2d, Linear) that the device cannot compute in is a
+    // ConfigError naming the device and why, before any implementation is asked.
     template <class K>
     std::unique_ptr<K> make(Device& device, const typename K::Config& config,
                             std::string_view impl = {}) const {
+        if constexpr (requires { config.precision; }) require_precision(device, config.precision);
         auto it = entries_.find(std::type_index(typeid(K)));
         if (it != entries_.end())
             for (const auto& e : it->second)
@@ -78,6 +81,7 @@ private:
     };
     KernelRegistry();
     std::vector<std::string> list(std::type_index type) const;
+    static void require_precision(const Device& device, Precision precision);
     [[noreturn]] static void throw_missing(std::string_view kernel, const Device& device,
                                            std::string_view impl,
                                            const std::vector<std::string>& registered);

@@ -102,7 +102,6 @@ std::string Conv2d::options_text() const {
 }
 
 Conv2dKernel& Conv2d::kernel(Device& device, const Shape& input, Layout layout) {
-    require_precision(device);
     const auto& o = options_;
     const Conv2dConfig config{.n = input[0],
                               .c = input[1],

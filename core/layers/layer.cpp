@@ -115,14 +115,6 @@ void Layer::set_precision(Precision precision) {
     for (auto* child : children()) child->set_precision(precision);
 }
 
-void Layer::require_precision(const Device& device) const {
-    if (precision_ == Precision::fp32) return;
-    const std::string why = device.precision_unavailable(precision_);
-    TANDEM_CHECK_AS(ConfigError, why.empty())
-        << "layer " << label() << ": " << device.name() << " cannot compute in "
-        << precision_name(precision_) << ": " << why;
-}
-
 std::vector<Tensor> Layer::forward_many(const std::vector<Tensor>& xs,
                                         const std::vector<Pass*>& passes) {
     std::vector<Tensor> ys;

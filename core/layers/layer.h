@@ -123,9 +123,6 @@ public:
 
 protected:
     virtual void on_bind(Device& device, const Shape& input, Layout layout);
-    // ConfigError naming this layer, the device and why, when the device cannot compute in this
-    // layer's precision: what a layer whose kernels take it calls before building them.
-    void require_precision(const Device& device) const;
     // A parameter of `shape` on the host device, zero gradient.
     static Parameter make_parameter(std::string name, const Shape& shape, bool decay);
     static Parameter make_buffer(std::string name, const Shape& shape, float value);

@@ -66,7 +66,6 @@ std::string Linear::options_text() const {
 }
 
 LinearKernel& Linear::kernel(Device& device, std::int64_t batch) {
-    require_precision(device);
     return kernels_.get(device,
                         LinearConfig{batch, options_.in_features, options_.out_features,
                                      options_.bias, precision()},
@@ -91,10 +90,12 @@ Tensor Linear::backward(const Tensor& x, const Tensor& dy, Pass& pass) {
         << " does not match the output " << out.to_string() << " (input " << x.shape().to_string()
         << ")";
     auto& k = kernel(pass.device, out[0]);
-    k.backward_weights(x, dy, weight_.grad, bias_.grad);
-    if (!pass.need_dx) return Tensor();
+    if (!pass.need_dx) {
+        k.backward_weights(x, dy, weight_.grad, bias_.grad);
+        return Tensor();
+    }
     Tensor dx = Tensor::empty(x.shape(), pass.device);
-    k.backward_data(dy, weight_.value, dx);
+    k.backward(x, dy, weight_.value, dx, weight_.grad, bias_.grad);
     return dx;
 }
 

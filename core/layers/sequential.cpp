@@ -279,7 +279,14 @@ void Sequential::on_bind(Device& device, const Shape& input, Layout layout) {
     Shape shape = input;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
         // Only images have a channels_last layout; flattened activations are contiguous.
-        layers_[i]->bind(device, shape, shape.rank() == 4 ? layout : Layout::contiguous);
+        try {
+            layers_[i]->bind(device, shape, shape.rank() == 4 ? layout : Layout::contiguous);
+        } catch (Error& e) {
+            // As forward and backward say it: which layer could not build its kernels.
+            e.add_context("in layer " + std::to_string(i + 1) + " " + layers_[i]->label() + " on " +
+                          device.name() + ", bind");
+            throw;
+        }
         shape = layers_[i]->output_shape(shape);
     }
 }

@@ -12,7 +12,6 @@ local function peak_gflops(peak, threads)
   return threads >= peak.cores and peak.gflops_all_cores or peak.gflops_one_core * threads
 end
 
-local precision = T.parallel.engine_option('precision')
 local options = {
   batch = {64, 'images a step', kind = 'positive_int'},
   device = {'cpu', 'the device kind', choices = {'cpu', 'cuda'}},
@@ -23,7 +22,7 @@ local options = {
   warmup = {3, 'untimed steps first', kind = 'nonneg_int'},
   benchmark = {false, "GPU: cuDNN times its convolution algorithms and the fastest is used"},
   tf32 = {false, 'GPU: TF32 tensor cores for convolutions and Linear'},
-  precision = {precision.default, precision.help, choices = precision.choices},
+  precision = T.parallel.engine_flag('precision'),
   workspace = {'', "GPU: cuDNN's workspace budget, such as 4GiB ('': T.devices' default)", kind = 'size'},
   json = {false, 'one JSON line instead of the table'},
   seed = {1, 'the seed of the weights and the data', kind = 'nonneg_int'},

@@ -32,19 +32,20 @@ local schema = core.parallel_options()
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
--- A T.Engine option's row of its schema (core/engine/engine_schema.cpp): the command-line
--- flags that set it (--precision here and in `tandem bench`) take its default and choices.
-function M.engine_option(name)
-  return require('tandem.options').schema_option('engine', name, 'T.Engine')
+-- The command-line flag of a T.Engine choice option ({default, help, choices =}, as T.options
+-- reads it), from its row of the schema (core/engine/engine_schema.cpp): --precision here and
+-- in `tandem bench`.
+function M.engine_flag(name)
+  local row = require('tandem.options').schema_option('engine', name, 'T.Engine')
+  return {row.default, row.help, choices = row.choices}
 end
-local precision = M.engine_option('precision')
 local defaults = {
   device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
   devices = {0, 'devices (0: groups x stages)', kind = 'nonneg_int'},
   threads = {0, "kernel threads of each CPU device (0: the cores split between the devices)", kind = 'nonneg_int'},
   memory = {'', "memory cap of each device, such as 512MB ('': the machine's)", kind = 'size'},
   tf32 = {false, 'GPUs: TF32 tensor cores for convolutions and Linear'},
-  precision = {precision.default, precision.help, choices = precision.choices},
+  precision = M.engine_flag('precision'),
   plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
   plan_cache = {'reuse', "--plan=auto: reuse what an earlier run measured of this net on this machine and build "
                          .. '(refresh: profile afresh, and keep that; none: neither)',

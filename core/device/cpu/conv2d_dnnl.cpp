@@ -102,7 +102,7 @@ public:
         place_scratch();
         dnnl_args args{{DNNL_ARG_SRC, forward_src_.read(device_, src)},
                        {DNNL_ARG_WEIGHTS, weights_for(weights, forward_weights_, to_forward_)},
-                       {DNNL_ARG_DST, forward_dst_.write(dst)}};
+                       {DNNL_ARG_DST, forward_dst_.at(dst)}};
         if (config_.bias) {
             bias_.set_data_handle(bias.raw());
             args.emplace(DNNL_ARG_BIAS, bias_);
@@ -128,9 +128,9 @@ public:
                   Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) override {
         place_scratch();
         weights_with(src, weights_diff_dst_.read(device_, diff_dst), diff_weights, diff_bias);
-        data_with(same_diff_dst_ ? data_diff_dst_.read_again(diff_dst)
-                                 : data_diff_dst_.read(device_, diff_dst),
-                  weights, diff_src);
+        data_with(
+            same_diff_dst_ ? data_diff_dst_.at(diff_dst) : data_diff_dst_.read(device_, diff_dst),
+            weights, diff_src);
     }
 
 private:
@@ -138,7 +138,7 @@ private:
         execute(device_, backward_data_,
                 {{DNNL_ARG_DIFF_DST, diff_dst},
                  {DNNL_ARG_WEIGHTS, weights_for(weights, data_weights_, to_data_)},
-                 {DNNL_ARG_DIFF_SRC, data_diff_src_.write(diff_src)}},
+                 {DNNL_ARG_DIFF_SRC, data_diff_src_.at(diff_src)}},
                 "convolution_backward_data");
         data_diff_src_.finish(device_);
     }

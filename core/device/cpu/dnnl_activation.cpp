@@ -97,12 +97,7 @@ dnnl::memory& ActivationArg::read(CpuDevice& device, const Tensor& t) {
     return chosen_;
 }
 
-dnnl::memory& ActivationArg::read_again(const Tensor& t) {
-    plain_.set_data_handle(t.raw());
-    return reordered() ? chosen_ : plain_;
-}
-
-dnnl::memory& ActivationArg::write(const Tensor& t) {
+dnnl::memory& ActivationArg::at(const Tensor& t) {
     plain_.set_data_handle(t.raw());
     return reordered() ? chosen_ : plain_;
 }

@@ -54,11 +54,10 @@ public:
 
     // `t` as the primitive reads it: reordered into scratch, or `t` itself.
     dnnl::memory& read(CpuDevice& device, const Tensor& t);
-    // `t` as the primitive reads it when another argument of the same chosen format, placed at
-    // the same scratch, has just read it: no reorder.
-    dnnl::memory& read_again(const Tensor& t);
-    // Where the primitive writes `t`; finish() then reorders it into `t` when that was scratch.
-    dnnl::memory& write(const Tensor& t);
+    // Where the primitive finds `t`, with no reorder: where it writes `t` (finish() then
+    // reorders it into `t` when that was scratch), or reads it when another argument of the
+    // same chosen format, placed at the same scratch, has just read it in.
+    dnnl::memory& at(const Tensor& t);
     void finish(CpuDevice& device);
 
 private:

@@ -69,43 +69,60 @@ public:
         execute(device_, forward_, args, "matmul (linear forward)");
     }
 
-    // diff_src = diff_dst W
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
         place_scratch();
+        data_with(diff_dst_.apply(device_, diff_dst), weights, diff_src);
+    }
+
+    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
+                          Tensor& diff_bias) override {
+        place_scratch();
+        weights_with(src, diff_dst, diff_dst_.apply(device_, diff_dst), diff_weights, diff_bias);
+    }
+
+    // Both gradients from one conversion of diff_dst (bf16).
+    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
+                  Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) override {
+        place_scratch();
+        void* dy = diff_dst_.apply(device_, diff_dst);
+        weights_with(src, diff_dst, dy, diff_weights, diff_bias);
+        data_with(dy, weights, diff_src);
+    }
+
+private:
+    // diff_src = diff_dst W, diff_dst read from `dy` (the products' type).
+    void data_with(void* dy, const Tensor& weights, Tensor& diff_src) {
         execute(device_, backward_data_,
-                {{DNNL_ARG_SRC, at(dy_, diff_dst_.apply(device_, diff_dst))},
+                {{DNNL_ARG_SRC, at(dy_, dy)},
                  {DNNL_ARG_WEIGHTS, at(w_, weights_.apply(device_, weights))},
                  {DNNL_ARG_DST, at(dx_, diff_src.raw())}},
                 "matmul (linear backward_data)");
     }
 
-    // diff_weights += diff_dst^T src; diff_bias += column sums of diff_dst
-    void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
-                          Tensor& diff_bias) override {
-        place_scratch();
+    // diff_weights += diff_dst^T src, diff_dst read from `dy`; diff_bias += column sums of
+    // diff_dst.
+    void weights_with(const Tensor& src, const Tensor& diff_dst, void* dy, Tensor& diff_weights,
+                      Tensor& diff_bias) {
         execute(device_, backward_weights_,
-                {{DNNL_ARG_SRC, at(dy_t_, diff_dst_.apply(device_, diff_dst))},
+                {{DNNL_ARG_SRC, at(dy_t_, dy)},
                  {DNNL_ARG_WEIGHTS, at(x_, src_.apply(device_, src))},
                  {DNNL_ARG_DST, at(dw_, diff_weights.raw())}},
                 "matmul (linear backward_weights)");
         if (!config_.bias) return;
         // n x out additions: too small to be worth a primitive. In bf16 the gradient is read
         // rounded, as the products read it (and oneDNN's bf16 convolutions their bias's).
-        const float* dy = diff_dst.data<float>();
+        const float* g = diff_dst.data<float>();
         float* db = diff_bias.data<float>();
         const std::int64_t out = config_.out_features;
-        if (config_.precision == Precision::bf16) {
-            for (std::int64_t i = 0; i < config_.n; ++i)
-#pragma omp simd
-                for (std::int64_t j = 0; j < out; ++j) db[j] += round_to_bf16(dy[i * out + j]);
-            return;
-        }
+        const bool rounded = config_.precision == Precision::bf16;
         for (std::int64_t i = 0; i < config_.n; ++i)
 #pragma omp simd
-            for (std::int64_t j = 0; j < out; ++j) db[j] += dy[i * out + j];
+            for (std::int64_t j = 0; j < out; ++j) {
+                const float v = g[i * out + j];
+                db[j] += rounded ? round_to_bf16(v) : v;
+            }
     }
 
-private:
     void build() {
         const auto& c = config_;
         auto& engine = device_.dnnl_engine();

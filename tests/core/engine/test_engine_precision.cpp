@@ -151,18 +151,25 @@ TEST(EnginePrecision, RefusedNamingTheDeviceAndWhy) {
     expect_error<ConfigError>([&] { Engine e(precision_options(Precision::bf16, {gpu})); },
                               "precision = 'bf16' cannot run on cuda:0: the cuda backend trains "
                               "in fp32 only");
-    // A layer run outside an engine (tandem bench, T.profile) is refused as well, by name.
+    // A net run outside an engine (tandem bench, T.profile) is refused when its kernels are
+    // built (the registry's check), the message naming the layer.
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 4, c.kernel_h = c.kernel_w = 3;
-    Conv2d conv(c);
-    conv.set_name("conv1");
-    conv.set_precision(Precision::bf16);
-    expect_error<ConfigError>(
-        [&] {
-            conv.bind(*gpu, {2, 1, 8, 8}, Layout::contiguous);
-        },
-        "layer 'conv1' (Conv2d): cuda:0 cannot compute in bf16: the cuda "
-        "backend trains in fp32 only");
+    auto conv = std::make_shared<Conv2d>(c);
+    conv->set_name("conv1");
+    Sequential net({conv});
+    net.set_precision(Precision::bf16);
+    try {
+        net.bind(*gpu, {2, 1, 8, 8}, Layout::contiguous);
+        ADD_FAILURE() << "bf16 bound on a device without it";
+    } catch (const ConfigError& e) {
+        const std::string text = e.full_message();
+        EXPECT_NE(text.find("cuda:0 cannot compute in bf16: the cuda backend trains in fp32 only"),
+                  std::string::npos)
+            << text;
+        EXPECT_NE(text.find("in layer 1 'conv1' (Conv2d) on cuda:0, bind"), std::string::npos)
+            << text;
+    }
     // This machine's CPU either has the kernels (and trains) or is refused by name.
     if (!bf16_missing().empty())
         expect_error<ConfigError>(
