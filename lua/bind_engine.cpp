@@ -166,7 +166,7 @@ int schedule_tostring(lua_State* L) {
 // --- the engine ---
 
 // core.engine_new(net, loss | nil, {devices...}, sgd, schedule | nil, seed, layout, parallel,
-//                 trace (boolean), precision)
+//                 trace (boolean), precision, loss_scale, initial_loss_scale, loss_scale_window)
 int engine_new(lua_State* L) {
     EngineOptions o;
     o.net = check_sequential_ptr(L, 1);
@@ -184,6 +184,9 @@ int engine_new(lua_State* L) {
     o.parallel = check_parallel(L, 8, *o.net);
     if (lua_toboolean(L, 9)) o.trace = std::make_shared<Trace>();
     o.precision = check_named(L, 10, parse_precision);
+    o.loss_scale.mode = check_named(L, 11, parse_loss_scale_mode);
+    o.loss_scale.initial = static_cast<float>(check_number(L, 12));
+    o.loss_scale.window = check_int(L, 13);
     auto engine = [&] {  // the workers may run layers written in Lua meanwhile
         ScriptLock::Lend lend(script_lock(L));
         return std::make_shared<Engine>(std::move(o));
@@ -192,7 +195,8 @@ int engine_new(lua_State* L) {
     return 1;
 }
 
-// engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm] [, added_loss]}
+// engine:step(images, labels) -> {loss, accuracy, samples, lr [, grad_norm] [, added_loss]
+//                                  [, loss_scale, skipped]}
 int engine_step(lua_State* L) {
     auto engine = check_engine(L, 1);
     const Tensor &images = check_tensor(L, 2), &labels = check_tensor(L, 3);
@@ -219,6 +223,12 @@ int engine_step(lua_State* L) {
     lua_setfield(L, -2, "samples");
     lua_pushnumber(L, r.lr);
     lua_setfield(L, -2, "lr");
+    if (engine->loss_scaler().enabled()) {  // the step's scale, and whether it overflowed
+        lua_pushnumber(L, r.loss_scale);
+        lua_setfield(L, -2, "loss_scale");
+        lua_pushboolean(L, r.skipped);
+        lua_setfield(L, -2, "skipped");
+    }
     return 1;
 }
 
@@ -290,6 +300,18 @@ int engine_load(lua_State* L) {
 int engine_steps(lua_State* L) {
     lua_pushnumber(L, static_cast<lua_Number>(check_engine(L, 1)->steps()));
     return 1;
+}
+
+// engine:loss_scale() -> scale, steps skipped (loss scaling's state); nil without loss scaling.
+int engine_loss_scale(lua_State* L) {
+    const LossScaler& scaler = check_engine(L, 1)->loss_scaler();
+    if (!scaler.enabled()) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushnumber(L, scaler.scale());
+    lua_pushnumber(L, static_cast<lua_Number>(scaler.skipped()));
+    return 2;
 }
 
 // engine:bytes_sent(): bytes this process's groups sent to the others since construction.
@@ -397,6 +419,7 @@ const luaL_Reg kEngineMethods[] = {
     {"save", wrap<engine_save>},
     {"load", wrap<engine_load>},
     {"steps", wrap<engine_steps>},
+    {"loss_scale", wrap<engine_loss_scale>},
     {"lr", wrap<engine_lr>},
     {"bytes_sent", wrap<engine_bytes_sent>},
     {"net", wrap<engine_net>},

@@ -45,7 +45,8 @@ local steps_per_epoch = T.mpi.all_reduce({math.floor(train:size() / opt.batch)},
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{net = net, loss = nn.MSE(), devices = devices, parallel = parallel,
                         optim = T.optim.Adam{lr = opt.lr}, seed = opt.seed, trace = opt.trace ~= '',
-                        precision = opt.precision}
+                        precision = opt.precision, loss_scale = opt.loss_scale,
+                        initial_loss_scale = opt.initial_loss_scale}
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
 
@@ -78,7 +79,7 @@ for epoch = 1, opt.epochs do
   end
   local trained = bar:finish()
   print(('epoch %d: train MSE %.5f | test reconstruction error %.5f per pixel | %.0f images/s')
-        :format(epoch, trained.loss, test_error(), trained.images_per_s))
+        :format(epoch, trained.loss, test_error(), trained.images_per_s) .. T.parallel.loss_scale_text(engine))
   if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
 end
 

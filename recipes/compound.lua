@@ -126,7 +126,8 @@ local steps_per_epoch = T.mpi.all_reduce({streamed and train:batches_per_epoch()
                                           or math.floor(train:size() / opt.batch)}, 'min')[1]
 local devices, parallel = T.parallel.layout(opt, net, sample_shape)
 local engine = T.Engine{net = net, devices = devices, parallel = parallel, optim = T.optim.Adam{lr = opt.lr},
-                        seed = opt.seed, trace = opt.trace ~= '', precision = opt.precision}
+                        seed = opt.seed, trace = opt.trace ~= '', precision = opt.precision,
+                        loss_scale = opt.loss_scale, initial_loss_scale = opt.initial_loss_scale}
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
 
@@ -165,7 +166,8 @@ for epoch = 1, opt.epochs do
   local trained = bar:finish()
   local test_loss, accuracy = evaluate()
   print(('epoch %d: train loss %.4f (reconstruction %.4f of it) | test loss %.4f, accuracy %.2f%% | %.0f images/s')
-        :format(epoch, trained.loss, added / seen, test_loss, 100 * accuracy, trained.images_per_s))
+        :format(epoch, trained.loss, added / seen, test_loss, 100 * accuracy, trained.images_per_s)
+        .. T.parallel.loss_scale_text(engine))
   if done then break end
 end
 

@@ -93,6 +93,8 @@ local engine = T.Engine{
   seed = opt.seed,
   layout = opt.layout,
   precision = opt.precision,
+  loss_scale = opt.loss_scale,
+  initial_loss_scale = opt.initial_loss_scale,
 }
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
@@ -147,7 +149,8 @@ for epoch = first_epoch, opt.epochs do
   local elapsed = T.now() - started
   print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%%s')
         :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
-                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost)))
+                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost))
+        .. T.parallel.loss_scale_text(engine))
   log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
             train_accuracy = trained.acc, test_loss = result.loss,
             test_accuracy = result.accuracy, images_per_s = trained.images_per_s,

@@ -93,6 +93,7 @@ local engine = T.Engine{
                       weight_decay = opt.weight_decay},
   schedule = T.schedule.Cosine{lr = opt.lr, total_steps = steps_per_epoch * opt.epochs},
   seed = opt.seed, layout = opt.layout, precision = opt.precision,
+  loss_scale = opt.loss_scale, initial_loss_scale = opt.initial_loss_scale,
 }
 print(net:summary(sample_shape))
 T.parallel.describe(engine, opt, sample_shape)
@@ -124,7 +125,8 @@ for epoch = 1, opt.epochs do
   local st = train:stats()
   print(('epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f images/s | data wait %.2f%%%s | decode %.0f images/s per thread')
         :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s,
-                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost), st.decode_rate))
+                100 * data_wait, T.Progress.cpu_lost_text(trained.cpu_lost), st.decode_rate)
+        .. T.parallel.loss_scale_text(engine))
   log:write{epoch = epoch, step = engine:steps(), train_loss = trained.loss,
             train_accuracy = trained.acc, val_loss = result.loss,
             val_accuracy = result.accuracy, images_per_s = trained.images_per_s, data_wait = data_wait,

@@ -156,6 +156,10 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
             << "Engine: precision = '" << precision_name(options_.precision) << "' cannot run on "
             << device->name() << ": " << why << " (precision = 'fp32' runs everywhere)";
     }
+    TANDEM_CHECK_AS(ConfigError, !(scaler_.enabled() && p.average_every > 0 && p.mpi))
+        << "Engine: loss scaling does not combine with model averaging under MPI (each process "
+           "would skip steps on its own gradients); train by synchronous SGD, or without "
+           "loss_scale";
     // Before the groups' replicas are cloned from the net: they copy it.
     options_.net->set_precision(options_.precision);
     options_.net->initialize(options_.seed);
@@ -331,6 +335,9 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
     if (p.batch_norm == BatchNormMode::deferred)
         plan.statistics.resize(static_cast<std::size_t>(p.groups * p.stages));
     plan.gradient_squares.assign(static_cast<std::size_t>(p.groups * p.stages), 0.0);
+    plan.gradient_scale = scaler_.scale();
+    if (scaler_.enabled())
+        plan.gradients_finite.assign(static_cast<std::size_t>(p.groups * p.stages), 1);
     plan.track_added_loss(p.stages);
     run(plan);
 
@@ -362,6 +369,16 @@ StepResult Engine::step(const Tensor& images, const Tensor& labels) {
         result.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.count);
     if (options_.optimizer.clip_norm > 0) result.grad_norm = group_gradient_norm(plan, 0, p.stages);
     ++step_;
+    if (scaler_.enabled()) {
+        result.loss_scale = scaler_.scale();
+        result.skipped = !all_gradients_finite(plan);
+        try {
+            scaler_.record(!result.skipped);
+        } catch (Error& e) {
+            e.add_context("at step " + std::to_string(step_));
+            throw;
+        }
+    }
     return result;
 }
 
@@ -398,6 +415,7 @@ ProgramSpec Engine::program_spec(Mode mode, int groups, int micro_batches) const
     spec.replicas = mode == Mode::train ? total_groups() : 1;
     spec.step = step_;
     spec.clip_gradients = options_.optimizer.clip_norm > 0;
+    spec.unscale_gradients = scaler_.enabled();
     return spec;
 }
 

@@ -14,7 +14,10 @@
 //
 // Every micro-batch's loss is scaled by 1 / (global batch), so the summed gradients are the
 // whole batch's: G x S x M training computes what one device computes on the whole batch
-// (batch norm aside: it normalises each micro-batch by its own statistics).
+// (batch norm aside: it normalises each micro-batch by its own statistics). With loss scaling
+// (fp16's mixed precision) the loss's gradient is multiplied by the scale too; each stage divides
+// its final gradients by it again and checks them (program.h: unscale_gradients), and a step
+// whose gradients are not finite on any stage of any group updates nothing.
 //
 // Failure: an error on any worker stops the step on every worker (the StepBoard and the
 // communicators wake whoever waits) and reaches the caller as the error it was, with the path
@@ -35,6 +38,7 @@
 
 #include "layers/cross_entropy.h"
 #include "layers/sequential.h"
+#include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 #include "optim/schedules.h"
 #include "parallel/parallel_options.h"
@@ -56,9 +60,12 @@ struct EngineOptions {
     std::uint64_t seed = 1;
     // Activations' memory layout; channels_last lets oneDNN skip layout conversions.
     Layout layout = Layout::contiguous;
-    // What the net's convolutions and products compute in (device/precision.h): bf16 is mixed
-    // precision, with float32 weights and everything else in float32. Every device must offer it.
+    // What the net's convolutions and products compute in (device/precision.h): bf16 and fp16
+    // are mixed precision, with float32 weights and everything else in float32. Every device
+    // must offer it.
     Precision precision = Precision::fp32;
+    // Loss scaling (optim/loss_scaler.h): auto scales dynamically in fp16 only.
+    LossScaleOptions loss_scale;
     ParallelOptions parallel;
     // When set, every worker's forward, backward, transfer, all-reduce and optimizer spans are
     // recorded here (write it out with Trace::write: a Chrome trace).
@@ -75,6 +82,10 @@ struct StepResult {
     // With gradient clipping: the global norm of the gradients before clipping (group 0's;
     // synchronous SGD gives every group the same). 0 without.
     double grad_norm = 0;
+    // With loss scaling: the scale this step's loss was multiplied by (0 without), and whether
+    // its gradients were not finite, so the update was skipped (no weight changed).
+    float loss_scale = 0;
+    bool skipped = false;
 };
 
 // An engine's claim on the net it trains (Layer::claim_for_engine), released when it ends.
@@ -115,19 +126,21 @@ public:
     LossSums evaluate_batch(const Tensor& images, const Tensor& labels);
 
     // A checkpoint: weights and buffers by layer name ("model.<name>"), optimizer state
-    // ("optim.<name>"), the step and seed, and `metadata` (the caller's: epoch, data position).
-    // With model averaging also each other group's own ("replica.<g>.model.<name>",
-    // "replica.<g>.optim.<name>", g counted from 0: between averages the replicas differ) and
-    // the algorithm's state ("average.global.<name>", "average.block_momentum.<name>",
-    // "average.center.<name>"), so that a resumed run continues as if never stopped. Under MPI
-    // rank 0 writes its groups'.
-    // Written atomically: an interrupted save leaves the previous file intact.
+    // ("optim.<name>"), the step and seed, loss scaling's state, and `metadata` (the caller's:
+    // epoch, data position). With model averaging also each other group's own
+    // ("replica.<g>.model.<name>", "replica.<g>.optim.<name>", g counted from 0: between averages
+    // the replicas differ) and the algorithm's state ("average.global.<name>",
+    // "average.block_momentum.<name>", "average.center.<name>"), so that a resumed run continues as
+    // if never stopped. Under MPI rank 0 writes its groups'. Written atomically: an interrupted
+    // save leaves the previous file intact.
     void save(const std::string& path, const std::map<std::string, std::string>& metadata = {});
     // Restores a checkpoint written by save(); returns its metadata. Throws DataError naming
     // the file and the entry when something is missing or does not fit the net.
     std::map<std::string, std::string> load(const std::string& path);
 
     std::int64_t steps() const { return step_; }
+    // Loss scaling's state: its scale and the steps it skipped.
+    const LossScaler& loss_scaler() const { return scaler_; }
     // Bytes this process's groups have sent through their communicators since construction
     // (under MPI: the shared-memory legs and the network leg together; with one group per
     // process only the network).
@@ -182,6 +195,7 @@ private:
 
     EngineOptions options_;
     NetClaim claim_{options_.net};  // after options_: claims the net it holds
+    LossScaler scaler_{options_.loss_scale, options_.precision};
     // prepare() without its checks: what step() and evaluate_batch() call on first use (their
     // batches' shapes are checked by the layers as they run).
     void place_for(const Shape& sample, std::int64_t batch);

@@ -1,5 +1,5 @@
-// The engine's checkpoints: weights and buffers by layer name, the optimizer's state, the step
-// and seed (engine.h says what a file holds and how a load checks it).
+// The engine's checkpoints: weights and buffers by layer name, the optimizer's state, the step,
+// seed and loss scale (engine.h says what a file holds and how a load checks it).
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 #include "io/safetensors.h"
@@ -27,6 +27,7 @@ void Engine::save(const std::string& path, const std::map<std::string, std::stri
     meta["format"] = kCheckpointFormat;
     meta["step"] = std::to_string(step_);
     meta["seed"] = std::to_string(options_.seed);
+    scaler_.save(meta);
     save_safetensors(path, tensors, meta);
 }
 
@@ -75,6 +76,8 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     };
     const auto step = static_cast<std::int64_t>(count("step"));
     const std::uint64_t seed = meta.count("seed") ? count("seed") : options_.seed;
+    LossScaler scaler = scaler_;
+    scaler.restore(meta, path);
     const std::function<void()> apply_averaging = load_averaging(by_name, path);
     try {
         for (auto& replica : replicas_)
@@ -96,6 +99,7 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     apply_averaging();
     step_ = step;
     options_.seed = seed;
+    scaler_ = scaler;
     return meta;
 }
 

@@ -1,6 +1,7 @@
 #include "engine/engine_schema.h"
 
 #include "device/precision.h"
+#include "optim/loss_scaler.h"
 #include "tensor/tensor.h"
 
 namespace tandem {
@@ -11,7 +12,11 @@ OptionSchema make_engine_schema() {
                                                 layout_name(Layout::channels_last)};
     // The precisions Tandem trains in (the planner prices tf32 and fp16 as well).
     const std::vector<std::string_view> precisions{precision_name(Precision::fp32),
-                                                   precision_name(Precision::bf16)};
+                                                   precision_name(Precision::bf16),
+                                                   precision_name(Precision::fp16)};
+    std::vector<std::string_view> loss_scales;
+    for (const auto& mode : kLossScaleModeNames) loss_scales.push_back(mode.name);
+    const LossScaleOptions scaling;
     return {
         "engine",
         "T.Engine",
@@ -60,10 +65,34 @@ OptionSchema make_engine_schema() {
              .choices = layouts},
             {.name = "precision",
              .type = OptionType::choice,
-             .help = "what convolutions and Linear compute in (bf16: bfloat16 operands, float32 "
-                     "sums, weights and other layers; CPUs with AVX512_BF16 or AMX)",
+             .help = "what convolutions and Linear compute in (bf16, fp16: their operands in "
+                     "16 bits, float32 sums, weights and other layers; bf16 on CPUs with "
+                     "AVX512_BF16 or AMX and on GPUs from compute capability 8.0, fp16 on GPUs "
+                     "from 7.0)",
              .fallback = std::string(precision_name(Precision::fp32)),
              .choices = precisions},
+            {.name = "loss_scale",
+             .type = OptionType::choice,
+             .help = "scale the loss so small fp16 gradients do not underflow (dynamic: halved "
+                     "on inf or NaN, the step skipped, doubled after loss_scale_window finite "
+                     "steps; fixed: initial_loss_scale throughout; auto: dynamic in fp16, else "
+                     "none)",
+             .fallback = std::string(loss_scale_mode_name(LossScaleMode::automatic)),
+             .choices = loss_scales},
+            {.name = "initial_loss_scale",
+             .type = OptionType::number,
+             .help = "the dynamic loss scale's first value, or the fixed one (a power of two "
+                     "keeps the scaling exact)",
+             .fallback = double(scaling.initial),
+             .low = 0,
+             .high = 3.4028234663852886e38,
+             .above_low = true},
+            {.name = "loss_scale_window",
+             .type = OptionType::integer,
+             .help = "finite steps in a row after which the dynamic loss scale doubles",
+             .fallback = double(scaling.window),
+             .low = 1,
+             .high = kOptionUnbounded},
             {.name = "parallel",
              .type = OptionType::table,
              .help = "how the step spreads over the devices: groups, stages, micro-batches (below)",

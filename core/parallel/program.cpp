@@ -23,6 +23,7 @@ std::string_view op_name(OpKind kind) {
         case OpKind::sum_gradients: return "sum gradients";
         case OpKind::all_reduce: return "all-reduce";
         case OpKind::wait_lane: return "wait for all-reduce";
+        case OpKind::unscale_gradients: return "unscale gradients";
         case OpKind::gradient_norm: return "gradient norm";
         case OpKind::barrier: return "barrier";
         case OpKind::update: return "optimizer";
@@ -48,6 +49,7 @@ std::string_view op_category(OpKind kind) {
         case OpKind::sum_gradients: return "gradients";
         case OpKind::all_reduce:
         case OpKind::average_weights: return "allreduce";
+        case OpKind::unscale_gradients:
         case OpKind::gradient_norm:
         case OpKind::update:
         case OpKind::fold_batch_norm: return "optimizer";
@@ -297,6 +299,7 @@ private:
     }
 
     void write_update() {
+        if (spec_.unscale_gradients) add({.kind = OpKind::unscale_gradients});
         if (spec_.clip_gradients) add({.kind = OpKind::gradient_norm});
         add({.kind = OpKind::barrier});
         add({.kind = OpKind::update});

@@ -20,7 +20,7 @@
 //                                  finished), [stash_gradients], per input edge from a stage:
 //                                  send_gradient
 //   then:                          [sum_gradients], all_reduce of each bucket | wait_lane,
-//                                  [gradient_norm],
+//                                  [unscale_gradients], [gradient_norm],
 //   barrier (every device has finished: a failed step changes no weight), update,
 //                                  [average_weights], [fold_batch_norm].
 // Synchronised batch norm runs a stage's micro-batches together: every input, one forward
@@ -61,11 +61,12 @@ enum class OpKind {
     sum_gradients,    // deterministic mode: the stashed gradients summed in a fixed order
     all_reduce,       // bucket `bucket` with the other replicas of the stage
     wait_lane,        // the worker waits for the all-reduces posted to its lane
-    gradient_norm,    // gradient clipping: the sum of squares of the stage's final gradients
-    barrier,          // every device of the step has come this far
-    update,           // the optimizer step
-    average_weights,  // model averaging: weights and buffers averaged over the replicas
-    fold_batch_norm,  // deferred batch norm: the whole batch's statistics into the running ones
+    unscale_gradients,  // loss scaling: the final gradients divided by the scale, checked finite
+    gradient_norm,      // gradient clipping: the sum of squares of the stage's final gradients
+    barrier,            // every device of the step has come this far
+    update,             // the optimizer step
+    average_weights,    // model averaging: weights and buffers averaged over the replicas
+    fold_batch_norm,    // deferred batch norm: the whole batch's statistics into the running ones
 };
 
 // The op's name in traces ("forward", "receive activation", "all-reduce", ...) and its
@@ -120,6 +121,9 @@ struct ProgramSpec {
     // The optimizer clips gradients by their global norm: each stage adds up its squares
     // before the barrier, and the update scales by what the group's stages found together.
     bool clip_gradients = false;
+    // Loss scaling: each stage divides its final gradients by the scale and checks them before
+    // the barrier (so clipping sees them unscaled), and the update skips a non-finite step.
+    bool unscale_gradients = false;
 };
 
 // A stage's gradient buckets, as GradientBuckets groups them: in backward order (last layer

@@ -1,6 +1,7 @@
 #include "parallel/stage.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "base/error.h"
@@ -112,10 +113,11 @@ struct Stage::Run {
 };
 
 float Stage::loss_scale(const StepPlan& plan) const {
-    // Model averaging: each replica follows its own shard's mean gradient.
-    if (parts_.parallel->average_every == 0) return plan.loss_scale;
+    // Model averaging: each replica follows its own shard's mean gradient. Loss scaling
+    // multiplies either by its scale (exactly, when a power of two).
+    if (parts_.parallel->average_every == 0) return plan.loss_scale * plan.gradient_scale;
     const int m = plan.micro_batches, g = parts_.group;
-    return 1.0f / static_cast<float>(plan.start((g + 1) * m) - plan.start(g * m));
+    return plan.gradient_scale / static_cast<float>(plan.start((g + 1) * m) - plan.start(g * m));
 }
 
 void Stage::run(StepPlan& plan, const DeviceProgram& program) {
@@ -292,6 +294,20 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
                 break;
             }
             case OpKind::wait_lane: lane_->wait(); break;
+            case OpKind::unscale_gradients: {
+                span(traced);
+                const float inverse = 1.0f / plan.gradient_scale;
+                bool finite = true;
+                for (auto& np : parameters_) {
+                    if (!np.parameter->grad.defined()) continue;
+                    tensor_ops(dev).scale(np.parameter->grad, inverse);
+                    // Once one is not, the step is skipped: the rest need no look.
+                    finite =
+                        finite && std::isfinite(tensor_ops(dev).sum_squares(np.parameter->grad));
+                }
+                plan.gradients_finite[static_cast<std::size_t>(group * p.stages + stage)] = finite;
+                break;
+            }
             case OpKind::gradient_norm: {
                 span(traced);
                 double squares = 0;
@@ -392,6 +408,8 @@ void Stage::update(const StepPlan& plan, const DeviceProgram& program, float lr,
         step_args(span, plan).arg("stage", parts_.stage);
         switch (op->kind) {
             case OpKind::update:
+                // Loss scaling: gradients not finite somewhere skip the step everywhere.
+                if (!all_gradients_finite(plan)) break;
                 if (parts_.clip_norm > 0) clip_gradients(plan);
                 parts_.optimizer->step(parameters_, lr);
                 break;

@@ -42,6 +42,9 @@ struct StepPlan {
     Tensor images, labels;
     std::uint64_t rng = 0;
     float loss_scale = 1;
+    // Loss scaling's scale (optim/loss_scaler.h): the loss's gradient is multiplied by it as
+    // well, and the unscale_gradients ops divide the gradients by it again.
+    float gradient_scale = 1;
     std::int64_t sample_offset = 0;  // of this process's batch in the global batch (MPI)
     // The trace's step: a training step's number (engine:steps() once it is done), or the
     // steps trained before an evaluation.
@@ -73,6 +76,9 @@ struct StepPlan {
     // stage's gradients (its gradient_norm op), read by every stage of the group after the
     // barrier.
     std::vector<double> gradient_squares;
+    // Per group and stage (g * S + s), with loss scaling: whether the stage's gradients were all
+    // finite once unscaled (its unscale_gradients op), read by every stage after the barrier.
+    std::vector<char> gradients_finite;
     // Per group and stage (g * S + s); built once per kind of run and shared (Engine::programs).
     std::shared_ptr<const std::vector<DeviceProgram>> programs;
     const DeviceProgram& program(int device) const {
@@ -83,6 +89,14 @@ private:
     std::vector<double> added_loss_;
     int added_stages_ = 0;
 };
+
+// Whether every stage of every group found its gradients finite (without loss scaling, where
+// nobody looks: true). A step updates no weight anywhere unless they all did.
+inline bool all_gradients_finite(const StepPlan& plan) {
+    for (char finite : plan.gradients_finite)
+        if (!finite) return false;
+    return true;
+}
 
 // The global norm of group `group`'s gradients: its stages' gradient_squares added in stage
 // order (every stage of the group finds the same number).

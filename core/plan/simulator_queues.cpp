@@ -169,8 +169,9 @@ void StepSimulator::build_queues() {
                     if (it.closes_span)
                         it.release = kept;  // the micro-batch's activations are spent
                     break;
-                // A pass reading the stage's gradients (CPU workers at their copy rate; on a GPU
+                // A pass over the stage's gradients (CPU workers at their copy rate; on a GPU
                 // it is a small reduction beside the step, not modelled).
+                case OpKind::unscale_gradients:
                 case OpKind::gradient_norm:
                     it.work_ms = copy_ms(sim_.devices.back().memory.gradients);
                     break;

@@ -74,7 +74,7 @@ function M.Engine(o)
   local layout = o.layout or (devices[1] and require('tandem.parallel').preferred_layout(devices[1]:kind()))
                  or 'channels_last'
   return core.engine_new(net, o.loss, devices, o.optim, o.schedule, o.seed, layout, parallel or {},
-                         o.trace, o.precision)
+                         o.trace, o.precision, o.loss_scale, o.initial_loss_scale, o.loss_scale_window)
 end
 
 -- The optimizers' options are core/optim/optim_schema.h's, checked by the binding in one loop:

@@ -11,7 +11,8 @@
 -- The options: --device (cpu or cuda: the kind of every device), --devices (0: groups x
 -- stages; otherwise it must equal that), --threads (CPU) and --memory of each device,
 -- --tf32 (GPUs: TF32 tensor cores, T.devices' option), --precision (T.Engine's: bf16 for
--- mixed precision on CPUs with AVX512_BF16 or AMX), a flag for each option of T.Engine's
+-- mixed precision on CPUs with AVX512_BF16 or AMX and on recent GPUs, fp16 on GPUs),
+-- --loss_scale and --initial_loss_scale (T.Engine's: dynamic in fp16 by default), a flag for each option of T.Engine's
 -- parallel table that recipes set (core.parallel_options(), the schema of
 -- core/parallel/parallel_schema.h: --groups, --stages, --micro_batches, --pipeline, --split,
 -- --placement (stages separated by '/', a stage's layers by ','), --recompute, --batch_norm,
@@ -32,12 +33,12 @@ local schema = core.parallel_options()
 -- The options every recipe takes for its devices and their layout, declared as T.options
 -- reads them (lua/tandem/command_line.lua): {default, help, kind =}.
 local group = 'devices and parallelism'
--- The command-line flag of a T.Engine choice option ({default, help, choices =}, as T.options
+-- The command-line flag of a T.Engine option ({default, help [, choices =]}, as T.options
 -- reads it), from its row of the schema (core/engine/engine_schema.cpp): --precision here and
--- in `tandem bench`.
+-- in `tandem bench`, --loss_scale and --initial_loss_scale.
 function M.engine_flag(name)
   local row = require('tandem.options').schema_option('engine', name, 'T.Engine')
-  return {row.default, row.help, choices = row.choices}
+  return {row.default, row.help, choices = row.choices and #row.choices > 0 and row.choices or nil}
 end
 local defaults = {
   device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
@@ -46,6 +47,8 @@ local defaults = {
   memory = {'', "memory cap of each device, such as 512MB ('': the machine's)", kind = 'size'},
   tf32 = {false, 'GPUs: TF32 tensor cores for convolutions and Linear'},
   precision = M.engine_flag('precision'),
+  loss_scale = M.engine_flag('loss_scale'),
+  initial_loss_scale = M.engine_flag('initial_loss_scale'),
   plan = {'', "'auto': the planner's choice for this machine; a file from `tandem plan --write`; '': as given"},
   plan_cache = {'reuse', "--plan=auto: reuse what an earlier run measured of this net on this machine and build "
                          .. '(refresh: profile afresh, and keep that; none: neither)',
@@ -277,6 +280,14 @@ function M.layout(opt, net, sample_shape)
   local devices = opt.device == 'cuda' and core.devices('cuda', n, {memory = memory, tf32 = opt.tf32})
                   or core.devices('cpu', n, {threads = opt.threads, memory = memory})
   return devices, engine_parallel(opt)
+end
+
+-- What an epoch line adds under loss scaling (T.Engine's loss_scale): ' | loss scale 32768,
+-- 3 steps skipped'; '' without it.
+function M.loss_scale_text(engine)
+  local scale, skipped = engine:loss_scale()
+  if not scale then return '' end
+  return (' | loss scale %g, %d step%s skipped'):format(scale, skipped, skipped == 1 and '' or 's')
 end
 
 -- With a plan: the measured steps (a list of seconds, warm steps only) beside the predicted

@@ -59,6 +59,8 @@ function M.train(args)
     seed = opt.seed,
     layout = opt.layout,
     precision = opt.precision,
+    loss_scale = opt.loss_scale,
+    initial_loss_scale = opt.initial_loss_scale,
   }
   print(net:summary(sample_shape))
   T.parallel.describe(engine, opt, sample_shape)
@@ -82,7 +84,8 @@ function M.train(args)
     local trained = bar:finish()  -- the epoch's figures: the whole job's under MPI
     local result = engine:evaluate(test, {batch = opt.eval_batch})
     print(('epoch %d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f images/s')
-          :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s))
+          :format(epoch, trained.loss, trained.acc, result.loss, result.accuracy, trained.images_per_s)
+          .. T.parallel.loss_scale_text(engine))
     if opt.max_steps > 0 and engine:steps() >= opt.max_steps then break end
   end
   T.parallel.finish(engine, opt)

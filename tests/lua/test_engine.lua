@@ -76,6 +76,33 @@ t.test("precision = 'bf16' trains where the CPU has bf16 kernels, and is refused
   t.ok(engine:evaluate(data, {batch = 40}).accuracy > 0.8, 'bf16 accuracy')
 end)
 
+-- Loss scaling (T.Engine's loss_scale): each step reports its scale and whether it was
+-- skipped; engine:loss_scale() gives the scale and the steps skipped; off, neither appears.
+t.test('loss_scale: the step reports its scale, a dynamic scale doubles after its window', function()
+  local data = toy_data(96)
+  local order = T.data.epoch_order(data:size(), 1, 1, true)
+  local engine = T.Engine{net = tiny_net(), devices = T.devices('cpu', 1, {threads = 1}),
+                          optim = T.optim.SGD{lr = 0.1, momentum = 0.9}, loss_scale = 'dynamic',
+                          initial_loss_scale = 4, loss_scale_window = 2}
+  local scales = {}
+  for step = 1, 5 do
+    local r = engine:step(data:batch(order, (step - 1) * 16 + 1, 16))
+    t.eq(r.skipped, false)
+    scales[#scales + 1] = r.loss_scale
+  end
+  t.eq(table.concat(scales, ' '), '4 4 8 8 16')
+  local scale, skipped = engine:loss_scale()
+  t.eq(scale, 16)
+  t.eq(skipped, 0)
+  t.eq(T.parallel.loss_scale_text(engine), ' | loss scale 16, 0 steps skipped')
+  local plain = T.Engine{net = tiny_net(), devices = T.devices('cpu', 1, {threads = 1}),
+                         optim = T.optim.SGD{lr = 0.1}}
+  local r = plain:step(data:batch(order, 1, 16))
+  t.eq(r.loss_scale, nil)
+  t.eq(plain:loss_scale(), nil)
+  t.eq(T.parallel.loss_scale_text(plain), '')
+end)
+
 t.test('an empty batch and a bad evaluation batch are refused, not a crash', function()
   local engine = engine_for(tiny_net(), 1)
   local images = T.tensor({}, {0, 1, 8, 8})

@@ -39,7 +39,7 @@ t.test('T.Engine: every kind of mistake, named, at the line calling it', functio
   end
   local here = 'test_option_schemas.lua:' .. (debug.getinfo(1, 'l').currentline + 1) .. ': '
   local message = t.raises(function() T.Engine{net = net(), optim = sgd, epochs = 3} end,
-                           "T.Engine: unknown option 'epochs' (known: net, loss, devices, optim, schedule, seed, layout, precision, parallel, trace)")
+                           "T.Engine: unknown option 'epochs' (known: net, loss, devices, optim, schedule, seed, layout, precision, loss_scale, initial_loss_scale, loss_scale_window, parallel, trace)")
   t.ok(message:find(here, 1, true), 'not raised at the caller: ' .. message)
   t.raises(function() T.Engine{net = net()} end,
            "T.Engine: option 'optim' is required: an optimizer (T.optim.SGD{lr = 0.1}, T.optim.Adam{...})")
@@ -49,8 +49,15 @@ t.test('T.Engine: every kind of mistake, named, at the line calling it', functio
   t.raises(function() engine{trace = 1} end, "T.Engine: option 'trace' must be true or false, got 1")
   t.raises(function() engine{layout = 'NHWC'} end,
            "T.Engine: option 'layout' must be 'contiguous' or 'channels_last', got 'NHWC'")
+  t.raises(function() engine{precision = 'fp8'} end,
+           "T.Engine: option 'precision' must be 'fp32', 'bf16' or 'fp16', got 'fp8'")
   t.raises(function() engine{precision = 'fp16'} end,
-           "T.Engine: option 'precision' must be 'fp32' or 'bf16', got 'fp16'")
+           "precision = 'fp16' cannot run on cpu:0: the cpu backend trains in fp32 and bf16 only")
+  t.raises(function() engine{loss_scale = 'static'} end,
+           "T.Engine: option 'loss_scale' must be 'auto', 'none', 'fixed' or 'dynamic', got 'static'")
+  t.raises(function() engine{initial_loss_scale = 0} end,
+           "T.Engine: option 'initial_loss_scale' must be a finite number > 0")
+  t.raises(function() engine{loss_scale_window = 0} end, "T.Engine: option 'loss_scale_window' must be")
   t.raises(function() engine{loss = sgd} end,
            "T.Engine: option 'loss' must be a loss (nn.CrossEntropy(), nn.MSE(), nn.BCEWithLogits()), got tandem.Optimizer")
   t.raises(function() engine{devices = cpu[1]} end,

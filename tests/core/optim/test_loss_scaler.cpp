@@ -1,0 +1,136 @@
+// LossScaler (optim/loss_scaler.h): the dynamic scale halves on a non-finite step and doubles
+// after its window of finite ones, a fixed one only counts skips, and a checkpoint's state
+// round-trips or is refused, leaving the scaler as it was.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "optim/loss_scaler.h"
+#include "support/expect_error.h"
+
+namespace tandem::test {
+namespace {
+
+LossScaler dynamic_scaler(float initial, std::int64_t window) {
+    return LossScaler({LossScaleMode::dynamic, initial, window}, Precision::fp16);
+}
+
+TEST(LossScaler, AutoScalesDynamicallyInFp16Only) {
+    EXPECT_EQ(resolve_loss_scale(LossScaleMode::automatic, Precision::fp16),
+              LossScaleMode::dynamic);
+    for (Precision p : {Precision::fp32, Precision::bf16, Precision::tf32})
+        EXPECT_EQ(resolve_loss_scale(LossScaleMode::automatic, p), LossScaleMode::none);
+    EXPECT_EQ(resolve_loss_scale(LossScaleMode::fixed, Precision::fp32), LossScaleMode::fixed);
+    const LossScaler off({}, Precision::bf16);
+    EXPECT_FALSE(off.enabled());
+    EXPECT_EQ(off.scale(), 1.f);
+    EXPECT_EQ(parse_loss_scale_mode("auto"), LossScaleMode::automatic);
+    expect_error<ConfigError>([] { parse_loss_scale_mode("static"); },
+                              "unknown loss_scale 'static' (known: auto, none, fixed, dynamic)");
+}
+
+TEST(LossScaler, DynamicScaleHalvesOnOverflowAndDoublesAfterItsWindow) {
+    LossScaler s = dynamic_scaler(1024, 3);
+    s.record(true);
+    s.record(true);
+    EXPECT_EQ(s.scale(), 1024.f);
+    s.record(true);  // the third finite step in a row
+    EXPECT_EQ(s.scale(), 2048.f);
+    s.record(true);
+    s.record(true);
+    s.record(false);  // the run of finite steps starts again
+    EXPECT_EQ(s.scale(), 1024.f);
+    EXPECT_EQ(s.skipped(), 1);
+    s.record(true);
+    s.record(true);
+    EXPECT_EQ(s.scale(), 1024.f);
+    s.record(true);
+    EXPECT_EQ(s.scale(), 2048.f);
+}
+
+TEST(LossScaler, DynamicScaleStopsGrowingBeforeAFloatOverflows) {
+    const float top = std::numeric_limits<float>::max() / 2 * 1.5f;  // doubling would overflow
+    LossScaler s = dynamic_scaler(top, 1);
+    s.record(true);
+    EXPECT_EQ(s.scale(), top);
+}
+
+TEST(LossScaler, NonFiniteGradientsAtScaleOneAreTheLossDivergingNotTheScale) {
+    LossScaler s = dynamic_scaler(2, 10);
+    s.record(false);
+    EXPECT_EQ(s.scale(), 1.f);
+    expect_error<Error>([&] { s.record(false); },
+                        "not finite even with the loss scaled by 1: the loss has diverged");
+    EXPECT_EQ(s.skipped(), 2);
+}
+
+TEST(LossScaler, FixedScaleSkipsWithoutChanging) {
+    LossScaler s({LossScaleMode::fixed, 128, 1}, Precision::fp32);
+    EXPECT_TRUE(s.enabled());
+    for (int i = 0; i < 3; ++i) s.record(true);
+    s.record(false);
+    EXPECT_EQ(s.scale(), 128.f);
+    EXPECT_EQ(s.skipped(), 1);
+}
+
+TEST(LossScaler, RefusesAScaleOrWindowThatCannotWork) {
+    expect_error<ConfigError>([] { dynamic_scaler(0, 10); },
+                              "initial_loss_scale must be a finite number > 0, got 0");
+    expect_error<ConfigError>([] { dynamic_scaler(std::numeric_limits<float>::infinity(), 10); },
+                              "initial_loss_scale must be a finite number > 0, got inf");
+    expect_error<ConfigError>([] { dynamic_scaler(8, 0); },
+                              "loss_scale_window must be at least 1 step, got 0");
+}
+
+TEST(LossScaler, CheckpointStateRoundTripsAndDamageChangesNothing) {
+    LossScaler s = dynamic_scaler(65536, 4);
+    s.record(false);  // 32768, one skipped
+    s.record(true);   // one good step
+    std::map<std::string, std::string> meta;
+    s.save(meta);
+    EXPECT_EQ(meta.at("loss_scale"), "32768");
+
+    LossScaler resumed = dynamic_scaler(65536, 4);
+    resumed.restore(meta, "ckpt");
+    EXPECT_EQ(resumed.scale(), 32768.f);
+    EXPECT_EQ(resumed.skipped(), 1);
+    for (int i = 0; i < 3; ++i) resumed.record(true);  // 1 + 3 = the window
+    EXPECT_EQ(resumed.scale(), 65536.f);
+
+    // A scale that is not a round trip of a float: read exactly as written.
+    LossScaler odd = dynamic_scaler(1000.1f, 4);
+    std::map<std::string, std::string> odd_meta;
+    odd.save(odd_meta);
+    LossScaler odd_back = dynamic_scaler(1, 4);
+    odd_back.restore(odd_meta, "ckpt");
+    EXPECT_EQ(odd_back.scale(), 1000.1f);
+
+    for (const auto& [key, bad] :
+         std::vector<std::pair<std::string, std::string>>{{"loss_scale", "-4"},
+                                                          {"loss_scale", "inf"},
+                                                          {"loss_scale", "12x"},
+                                                          {"loss_scale_good_steps", "1.5"},
+                                                          {"loss_scale_skipped", ""}}) {
+        auto damaged = meta;
+        damaged[key] = bad;
+        LossScaler untouched = dynamic_scaler(512, 4);
+        expect_error<DataError>([&] { untouched.restore(damaged, "ckpt.safetensors"); },
+                                "ckpt.safetensors: metadata '" + key + "'");
+        EXPECT_EQ(untouched.scale(), 512.f) << key << " = " << bad;
+    }
+    auto missing = meta;
+    missing.erase("loss_scale_skipped");
+    LossScaler untouched = dynamic_scaler(512, 4);
+    expect_error<DataError>([&] { untouched.restore(missing, "c"); },
+                            "metadata 'loss_scale_skipped' is missing");
+
+    // Written without loss scaling: the scale starts afresh.
+    LossScaler fresh = dynamic_scaler(256, 4);
+    fresh.record(false);
+    fresh.restore({{"step", "3"}}, "c");
+    EXPECT_EQ(fresh.scale(), 256.f);
+    EXPECT_EQ(fresh.skipped(), 0);
+}
+
+}  // namespace
+}  // namespace tandem::test
