@@ -17,33 +17,56 @@
 // of Tandem does (the optimiser, the checkpoints, the CPU kernels); the kernel turns them to
 // khwc in a buffer of its own before forward and backward data, and turns the weight gradient
 // back when it adds it in. Both are cudnnTransformTensor calls over the weights alone.
+//
+// In fp16 and bf16 (device/precision.h) cuDNN computes in PSEUDO_HALF_CONFIG or
+// PSEUDO_BFLOAT16_CONFIG: x, w and y in 16 bits, products summed in float32, on tensor cores
+// where the algorithm uses them (each pass under the math type cuDNN reported, as with TF32).
+// The operands are narrowed copies of our float32 tensors (half_operands.h), and the results
+// come out in 16 bits, rounded once more, as PyTorch's CUDA autocast gives them: the output
+// and the input's gradient are widened into the float32 tensors, the weight gradient added
+// into the float32 one. The weights' khwc transforms stay in float32 (narrowing is element by
+// element, so the order does not matter). The bias is added to the float32 output, and its
+// gradient summed from the float32 incoming gradient: cuDNN's bias gradient takes one type for
+// both, and float sums of the unrounded gradient are the more exact.
 #include <vector>
 
 #include "base/format.h"
 #include "device/cuda/check.h"
 #include "device/cuda/cudnn_desc.h"
+#include "device/cuda/half_operands.h"
 #include "device/cuda/kernels_cuda.h"
 
 namespace tandem::cuda {
 namespace {
 
+// The math a convolution may use: FMA only for float operands (so they give the CPU's results
+// to float rounding) unless the device allows TF32 (cuDNN's default math then permits it);
+// tensor-op math, which permits half and bfloat16 tensor cores, for 16-bit operands (as
+// PyTorch asks for them).
+cudnnMathType_t allowed_math(const CudaDevice& device, const HalfOperands& half) {
+    if (half.narrowed()) return CUDNN_TENSOR_OP_MATH;
+    return device.tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
 class Conv2dCudnn final : public Conv2dKernel {
 public:
     Conv2dCudnn(Device& device, const Conv2dConfig& c)
-        : device_(as_cuda(device)), config_(c),
-          x_(dims4(c.n, c.c, c.h, c.w, c.layout, "Conv2d src")),
-          y_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst")),
+        : device_(as_cuda(device)), config_(c), half_(device_, c.precision),
+          x_(dims4(c.n, c.c, c.h, c.w, c.layout, "Conv2d src"), half_.cudnn_type()),
+          y_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst"),
+             half_.cudnn_type()),
+          y_float_(dims4(c.n, c.out_channels, c.out_h(), c.out_w(), c.layout, "Conv2d dst")),
           bias_(dims4(1, c.out_channels, 1, 1, Layout::contiguous, "Conv2d bias")),
           khwc_(c.layout == Layout::channels_last),
           w_(checked_int(c.out_channels, "Conv2d out_channels"),
              checked_int(c.c / c.groups, "Conv2d in_channels / groups"),
              checked_int(c.kernel_h, "Conv2d kernel"), checked_int(c.kernel_w, "Conv2d kernel"),
-             khwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW),
+             khwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, half_.cudnn_type()),
           w_kchw_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w, Layout::contiguous,
                         "Conv2d weights")),
           w_khwc_(dims4(c.out_channels, c.c / c.groups, c.kernel_h, c.kernel_w,
                         Layout::channels_last, "Conv2d weights")),
-          conv_(c, device_.tf32()) {
+          allowed_math_(allowed_math(device_, half_)), conv_(c, allowed_math_) {
         device_.activate();
         int n = 0, ch = 0, h = 0, w = 0;
         TANDEM_CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), w_.get(), &n,
@@ -58,69 +81,114 @@ public:
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
-        const auto& c = config_;
-        const void* x = float_ptr(src, device_, c.n * c.c * c.h * c.w, "Conv2d forward src");
+        const void* x = float_ptr(src, device_, src_numel(), "Conv2d forward src");
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d forward weights");
         void* y = float_ptr(dst, device_, dst_numel(), "Conv2d forward dst");
-        device_.activate();
-        follow_deterministic_mode();
+        const void* b = config_.bias
+                            ? float_ptr(bias, device_, config_.out_channels, "Conv2d forward bias")
+                            : nullptr;
+        begin_call();
         use_math(fwd_math_);
-        w = as_filter(w);
-        TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x, w_.get(), w,
-                                                  conv_.get(), fwd_, workspace(fwd_bytes_),
-                                                  fwd_bytes_, &kZero, y_.get(), y));
-        if (c.bias) {
-            const void* b = float_ptr(bias, device_, c.out_channels, "Conv2d forward bias");
+        Tensor x_half, w_half, y_half;  // mixed precision's 16-bit copies, for this call
+        const void* x_op = half_.read(x, src_numel(), x_half);
+        const void* w_op = filter(w, w_half);
+        void* y_op = half_.result(y, dst_numel(), y_half);
+        TANDEM_CUDNN_CALL(cudnnConvolutionForward(device_.cudnn(), &kOne, x_.get(), x_op, w_.get(),
+                                                  w_op, conv_.get(), fwd_, workspace(fwd_bytes_),
+                                                  fwd_bytes_, &kZero, y_.get(), y_op));
+        half_.widen(y_half, y, dst_numel());
+        if (b)
             TANDEM_CUDNN_CALL(
-                cudnnAddTensor(device_.cudnn(), &kOne, bias_.get(), b, &kOne, y_.get(), y));
-        }
+                cudnnAddTensor(device_.cudnn(), &kOne, bias_.get(), b, &kOne, y_float_.get(), y));
     }
 
     void backward_data(const Tensor& diff_dst, const Tensor& weights, Tensor& diff_src) override {
-        const auto& c = config_;
         const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
         const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d backward weights");
-        void* dx = float_ptr(diff_src, device_, c.n * c.c * c.h * c.w, "Conv2d backward diff_src");
-        device_.activate();
-        follow_deterministic_mode();
-        use_math(data_math_);
-        w = as_filter(w);
-        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
-            device_.cudnn(), &kOne, w_.get(), w, y_.get(), dy, conv_.get(), data_,
-            workspace(data_bytes_), data_bytes_, &kZero, x_.get(), dx));
+        void* dx = float_ptr(diff_src, device_, src_numel(), "Conv2d backward diff_src");
+        begin_call();
+        Tensor dy_half;
+        data_with(half_.read(dy, dst_numel(), dy_half), w, dx);
     }
 
     void backward_weights(const Tensor& src, const Tensor& diff_dst, Tensor& diff_weights,
                           Tensor& diff_bias) override {
-        const auto& c = config_;
-        const void* x = float_ptr(src, device_, c.n * c.c * c.h * c.w, "Conv2d backward src");
+        const void* x = float_ptr(src, device_, src_numel(), "Conv2d backward src");
         const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
         void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
-        device_.activate();
-        follow_deterministic_mode();
-        use_math(filter_math_);
-        // The gradient is added into diff_weights (the kernel contract): beta = 1, directly
-        // or in the transform back from khwc.
-        if (khwc_) {
-            void* dw_khwc = khwc_buffer(dw_khwc_);
-            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
-                device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
-                workspace(filter_bytes_), filter_bytes_, &kZero, w_.get(), dw_khwc));
-            TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_khwc_.get(), dw_khwc,
-                                                   &kOne, w_kchw_.get(), dw));
-        } else {
-            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
-                device_.cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_.get(), filter_,
-                workspace(filter_bytes_), filter_bytes_, &kOne, w_.get(), dw));
-        }
-        if (c.bias) {
-            void* db = float_ptr(diff_bias, device_, c.out_channels, "Conv2d diff_bias");
-            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardBias(device_.cudnn(), &kOne, y_.get(), dy,
-                                                           &kOne, bias_.get(), db));
-        }
+        void* db = diff_bias_ptr(diff_bias);
+        begin_call();
+        Tensor dy_half;
+        weights_with(x, half_.read(dy, dst_numel(), dy_half), dy, dw, db);
+    }
+
+    // Both gradients from one narrowing of diff_dst (mixed precision).
+    void backward(const Tensor& src, const Tensor& diff_dst, const Tensor& weights,
+                  Tensor& diff_src, Tensor& diff_weights, Tensor& diff_bias) override {
+        const void* x = float_ptr(src, device_, src_numel(), "Conv2d backward src");
+        const void* dy = float_ptr(diff_dst, device_, dst_numel(), "Conv2d backward diff_dst");
+        const void* w = float_ptr(weights, device_, weights_numel(), "Conv2d backward weights");
+        void* dx = float_ptr(diff_src, device_, src_numel(), "Conv2d backward diff_src");
+        void* dw = float_ptr(diff_weights, device_, weights_numel(), "Conv2d diff_weights");
+        void* db = diff_bias_ptr(diff_bias);
+        begin_call();
+        Tensor dy_half;
+        const void* dy_op = half_.read(dy, dst_numel(), dy_half);
+        weights_with(x, dy_op, dy, dw, db);
+        data_with(dy_op, w, dx);
     }
 
 private:
+    // diff_src = the input's gradient, from the incoming gradient as the products read it
+    // (`dy_op`: float32, or its 16-bit copy).
+    void data_with(const void* dy_op, const void* w, void* dx) {
+        use_math(data_math_);
+        Tensor w_half, dx_half;
+        const void* w_op = filter(w, w_half);
+        void* dx_op = half_.result(dx, src_numel(), dx_half);
+        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardData(
+            device_.cudnn(), &kOne, w_.get(), w_op, y_.get(), dy_op, conv_.get(), data_,
+            workspace(data_bytes_), data_bytes_, &kZero, x_.get(), dx_op));
+        half_.widen(dx_half, dx, src_numel());
+    }
+
+    // diff_weights += the weights' gradient, from src and the incoming gradient as the
+    // products read it (`dy_op`); diff_bias (when not null) += the sums of the float32 one.
+    void weights_with(const void* x, const void* dy_op, const void* dy, void* dw, void* db) {
+        use_math(filter_math_);
+        Tensor x_half, dw_half;
+        const void* x_op = half_.read(x, src_numel(), x_half);
+        // The gradient is added into diff_weights (the kernel contract): by cuDNN itself
+        // (beta = 1) where it writes them in place (fp32, kchw), else from the copy it writes
+        // (khwc, 16 bits or both; beta = 0) below.
+        void* filter_dst = khwc_ ? khwc_buffer(dw_khwc_) : dw;
+        void* dw_op = half_.result(filter_dst, weights_numel(), dw_half);
+        TANDEM_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+            device_.cudnn(), &kOne, x_.get(), x_op, y_.get(), dy_op, conv_.get(), filter_,
+            workspace(filter_bytes_), filter_bytes_, dw_op == dw ? &kOne : &kZero, w_.get(),
+            dw_op));
+        if (khwc_) {
+            half_.widen(dw_half, filter_dst, weights_numel());
+            TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_khwc_.get(),
+                                                   filter_dst, &kOne, w_kchw_.get(), dw));
+        } else {
+            half_.add_widened(dw_half, dw, weights_numel());
+        }
+        if (db)
+            TANDEM_CUDNN_CALL(cudnnConvolutionBackwardBias(device_.cudnn(), &kOne, y_float_.get(),
+                                                           dy, &kOne, bias_.get(), db));
+    }
+
+    // diff_bias's address, or null for a kernel without bias.
+    void* diff_bias_ptr(Tensor& diff_bias) const {
+        if (!config_.bias) return nullptr;
+        return float_ptr(diff_bias, device_, config_.out_channels, "Conv2d diff_bias");
+    }
+
+    std::int64_t src_numel() const {
+        const auto& c = config_;
+        return c.n * c.c * c.h * c.w;
+    }
     std::int64_t weights_numel() const {
         const auto& c = config_;
         return c.out_channels * (c.c / c.groups) * c.kernel_h * c.kernel_w;
@@ -131,14 +199,19 @@ private:
     }
     void* workspace(std::size_t bytes) { return bytes ? device_.workspace(bytes) : nullptr; }
 
-    void follow_deterministic_mode() {
+    // What every pass does first: this GPU current, and algorithms chosen for the device's
+    // deterministic mode as it is now.
+    void begin_call() {
+        device_.activate();
         if (device_.deterministic() != chosen_deterministic_) choose_algorithms();
     }
 
-    // With TF32 allowed, each pass runs under the math type cuDNN reported for its algorithm
-    // (the three share one descriptor); without, the descriptor stays on FMA math.
+    // With tensor cores allowed (TF32, or 16-bit operands), each pass runs under the math type
+    // cuDNN reported for its algorithm (the three share one descriptor); without, the
+    // descriptor stays on FMA math.
     void use_math(cudnnMathType_t math) {
-        if (device_.tf32()) TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(conv_.get(), math));
+        if (allowed_math_ != CUDNN_FMA_MATH)
+            TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(conv_.get(), math));
     }
 
     // A weights-sized buffer of this kernel's, made on first use (it counts against the
@@ -149,13 +222,17 @@ private:
     }
 
     // The weights as the filter descriptor w_ takes them: as given (kchw), or turned to khwc
-    // for channels-last activations. The weights change every step, so this runs every call.
-    const void* as_filter(const void* kchw) {
-        if (!khwc_) return kchw;
-        void* khwc = khwc_buffer(w_khwc_copy_);
-        TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_kchw_.get(), kchw, &kZero,
-                                               w_khwc_.get(), khwc));
-        return khwc;
+    // for channels-last activations, then narrowed into `held` in mixed precision. The weights
+    // change every step, so this runs every call.
+    const void* filter(const void* kchw, Tensor& held) {
+        const void* w = kchw;
+        if (khwc_) {
+            void* khwc = khwc_buffer(w_khwc_copy_);
+            TANDEM_CUDNN_CALL(cudnnTransformTensor(device_.cudnn(), &kOne, w_kchw_.get(), kchw,
+                                                   &kZero, w_khwc_.get(), khwc));
+            w = khwc;
+        }
+        return half_.read(w, weights_numel(), held);
     }
 
     std::string what(const char* pass) const {
@@ -164,6 +241,7 @@ private:
                std::to_string(c.c) + "x" + std::to_string(c.h) + "x" + std::to_string(c.w) +
                " -> " + std::to_string(c.out_channels) + " channels, kernel " +
                std::to_string(c.kernel_h) + "x" + std::to_string(c.kernel_w) + ", " +
+               (half_.narrowed() ? std::string(precision_name(c.precision)) + ", " : "") +
                device_.name() + ")";
     }
 
@@ -194,21 +272,20 @@ private:
         // Timing may pick another algorithm next run or on the next device: not when every
         // run and every layout must give the same bits.
         const bool timed = device_.benchmark() && !deterministic;
-        // Scratch operands for the timed search, from the device's allocator (so they count
-        // against its cap) and dropped once the choice is made.
+        // Scratch operands of the products' type for the timed search, from the device's
+        // allocator (so they count against its cap) and dropped once the choice is made.
         Tensor x, w, y;
         if (timed) {
-            const auto& c = config_;
-            x = Tensor::empty({c.n * c.c * c.h * c.w}, device_);
-            w = Tensor::empty({weights_numel()}, device_);
-            y = Tensor::empty({dst_numel()}, device_);
+            x = half_.scratch(src_numel());
+            w = half_.scratch(weights_numel());
+            y = half_.scratch(dst_numel());
         }
         void* ws = timed ? device_.workspace(budget) : nullptr;
 
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
-            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
+            use_math(allowed_math_);  // the query sees every math type allowed
             std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithmEx(
@@ -229,7 +306,7 @@ private:
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
-            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
+            use_math(allowed_math_);  // the query sees every math type allowed
             std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardDataAlgorithmEx(
@@ -251,7 +328,7 @@ private:
         {
             int max = 0, returned = 0;
             TANDEM_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
-            use_math(CUDNN_DEFAULT_MATH);  // the query sees every math type TF32 allows
+            use_math(allowed_math_);  // the query sees every math type allowed
             std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::size_t(std::max(max, 1)));
             if (timed)
                 TANDEM_CUDNN_CALL(cudnnFindConvolutionBackwardFilterAlgorithmEx(
@@ -276,11 +353,14 @@ private:
 
     CudaDevice& device_;
     Conv2dConfig config_;
-    TensorDesc x_, y_, bias_;
-    bool khwc_;  // channels-last activations: the filter is khwc
-    FilterDesc w_;
-    TensorDesc w_kchw_, w_khwc_;  // the weights as plain tensors, for the transforms
+    HalfOperands half_;
+    TensorDesc x_, y_;            // of the products' type
+    TensorDesc y_float_, bias_;   // float32: the output and its gradient, for the bias
+    bool khwc_;                   // channels-last activations: the filter is khwc
+    FilterDesc w_;                // of the products' type
+    TensorDesc w_kchw_, w_khwc_;  // the weights as plain float32 tensors, for the transforms
     Tensor w_khwc_copy_, dw_khwc_;
+    cudnnMathType_t allowed_math_;  // tensor cores unless FMA: each pass then under its own
     ConvDesc conv_;
     cudnnConvolutionFwdAlgo_t fwd_{};
     cudnnConvolutionBwdDataAlgo_t data_{};

@@ -67,6 +67,11 @@ CudaDevice::CudaDevice(int index, const CudaDeviceOptions& options)
     TANDEM_CHECK_AS(ConfigError, index >= 0 && index < count)
         << "no CUDA device: cuda:" << index << " asked, " << count << " present";
     DeviceGuard guard(index);
+    cudaDeviceProp properties{};
+    TANDEM_CUDA_CALL(cudaGetDeviceProperties(&properties, index));
+    gpu_name_ = properties.name;
+    capability_major_ = properties.major;
+    capability_minor_ = properties.minor;
     const std::size_t cap = options.memory > 0 ? options.memory : default_cap(index);
     allocator_ = std::make_unique<CudaAllocator>(name(), cap, index);
     workspace_budget_ = options.workspace > 0 ? options.workspace : default_workspace_budget(cap);
@@ -246,6 +251,33 @@ void* CudaDevice::workspace(std::size_t bytes) {
     workspace_ = allocator_->allocate(bytes);
     workspace_bytes_ = bytes;
     return workspace_;
+}
+
+std::string CudaDevice::precision_unavailable(Precision precision) const {
+    return gpu_precision_unavailable(precision, name(), gpu_name_, capability_major_,
+                                     capability_minor_);
+}
+
+std::string gpu_precision_unavailable(Precision precision, std::string_view device,
+                                      std::string_view gpu, int major, int minor) {
+    const auto without = [&](std::string_view tensor_cores, int needed_major,
+                             std::string_view examples) {
+        return std::string(device) + " (" + std::string(gpu) + ", compute capability " +
+               std::to_string(major) + "." + std::to_string(minor) + ") has no " +
+               std::string(tensor_cores) + " tensor cores (" + std::to_string(needed_major) +
+               ".0 or later: " + std::string(examples) + ")";
+    };
+    switch (precision) {
+        case Precision::fp32: return {};
+        case Precision::tf32:
+            return "TF32 tensor cores are the cuda device's tf32 option (T.devices('cuda', n, "
+                   "{tf32 = true})), not a precision of the layers";
+        case Precision::fp16:
+            return major >= 7 ? std::string() : without("float16", 7, "V100, T4, A100, H100");
+        case Precision::bf16:
+            return major >= 8 ? std::string() : without("bfloat16", 8, "A100, H100");
+    }
+    return {};
 }
 
 CudaDevice& as_cuda(Device& device) {

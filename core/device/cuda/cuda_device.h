@@ -22,6 +22,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "device/cuda/cuda_allocator.h"
 #include "device/cuda/cuda_backend.h"
@@ -64,6 +66,13 @@ public:
     // Whether this GPU reads `other`'s memory directly (peer access enabled on first use).
     bool peer_access(const CudaDevice& other);
 
+    // The GPU's name and compute capability, read once when the device is made.
+    const std::string& gpu_name() const { return gpu_name_; }
+    int capability_major() const { return capability_major_; }
+    int capability_minor() const { return capability_minor_; }
+    // gpu_precision_unavailable for this GPU.
+    std::string precision_unavailable(Precision precision) const override;
+
 private:
     void copy_staged(void* dst, CudaDevice& from, const void* src, std::size_t bytes);
 
@@ -73,6 +82,8 @@ private:
     std::size_t workspace_budget_ = 0;
     bool benchmark_ = false;
     bool tf32_ = false;
+    std::string gpu_name_;
+    int capability_major_ = 0, capability_minor_ = 0;
 
     std::mutex workspace_mutex_;
     void* workspace_ = nullptr;
@@ -86,6 +97,14 @@ private:
     std::mutex peer_mutex_;
     std::map<int, bool> peers_;
 };
+
+// Why GPU `device` ("cuda:0"), a `gpu` of compute capability major.minor, cannot compute
+// convolutions and products in `precision` (Device::precision_unavailable), empty when it can:
+// fp32 always; fp16 and bf16 on the tensor cores that take them (7.0 or later for half, 8.0
+// for bfloat16); tf32 never, as it is the device's `tf32` option rather than a precision of the
+// layers. A function of these alone, so the CPU-side tests read what GPUs absent here say.
+std::string gpu_precision_unavailable(Precision precision, std::string_view device,
+                                      std::string_view gpu, int major, int minor);
 
 // The device's CudaDevice, or a BackendError naming the device when it is not a CUDA device.
 CudaDevice& as_cuda(Device& device);

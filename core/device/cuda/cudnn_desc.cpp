@@ -5,12 +5,11 @@
 
 namespace tandem::cuda {
 
-TensorDesc::TensorDesc(const Dims4& d) {
+TensorDesc::TensorDesc(const Dims4& d, cudnnDataType_t type) {
     TANDEM_CUDNN_CALL(cudnnCreateTensorDescriptor(&desc_));
     try {
-        TANDEM_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc_, CUDNN_DATA_FLOAT, d.n, d.c, d.h, d.w,
-                                                       d.stride_n, d.stride_c, d.stride_h,
-                                                       d.stride_w));
+        TANDEM_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc_, type, d.n, d.c, d.h, d.w, d.stride_n,
+                                                       d.stride_c, d.stride_h, d.stride_w));
     } catch (...) {
         cudnnDestroyTensorDescriptor(desc_);
         throw;
@@ -21,10 +20,11 @@ TensorDesc::~TensorDesc() {
     cudnnDestroyTensorDescriptor(desc_);
 }
 
-FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format) {
+FilterDesc::FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format,
+                       cudnnDataType_t type) {
     TANDEM_CUDNN_CALL(cudnnCreateFilterDescriptor(&desc_));
     try {
-        TANDEM_CUDNN_CALL(cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, format, k, c, h, w));
+        TANDEM_CUDNN_CALL(cudnnSetFilter4dDescriptor(desc_, type, format, k, c, h, w));
     } catch (...) {
         cudnnDestroyFilterDescriptor(desc_);
         throw;
@@ -35,19 +35,17 @@ FilterDesc::~FilterDesc() {
     cudnnDestroyFilterDescriptor(desc_);
 }
 
-ConvDesc::ConvDesc(const Conv2dConfig& c, bool tf32) {
+ConvDesc::ConvDesc(const Conv2dConfig& c, cudnnMathType_t math) {
     TANDEM_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&desc_));
     try {
-        // Cross-correlation (what every framework calls convolution), FP32 accumulation.
+        // Cross-correlation (what every framework calls convolution), FP32 accumulation (the
+        // compute type, whatever the operands' type).
         TANDEM_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
             desc_, checked_int(c.pad_h, "Conv2d pad"), checked_int(c.pad_w, "Conv2d pad"),
             checked_int(c.stride_h, "Conv2d stride"), checked_int(c.stride_w, "Conv2d stride"), 1,
             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         TANDEM_CUDNN_CALL(cudnnSetConvolutionGroupCount(desc_, checked_int(c.groups, "groups")));
-        // FMA only unless TF32 is asked for: no TF32 tensor-core kernels, so results match
-        // the CPU to float rounding.
-        TANDEM_CUDNN_CALL(
-            cudnnSetConvolutionMathType(desc_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+        TANDEM_CUDNN_CALL(cudnnSetConvolutionMathType(desc_, math));
     } catch (...) {
         cudnnDestroyConvolutionDescriptor(desc_);
         throw;

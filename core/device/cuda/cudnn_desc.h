@@ -17,9 +17,11 @@ namespace tandem::cuda {
 inline constexpr float kOne = 1.f;
 inline constexpr float kZero = 0.f;
 
+// Descriptors of float32 tensors unless given another type (half and bfloat16 for the
+// operands of mixed precision: half_operands.h).
 class TensorDesc {
 public:
-    explicit TensorDesc(const Dims4& d);
+    explicit TensorDesc(const Dims4& d, cudnnDataType_t type = CUDNN_DATA_FLOAT);
     ~TensorDesc();
     TensorDesc(const TensorDesc&) = delete;
     TensorDesc& operator=(const TensorDesc&) = delete;
@@ -33,7 +35,8 @@ private:
 // CUDNN_TENSOR_NHWC (what cuDNN needs beside channels-last activations in backward).
 class FilterDesc {
 public:
-    FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
+    FilterDesc(int k, int c, int h, int w, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW,
+               cudnnDataType_t type = CUDNN_DATA_FLOAT);
     ~FilterDesc();
     FilterDesc(const FilterDesc&) = delete;
     FilterDesc& operator=(const FilterDesc&) = delete;
@@ -45,9 +48,11 @@ private:
 
 class ConvDesc {
 public:
-    // FMA math (float32 throughout), or with `tf32` cuDNN's default math, which lets
-    // float convolutions use TF32 tensor cores.
-    ConvDesc(const Conv2dConfig& c, bool tf32);
+    // Products summed in float32 whatever the operands' type (for half and bfloat16 operands,
+    // cuDNN's PSEUDO_HALF_CONFIG and PSEUDO_BFLOAT16_CONFIG), under `math`: CUDNN_FMA_MATH (no
+    // tensor cores), CUDNN_DEFAULT_MATH (TF32 tensor cores for float operands) or
+    // CUDNN_TENSOR_OP_MATH (half or bfloat16 tensor cores for 16-bit operands).
+    ConvDesc(const Conv2dConfig& c, cudnnMathType_t math);
     ~ConvDesc();
     ConvDesc(const ConvDesc&) = delete;
     ConvDesc& operator=(const ConvDesc&) = delete;

@@ -112,6 +112,21 @@ void element_loss_forward(const float* output, const float* targets, double* los
 void element_loss_backward(const float* output, const float* targets, float* diff, std::int64_t n,
                            std::int64_t elements, bool bce, float scale, cudaStream_t stream);
 
+// The 16-bit operands of mixed precision (device/precision.h), converted element by element
+// over n values in storage order (half_convert.cu): IEEE half (fp16) or bfloat16 (bf16), held as
+// 16-bit words. Narrowing rounds to nearest, ties to even, as round_to_fp16 and round_to_bf16
+// do; widening is exact.
+enum class HalfFormat { fp16, bf16 };
+// halves = src rounded.
+void narrow(HalfFormat format, const float* src, std::uint16_t* halves, std::int64_t n,
+            cudaStream_t stream);
+// dst = halves as floats.
+void widen(HalfFormat format, const std::uint16_t* halves, float* dst, std::int64_t n,
+           cudaStream_t stream);
+// dst += halves as floats.
+void add_widened(HalfFormat format, const std::uint16_t* halves, float* dst, std::int64_t n,
+                 cudaStream_t stream);
+
 // dst (n x features, row-major) += bias broadcast over rows.
 void add_bias_rows(float* dst, const float* bias, std::int64_t n, std::int64_t features,
                    cudaStream_t stream);

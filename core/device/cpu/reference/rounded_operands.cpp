@@ -2,12 +2,12 @@
 
 namespace tandem::cpu {
 
-Tensor rounded_to_bf16(const Tensor& t) {
+Tensor rounded_to(const Tensor& t, Precision precision) {
     // Element-wise, so the storage order (either layout) does not matter.
     Tensor out = Tensor::empty(t.shape(), t.device(), DType::f32, t.layout());
     const float* from = t.data<float>();
     float* to = out.data<float>();
-    for (std::int64_t i = 0; i < t.numel(); ++i) to[i] = round_to_bf16(from[i]);
+    for (std::int64_t i = 0; i < t.numel(); ++i) to[i] = round_to(precision, from[i]);
     return out;
 }
 
