@@ -10,7 +10,7 @@ measures it (T.cpu_peak: its widest ISA, cached per CPU), printed first with the
 
 usage: bench/peers.py [--threads 1,2] [--nets lenet5,smallbn,...] [--repeats 2] [--unset-openblas]
        [--python PY[,PY2...]] [--peers ../shared/peers] [--tandem build/tandem] [--json results.jsonl]
-       [--device cuda [--batch N] [--tf32]] [--precision bf16]
+       [--device cuda [--batch N] [--tf32]] [--precision bf16|fp16]
 --python: the Pythons whose PyTorch runs the peers' benchmark (default: Debian's /usr/bin/python3
 on the CPU, this one on a GPU), each a column; the ratio is against the first. On the CPU each
 PyTorch runs in its default layout and channels-last, and the better counts (`make bench-peers
@@ -21,7 +21,10 @@ this Python's torch), ours through `tandem bench --device=cuda`; --batch overrid
 resnet50, vgg16 and alexnet224 (against torchvision's).
 --precision bf16 (CPU): mixed precision on both sides, ours `tandem bench --precision=bf16`,
 PyTorch's forward under bf16 autocast (bench/torch_autocast.py); the peak quoted stays the
-float32 FMA peak (bf16's dot products do twice its multiply-adds an instruction).
+float32 FMA peak (bf16's dot products do twice its multiply-adds an instruction). With --device
+cuda, bf16 or fp16: PyTorch under CUDA autocast (fp16 with its GradScaler; bench/torch_cuda.py),
+ours `tandem bench --device=cuda --precision=...` (the net's step, without the engine's loss
+scaling: one pass over the gradients fewer than a scaled run).
 """
 import argparse, json, os, statistics, sys
 
@@ -56,15 +59,15 @@ ap.add_argument('--json', help='append every measurement as a JSON line to this 
 ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
 ap.add_argument('--batch', type=int, default=0, help='batch size of every net (0: the peers\' own)')
 ap.add_argument('--tf32', action='store_true', help='GPU: TF32 tensor cores for both')
-ap.add_argument('--precision', default='fp32', choices=['fp32', 'bf16'],
-                help='CPU: bf16 runs ours with --precision=bf16 and PyTorch under bf16 autocast '
-                     '(bench/torch_autocast.py)')
+ap.add_argument('--precision', default='fp32', choices=['fp32', 'bf16', 'fp16'],
+                help='mixed precision on both sides: bf16 on the CPU (PyTorch: bench/torch_autocast.py), '
+                     'bf16 or fp16 on a GPU (PyTorch: bench/torch_cuda.py under autocast)')
 ap.add_argument('--python', default='', help="the peers' Pythons, comma-separated (the ratio is against the first)")
 a = ap.parse_args()
 if a.tf32 and a.device != 'cuda':
     ap.error('--tf32 is for --device cuda (TF32 tensor cores are a GPU\'s)')
-if a.precision != 'fp32' and a.device != 'cpu':
-    ap.error('--precision is for the CPU (bf16 on AVX512_BF16 or AMX)')
+if a.precision == 'fp16' and a.device != 'cuda':
+    ap.error('--precision fp16 is for --device cuda (the CPU trains in fp32 and bf16)')
 if a.device == 'cuda':
     NETS.update(NETS_224)
 unknown = [n for n in a.nets.split(',') if n not in NETS]
@@ -122,6 +125,8 @@ def theirs(net, threads, python, channels_last=False):
         cmd.append('--channels-last')
     if a.device == 'cuda' and a.tf32:
         cmd.append('--tf32')
+    if a.device == 'cuda':
+        cmd += ['--precision', a.precision]
     if a.iters:
         cmd += ['--iters', str(a.iters)]
     out = run(cmd, env=env_for(threads))
@@ -185,7 +190,7 @@ for r in rows:
 print("\n(cl): PyTorch's channels-last layout was the faster of its two")
 print("GFLOP/s count each convolution's multiplications in the direct form: Winograd's (Tandem's 3x3\n"
       "and 5x5 layers on the CPU) do fewer, so a step can pass the FMA peak")
-if a.precision == 'bf16':
-    print("bf16: both sides' convolutions and Linear layers on bfloat16 operands (PyTorch: autocast); the\n"
-          "peak is float32's, which bf16's dot products pass (two multiply-adds where an FMA does one)")
+if a.precision != 'fp32':
+    print(f"{a.precision}: both sides' convolutions and Linear layers on 16-bit operands (PyTorch: autocast); the\n"
+          "peak is float32's, which 16-bit dot products pass (two multiply-adds where an FMA does one)")
 print(f"OPENBLAS_CORETYPE/L2_SIZE: {'unset' if a.unset_openblas else 'as set in the environment'}")

@@ -1,5 +1,7 @@
 #include "engine/engine_schema.h"
 
+#include <limits>
+
 #include "device/precision.h"
 #include "optim/loss_scaler.h"
 #include "tensor/tensor.h"
@@ -85,7 +87,7 @@ OptionSchema make_engine_schema() {
                      "keeps the scaling exact)",
              .fallback = double(scaling.initial),
              .low = 0,
-             .high = 3.4028234663852886e38,
+             .high = double(std::numeric_limits<float>::max()),  // kept as a float
              .above_low = true},
             {.name = "loss_scale_window",
              .type = OptionType::integer,
