@@ -42,36 +42,42 @@ __global__ void add_widened_kernel(const Half* h, float* z, std::int64_t n) {
     TANDEM_GRID_STRIDE(i, n) z[i] += widened(h[i]);
 }
 
+// Runs `launch` with a value of the 16-bit type `format` names (its type picks the kernels).
+template <class Launch>
+void for_format(HalfFormat format, Launch launch) {
+    if (format == HalfFormat::fp16)
+        launch(__half());
+    else
+        launch(__nv_bfloat16());
+}
+
 }  // namespace
 
 void narrow(HalfFormat format, const float* src, std::uint16_t* halves, std::int64_t n,
             cudaStream_t stream) {
-    if (format == HalfFormat::fp16)
-        narrow_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src,
-                                                              reinterpret_cast<__half*>(halves), n);
-    else
-        narrow_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-            src, reinterpret_cast<__nv_bfloat16*>(halves), n);
+    for_format(format, [&](auto half) {
+        using Half = decltype(half);
+        narrow_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, reinterpret_cast<Half*>(halves),
+                                                              n);
+    });
 }
 
 void widen(HalfFormat format, const std::uint16_t* halves, float* dst, std::int64_t n,
            cudaStream_t stream) {
-    if (format == HalfFormat::fp16)
-        widen_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-            reinterpret_cast<const __half*>(halves), dst, n);
-    else
-        widen_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-            reinterpret_cast<const __nv_bfloat16*>(halves), dst, n);
+    for_format(format, [&](auto half) {
+        using Half = decltype(half);
+        widen_kernel<<<blocks_for(n), kThreads, 0, stream>>>(reinterpret_cast<const Half*>(halves),
+                                                             dst, n);
+    });
 }
 
 void add_widened(HalfFormat format, const std::uint16_t* halves, float* dst, std::int64_t n,
                  cudaStream_t stream) {
-    if (format == HalfFormat::fp16)
+    for_format(format, [&](auto half) {
+        using Half = decltype(half);
         add_widened_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-            reinterpret_cast<const __half*>(halves), dst, n);
-    else
-        add_widened_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-            reinterpret_cast<const __nv_bfloat16*>(halves), dst, n);
+            reinterpret_cast<const Half*>(halves), dst, n);
+    });
 }
 
 }  // namespace tandem::cuda::kernels

@@ -39,17 +39,6 @@ EngineOptions gpu_precision_options(Precision precision, LossScaleOptions scalin
     return o;
 }
 
-// Batch `step` with its images multiplied by `gain`.
-Batch gpu_precision_batch(int step, float gain = 1) {
-    Batch b = make_batch(step, 24);
-    if (gain != 1) {
-        auto x = b.images.to_vector();
-        for (float& v : x) v *= gain;
-        b.images = Tensor::from_vector(b.images.shape(), host_device(), x);
-    }
-    return b;
-}
-
 TEST(CudaEnginePrecision, HalfPrecisionsTrainAsFloat32DoesWithinRounding) {
     TANDEM_REQUIRE_GPUS(1);
     for (Precision precision : {Precision::fp16, Precision::bf16}) {
@@ -61,7 +50,7 @@ TEST(CudaEnginePrecision, HalfPrecisionsTrainAsFloat32DoesWithinRounding) {
         Engine half(gpu_precision_options(precision)), full(gpu_precision_options(Precision::fp32));
         std::vector<double> h, f;
         for (int s = 0; s < 30; ++s) {
-            const Batch b = gpu_precision_batch(s);
+            const Batch b = make_batch(s, 24);
             const StepResult r = half.step(b.images, b.labels);
             h.push_back(r.loss);
             // fp16 scales its loss dynamically by default (from 2^16); bf16 does not.
@@ -75,13 +64,8 @@ TEST(CudaEnginePrecision, HalfPrecisionsTrainAsFloat32DoesWithinRounding) {
         }
         EXPECT_NE(h[0], f[0]) << "the half precision computed exactly what float32 did";
         EXPECT_NEAR(h[0], f[0], 0.01 * f[0]);
-        const auto mean = [](const std::vector<double>& v, std::size_t from, std::size_t to) {
-            double sum = 0;
-            for (std::size_t i = from; i < to; ++i) sum += v[i];
-            return sum / double(to - from);
-        };
-        EXPECT_LT(mean(h, 25, 30), 0.5 * mean(h, 0, 5)) << "the loss did not fall";
-        EXPECT_NEAR(mean(h, 25, 30), mean(f, 25, 30), 0.2 * mean(f, 25, 30));
+        EXPECT_LT(mean_loss(h, 25, 30), 0.5 * mean_loss(h, 0, 5)) << "the loss did not fall";
+        EXPECT_NEAR(mean_loss(h, 25, 30), mean_loss(f, 25, 30), 0.2 * mean_loss(f, 25, 30));
         for (const auto& p : named_parameters(half.net()))
             EXPECT_EQ(p.parameter->value.dtype(), DType::f32) << p.name << ": the master copy";
     }
@@ -94,7 +78,7 @@ TEST(CudaEnginePrecision, OverflowIsFoundOnTheGpuAndTheStepSkipped) {
     float expected = huge;
     int skipped = 0;
     for (int s = 0; s < 10; ++s) {
-        const Batch b = gpu_precision_batch(s, 100);
+        const Batch b = make_batch(s, 24, 100);
         std::vector<std::vector<float>> before;
         for (const auto& p : named_parameters(e.net()))
             before.push_back(p.parameter->value.to_vector());

@@ -58,17 +58,6 @@ std::vector<std::vector<float>> weights_of(Engine& e) {
     return out;
 }
 
-// Batch `step`, its images multiplied by `gain` (large images make large gradients).
-Batch scaled_loss_batch(int step, float gain = 1) {
-    Batch b = make_batch(step, 12);
-    if (gain != 1) {
-        auto x = b.images.to_vector();
-        for (float& v : x) v *= gain;
-        b.images = Tensor::from_vector(b.images.shape(), host_device(), x);
-    }
-    return b;
-}
-
 TEST(EngineLossScale, PowerOfTwoScaleTrainsBitForBitAsNoScale) {
     for (const auto& [groups, stages] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}}) {
         auto scaled_options = scaled_loss_options({LossScaleMode::fixed, 1024, 1}, groups, stages);
@@ -77,7 +66,7 @@ TEST(EngineLossScale, PowerOfTwoScaleTrainsBitForBitAsNoScale) {
         plain_options.parallel.micro_batches = 2;
         Engine scaled(std::move(scaled_options)), plain(std::move(plain_options));
         for (int s = 0; s < 5; ++s) {
-            const Batch b = scaled_loss_batch(s);
+            const Batch b = make_batch(s, 12);
             const StepResult r = scaled.step(b.images, b.labels);
             EXPECT_EQ(r.loss_scale, 1024.f);
             EXPECT_FALSE(r.skipped);
@@ -100,7 +89,7 @@ TEST(EngineLossScale, OverflowSkipsTheStepEverywhereAndHalvesTheScale) {
     float expected_scale = huge;
     int skipped = 0;
     for (int s = 0; s < 10; ++s) {
-        const Batch b = scaled_loss_batch(s, 100);
+        const Batch b = make_batch(s, 12, 100);
         const auto before = weights_of(scaled);
         const StepResult r = scaled.step(b.images, b.labels);
         EXPECT_EQ(r.loss_scale, expected_scale) << "step " << s;
@@ -127,27 +116,26 @@ TEST(EngineLossScale, DynamicScaleDoublesAfterItsWindowAndResumesExactly) {
     Engine straight(scaled_loss_options(scaling));
     std::vector<float> scales;
     for (int s = 0; s < 8; ++s) {
-        const Batch b = scaled_loss_batch(s);
+        const Batch b = make_batch(s, 12);
         scales.push_back(straight.step(b.images, b.labels).loss_scale);
     }
     EXPECT_EQ(scales, (std::vector<float>{8, 8, 8, 16, 16, 16, 32, 32}));
     {
         Engine first(scaled_loss_options(scaling));
-        for (int s = 0; s < 4; ++s)
-            first.step(scaled_loss_batch(s).images, scaled_loss_batch(s).labels);
+        for (int s = 0; s < 4; ++s) first.step(make_batch(s, 12).images, make_batch(s, 12).labels);
         first.save(path);
     }
     Engine resumed(scaled_loss_options(scaling));
     resumed.load(path);
     EXPECT_EQ(resumed.loss_scaler().scale(), 16.f);
     for (int s = 4; s < 8; ++s) {
-        const Batch b = scaled_loss_batch(s);
+        const Batch b = make_batch(s, 12);
         EXPECT_EQ(resumed.step(b.images, b.labels).loss_scale, scales[std::size_t(s)]) << s;
     }
     EXPECT_EQ(weights_of(resumed), weights_of(straight));
     // A checkpoint written without loss scaling loads, and the scale starts afresh.
     Engine unscaled(scaled_loss_options(kNoScale));
-    unscaled.step(scaled_loss_batch(0).images, scaled_loss_batch(0).labels);
+    unscaled.step(make_batch(0, 12).images, make_batch(0, 12).labels);
     unscaled.save(path);
     Engine fresh(scaled_loss_options(scaling));
     fresh.load(path);
@@ -156,7 +144,7 @@ TEST(EngineLossScale, DynamicScaleDoublesAfterItsWindowAndResumesExactly) {
 
 TEST(EngineLossScale, ADivergedLossIsAnErrorNotEndlessSkipping) {
     Engine e(scaled_loss_options({LossScaleMode::dynamic, 2, 100}));
-    Batch b = scaled_loss_batch(0);
+    Batch b = make_batch(0, 12);
     auto x = b.images.to_vector();
     x[5] = std::nanf("");
     b.images = Tensor::from_vector(b.images.shape(), host_device(), x);
@@ -166,7 +154,7 @@ TEST(EngineLossScale, ADivergedLossIsAnErrorNotEndlessSkipping) {
                         "the gradients are not finite even with the loss scaled by 1");
     EXPECT_EQ(weights_of(e), before);
     // The engine goes on with good data.
-    const Batch good = scaled_loss_batch(1);
+    const Batch good = make_batch(1, 12);
     EXPECT_FALSE(e.step(good.images, good.labels).skipped);
 }
 

@@ -67,13 +67,8 @@ TEST(EnginePrecision, Bf16TrainsAsFloat32DoesWithinRounding) {
     // The first step's loss comes from the same weights: only the rounding differs.
     EXPECT_NE(h[0], f[0]) << "bf16 computed exactly what float32 did: it was not in effect";
     EXPECT_NEAR(h[0], f[0], 0.01 * f[0]);
-    const auto mean = [](const std::vector<double>& v, std::size_t from, std::size_t to) {
-        double sum = 0;
-        for (std::size_t i = from; i < to; ++i) sum += v[i];
-        return sum / double(to - from);
-    };
-    EXPECT_LT(mean(h, 25, 30), 0.5 * mean(h, 0, 5)) << "bf16's loss did not fall";
-    EXPECT_NEAR(mean(h, 25, 30), mean(f, 25, 30), 0.2 * mean(f, 25, 30))
+    EXPECT_LT(mean_loss(h, 25, 30), 0.5 * mean_loss(h, 0, 5)) << "bf16's loss did not fall";
+    EXPECT_NEAR(mean_loss(h, 25, 30), mean_loss(f, 25, 30), 0.2 * mean_loss(f, 25, 30))
         << "bf16's loss strayed from float32's";
     for (const auto& p : named_parameters(half.net()))
         EXPECT_EQ(p.parameter->value.dtype(), DType::f32) << p.name << ": the master copy";
