@@ -2,6 +2,7 @@
 // hierarchical communicator, this process's share of the global batch, rank 0's weights for
 // everyone, and evaluation shared out over the processes.
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "base/error.h"
@@ -55,6 +56,28 @@ void Engine::join_processes() {
         TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on parallel."
                                   << shaping[i]->name << " (" << which.str()
                                   << "); every rank must run the same layout";
+    }
+    // What every rank's gradients are computed in and scaled by must agree too: a rank scaling
+    // its loss where another does not would sum gradients of different sizes.
+    const double scaling[] = {double(options_.precision), double(scaler_.mode()),
+                              double(options_.loss_scale.initial),
+                              double(options_.loss_scale.window)};
+    const char* scaling_names[] = {"precision", "loss_scale", "initial_loss_scale",
+                                   "loss_scale_window"};
+    std::vector<double> least(std::begin(scaling), std::end(scaling)), most = least;
+    mpi::all_reduce(least.data(), least.size(), "min");
+    mpi::all_reduce(most.data(), most.size(), "max");
+    for (std::size_t i = 0; i < least.size(); ++i) {
+        if (least[i] == most[i]) continue;
+        std::ostringstream which;
+        if (i == 0)
+            which << "this rank's: " << precision_name(options_.precision);
+        else if (i == 1)
+            which << "this rank's: " << loss_scale_mode_name(scaler_.mode());
+        else
+            which << "from " << least[i] << " to " << most[i];
+        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on " << scaling_names[i]
+                                  << " (" << which.str() << "); every rank must train alike";
     }
     // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
     // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.

@@ -10,11 +10,13 @@ local net, batch, part, weights = S.net, S.batch, S.part, S.weights
 
 local rank = S.rank_of_two()
 
-local function engine(parallel, devices, seed)
+local function engine(parallel, devices, seed, scaling)
   local model = net()
+  scaling = scaling or {}
   local e = T.Engine{net = model, devices = T.devices('cpu', devices, {threads = 1}),
                      optim = T.optim.SGD{lr = 0.05, momentum = 0.9}, seed = seed or 4,
-                     parallel = parallel, layout = 'contiguous'}
+                     parallel = parallel, layout = 'contiguous', loss_scale = scaling.loss_scale,
+                     initial_loss_scale = scaling.initial_loss_scale}
   return e, model
 end
 
@@ -186,6 +188,22 @@ t.test('rank 0 alone writes checkpoints; every rank resumes from one', function(
   t.eq(max_difference(weights(fresh_model), weights(model)), 0, 'a step after resuming')
   T.mpi.barrier()
   if rank == 0 then os.remove(path); os.remove(path .. '.rank0') end
+end)
+
+-- Loss scaling across processes: a power-of-two scale computes the unscaled run's weights bit
+-- for bit (every rank scales and unscales alike), and ranks that disagree on it are refused.
+t.test('loss scaling across ranks: a fixed 1024 trains bit for bit as none', function()
+  local scaled, scaled_model = engine({groups = 1}, 1, 4, {loss_scale = 'fixed', initial_loss_scale = 1024})
+  local plain, plain_model = engine({groups = 1}, 1, 4)
+  for step = 1, 3 do
+    local r = scaled:step(part(batch(16, step)))
+    t.eq(r.loss_scale, 1024)
+    plain:step(part(batch(16, step)))
+  end
+  t.eq(max_difference(weights(scaled_model), weights(plain_model)), 0, 'scaled against unscaled')
+  t.ok(same_on_every_rank(weights(scaled_model)), 'the ranks stay equal')
+  t.raises(function() engine({groups = 1}, 1, 4, {loss_scale = rank == 0 and 'dynamic' or 'none'}) end,
+           "ranks disagree on loss_scale (this rank's: " .. (rank == 0 and 'dynamic' or 'none') .. ')')
 end)
 
 t.test('ranks that disagree on the layout get a clear error, not a hang', function()
