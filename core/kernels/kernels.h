@@ -438,6 +438,9 @@ struct TensorOpsKernel {
                              Tensor& exp_avg_sq, const AdamHyper& hyper) = 0;
     // sum of squares (double accumulation), for gradient norms and tests.
     virtual double sum_squares(const Tensor& src) = 0;
+    // Loss scaling's unscale: every tensor *= factor in place, and whether all their values are
+    // finite after it. One pass over each, and on a GPU one wait for the answer for all of them.
+    virtual bool unscale(const std::vector<Tensor*>& tensors, float factor) = 0;
 };
 
 }  // namespace tandem

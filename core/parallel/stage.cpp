@@ -1,7 +1,6 @@
 #include "parallel/stage.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "base/error.h"
@@ -296,16 +295,11 @@ void Stage::run(StepPlan& plan, const DeviceProgram& program) {
             case OpKind::wait_lane: lane_->wait(); break;
             case OpKind::unscale_gradients: {
                 span(traced);
-                const float inverse = 1.0f / plan.gradient_scale;
-                bool finite = true;
-                for (auto& np : parameters_) {
-                    if (!np.parameter->grad.defined()) continue;
-                    tensor_ops(dev).scale(np.parameter->grad, inverse);
-                    // Once one is not, the step is skipped: the rest need no look.
-                    finite =
-                        finite && std::isfinite(tensor_ops(dev).sum_squares(np.parameter->grad));
-                }
-                plan.gradients_finite[static_cast<std::size_t>(group * p.stages + stage)] = finite;
+                std::vector<Tensor*> grads;
+                for (auto& np : parameters_)
+                    if (np.parameter->grad.defined()) grads.push_back(&np.parameter->grad);
+                plan.gradients_finite[static_cast<std::size_t>(group * p.stages + stage)] =
+                    tensor_ops(dev).unscale(grads, 1.0f / plan.gradient_scale);
                 break;
             }
             case OpKind::gradient_norm: {

@@ -159,6 +159,22 @@ public:
         return total;
     }
 
+    bool unscale(const std::vector<Tensor*>& tensors, float factor) override {
+        bool finite = true;
+        for (Tensor* t : tensors) {
+            float* z = t->data<float>();
+            const std::int64_t n = t->numel();
+            int bad = 0;
+#pragma omp parallel for simd reduction(| : bad) if (n > kElementwiseParallelMin)
+            for (std::int64_t i = 0; i < n; ++i) {
+                z[i] *= factor;
+                bad |= !std::isfinite(z[i]);
+            }
+            finite = finite && bad == 0;
+        }
+        return finite;
+    }
+
 private:
     // dst = f(a, b) element by element; all three the same shape and layout.
     template <class F>

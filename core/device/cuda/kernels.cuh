@@ -22,6 +22,9 @@ void multiply(const float* a, const float* b, float* dst, std::int64_t n, cudaSt
 void accumulate(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 void fill(float* dst, float value, std::int64_t n, cudaStream_t stream);
 void scale(float* dst, float factor, std::int64_t n, cudaStream_t stream);
+// dst *= factor, and *nonfinite = 1 where a result is inf or NaN (loss scaling's unscale;
+// loss_scale.cu). *nonfinite is only ever set, never cleared.
+void unscale(float* dst, float factor, std::int64_t n, int* nonfinite, cudaStream_t stream);
 // dst = keep * dst + take * src.
 void blend(float* dst, float keep, const float* src, float take, std::int64_t n,
            cudaStream_t stream);

@@ -147,6 +147,21 @@ public:
         return total;
     }
 
+    bool unscale(const std::vector<Tensor*>& tensors, float factor) override {
+        device_.activate();
+        // Set by any kernel that meets a value not finite; read once, after all of them.
+        Tensor flag = Tensor::empty({1}, device_, DType::i32);
+        TANDEM_CUDA_CALL(cudaMemsetAsync(flag.raw(), 0, sizeof(int), stream()));
+        for (Tensor* t : tensors) {
+            float* z = float_ptr(*t, device_, -1, "unscale");
+            kernels::unscale(z, factor, t->numel(), static_cast<int*>(flag.raw()), stream());
+            check_launch("unscale");
+        }
+        int nonfinite = 0;
+        device_.copy_to_host(&nonfinite, flag.raw(), sizeof nonfinite);
+        return nonfinite == 0;
+    }
+
 private:
     using ElementWise = void (*)(const float*, const float*, float*, std::int64_t, cudaStream_t);
 

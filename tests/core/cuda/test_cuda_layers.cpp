@@ -2,6 +2,7 @@
 // layouts where the kind has them. Skipped, saying why, without a GPU.
 #include <array>
 #include <cstring>
+#include <limits>
 
 #include "device/cuda/cuda_backend.h"
 #include "kernels/kernel_cache.h"
@@ -420,6 +421,17 @@ TEST(CudaLayers, TensorOps) {
     g.blend(gz, 0.75f, b.to(gpu()), 0.5f);
     expect_near(gz, z, 1e-6, "blend");
     EXPECT_NEAR(g.sum_squares(gz), c.sum_squares(z), 1e-9 * c.sum_squares(z));
+    {  // loss scaling's unscale: the same quotients, and a non-finite value found on the GPU
+        Tensor ga = a.to(gpu());
+        Tensor c_copy = z.clone(), g_copy = gz.clone();
+        EXPECT_TRUE(c.unscale({&c_copy}, 0.125f));
+        EXPECT_TRUE(g.unscale({&g_copy, &ga}, 0.125f));
+        expect_near(g_copy, c_copy, 0, "unscale");
+        std::vector<float> with_nan(std::size_t(s.numel()), 1.f);
+        with_nan[17] = std::numeric_limits<float>::quiet_NaN();
+        Tensor bad = Tensor::from_vector(s, cpu(), with_nan).to(gpu());
+        EXPECT_FALSE(g.unscale({&ga, &bad}, 0.5f));
+    }
     c.fill(z, 3.f);
     g.fill(gz, 3.f);
     expect_near(gz, z, 0, "fill");

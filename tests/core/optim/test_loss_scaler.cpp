@@ -1,12 +1,15 @@
 // LossScaler (optim/loss_scaler.h): the dynamic scale halves on a non-finite step and doubles
 // after its window of finite ones, a fixed one only counts skips, and a checkpoint's state
-// round-trips or is refused, leaving the scaler as it was.
+// round-trips or is refused, leaving the scaler as it was. And TensorOps' unscale, which the
+// stages run: every tensor divided in place, and whether all came out finite.
 #include <gtest/gtest.h>
 
 #include <limits>
 
+#include "kernels/kernel_cache.h"
 #include "optim/loss_scaler.h"
 #include "support/expect_error.h"
+#include "support/grad_check.h"
 
 namespace tandem::test {
 namespace {
@@ -130,6 +133,31 @@ TEST(LossScaler, CheckpointStateRoundTripsAndDamageChangesNothing) {
     fresh.restore({{"step", "3"}}, "c");
     EXPECT_EQ(fresh.scale(), 256.f);
     EXPECT_EQ(fresh.skipped(), 0);
+}
+
+TEST(LossScaler, UnscaleDividesEveryTensorAndFindsInfOrNaN) {
+    TensorOpsKernel& ops = tensor_ops(test_device());
+    const std::vector<float> a_values{3072.f, -1.5f, 0.f, 6e30f}, b_values{4096.f, 2.f};
+    Tensor a = Tensor::from_vector({4}, test_device(), a_values);
+    Tensor b = Tensor::from_vector({2}, test_device(), b_values);
+    EXPECT_TRUE(ops.unscale({&a, &b}, 1.f / 1024));
+    EXPECT_EQ(a.to_vector(), (std::vector<float>{3.f, -1.5f / 1024, 0.f, 6e30f / 1024}));
+    EXPECT_EQ(b.to_vector(), (std::vector<float>{4.f, 2.f / 1024}));
+    // Past float's range, or NaN, in any tensor: not finite (and every tensor still divided).
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float bad : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+        Tensor c = Tensor::from_vector({2}, test_device(), std::vector<float>{8.f, bad});
+        Tensor d = Tensor::from_vector({1}, test_device(), std::vector<float>{16.f});
+        EXPECT_FALSE(ops.unscale({&d, &c}, 0.5f)) << bad;
+        EXPECT_EQ(d.to_vector(), std::vector<float>{8.f});
+        EXPECT_EQ(c.to_vector()[0], 4.f);
+    }
+    // A large tensor (split between threads): one bad value among many.
+    std::vector<float> many(1 << 20, 2.f);
+    many[777777] = inf;
+    Tensor e = Tensor::from_vector({std::int64_t(many.size())}, test_device(), many);
+    EXPECT_FALSE(ops.unscale({&e}, 0.5f));
+    EXPECT_EQ(e.to_vector()[5], 1.f);
 }
 
 }  // namespace
