@@ -41,7 +41,7 @@ public:
     // Layer `layer`'s kernels, one by one (what layer_costs sums).
     std::vector<KernelTime> kernel_times(std::size_t layer, const TopologyDevice& device,
                                          std::int64_t batch) const;
-    Precision precision() const { return precision_; }
+    Precision precision() const override { return precision_; }
 
 private:
     NetShapes shapes_;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "device/precision.h"
 #include "parallel/communicator.h"
 #include "parallel/unit_placement.h"
 #include "plan/gpu_kernels.h"
@@ -108,6 +109,9 @@ public:
         (void)busy, (void)cores, (void)batch;
         return 1;
     }
+    // What the net's convolutions and products compute in. A run in fp16 scales its loss (the
+    // engine's loss_scale 'auto'), so its programs hold each stage's unscale pass.
+    virtual Precision precision() const { return Precision::fp32; }
 };
 
 }  // namespace tandem

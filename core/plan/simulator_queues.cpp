@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "optim/loss_scaler.h"
 #include "parallel/program.h"
 #include "plan/simulator_internal.h"
 
@@ -25,6 +26,9 @@ void StepSimulator::build_queues() {
     spec.parallel = p.parallel_options();
     for (const LayerCost& c : costs0) spec.parameter_bytes.push_back(c.tensor_bytes());
     spec.replicas = p.groups;
+    // The engine's default loss scaling for the precision (dynamic in fp16): its unscale pass.
+    spec.unscale_gradients =
+        resolve_loss_scale(LossScaleMode::automatic, costs_.precision()) != LossScaleMode::none;
     if (p.graph.stages.empty()) {
         std::vector<std::size_t> bounds{0};
         for (std::size_t c : p.cuts) bounds.push_back(c);

@@ -3,6 +3,8 @@
 // CPU devices sharing cores, and no plan over a device's memory.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "base/error.h"
 #include "plan/planner.h"
 #include "plan/simulator.h"
@@ -179,6 +181,27 @@ TEST(Simulator, AllReduceOverlapsEarlierStagesAndTheRestIsExposed) {
     p.devices = {0, 1, 2, 3};
     const Simulation shared = simulate(p, t, costs, true);
     EXPECT_GT(shared.exposed_comm_ms, ring_ms(0, 2) + 1.0);
+}
+
+// In fp16 a Tandem run scales its loss (loss_scale 'auto'), so every device's program holds the
+// unscale pass before the barrier, as the engine's does; in fp32 none.
+TEST(Simulator, Fp16ProgramsUnscaleTheirGradients) {
+    class HalfCosts final : public TableCosts {
+    public:
+        using TableCosts::TableCosts;
+        Precision precision() const override { return Precision::fp16; }
+    };
+    const Topology t = gpus();
+    Plan p = plan(2, 2, 2, 8, {2});
+    p.devices = {0, 1, 2, 3};
+    const auto unscales = [&](const CostModel& costs) {
+        std::set<std::string> tracks;
+        for (const auto& e : simulate(p, t, costs, true).events)
+            if (e.name == "unscale gradients") tracks.insert(e.track);
+        return tracks.size();
+    };
+    EXPECT_EQ(unscales(HalfCosts(4, 1.0, 2.0, 1000, 1 << 20)), 4u);
+    EXPECT_EQ(unscales(TableCosts(4, 1.0, 2.0, 1000, 1 << 20)), 0u);
 }
 
 TEST(Simulator, BucketsGoDuringTheLastBackward) {
