@@ -1,5 +1,9 @@
 // The engine's checkpoints: weights and buffers by layer name, the optimizer's state, the step,
 // seed and loss scale (engine.h says what a file holds and how a load checks it).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 #include "io/safetensors.h"
@@ -8,6 +12,10 @@ namespace tandem {
 namespace {
 
 constexpr const char* kCheckpointFormat = "tandem-checkpoint-1";
+// Loss scaling's state (with loss scaling only).
+constexpr const char* kLossScaleKey = "loss_scale";
+constexpr const char* kGoodStepsKey = "loss_scale_good_steps";
+constexpr const char* kSkippedKey = "loss_scale_skipped";
 
 }  // namespace
 
@@ -27,7 +35,14 @@ void Engine::save(const std::string& path, const std::map<std::string, std::stri
     meta["format"] = kCheckpointFormat;
     meta["step"] = std::to_string(step_);
     meta["seed"] = std::to_string(options_.seed);
-    scaler_.save(meta);
+    if (scaler_.enabled()) {
+        const LossScaler::State state = scaler_.state();
+        char scale[32];
+        std::snprintf(scale, sizeof scale, "%.9g", double(state.scale));  // round-trips a float
+        meta[kLossScaleKey] = scale;
+        meta[kGoodStepsKey] = std::to_string(state.good_steps);
+        meta[kSkippedKey] = std::to_string(state.skipped);
+    }
     save_safetensors(path, tensors, meta);
 }
 
@@ -76,8 +91,22 @@ std::map<std::string, std::string> Engine::load(const std::string& path) {
     };
     const auto step = static_cast<std::int64_t>(count("step"));
     const std::uint64_t seed = meta.count("seed") ? count("seed") : options_.seed;
+    // Loss scaling's state where the file has it; a file written without loss scaling starts
+    // the scale afresh.
     LossScaler scaler = scaler_;
-    scaler.restore(meta, path);
+    if (!scaler.enabled() || !meta.count(kLossScaleKey)) {
+        scaler.restart();
+    } else {
+        const std::string& text = meta[kLossScaleKey];
+        char* end = nullptr;
+        const float scale = std::strtof(text.c_str(), &end);
+        TANDEM_CHECK_AS(DataError,
+                        end != text.c_str() && *end == '\0' && std::isfinite(scale) && scale > 0)
+            << path << ": metadata '" << kLossScaleKey << "' must be a finite number > 0, got '"
+            << text << "'";
+        scaler.restore({scale, static_cast<std::int64_t>(count(kGoodStepsKey)),
+                        static_cast<std::int64_t>(count(kSkippedKey))});
+    }
     const std::function<void()> apply_averaging = load_averaging(by_name, path);
     try {
         for (auto& replica : replicas_)

@@ -2,7 +2,6 @@
 // hierarchical communicator, this process's share of the global batch, rank 0's weights for
 // everyone, and evaluation shared out over the processes.
 #include <cstring>
-#include <iterator>
 #include <sstream>
 
 #include "base/error.h"
@@ -33,51 +32,44 @@ void Engine::join_processes() {
     TANDEM_CHECK_AS(ConfigError, p.stages == 1 || mpi::thread_multiple())
         << "Engine: " << p.stages << " stages reduce concurrently over MPI, which needs "
         << "MPI_THREAD_MULTIPLE; this MPI library does not grant it (use one stage per process)";
-    // Every process must run the same layout, or their collectives would not match: compare
-    // the options that shape them (the schema's ranks_agree ones), the smallest and largest of
-    // each over the ranks.
-    std::vector<const ParallelOption*> shaping;
-    std::vector<double> mine;
-    for (const auto& option : parallel_option_schema())
-        if (option.ranks_agree)
-            shaping.push_back(&option), mine.push_back(option_as_number(option, option.get(p)));
-    std::vector<double> low = mine, high = mine;
+    // Every process must run the same layout, or their collectives would not match (the
+    // parallel options that shape them: the schema's ranks_agree ones), and compute and scale
+    // its gradients alike (a rank scaling its loss where another does not would sum gradients
+    // of different sizes). Each as a number, the smallest and largest over the ranks compared;
+    // where the number is a hash or an enum, `mine` says this rank's value in words.
+    struct Agreed {
+        std::string name;
+        double value;
+        std::string mine;
+    };
+    std::vector<Agreed> agreed;
+    for (const auto& option : parallel_option_schema()) {
+        if (!option.ranks_agree) continue;
+        const OptionValue value = option.get(p);
+        agreed.push_back({"parallel." + std::string(option.name), option_as_number(option, value),
+                          option_is_list(value) ? option_text(option, value) : ""});
+    }
+    agreed.push_back(
+        {"precision", double(options_.precision), std::string(precision_name(options_.precision))});
+    agreed.push_back(
+        {"loss_scale", double(scaler_.mode()), std::string(loss_scale_mode_name(scaler_.mode()))});
+    agreed.push_back({"initial_loss_scale", double(options_.loss_scale.initial), ""});
+    agreed.push_back({"loss_scale_window", double(options_.loss_scale.window), ""});
+    std::vector<double> low, high;
+    for (const Agreed& a : agreed) low.push_back(a.value);
+    high = low;
     mpi::all_reduce(low.data(), low.size(), "min");
     mpi::all_reduce(high.data(), high.size(), "max");
-    for (std::size_t i = 0; i < mine.size(); ++i) {
+    for (std::size_t i = 0; i < agreed.size(); ++i) {
         if (low[i] == high[i]) continue;
-        // A list's number is a hash: this rank's value says more.
-        const OptionValue value = shaping[i]->get(p);
         std::ostringstream which;
-        if (option_is_list(value))
-            which << "this rank's: " << option_text(*shaping[i], value);
+        if (!agreed[i].mine.empty())
+            which << "this rank's: " << agreed[i].mine;
         else
             which << "from " << low[i] << " to " << high[i];
-        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on parallel."
-                                  << shaping[i]->name << " (" << which.str()
-                                  << "); every rank must run the same layout";
-    }
-    // What every rank's gradients are computed in and scaled by must agree too: a rank scaling
-    // its loss where another does not would sum gradients of different sizes.
-    const double scaling[] = {double(options_.precision), double(scaler_.mode()),
-                              double(options_.loss_scale.initial),
-                              double(options_.loss_scale.window)};
-    const char* scaling_names[] = {"precision", "loss_scale", "initial_loss_scale",
-                                   "loss_scale_window"};
-    std::vector<double> least(std::begin(scaling), std::end(scaling)), most = least;
-    mpi::all_reduce(least.data(), least.size(), "min");
-    mpi::all_reduce(most.data(), most.size(), "max");
-    for (std::size_t i = 0; i < least.size(); ++i) {
-        if (least[i] == most[i]) continue;
-        std::ostringstream which;
-        if (i == 0)
-            which << "this rank's: " << precision_name(options_.precision);
-        else if (i == 1)
-            which << "this rank's: " << loss_scale_mode_name(scaler_.mode());
-        else
-            which << "from " << least[i] << " to " << most[i];
-        TANDEM_THROW(ConfigError) << "Engine: the MPI ranks disagree on " << scaling_names[i]
-                                  << " (" << which.str() << "); every rank must train alike";
+        TANDEM_THROW(ConfigError)
+            << "Engine: the MPI ranks disagree on " << agreed[i].name << " (" << which.str()
+            << "); every rank must train alike (layout, precision, loss scaling)";
     }
     // Each stage's replicas reduce through one kind of communicator (MPI from host memory,
     // NCCL on GPUs), so a stage must be on host-accessible devices in every process or in none.

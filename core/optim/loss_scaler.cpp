@@ -1,29 +1,11 @@
 #include "optim/loss_scaler.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 #include "base/error.h"
 
 namespace tandem {
-namespace {
-
-// The metadata a checkpoint keeps the scaler's state under.
-constexpr const char* kScaleKey = "loss_scale";
-constexpr const char* kGoodStepsKey = "loss_scale_good_steps";
-constexpr const char* kSkippedKey = "loss_scale_skipped";
-
-// A whole number >= 0 as save() writes it; -1 for anything else.
-std::int64_t whole_number(const std::string& text) {
-    if (text.empty() || text.size() > 18 ||
-        text.find_first_not_of("0123456789") != std::string::npos)
-        return -1;
-    return std::stoll(text);
-}
-
-}  // namespace
 
 LossScaleMode resolve_loss_scale(LossScaleMode mode, Precision precision) {
     if (mode != LossScaleMode::automatic) return mode;
@@ -62,42 +44,12 @@ void LossScaler::record(bool finite) {
     scale_ /= 2;
 }
 
-void LossScaler::save(std::map<std::string, std::string>& meta) const {
-    if (!enabled()) return;
-    char text[32];
-    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(scale_));  // round-trips a float
-    meta[kScaleKey] = text;
-    meta[kGoodStepsKey] = std::to_string(good_steps_);
-    meta[kSkippedKey] = std::to_string(skipped_);
-}
-
-void LossScaler::restore(const std::map<std::string, std::string>& meta, const std::string& path) {
-    if (!enabled()) return;
-    const auto scale_at = meta.find(kScaleKey);
-    if (scale_at == meta.end()) {  // written without loss scaling: start afresh
-        scale_ = initial_, good_steps_ = 0, skipped_ = 0;
-        return;
-    }
-    char* end = nullptr;
-    const float scale = std::strtof(scale_at->second.c_str(), &end);
-    TANDEM_CHECK_AS(DataError, end != scale_at->second.c_str() && *end == '\0' &&
-                                   std::isfinite(scale) && scale > 0)
-        << path << ": metadata '" << kScaleKey << "' must be a finite number > 0, got '"
-        << scale_at->second << "'";
-    auto count = [&](const char* key) {
-        const auto it = meta.find(key);
-        TANDEM_CHECK_AS(DataError, it != meta.end())
-            << path << ": metadata '" << key << "' is missing (it has '" << kScaleKey << "')";
-        const std::int64_t n = whole_number(it->second);
-        TANDEM_CHECK_AS(DataError, n >= 0)
-            << path << ": metadata '" << key << "' must be a whole number >= 0, got '" << it->second
-            << "'";
-        return n;
-    };
-    const std::int64_t good_steps = count(kGoodStepsKey), skipped = count(kSkippedKey);
-    // A fixed scale is the run's option, which a resumed run may change; a dynamic one is state.
-    if (mode_ == LossScaleMode::dynamic) scale_ = scale, good_steps_ = good_steps;
-    skipped_ = skipped;
+void LossScaler::restore(const State& state) {
+    TANDEM_CHECK(std::isfinite(state.scale) && state.scale > 0 && state.good_steps >= 0 &&
+                 state.skipped >= 0)
+        << "a loss scale of " << state.scale << " cannot be restored";
+    if (mode_ == LossScaleMode::dynamic) scale_ = state.scale, good_steps_ = state.good_steps;
+    skipped_ = state.skipped;
 }
 
 }  // namespace tandem

@@ -15,8 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <string>
 #include <string_view>
 
 #include "base/enum_names.h"
@@ -69,12 +67,18 @@ public:
     void record(bool finite);
     std::int64_t skipped() const { return skipped_; }
 
-    // The state a checkpoint keeps, as metadata ("loss_scale", "loss_scale_good_steps",
-    // "loss_scale_skipped"); restore() reads what save() wrote and leaves the scaler as it was
-    // (DataError naming `path` and the entry) when the values are damaged. A checkpoint
-    // without them (written without loss scaling) starts the scale afresh.
-    void save(std::map<std::string, std::string>& meta) const;
-    void restore(const std::map<std::string, std::string>& meta, const std::string& path);
+    // What a checkpoint keeps of it (engine_checkpoint.cpp writes and reads it as metadata).
+    struct State {
+        float scale = 1;
+        std::int64_t good_steps = 0;  // finite steps since the scale last changed
+        std::int64_t skipped = 0;
+    };
+    State state() const { return {scale_, good_steps_, skipped_}; }
+    // Continues from a saved state. A fixed scale is the run's option, which a resumed run may
+    // change: only its count of skips is taken. Error for a scale that is not finite and > 0.
+    void restore(const State& state);
+    // As at the start of a run (a checkpoint written without loss scaling).
+    void restart() { scale_ = enabled() ? initial_ : 1.f, good_steps_ = 0, skipped_ = 0; }
 
 private:
     LossScaleMode mode_;

@@ -36,9 +36,13 @@ local group = 'devices and parallelism'
 -- The command-line flag of a T.Engine option ({default, help [, choices =]}, as T.options
 -- reads it), from its row of the schema (core/engine/engine_schema.cpp): --precision here and
 -- in `tandem bench`, --loss_scale and --initial_loss_scale.
+-- A schema row's choices as T.options takes them: nil for an option that has none.
+local function choices_of(row)
+  return row.choices and #row.choices > 0 and row.choices or nil
+end
 function M.engine_flag(name)
   local row = require('tandem.options').schema_option('engine', name, 'T.Engine')
-  return {row.default, row.help, choices = row.choices and #row.choices > 0 and row.choices or nil}
+  return {row.default, row.help, choices = choices_of(row)}
 end
 local defaults = {
   device = {'cpu', 'the kind of every device', choices = {'cpu', 'cuda'}},
@@ -107,7 +111,7 @@ end
 for _, option in ipairs(schema) do
   if option.flag ~= '' then
     defaults[option.flag] = {flag_value(option, option.default), option.help, kind = flag_kind(option),
-                             choices = #option.choices > 0 and option.choices or nil}
+                             choices = choices_of(option)}
   end
 end
 for _, spec in pairs(defaults) do spec.group = group end

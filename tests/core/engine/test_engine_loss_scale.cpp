@@ -5,10 +5,12 @@
 // its window, resumes exactly, and a diverged loss is an error rather than endless skipping.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "device/cpu/cpu_device.h"
 #include "engine/engine.h"
+#include "io/safetensors.h"
 #include "layers/batch_norm2d.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
@@ -140,6 +142,38 @@ TEST(EngineLossScale, DynamicScaleDoublesAfterItsWindowAndResumesExactly) {
     Engine fresh(scaled_loss_options(scaling));
     fresh.load(path);
     EXPECT_EQ(fresh.loss_scaler().scale(), 8.f);
+}
+
+// The scale in a checkpoint's metadata: read back exactly (a scale that is no power of two
+// too), and a damaged value refused naming the file and the entry, the engine as it was.
+TEST(EngineLossScale, CheckpointMetadataIsExactAndDamageChangesNothing) {
+    TempDir dir;
+    const std::string path = (dir.path() / "scaled.safetensors").string();
+    Engine saved(scaled_loss_options({LossScaleMode::dynamic, 1000.1f, 4}));
+    saved.step(make_batch(0, 12).images, make_batch(0, 12).labels);
+    saved.save(path);
+    Engine resumed(scaled_loss_options({LossScaleMode::dynamic, 8, 4}));
+    resumed.load(path);
+    EXPECT_EQ(resumed.loss_scaler().scale(), 1000.1f);
+    EXPECT_EQ(resumed.loss_scaler().state().good_steps, 1);
+
+    const SafetensorsContents file = load_safetensors(path, host_device());
+    for (const auto& [key, bad, words] : std::vector<std::array<std::string, 3>>{
+             {"loss_scale", "-4", "must be a finite number > 0, got '-4'"},
+             {"loss_scale", "inf", "must be a finite number > 0, got 'inf'"},
+             {"loss_scale", "12x", "must be a finite number > 0, got '12x'"},
+             {"loss_scale_good_steps", "1.5", "must be a whole number >= 0, got '1.5'"},
+             {"loss_scale_skipped", "", "must be a whole number >= 0, got ''"}}) {
+        auto meta = file.metadata;
+        meta[key] = bad;
+        const std::string damaged = (dir.path() / "damaged.safetensors").string();
+        save_safetensors(damaged, file.tensors, meta);
+        Engine untouched(scaled_loss_options({LossScaleMode::dynamic, 512, 4}));
+        expect_error<DataError>([&] { untouched.load(damaged); },
+                                damaged + ": metadata '" + key + "' " + words);
+        EXPECT_EQ(untouched.loss_scaler().scale(), 512.f) << key << " = " << bad;
+        EXPECT_EQ(untouched.steps(), 0);
+    }
 }
 
 TEST(EngineLossScale, ADivergedLossIsAnErrorNotEndlessSkipping) {

@@ -1,6 +1,6 @@
 // LossScaler (optim/loss_scaler.h): the dynamic scale halves on a non-finite step and doubles
-// after its window of finite ones, a fixed one only counts skips, and a checkpoint's state
-// round-trips or is refused, leaving the scaler as it was. And TensorOps' unscale, which the
+// after its window of finite ones, a fixed one only counts skips, and its state round-trips
+// (what a checkpoint keeps). And TensorOps' unscale, which the
 // stages run: every tensor divided in place, and whether all came out finite.
 #include <gtest/gtest.h>
 
@@ -85,54 +85,33 @@ TEST(LossScaler, RefusesAScaleOrWindowThatCannotWork) {
                               "loss_scale_window must be at least 1 step, got 0");
 }
 
-TEST(LossScaler, CheckpointStateRoundTripsAndDamageChangesNothing) {
+// What a checkpoint keeps: a dynamic scaler continues from it, a fixed one takes only its
+// skips, and restart() is a fresh run's (the metadata itself: test_engine_loss_scale.cpp).
+TEST(LossScaler, StateRoundTripsAndRestarts) {
     LossScaler s = dynamic_scaler(65536, 4);
     s.record(false);  // 32768, one skipped
     s.record(true);   // one good step
-    std::map<std::string, std::string> meta;
-    s.save(meta);
-    EXPECT_EQ(meta.at("loss_scale"), "32768");
+    const LossScaler::State state = s.state();
+    EXPECT_EQ(state.scale, 32768.f);
+    EXPECT_EQ(state.good_steps, 1);
+    EXPECT_EQ(state.skipped, 1);
 
-    LossScaler resumed = dynamic_scaler(65536, 4);
-    resumed.restore(meta, "ckpt");
+    LossScaler resumed = dynamic_scaler(512, 4);
+    resumed.restore(state);
     EXPECT_EQ(resumed.scale(), 32768.f);
     EXPECT_EQ(resumed.skipped(), 1);
     for (int i = 0; i < 3; ++i) resumed.record(true);  // 1 + 3 = the window
     EXPECT_EQ(resumed.scale(), 65536.f);
 
-    // A scale that is not a round trip of a float: read exactly as written.
-    LossScaler odd = dynamic_scaler(1000.1f, 4);
-    std::map<std::string, std::string> odd_meta;
-    odd.save(odd_meta);
-    LossScaler odd_back = dynamic_scaler(1, 4);
-    odd_back.restore(odd_meta, "ckpt");
-    EXPECT_EQ(odd_back.scale(), 1000.1f);
+    LossScaler fixed({LossScaleMode::fixed, 128, 1}, Precision::fp32);
+    fixed.restore(state);
+    EXPECT_EQ(fixed.scale(), 128.f) << "a fixed scale is the run's option";
+    EXPECT_EQ(fixed.skipped(), 1);
 
-    for (const auto& [key, bad] :
-         std::vector<std::pair<std::string, std::string>>{{"loss_scale", "-4"},
-                                                          {"loss_scale", "inf"},
-                                                          {"loss_scale", "12x"},
-                                                          {"loss_scale_good_steps", "1.5"},
-                                                          {"loss_scale_skipped", ""}}) {
-        auto damaged = meta;
-        damaged[key] = bad;
-        LossScaler untouched = dynamic_scaler(512, 4);
-        expect_error<DataError>([&] { untouched.restore(damaged, "ckpt.safetensors"); },
-                                "ckpt.safetensors: metadata '" + key + "'");
-        EXPECT_EQ(untouched.scale(), 512.f) << key << " = " << bad;
-    }
-    auto missing = meta;
-    missing.erase("loss_scale_skipped");
-    LossScaler untouched = dynamic_scaler(512, 4);
-    expect_error<DataError>([&] { untouched.restore(missing, "c"); },
-                            "metadata 'loss_scale_skipped' is missing");
-
-    // Written without loss scaling: the scale starts afresh.
-    LossScaler fresh = dynamic_scaler(256, 4);
-    fresh.record(false);
-    fresh.restore({{"step", "3"}}, "c");
-    EXPECT_EQ(fresh.scale(), 256.f);
-    EXPECT_EQ(fresh.skipped(), 0);
+    resumed.restart();
+    EXPECT_EQ(resumed.scale(), 512.f);
+    EXPECT_EQ(resumed.skipped(), 0);
+    expect_error<Error>([&] { resumed.restore({0.f, 0, 0}); }, "a loss scale of 0");
 }
 
 TEST(LossScaler, UnscaleDividesEveryTensorAndFindsInfOrNaN) {
