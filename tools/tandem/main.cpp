@@ -86,7 +86,7 @@ int run_command(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
-    tandem::tool::let_idle_openmp_threads_sleep(argv);
+    tandem::tool::bound_openmp_spinning(argv);
     // Line-buffered even into a pipe or a file, so progress reaches logs as it happens.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     namespace mpi = tandem::mpi;
