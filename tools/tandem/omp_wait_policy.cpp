@@ -52,7 +52,8 @@ long long spin_turns(double microseconds) {
     for (int round = 0; round < 3; ++round) {  // the fastest of three: preemption only adds
         const auto start = std::chrono::steady_clock::now();
         for (int turn = 0; turn < kTurns && released == 0; ++turn) relax();
-        const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+        const std::chrono::duration<double, std::nano> took =
+            std::chrono::steady_clock::now() - start;
         fastest_ns = std::min(fastest_ns, took.count());
     }
     const double turn_ns = std::max(fastest_ns / kTurns, 0.1);
