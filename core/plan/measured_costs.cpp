@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <thread>
@@ -141,20 +142,24 @@ double slowdown(int busy, int cores, double all, double over) {
 
 double MeasuredCostModel::measured_slowdown(int n, std::int64_t batch) const {
     // The net's step alone and on n threads at once. The threads pass a barrier after every
-    // step, as the engine's workers do, so a step lasts as long as its slowest thread's. Larger
+    // step, as the engine's workers do, so a step lasts as long as its slowest thread's, timed
+    // from one release of the barrier to the next (ProfileOptions::after_step). Larger
     // batches leave the caches sooner and share memory bandwidth: measured at the batch asked
     // for. Other work on the machine comes and goes within seconds: each trial takes its own
     // `alone` right before, and the median of three trials counts.
     auto concurrent = [&] {
-        std::barrier steps(n);
+        std::chrono::steady_clock::time_point released;
+        std::barrier steps(n, [&]() noexcept { released = std::chrono::steady_clock::now(); });
         std::vector<double> times(static_cast<std::size_t>(n));
         std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
         std::vector<std::thread> threads;
         for (int c = 0; c < n; ++c)
             threads.emplace_back([&, c] {
                 try {
-                    times[static_cast<std::size_t>(c)] =
-                        profiler_(1, batch, [&] { steps.arrive_and_wait(); }).step_ms;
+                    times[static_cast<std::size_t>(c)] = profiler_(1, batch, [&] {
+                                                             steps.arrive_and_wait();
+                                                             return released;
+                                                         }).step_ms;
                 } catch (...) {
                     // Failed inside a step: leave the barrier, so the others do not wait for it.
                     errors[static_cast<std::size_t>(c)] = std::current_exception();
@@ -311,7 +316,7 @@ std::shared_ptr<MeasuredCostModel> measured_cost_model(std::shared_ptr<Sequentia
     if (!placed) placed = std::make_shared<const UnitPlacement>(all_units(*net));
     NetShapes shapes = net_shapes(*net, sample, *placed);
     auto profiler = [net, sample, options, placed](int threads, std::int64_t batch,
-                                                   std::function<void()> after_step) {
+                                                   StepEnd after_step) {
         // A copy of the net on a device of its own: the caller's net and devices stay as they are.
         auto device = std::make_shared<CpuDevice>(90 + threads, CpuDeviceOptions{0, threads});
         ProfileOptions o = options;

@@ -25,8 +25,7 @@ class MeasuredCostModel final : public CostModel {
 public:
     // profile(threads, batch, after_step): the net profiled on a CPU device with that many
     // threads; `after_step`, when set, goes to ProfileOptions::after_step.
-    using Profiler = std::function<NetProfile(int threads, std::int64_t batch,
-                                              std::function<void()> after_step)>;
+    using Profiler = std::function<NetProfile(int threads, std::int64_t batch, StepEnd after_step)>;
     // This machine's copy, hand-off figures (measure_machine_figures: about 0.2 s).
     using MachineProbe = std::function<MachineFigures()>;
     // `rounds`: how many times prefetch() profiles each batch size (see there). `cache`: where

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -95,6 +96,7 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
         // in as many steps of its own, synchronised only at their ends.
         const bool free_steps = !device.host_accessible();
         const int layer_steps = o.warmup + o.iterations;
+        std::optional<Clock::time_point> next_step_start;  // from after_step: a barrier's release
         for (int it = 0; it < layer_steps + (free_steps ? o.iterations : 0); ++it) {
             const bool timed = it >= o.warmup && it < layer_steps;
             const bool step_timed = free_steps ? it >= layer_steps : timed;
@@ -106,7 +108,7 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
             Pass pass{device, Mode::train, 0, tape,
                       rng_key(o.seed, static_cast<std::uint64_t>(it))};
             Optimizer::zero_grad(params);
-            const auto step_start = settled_now(device);
+            const auto step_start = next_step_start ? *next_step_start : settled_now(device);
             std::vector<Tensor> values(placed.values), grads(placed.values);
             values[kBatchValue] = x;
             for (std::size_t i = 0; i < n; ++i) {
@@ -128,7 +130,7 @@ NetProfile profile_net(Sequential& net, const UnitPlacement& placed, Loss& loss,
             const auto u0 = layer_clock();
             sgd.step(params, 0.01f);
             if (timed) update_times.push_back(ms_since(device, u0));
-            if (o.after_step) o.after_step();
+            if (o.after_step) next_step_start = o.after_step();
             if (step_timed) step_times.push_back(ms_since(device, step_start));
         }
     });

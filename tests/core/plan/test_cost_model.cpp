@@ -181,7 +181,7 @@ TEST(CostModel, AFailedConcurrentProfileStopsTheMeasurement) {
     std::atomic<int> calls{0};
     const MeasuredCostModel model(
         net_shapes(*cost_net(), Shape({3, 32, 32})), true,
-        [&](int, std::int64_t batch, std::function<void()> after_step) {
+        [&](int, std::int64_t batch, StepEnd after_step) {
             const int call = calls++;
             NetProfile p;
             p.batch = batch, p.step_ms = 1, p.update_ms = 0.1;
@@ -203,7 +203,7 @@ TEST(CostModel, ContentionBeyondTheCoresIsMeasuredOnlyWhenAsked) {
     std::atomic<int> calls{0};
     const MeasuredCostModel model(
         net_shapes(*cost_net(), Shape({3, 32, 32})), true,
-        [&](int, std::int64_t batch, std::function<void()> after_step) {
+        [&](int, std::int64_t batch, StepEnd after_step) {
             ++calls;
             NetProfile p;
             p.batch = batch, p.step_ms = 1, p.update_ms = 0.1;

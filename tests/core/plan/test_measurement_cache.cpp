@@ -137,7 +137,7 @@ struct CountedModel {
                  CacheUse use = CacheUse::reuse)
         : model(
               net_shapes(*small_net(), Shape({1, 8, 8})), true,
-              [this, step_ms](int, std::int64_t batch, std::function<void()> after_step) {
+              [this, step_ms](int, std::int64_t batch, StepEnd after_step) {
                   ++calls;
                   NetProfile p = profile_of(batch);
                   p.step_ms = step_ms * double(batch);

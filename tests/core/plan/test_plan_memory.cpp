@@ -36,7 +36,7 @@ TEST(PlanMemory, SimulatedPeakMatchesTheEngines) {
     auto model = memory_net();
     const MeasuredCostModel costs(
         net_shapes(*model, sample), true,
-        [&](int threads, std::int64_t batch, std::function<void()>) {
+        [&](int threads, std::int64_t batch, StepEnd) {
             CpuDevice device(50, CpuDeviceOptions{0, threads});
             auto copy = std::static_pointer_cast<Sequential>(model->clone());
             CrossEntropy loss;
