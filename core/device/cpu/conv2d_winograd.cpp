@@ -280,7 +280,6 @@ private:
             activation_scratch(device_).for_calling_thread(threads_ * per_thread));
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
-        const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         const std::int64_t rows = g.n * g.out_h * g.out_w;
         const TeamRun run = run_in_blocks(scratch, per_thread, threads_, [&](char* block) {
             auto* v = reinterpret_cast<float*>(block);
@@ -289,15 +288,13 @@ private:
             float* db = du + du_floats;
             std::fill(du, du + du_floats + g.cout, 0.f);
             bool ok = true;
-#pragma omp for schedule(static)
-            for (std::int64_t ch = 0; ch < chunks; ++ch) {
-                const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
+            own_share(g.tiles(), chunk, [&](std::int64_t first, std::int64_t count) {
                 transform_input<M, R>(g, x, first, count, v);
                 transform_output_gradient<M, R>(g, dy, first, count, z);
                 for (std::int64_t xi = 0; xi < a2; ++xi)
                     ok &= wg::multiply({v + xi * cin, 1, a2 * cin}, {z + xi * cout, a2 * cout},
                                        g.cin, cout, count, true, {du + xi * g.cin * cout, cout});
-            }
+            });
             if (config_.bias) {
 #pragma omp for schedule(static)
                 for (std::int64_t r = 0; r < rows; ++r)
@@ -343,22 +340,19 @@ private:
             activation_scratch(device_).for_calling_thread(u_bytes + threads_ * per_thread));
         auto* u = reinterpret_cast<float*>(scratch);
         transform_filters<M, R>(w, g.cin, g.cout, cout, flipped, u);
-        const std::int64_t tiles = g.tiles(), chunks = (tiles + chunk - 1) / chunk;
         const TeamRun run =
             run_in_blocks(scratch + u_bytes, per_thread, threads_, [&](char* block) {
                 auto* v = reinterpret_cast<float*>(block);
                 float* product = v + a2 * chunk * g.cin_row();
                 bool ok = true;
-#pragma omp for schedule(static)
-                for (std::int64_t ch = 0; ch < chunks; ++ch) {
-                    const std::int64_t first = ch * chunk, count = std::min(chunk, tiles - first);
+                own_share(g.tiles(), chunk, [&](std::int64_t first, std::int64_t count) {
                     transform_input<M, R>(g, in, first, count, v);
                     for (std::int64_t xi = 0; xi < a2; ++xi)
                         ok &= wg::multiply({v + xi * g.cin_row(), a2 * g.cin_row(), 1},
                                            {u + xi * g.cin * cout, cout}, count, cout, g.cin, false,
                                            {product + xi * cout, a2 * cout});
                     transform_output<M, R>(g, product, first, count, bias, out);
-                }
+                });
                 return ok;
             });
         TANDEM_CHECK_AS(BackendError, !run.failed) << "dnnl_sgemm failed in a Winograd convolution";

@@ -5,7 +5,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 namespace tandem::cpu {
 
@@ -28,6 +30,18 @@ TeamRun run_in_blocks(char* scratch, std::size_t block_bytes, int threads, Body&
         failed = !body(scratch + static_cast<std::size_t>(omp_get_thread_num()) * block_bytes);
     }
     return {team, failed};
+}
+
+// Inside run_in_blocks' body: this thread's share of `items` (as equal as whole items allow),
+// handed to piece(first, count) in runs of at most `most`. `#pragma omp for` over pieces of a
+// fixed size gives one thread a piece more than another where their number is odd: ResNet-20's
+// 64-channel Winograd layers (512 tiles, 14 a piece) gave one thread 19 pieces and the other 18.
+template <typename Piece>
+void own_share(std::int64_t items, std::int64_t most, Piece&& piece) {
+    const std::int64_t thread = omp_get_thread_num(), team = omp_get_num_threads();
+    const std::int64_t end = items * (thread + 1) / team;
+    for (std::int64_t first = items * thread / team; first < end; first += most)
+        piece(first, std::min(most, end - first));
 }
 
 }  // namespace tandem::cpu
