@@ -30,6 +30,10 @@ std::unique_ptr<EmbeddingKernel> make_embedding_cpu(Device&, const EmbeddingConf
 std::unique_ptr<LayerNormKernel> make_layer_norm_cpu(Device&, const LayerNormConfig&);
 std::unique_ptr<SoftmaxCrossEntropyKernel> make_softmax_cross_entropy_cpu(
     Device&, const SoftmaxCrossEntropyConfig&);
+// Channels-last batch normalisation on our own loops, other layouts on oneDNN
+// (batch_norm_nhwc.cpp).
+std::unique_ptr<BatchNormKernel> make_batch_norm_cpu(Device&, const BatchNormConfig&);
+std::unique_ptr<BatchNormReluKernel> make_batch_norm_relu_cpu(Device&, const BatchNormConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_dnnl(Device&, const BatchNormConfig&);
 std::unique_ptr<BatchNormKernel> make_batch_norm_reference(Device&, const BatchNormConfig&);
 std::unique_ptr<BatchNormReluKernel> make_batch_norm_relu_dnnl(Device&, const BatchNormConfig&);

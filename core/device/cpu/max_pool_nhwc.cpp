@@ -13,13 +13,12 @@
 #include <limits>
 #include <vector>
 
+#include "device/cpu/channel_vectors.h"
 #include "device/cpu/kernels_cpu.h"
-#include "device/cpu/winograd_tiles.h"
 
 namespace tandem::cpu {
 namespace {
 
-namespace vec = winograd;  // the channel vector type (8 or 16 floats) and its loads
 // A window index for each channel of a vector, as 32-bit lanes and as the workspace's 16-bit.
 using Index = std::int32_t __attribute__((vector_size(4 * vec::kVec)));
 using Index16 = std::uint16_t __attribute__((vector_size(2 * vec::kVec)));

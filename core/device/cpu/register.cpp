@@ -48,9 +48,12 @@ void register_cpu_kernels(KernelRegistry& r) {
     r.add<AttentionKernel>(kCpu, "cpu", make_attention_cpu);
     r.add<AttentionKernel>(kCpu, "reference", make_attention_cpu);
 
+    // Channels-last on our own loops, other layouts on oneDNN (batch_norm_nhwc.cpp).
+    r.add<BatchNormKernel>(kCpu, "cpu", make_batch_norm_cpu);
     r.add<BatchNormKernel>(kCpu, "dnnl", make_batch_norm_dnnl);
     r.add<BatchNormKernel>(kCpu, "reference", make_batch_norm_reference);
     // No reference: a layer held to the reference kernels runs its ReLU apart.
+    r.add<BatchNormReluKernel>(kCpu, "cpu", make_batch_norm_relu_cpu);
     r.add<BatchNormReluKernel>(kCpu, "dnnl", make_batch_norm_relu_dnnl);
 
     r.add<Pool2dKernel>(kCpu, "cpu", make_pool2d_cpu);
