@@ -149,30 +149,23 @@ public:
                 return from_centred(centred, av[j], bv[j]) > zero ? g : zero;
             };
             // Sums of dy and dy * x^ per channel.
-            ChannelSums sums(threads_, channels_);
-            int team = 1;
-#pragma omp parallel num_threads(threads_)
-            {
-                if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-                double* own = sums.of_thread(omp_get_thread_num());
-                own_share(pixels_, kBlock, [&](std::int64_t first, std::int64_t count) {
-                    for_vectors([&](std::int64_t c, int lanes, std::size_t j) {
-                        Vec s{}, q{};
-                        for (std::int64_t p = first; p < first + count; ++p) {
-                            const Vec centred = load(x + p * channels_ + c, lanes) - mv[j];
-                            const Vec g = passed(load(dy + p * channels_ + c, lanes), centred, j);
-                            s += g;
-                            q += g * (centred * rv[j]);
-                        }
-                        for (int l = 0; l < lanes; ++l) {
-                            own[c + l] += s[l];
-                            own[channels_ + c + l] += q[l];
-                        }
-                    });
-                });
-            }
             std::vector<double> sum_dy, sum_dy_xhat;
-            sums.combine(team, sum_dy, sum_dy_xhat);
+            sum_blocks(
+                [&](std::int64_t first, std::int64_t count, std::int64_t c, int lanes,
+                    std::size_t j, double* own) {
+                    Vec s{}, q{};
+                    for (std::int64_t p = first; p < first + count; ++p) {
+                        const Vec centred = load(x + p * channels_ + c, lanes) - mv[j];
+                        const Vec g = passed(load(dy + p * channels_ + c, lanes), centred, j);
+                        s += g;
+                        q += g * (centred * rv[j]);
+                    }
+                    for (int l = 0; l < lanes; ++l) {
+                        own[c + l] += s[l];
+                        own[channels_ + c + l] += q[l];
+                    }
+                },
+                sum_dy, sum_dy_xhat);
             float* dg = diff_gamma.data<float>();
             float* db = diff_beta.data<float>();
             // dx = a * g + k1 * (x - mean) + k0: in training the batch statistics' share of the
@@ -215,6 +208,27 @@ private:
                  static_cast<std::size_t>(c / kVec));
     }
 
+    // Two sums per channel over every pixel: block(first pixel, count, first channel, lanes,
+    // vector index, own) adds one channel vector's two sums over a block of at most kBlock
+    // pixels into this thread's totals (own[c], own[channels + c]); then the threads' totals,
+    // in thread order, into `first` and `second`.
+    template <typename Block>
+    void sum_blocks(Block&& block, std::vector<double>& first, std::vector<double>& second) const {
+        ChannelSums sums(threads_, channels_);
+        int team = 1;
+#pragma omp parallel num_threads(threads_)
+        {
+            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
+            double* own = sums.of_thread(omp_get_thread_num());
+            own_share(pixels_, kBlock, [&](std::int64_t from, std::int64_t count) {
+                for_vectors([&](std::int64_t c, int lanes, std::size_t j) {
+                    block(from, count, c, lanes, j, own);
+                });
+            });
+        }
+        sums.combine(team, first, second);
+    }
+
     // c floats from `values` as channel vectors.
     std::vector<Vec> per_channel(const float* values) const {
         return as_vectors(std::vector<float>(values, values + channels_));
@@ -232,33 +246,25 @@ private:
 
     // The batch's mean and biased variance per channel, and what the mean lost to float.
     void batch_statistics(const float* x, float* mean, float* variance, float* lost) const {
-        ChannelSums sums(threads_, channels_);
-        int team = 1;
-#pragma omp parallel num_threads(threads_)
-        {
-            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
-            double* own = sums.of_thread(omp_get_thread_num());
-            own_share(pixels_, kBlock, [&](std::int64_t first, std::int64_t count) {
-                for_vectors([&](std::int64_t c, int lanes, std::size_t) {
-                    const Vec shift = load(x + first * channels_ + c, lanes);
-                    Vec s{}, q{};
-                    for (std::int64_t p = first; p < first + count; ++p) {
-                        const Vec d = load(x + p * channels_ + c, lanes) - shift;
-                        s += d;
-                        q += d * d;
-                    }
-                    // sum x = sum d + count shift; sum x^2 = sum d^2 + 2 shift sum d + count
-                    // shift^2.
-                    for (int l = 0; l < lanes; ++l) {
-                        const double h = shift[l], n = static_cast<double>(count);
-                        own[c + l] += s[l] + n * h;
-                        own[channels_ + c + l] += q[l] + 2 * h * s[l] + n * h * h;
-                    }
-                });
-            });
-        }
         std::vector<double> sum, sum_squares;
-        sums.combine(team, sum, sum_squares);
+        sum_blocks(
+            [&](std::int64_t first, std::int64_t count, std::int64_t c, int lanes, std::size_t,
+                double* own) {
+                const Vec shift = load(x + first * channels_ + c, lanes);
+                Vec s{}, q{};
+                for (std::int64_t p = first; p < first + count; ++p) {
+                    const Vec d = load(x + p * channels_ + c, lanes) - shift;
+                    s += d;
+                    q += d * d;
+                }
+                // sum x = sum d + count shift; sum x^2 = sum d^2 + 2 shift sum d + count shift^2.
+                for (int l = 0; l < lanes; ++l) {
+                    const double h = shift[l], n = static_cast<double>(count);
+                    own[c + l] += s[l] + n * h;
+                    own[channels_ + c + l] += q[l] + 2 * h * s[l] + n * h * h;
+                }
+            },
+            sum, sum_squares);
         const double count = static_cast<double>(pixels_);
         for (std::int64_t c = 0; c < channels_; ++c) {
             const double mu = sum[static_cast<std::size_t>(c)] / count;

@@ -14,9 +14,9 @@ namespace tandem::test {
 namespace {
 
 TEST(Profiler, AStepIsTimedFromTheMomentAfterStepReturns) {
+    CpuDevice device(0, CpuDeviceOptions{0, 1});  // first: the net's weights move onto it
     Sequential net({std::make_shared<Linear>(LinearOptions{4, 3, true, "kaiming"})});
     net.initialize(1);
-    CpuDevice device(0, CpuDeviceOptions{0, 1});
     CrossEntropy loss;
     ProfileOptions po;
     po.warmup = 1, po.iterations = 4, po.quantile = 0;  // the fastest timed step
