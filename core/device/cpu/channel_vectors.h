@@ -5,6 +5,7 @@
 // max pooling, batch normalisation.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #ifdef __AVX2__
@@ -73,5 +74,32 @@ inline void store(float* p, const Vec& v, int lanes) {
 }
 
 #endif
+
+// A store that goes to memory without reading the line into the caches first (a streaming,
+// non-temporal store) where `p` holds a whole vector at the vector's alignment; `store` else.
+// For outputs written whole that the caches no longer hold: a forward pass writes each
+// activation into memory last touched a step ago, and an ordinary store reads every line in
+// before it overwrites it. The caller ends its writes with `streaming_done` before another
+// thread reads them (streaming stores are not ordered with the others).
+inline void store_streaming(float* p, const Vec& v, int lanes) {
+#if defined(__AVX512F__)
+    if (lanes == kVec && (reinterpret_cast<std::uintptr_t>(p) & 63) == 0) {
+        _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+        return;
+    }
+#elif defined(__AVX2__)
+    if (lanes == kVec && (reinterpret_cast<std::uintptr_t>(p) & 31) == 0) {
+        _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+        return;
+    }
+#endif
+    store(p, v, lanes);
+}
+
+inline void streaming_done() {
+#ifdef __AVX2__
+    _mm_sfence();
+#endif
+}
 
 }  // namespace tandem::cpu::vec
