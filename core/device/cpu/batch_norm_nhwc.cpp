@@ -105,7 +105,7 @@ public:
         std::vector<float> lost(static_cast<std::size_t>(channels_), 0.f);
         if (config_.training)
             batch_statistics(x, mean.data<float>(), variance.data<float>(), lost.data());
-        const std::vector<float> a = scales(gamma, variance);
+        const std::vector<float> a = scales(gamma, inverse_std(variance));
         const float* beta_p = beta.data<float>();
         std::vector<float> b(a.size());
         for (std::size_t c = 0; c < a.size(); ++c) b[c] = beta_p[c] - lost[c] * a[c];
@@ -131,11 +131,7 @@ public:
                   Tensor& diff_gamma, Tensor& diff_beta) const {
         const float* x = src.data<float>();
         const float* dy = diff_dst.data<float>();
-        const std::vector<float> a = scales(gamma, variance);
-        std::vector<float> rstd(a.size());
-        const float* v = variance.data<float>();
-        for (std::size_t c = 0; c < a.size(); ++c)
-            rstd[c] = 1.f / std::sqrt(v[c] + config_.epsilon);
+        const std::vector<float> rstd = inverse_std(variance), a = scales(gamma, rstd);
         const std::vector<Vec> mv = per_channel(mean.data<float>()), av = as_vectors(a);
         const std::vector<Vec> rv = as_vectors(rstd);
         std::vector<Vec> bv;  // the fused ReLU's
@@ -234,13 +230,20 @@ private:
         return as_vectors(std::vector<float>(values, values + channels_));
     }
 
-    // a = gamma / sqrt(variance + epsilon), per channel.
-    std::vector<float> scales(const Tensor& gamma, const Tensor& variance) const {
-        const float* g = gamma.data<float>();
+    // 1 / sqrt(variance + epsilon), per channel.
+    std::vector<float> inverse_std(const Tensor& variance) const {
         const float* v = variance.data<float>();
-        std::vector<float> a(static_cast<std::size_t>(channels_));
-        for (std::size_t c = 0; c < a.size(); ++c)
-            a[c] = g[c] * (1.f / std::sqrt(v[c] + config_.epsilon));
+        std::vector<float> r(static_cast<std::size_t>(channels_));
+        for (std::size_t c = 0; c < r.size(); ++c) r[c] = 1.f / std::sqrt(v[c] + config_.epsilon);
+        return r;
+    }
+
+    // a = gamma / sqrt(variance + epsilon), per channel: forward and backward compute it alike,
+    // so backward's test of the fused ReLU sees forward's values.
+    std::vector<float> scales(const Tensor& gamma, const std::vector<float>& rstd) const {
+        const float* g = gamma.data<float>();
+        std::vector<float> a(rstd.size());
+        for (std::size_t c = 0; c < a.size(); ++c) a[c] = g[c] * rstd[c];
         return a;
     }
 
