@@ -163,7 +163,8 @@ double AnalyticCostModel::loss_ms(const TopologyDevice& device, std::int64_t bat
     return bytes / (m.bandwidth_gbs * 1e6) * mem.per_work + 2 * kLaunchUs / 1e3;
 }
 
-double AnalyticCostModel::update_ms(const TopologyDevice& device, std::size_t parameter_bytes,
+double AnalyticCostModel::update_ms(const TopologyDevice& device, std::int64_t /*batch*/,
+                                    std::size_t parameter_bytes,
                                     std::size_t parameter_tensors) const {
     const DeviceModel& m = device_model(device.model);
     const ClassCost& mem = kFloat32.forward[static_cast<std::size_t>(KernelClass::memory)];

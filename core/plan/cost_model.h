@@ -71,9 +71,10 @@ public:
     // micro-batch there (label copy, bookkeeping).
     virtual double loss_ms(const TopologyDevice& device, std::int64_t batch) const = 0;
     // The optimizer step over `parameter_bytes` of weights in `parameter_tensors` tensors on
-    // `device` (a GPU launches an update kernel for each tensor).
-    virtual double update_ms(const TopologyDevice& device, std::size_t parameter_bytes,
-                             std::size_t parameter_tensors) const = 0;
+    // `device` (a GPU launches an update kernel for each tensor), after the backward of
+    // micro-batches of `batch` samples (whose activations left the weights out of the caches).
+    virtual double update_ms(const TopologyDevice& device, std::int64_t batch,
+                             std::size_t parameter_bytes, std::size_t parameter_tensors) const = 0;
     // CPU devices: the receiving worker copies an activation or gradient itself, at this rate
     // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
     virtual double copy_gbs() const = 0;

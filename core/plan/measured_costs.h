@@ -36,7 +36,7 @@ public:
     std::vector<LayerCost> layer_costs(const TopologyDevice& device,
                                        std::int64_t batch) const override;
     double loss_ms(const TopologyDevice& device, std::int64_t batch) const override;
-    double update_ms(const TopologyDevice& device, std::size_t parameter_bytes,
+    double update_ms(const TopologyDevice& device, std::int64_t batch, std::size_t parameter_bytes,
                      std::size_t parameter_tensors) const override;
     double copy_gbs() const override { return machine_.copy_gbs; }
     double handoff_ms() const override { return machine_.handoff_ms; }

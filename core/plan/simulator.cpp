@@ -217,8 +217,8 @@ void StepSimulator::start_updates() {
         const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
         Activity a;
         const auto ud = static_cast<std::size_t>(d);
-        a.remaining =
-            costs_.update_ms(device, sim_.devices[ud].memory.weights, parameter_tensors_[ud]);
+        a.remaining = costs_.update_ms(device, plan_.micro_batch(), sim_.devices[ud].memory.weights,
+                                       parameter_tensors_[ud]);
         a.update = true;
         a.pool = device.cpu ? device.pool : -1;
         a.threads = device.threads;

@@ -95,9 +95,9 @@ TEST(CostModel, AnalyticTimesAreAffineInTheBatch) {
     EXPECT_EQ(b64[5].optimizer_bytes, b32[5].parameter_bytes);  // momentum
     EXPECT_EQ(b64[2].input_bytes, 2 * b32[2].input_bytes);
     // One update kernel per parameter tensor: ResNet-50's 161 launch 160 more than one tensor.
-    const double one = model.update_ms(v100(), b32[5].parameter_bytes, 1);
+    const double one = model.update_ms(v100(), 32, b32[5].parameter_bytes, 1);
     EXPECT_GT(one, 0);
-    EXPECT_NEAR(model.update_ms(v100(), b32[5].parameter_bytes, 161) - one, 160 * 0.005, 1e-9);
+    EXPECT_NEAR(model.update_ms(v100(), 32, b32[5].parameter_bytes, 161) - one, 160 * 0.005, 1e-9);
     TopologyDevice unknown = v100();
     unknown.model = "V9000";
     EXPECT_THROW(model.layer_costs(unknown, 1), ConfigError);
@@ -268,6 +268,35 @@ TEST(CostModel, PrefetchedProfilesTakeTurnsAndKeepEachFiguresFastestRound) {
     EXPECT_EQ(order.size(), 12u);  // batch 8 alone, three times
     EXPECT_EQ(model.profiles_taken(), 4u);
     EXPECT_THROW(model.prefetch(v100(), {1}), ConfigError);
+}
+
+// The update as the profile of the plan's micro-batch timed it (a larger backward leaves the
+// weights out of the caches), shared out by bytes; the step of one device alone is then the
+// profiled step, whatever the update of another batch size.
+TEST(CostModel, TheUpdateIsTimedAfterTheMicroBatchsBackward) {
+    const NetShapes shapes = net_shapes(*cost_net(), Shape({3, 32, 32}));
+    const MeasuredCostModel model(
+        shapes, true,
+        [&](int, std::int64_t batch, StepEnd) {
+            NetProfile p;
+            p.batch = batch, p.step_ms = 10.0 * double(batch), p.update_ms = 0.1 * double(batch);
+            LayerProfile l;
+            l.name = "all", l.forward_ms = 2.0 * double(batch), l.backward_ms = 4.0 * double(batch);
+            p.layers.push_back(l);
+            return p;
+        },
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        });
+    TopologyDevice cpu;
+    cpu.name = "cpu0", cpu.model = "cpu", cpu.cpu = true, cpu.threads = 1;
+    const std::size_t all = shapes.parameter_bytes();
+    EXPECT_NEAR(model.update_ms(cpu, 1, all, 10), 0.1, 1e-12);
+    EXPECT_NEAR(model.update_ms(cpu, 32, all, 10), 3.2, 1e-12);
+    EXPECT_NEAR(model.update_ms(cpu, 32, all / 4, 10), 0.8, 1e-12);
+    const double layers =
+        model.layer_costs(cpu, 32)[0].forward_ms + model.layer_costs(cpu, 32)[0].backward_ms;
+    EXPECT_NEAR(layers + model.loss_ms(cpu, 32) + model.update_ms(cpu, 32, all, 10), 320.0, 1e-9);
 }
 
 }  // namespace

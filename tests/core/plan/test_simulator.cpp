@@ -35,7 +35,8 @@ public:
         return costs;
     }
     double loss_ms(const TopologyDevice&, std::int64_t) const override { return loss_; }
-    double update_ms(const TopologyDevice&, std::size_t bytes, std::size_t) const override {
+    double update_ms(const TopologyDevice&, std::int64_t, std::size_t bytes,
+                     std::size_t) const override {
         return weights_ == 0 ? 0
                              : update_ * double(bytes) / double(weights_ * std::size_t(layers_));
     }

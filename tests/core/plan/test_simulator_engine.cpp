@@ -50,7 +50,9 @@ public:
         return costs;
     }
     double loss_ms(const TopologyDevice&, std::int64_t) const override { return 0.05; }
-    double update_ms(const TopologyDevice&, std::size_t, std::size_t) const override { return 0.1; }
+    double update_ms(const TopologyDevice&, std::int64_t, std::size_t, std::size_t) const override {
+        return 0.1;
+    }
     double copy_gbs() const override { return 10; }
     double handoff_ms() const override { return 0.01; }
 

@@ -30,7 +30,9 @@ public:
         return costs;
     }
     double loss_ms(const TopologyDevice&, std::int64_t) const override { return 0; }
-    double update_ms(const TopologyDevice&, std::size_t, std::size_t) const override { return 0; }
+    double update_ms(const TopologyDevice&, std::int64_t, std::size_t, std::size_t) const override {
+        return 0;
+    }
     double copy_gbs() const override { return 1e9; }
     double handoff_ms() const override { return 0; }
 
