@@ -335,6 +335,7 @@ void set_calibration(lua_State* L, const CostModel& costs) {
     set_number(L, "handoff_ms", c.machine.handoff_ms);
     set_number(L, "busy_handoff_ms", c.machine.busy_handoff_ms);
     set_number(L, "crowded_handoff_ms", c.machine.crowded_handoff_ms);
+    set_number(L, "cache_bytes", static_cast<double>(c.cache_bytes));
     if (!c.cache_file.empty()) set_string(L, "cache_file", c.cache_file);
     set_number(L, "reused", static_cast<double>(c.reused));
     if (c.reused > 0) set_string(L, "cached_at", c.cached_at);

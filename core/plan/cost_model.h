@@ -78,6 +78,12 @@ public:
     // CPU devices: the receiving worker copies an activation or gradient itself, at this rate
     // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
     virtual double copy_gbs() const = 0;
+    // CPU devices: the last-level cache the devices of a core pool share (0: not modelled).
+    virtual std::size_t cache_bytes() const { return 0; }
+    // A CPU worker's copy of `bytes` at that rate (0 where the model has none).
+    double cpu_copy_ms(std::size_t bytes) const {
+        return copy_gbs() > 0 ? static_cast<double>(bytes) / (copy_gbs() * 1e6) : 0.0;
+    }
     virtual double handoff_ms() const = 0;
     // The same hand-off while every core is busy: the woken worker waits for the scheduler to
     // give it a core.

@@ -7,7 +7,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "device/cpu/cpu_device.h"
@@ -136,6 +138,31 @@ double measure_crowded_handoff_ms(int cores) {
     for (const auto& w : waits)
         for (double ms : w) sum += ms, ++count;
     return count == 0 ? 0 : sum / static_cast<double>(count);
+}
+
+std::size_t last_level_cache_bytes() {
+    // sysfs, as lscpu reads it: a virtual machine's CPUID can report its host's whole cache.
+    std::size_t best = 0;
+    int best_level = 0;
+    for (int index = 0; index < 16; ++index) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+        std::ifstream level_file(dir + "/level"), size_file(dir + "/size"),
+            type_file(dir + "/type");
+        int level = 0;
+        std::string size, type;
+        if (!(level_file >> level) || !(size_file >> size) || !(type_file >> type)) continue;
+        if (type == "Instruction" || level < best_level || size.empty()) continue;
+        std::size_t bytes = 0;
+        try {
+            bytes = std::stoull(size);
+        } catch (const std::exception&) {
+            continue;
+        }
+        const char unit = size.back();
+        bytes <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+        best = bytes, best_level = level;
+    }
+    return best;
 }
 
 MachineFigures measure_machine_figures(int cores) {

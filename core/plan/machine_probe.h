@@ -32,6 +32,9 @@ double measure_handoff_ms(int busy_cores = 0);
 // (measure_handoff_ms(cores)). Other workers use the cores meanwhile, so it delays only the
 // receiver: on a pipeline's critical path it lengthens the step.
 double measure_crowded_handoff_ms(int cores);
+// The last-level data cache of this machine's first core, in bytes, as sysfs describes it (0
+// where it does not).
+std::size_t last_level_cache_bytes();
 // All of the above for a machine of `cores` cores.
 MachineFigures measure_machine_figures(int cores);
 // The in-process communicator's all-reduce of `bytes` among `ranks` threads: the median wall

@@ -31,6 +31,7 @@ MeasuredCostModel::MeasuredCostModel(NetShapes shapes, bool momentum, Profiler p
     }
     if (!measured_.machine) measured_.machine = machine();
     machine_ = *measured_.machine;
+    cache_bytes_ = last_level_cache_bytes();
     TANDEM_CHECK_AS(ConfigError, machine_.copy_gbs > 0)
         << "the copy rate must be positive, got " << machine_.copy_gbs;
 }
@@ -260,6 +261,7 @@ MeasuredCostModel::Calibration MeasuredCostModel::calibration() const {
     std::lock_guard lock(mutex_);
     Calibration c;
     c.machine = machine_;
+    c.cache_bytes = cache_bytes_;
     c.cache_file = cache_ ? cache_->file().string() : std::string();
     c.reused = reused_;
     if (reused_ > 0) c.cached_at = measured_.measured_at;  // the kept figures' first

@@ -39,6 +39,8 @@ public:
     double update_ms(const TopologyDevice& device, std::int64_t batch, std::size_t parameter_bytes,
                      std::size_t parameter_tensors) const override;
     double copy_gbs() const override { return machine_.copy_gbs; }
+    // Read from sysfs, not measured: this machine's last-level cache.
+    std::size_t cache_bytes() const override { return cache_bytes_; }
     double handoff_ms() const override { return machine_.handoff_ms; }
     double busy_handoff_ms() const override { return machine_.busy_handoff_ms; }
     double crowded_handoff_ms() const override { return machine_.crowded_handoff_ms; }
@@ -88,7 +90,8 @@ public:
             double latency_ms = 0, ms_per_mb = 0;
         };
         MachineFigures machine;
-        std::string cache_file;  // where the figures are kept between runs ("": nowhere)
+        std::size_t cache_bytes = 0;  // the last-level cache
+        std::string cache_file;       // where the figures are kept between runs ("": nowhere)
         // Figures read from it (measured by an earlier run, at `cached_at`) rather than now.
         std::size_t reused = 0;
         std::string cached_at;
@@ -107,6 +110,7 @@ private:
     Profiler profiler_;
     MachineFigures machine_;
     int rounds_;
+    std::size_t cache_bytes_ = 0;
     mutable std::mutex mutex_;
     std::shared_ptr<const MeasurementCache> cache_;
     // Everything measured or read so far; `reused_` of its figures came from the cache.

@@ -161,10 +161,13 @@ void StepSimulator::start_collective(int ci) {
         return;
     }
     // CPU devices reduce in shared memory, on the pool's cores: the cost model's time for the
-    // collective when nothing else runs, slower while the cores are shared.
+    // collective when nothing else runs, slower while the cores are shared. The engine packs a
+    // bucket's gradients into one flat buffer first and copies the sum back out after
+    // (GradientBuckets::all_reduce): two copies of its bytes at the copy rate.
     const int n = static_cast<int>(c.members.size());
     Activity a;
-    a.remaining = costs_.cpu_all_reduce_ms(c.bytes, n, plan_.algorithm);
+    a.remaining =
+        costs_.cpu_all_reduce_ms(c.bytes, n, plan_.algorithm) + 2 * costs_.cpu_copy_ms(c.bytes);
     a.pool = topology_.device(device_of_[static_cast<std::size_t>(c.members.front())]).pool;
     a.threads = std::min(n, topology_.pools()[static_cast<std::size_t>(a.pool)]);
     if (plan_.overlap_backward) {

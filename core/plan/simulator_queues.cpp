@@ -4,6 +4,7 @@
 // as the engine's StepBoard keys its tensors), and the memory it holds.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/error.h"
 #include "optim/loss_scaler.h"
@@ -103,13 +104,31 @@ void StepSimulator::build_queues() {
         // A CPU worker copies what it receives itself (a stage reading the batch its slice of the
         // images too); a GPU's copy engine does it beside.
         auto copy_ms = [&](std::size_t bytes) {
-            return device.cpu ? static_cast<double>(bytes) / (costs_.copy_gbs() * 1e6) : 0.0;
+            return device.cpu ? costs_.cpu_copy_ms(bytes) : 0.0;
         };
         auto layers_ms = [&](std::size_t from, std::size_t to, bool backward) {
             double ms = 0;
             for (std::size_t i = from; i < to; ++i)
                 ms += backward ? costs[i].backward_ms : costs[i].forward_ms;
             return ms;
+        };
+        // Activations other micro-batches keep on this device take the last-level cache: what
+        // of an op's own activations no longer fits goes out to memory and comes back (written
+        // in forward to lines not in the caches, read back in backward), about a copy's traffic.
+        // The profile ran one micro-batch at a time and timed only what did not fit beside
+        // nothing else; GPipe's many in flight pay the rest, 1F1B's few mostly not.
+        const double cache = device.cpu ? double(costs_.cache_bytes()) : 0.0;
+        std::set<int> in_flight;
+        auto spilled_ms = [&](const Op& o) {
+            const double own =
+                double(table.memory(o.layer_begin, o.layer_end, 1, false).activations);
+            if (cache <= 0 || own <= 0) return 0.0;
+            const auto out_of_cache = [&](double beside) {
+                return std::clamp((beside + own - cache) / own, 0.0, 1.0);
+            };
+            const std::size_t others = in_flight.size() - in_flight.count(o.micro_batch);
+            return (out_of_cache(double(others) * double(kept)) - out_of_cache(0)) *
+                   copy_ms(static_cast<std::size_t>(own));
         };
         auto& q = queues_[static_cast<std::size_t>(d)];
         for (const Op& op : programs[static_cast<std::size_t>(d)].ops) {
@@ -147,7 +166,8 @@ void StepSimulator::build_queues() {
                     it.work_ms = copy_ms(op.bytes);
                     break;
                 case OpKind::forward:
-                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, false);
+                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, false) + spilled_ms(op);
+                    if (op.layer_begin == begin) in_flight.insert(op.micro_batch);
                     it.hold = kept;
                     it.transient = workspace;
                     break;
@@ -166,7 +186,8 @@ void StepSimulator::build_queues() {
                     it.transient = backward_transient;
                     break;
                 case OpKind::backward:
-                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, true);
+                    it.work_ms = layers_ms(op.layer_begin, op.layer_end, true) + spilled_ms(op);
+                    if (op.layer_begin == begin) in_flight.erase(op.micro_batch);
                     it.transient = backward_transient;
                     it.opens_span = op.layer_end == end;
                     it.closes_span = op.layer_begin == begin;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 
 #include "base/error.h"
 #include "layers/activation.h"
@@ -16,6 +17,7 @@
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "plan/analytic_costs.h"
+#include "plan/machine_probe.h"
 #include "plan/measured_costs.h"
 
 namespace tandem::test {
@@ -268,6 +270,14 @@ TEST(CostModel, PrefetchedProfilesTakeTurnsAndKeepEachFiguresFastestRound) {
     EXPECT_EQ(order.size(), 12u);  // batch 8 alone, three times
     EXPECT_EQ(model.profiles_taken(), 4u);
     EXPECT_THROW(model.prefetch(v100(), {1}), ConfigError);
+}
+
+// The last-level cache, as sysfs lists this machine's caches (where it does): the largest
+// level's data or unified cache, at least an L1's size; the measured model prints it.
+TEST(CostModel, TheLastLevelCacheIsReadFromSysfs) {
+    if (!std::filesystem::exists("/sys/devices/system/cpu/cpu0/cache/index0"))
+        GTEST_SKIP() << "no cache listing in sysfs here";
+    EXPECT_GE(last_level_cache_bytes(), std::size_t(16) << 10);
 }
 
 // The update as the profile of the plan's micro-batch timed it (a larger backward leaves the

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "plan/planner.h"
 #include "plan/simulator.h"
+#include "plan/stage_cost.h"
 #include "support/cpu_topology.h"
 
 namespace tandem::test {
@@ -125,6 +126,56 @@ TEST(Simulator, CpuDevicesOverTheirCoresSlowDown) {
                 1e-9);
     // Two-thread devices on 2 cores: half speed as well.
     EXPECT_NEAR(simulate(plan(2, 1, 1, 4, {}), cpu_topology(2, 2, 2), costs).step_ms, 16.0, 1e-9);
+}
+
+// CPU devices: the engine copies a bucket's gradients into one flat buffer, reduces it and
+// copies the sum back out; the simulated all-reduce is the cost model's reduce and those two
+// copies at the copy rate.
+TEST(Simulator, CpuBucketsAreCopiedInAndOutAroundTheirReduce) {
+    class SlowCopies final : public TableCosts {
+    public:
+        using TableCosts::TableCosts;
+        double copy_gbs() const override { return 1.0; }  // a MB a millisecond
+    };
+    const std::size_t weights = std::size_t(4) << 20;  // one layer's: one bucket
+    const SlowCopies costs(1, 1.0, 1.0, 10, weights);
+    Plan p = plan(2, 1, 1, 4, {});
+    p.overlap_backward = false;
+    const Simulation s = simulate(p, cpu_topology(2, 2), costs);
+    const double reduce = costs.cpu_all_reduce_ms(weights, 2, p.algorithm);
+    ASSERT_GT(reduce, 0);
+    EXPECT_NEAR(s.exposed_comm_ms, reduce + 2 * double(weights) / 1e6, 1e-6);
+}
+
+// One CPU device, four micro-batches: GPipe keeps all four's activations until its backwards,
+// and with a cache that holds one micro-batch's, every forward and backward but the first
+// forward and the last backward finds others in flight, and its own activations go out to
+// memory and back: a copy of them each. 1F1B keeps one at a time and pays nothing; nor does
+// GPipe where the four fit in the cache, nor what one micro-batch alone did not fit (the
+// profile timed that).
+TEST(Simulator, MicroBatchesInFlightBeyondTheCacheSpillTheirActivations) {
+    class Cached final : public TableCosts {
+    public:
+        Cached(std::size_t cache) : TableCosts(2, 1.0, 2.0, 1 << 20, 0), cache_(cache) {}
+        double copy_gbs() const override { return 1.0; }  // a MB a millisecond
+        std::size_t cache_bytes() const override { return cache_; }
+
+    private:
+        std::size_t cache_;
+    };
+    const Topology t = cpu_topology(1, 1);
+    const auto step = [&](std::size_t cache, PipelineSchedule schedule) {
+        return simulate(plan(1, 1, 4, 16, {}, schedule), t, Cached(cache)).step_ms;
+    };
+    const std::size_t own =
+        StageCosts(Cached(0).layer_costs(t.device(0), 4)).memory(0, 2, 1, false).activations;
+    ASSERT_GT(own, 0u);
+    const double hot = step(0, PipelineSchedule::gpipe);
+    EXPECT_NEAR(step(0, PipelineSchedule::one_f_one_b), hot, 1e-9);
+    EXPECT_NEAR(step(own, PipelineSchedule::one_f_one_b), hot, 1e-9);
+    EXPECT_NEAR(step(own, PipelineSchedule::gpipe), hot + 2 * 3 * double(own) / 1e6, 1e-9);
+    EXPECT_NEAR(step(1, PipelineSchedule::one_f_one_b), hot, 1e-9);
+    EXPECT_NEAR(step(std::size_t(1) << 30, PipelineSchedule::gpipe), hot, 1e-9);
 }
 
 TEST(Simulator, CopiesSharingAChannelWaitForEachOther) {
