@@ -78,16 +78,17 @@ public:
     // CPU devices: the receiving worker copies an activation or gradient itself, at this rate
     // (GB/s); handing it over costs handoff_ms (a waiting thread woken).
     virtual double copy_gbs() const = 0;
-    // CPU devices: the last-level cache the devices of a core pool share (0: not modelled).
-    virtual std::size_t cache_bytes() const { return 0; }
-    // A CPU worker's copy of `bytes` at that rate (0 where the model has none).
-    double cpu_copy_ms(std::size_t bytes) const {
-        return copy_gbs() > 0 ? static_cast<double>(bytes) / (copy_gbs() * 1e6) : 0.0;
-    }
     virtual double handoff_ms() const = 0;
     // The same hand-off while every core is busy: the woken worker waits for the scheduler to
     // give it a core.
     virtual double busy_handoff_ms() const { return handoff_ms(); }
+    // A CPU worker's copy of `bytes` at copy_gbs (0 where the model has none).
+    double cpu_copy_ms(std::size_t bytes) const {
+        return copy_gbs() > 0 ? static_cast<double>(bytes) / (copy_gbs() * 1e6) : 0.0;
+    }
+    // CPU devices: the last-level cache, which activations kept in flight can overflow (0: not
+    // modelled).
+    virtual std::size_t cache_bytes() const { return 0; }
     // Readies the figures of these batch sizes on `device` before a search or simulation asks
     // for them one by one (a measured model profiles them now, taking turns); nothing otherwise.
     virtual void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const {
