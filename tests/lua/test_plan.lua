@@ -101,6 +101,9 @@ t.test('the planner ranks CPU layouts from measured profiles', function()
   t.ok(#r.calibration.profiles >= 2, 'profiles taken: ' .. #r.calibration.profiles)
   local c = r.calibration
   t.ok(c.copy_gbs > 0 and #c.contention >= 1, T.plan.describe_calibration(c))
+  -- The last-level cache, as sysfs lists it, and said beside the figures where it is known.
+  t.ok(type(c.cache_bytes) == 'number' and c.cache_bytes >= 0, tostring(c.cache_bytes))
+  t.eq(T.plan.describe_calibration(c):find('last-level cache of', 1, true) ~= nil, c.cache_bytes > 0)
   -- The 2x1x1 plans' all-reduce, measured on the in-process communicator.
   t.eq(#c.all_reduce, 1)
   t.eq(c.all_reduce[1].ranks, 2)
