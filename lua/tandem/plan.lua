@@ -254,8 +254,8 @@ function M.describe_calibration(c)
                   .. 'with every core busy; a %.0f us wait for a core with twice as many workers as cores)')
                  :format(c.copy_gbs, 1000 * c.handoff_ms, 1000 * c.busy_handoff_ms, 1000 * c.crowded_handoff_ms)}
   if (c.cache_bytes or 0) > 0 then
-    lines[1] = lines[1] .. ('; a last-level cache of %.0f MiB (activations of micro-batches in flight beyond it '
-                            .. 'go out to memory)'):format(c.cache_bytes / 2^20)
+    lines[#lines + 1] = ('  a last-level cache of %.0f MiB: activations of micro-batches in flight beyond it go '
+                         .. 'out to memory'):format(c.cache_bytes / 2^20)
   end
   local reused = M.describe_reuse(c)
   if reused then lines[#lines + 1] = '  ' .. reused end
