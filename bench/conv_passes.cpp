@@ -1,6 +1,7 @@
 // tandem_bench_conv: one convolution's three passes (forward, the input's gradient, the weights'
-// gradient) on each CPU implementation, timed apart: the measurements behind the CPU's choice
-// of implementation for each pass (device/cpu/conv2d_cpu.cpp).
+// gradient) on each CPU implementation, timed apart, and both gradients in one call as a
+// training step asks for them: the measurements behind the CPU's choice of implementation for
+// each pass (device/cpu/conv2d_cpu.cpp).
 //
 //   build/tandem_bench_conv --n=64 --c=20 --h=12 --w=12 --out=50 --k=5 [--pad=0] [--stride=1]
 //                           [--threads=1]
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
     struct Run {
         std::string impl;
         std::unique_ptr<Conv2dKernel> kernel;
-        std::vector<double> ms[3];
+        std::vector<double> ms[4];  // forward, data, weights, both gradients in one call
     };
     std::vector<Run> runs;
     try {
@@ -141,11 +142,12 @@ int main(int argc, char** argv) {
             Tensor no_bias;
             for (int it = -3; it < a.iters; ++it)
                 for (Run& r : runs)
-                    for (int pass = 0; pass < 3; ++pass) {
+                    for (int pass = 0; pass < 4; ++pass) {
                         const auto t0 = std::chrono::steady_clock::now();
                         if (pass == 0) r.kernel->forward(x, weights, no_bias, y);
                         if (pass == 1) r.kernel->backward_data(dy, weights, dx);
                         if (pass == 2) r.kernel->backward_weights(x, dy, dw, no_bias);
+                        if (pass == 3) r.kernel->backward(x, dy, weights, dx, dw, no_bias);
                         const double ms = std::chrono::duration<double, std::milli>(
                                               std::chrono::steady_clock::now() - t0)
                                               .count();
@@ -157,19 +159,24 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf(
-        "conv %lld -> %lld, %lldx%lld, on %lldx%lld, pad %lld, batch %lld, %d thread(s), "
-        "median of %d (ms)\n",
+        "conv %lld -> %lld, %lldx%lld, on %lldx%lld, pad %lld, stride %lld, batch %lld, "
+        "%d thread(s), median of %d (ms)\n",
         static_cast<long long>(a.c), static_cast<long long>(a.out), static_cast<long long>(a.k),
         static_cast<long long>(a.k), static_cast<long long>(a.h), static_cast<long long>(a.w),
-        static_cast<long long>(a.pad), static_cast<long long>(a.n), a.threads, a.iters);
+        static_cast<long long>(a.pad), static_cast<long long>(a.stride),
+        static_cast<long long>(a.n), a.threads, a.iters);
     const cpu::Conv2dChoice choice = cpu::choose_conv2d_cpu(config, cpu::dnnl_vector_floats());
     std::printf("cpu (the default) takes: forward %s, data %s, weights %s\n",
                 std::string(choice.forward).c_str(), std::string(choice.data).c_str(),
                 std::string(choice.weights).c_str());
-    std::printf("%-10s %10s %10s %10s %10s\n", "impl", "forward", "data", "weights", "all");
+    // "backward": both gradients in one call, as a training step asks for them (a kernel may
+    // share work between them); "step": forward and that.
+    std::printf("%-10s %10s %10s %10s %10s %10s\n", "impl", "forward", "data", "weights",
+                "backward", "step");
     for (const Run& r : runs) {
-        const double f = median(r.ms[0]), d = median(r.ms[1]), w = median(r.ms[2]);
-        std::printf("%-10s %10.3f %10.3f %10.3f %10.3f\n", r.impl.c_str(), f, d, w, f + d + w);
+        const double f = median(r.ms[0]), b = median(r.ms[3]);
+        std::printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f\n", r.impl.c_str(), f,
+                    median(r.ms[1]), median(r.ms[2]), b, f + b);
     }
     return 0;
 }
