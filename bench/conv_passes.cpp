@@ -36,7 +36,7 @@ using namespace tandem;
 
 struct Args {
     std::int64_t n = 64, c = 20, h = 12, w = 12, out = 50, k = 5, pad = 0, stride = 1;
-    int threads = 1, iters = 50;
+    std::int64_t threads = 1, iters = 50;
     std::string impls = "cpu,dnnl,gemm,winograd";
 };
 
@@ -51,9 +51,11 @@ struct Args {
 
 Args parse(int argc, char** argv) {
     Args a;
-    std::map<std::string, std::int64_t*> numbers{{"n", &a.n},     {"c", &a.c},          {"h", &a.h},
-                                                 {"w", &a.w},     {"out", &a.out},      {"k", &a.k},
-                                                 {"pad", &a.pad}, {"stride", &a.stride}};
+    const std::map<std::string, std::int64_t*> numbers{
+        {"n", &a.n},        {"c", &a.c},           {"h", &a.h},
+        {"w", &a.w},        {"out", &a.out},       {"k", &a.k},
+        {"pad", &a.pad},    {"stride", &a.stride}, {"threads", &a.threads},
+        {"iters", &a.iters}};
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const auto eq = arg.find('=');
@@ -64,18 +66,12 @@ Args parse(int argc, char** argv) {
             a.impls = value;
             continue;
         }
+        const auto it = numbers.find(name);
+        if (it == numbers.end()) usage("no option --" + name);
         char* end = nullptr;
-        const long long v = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || v < 0)
+        *it->second = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || *it->second < 0)
             usage("--" + name + " takes a whole number >= 0");
-        if (name == "threads")
-            a.threads = static_cast<int>(v);
-        else if (name == "iters")
-            a.iters = static_cast<int>(v);
-        else if (auto it = numbers.find(name); it != numbers.end())
-            *it->second = v;
-        else
-            usage("no option --" + name);
     }
     if (a.iters < 1 || a.n < 1 || a.c < 1 || a.out < 1 || a.k < 1 || a.stride < 1)
         usage("sizes and --iters must be at least 1");
@@ -112,7 +108,7 @@ int main(int argc, char** argv) {
         a.n,      a.c,      a.h,   a.w,   a.out, a.k,   a.k,
         a.stride, a.stride, a.pad, a.pad, 1,     false, Layout::channels_last};
     if (config.out_h() < 1 || config.out_w() < 1) usage("the filter does not fit the padded input");
-    CpuDevice device(0, CpuDeviceOptions{0, a.threads});
+    CpuDevice device(0, CpuDeviceOptions{0, static_cast<int>(a.threads)});
     struct Run {
         std::string impl;
         std::unique_ptr<Conv2dKernel> kernel;
@@ -160,11 +156,12 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "conv %lld -> %lld, %lldx%lld, on %lldx%lld, pad %lld, stride %lld, batch %lld, "
-        "%d thread(s), median of %d (ms)\n",
+        "%lld thread(s), median of %lld (ms)\n",
         static_cast<long long>(a.c), static_cast<long long>(a.out), static_cast<long long>(a.k),
         static_cast<long long>(a.k), static_cast<long long>(a.h), static_cast<long long>(a.w),
         static_cast<long long>(a.pad), static_cast<long long>(a.stride),
-        static_cast<long long>(a.n), a.threads, a.iters);
+        static_cast<long long>(a.n), static_cast<long long>(a.threads),
+        static_cast<long long>(a.iters));
     const cpu::Conv2dChoice choice = cpu::choose_conv2d_cpu(config, cpu::dnnl_vector_floats());
     std::printf("cpu (the default) takes: forward %s, data %s, weights %s\n",
                 std::string(choice.forward).c_str(), std::string(choice.data).c_str(),

@@ -85,13 +85,12 @@ StageGraph placement_graph(const UnitPlacement& placed, const NetShapes& shapes,
 }
 
 double CostModel::cpu_all_reduce_ms(std::size_t bytes, int ranks, ReduceAlgorithm algorithm) const {
-    const double rate = copy_gbs() * 1e6;
-    const double n = ranks;
-    if (rate <= 0 || ranks < 2) return 0;
-    if (algorithm == ReduceAlgorithm::ring)
-        return 2 * (n - 1) * (1.5 * static_cast<double>(bytes) / n / rate + handoff_ms());
+    // Each step reads two buffers and writes one: 1.5 copies of its share.
+    const double copy = cpu_copy_ms(bytes), n = ranks;
+    if (copy <= 0 || ranks < 2) return 0;
+    if (algorithm == ReduceAlgorithm::ring) return 2 * (n - 1) * (1.5 * copy / n + handoff_ms());
     const double levels = std::ceil(std::log2(n));
-    return 2 * levels * (1.5 * static_cast<double>(bytes) / rate + handoff_ms());
+    return 2 * levels * (1.5 * copy + handoff_ms());
 }
 
 }  // namespace tandem

@@ -113,14 +113,9 @@ public:
         const std::vector<Vec> mv = per_channel(mean.data<float>()), av = as_vectors(a);
         const std::vector<Vec> bv = as_vectors(b);
         float* y = dst.data<float>();
-#pragma omp parallel num_threads(threads_)
-        own_share(pixels_, pixels_, [&](std::int64_t first, std::int64_t count) {
-            for (std::int64_t p = first; p < first + count; ++p)
-                for_vectors([&](std::int64_t c, int lanes, std::size_t j) {
-                    const Vec out =
-                        from_centred(load(x + p * channels_ + c, lanes) - mv[j], av[j], bv[j]);
-                    store(y + p * channels_ + c, fused_relu ? relu(out) : out, lanes);
-                });
+        for_each_vector([&](std::int64_t at, int lanes, std::size_t j) {
+            const Vec out = from_centred(load(x + at, lanes) - mv[j], av[j], bv[j]);
+            store(y + at, fused_relu ? relu(out) : out, lanes);
         });
     }
 
@@ -178,15 +173,10 @@ public:
             }
             const std::vector<Vec> k1v = as_vectors(k1), k0v = as_vectors(k0);
             float* dx = diff_src.data<float>();
-#pragma omp parallel num_threads(threads_)
-            own_share(pixels_, pixels_, [&](std::int64_t first, std::int64_t n) {
-                for (std::int64_t p = first; p < first + n; ++p)
-                    for_vectors([&](std::int64_t c, int lanes, std::size_t j) {
-                        const Vec centred = load(x + p * channels_ + c, lanes) - mv[j];
-                        const Vec g = passed(load(dy + p * channels_ + c, lanes), centred, j);
-                        store(dx + p * channels_ + c, av[j] * g + (k1v[j] * centred + k0v[j]),
-                              lanes);
-                    });
+            for_each_vector([&](std::int64_t at, int lanes, std::size_t j) {
+                const Vec centred = load(x + at, lanes) - mv[j];
+                const Vec g = passed(load(dy + at, lanes), centred, j);
+                store(dx + at, av[j] * g + (k1v[j] * centred + k0v[j]), lanes);
             });
         };
         if (kept)
@@ -202,6 +192,19 @@ private:
         for (std::int64_t c = 0; c < channels_; c += kVec)
             body(c, static_cast<int>(std::min<std::int64_t>(kVec, channels_ - c)),
                  static_cast<std::size_t>(c / kVec));
+    }
+
+    // body(offset of the vector's first float, lanes, vector index) for every channel vector of
+    // every pixel, the pixels in equal shares among the threads.
+    template <typename Body>
+    void for_each_vector(Body&& body) const {
+#pragma omp parallel num_threads(threads_)
+        own_share(pixels_, pixels_, [&](std::int64_t first, std::int64_t count) {
+            for (std::int64_t p = first; p < first + count; ++p)
+                for_vectors([&](std::int64_t c, int lanes, std::size_t j) {
+                    body(p * channels_ + c, lanes, j);
+                });
+        });
     }
 
     // Two sums per channel over every pixel: block(first pixel, count, first channel, lanes,

@@ -27,14 +27,15 @@ namespace {
 std::shared_ptr<Sequential> scaled_loss_net(bool batch_norm) {
     Conv2dOptions c;
     c.in_channels = 1, c.out_channels = 8, c.kernel_h = c.kernel_w = 3, c.pad_h = c.pad_w = 1;
-    std::vector<LayerPtr> layers{std::make_shared<Conv2d>(c)};
-    if (batch_norm) layers.push_back(std::make_shared<BatchNorm2d>(BatchNorm2dOptions{8}));
-    for (LayerPtr layer : std::vector<LayerPtr>{
-             std::make_shared<ReLU>(), std::make_shared<Flatten>(),
-             std::make_shared<Linear>(LinearOptions{8 * 8 * 8, 16, true, "kaiming"}),
-             std::make_shared<ReLU>(),
-             std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})})
-        layers.push_back(layer);
+    std::vector<LayerPtr> layers{
+        std::make_shared<Conv2d>(c),
+        std::make_shared<ReLU>(),
+        std::make_shared<Flatten>(),
+        std::make_shared<Linear>(LinearOptions{8 * 8 * 8, 16, true, "kaiming"}),
+        std::make_shared<ReLU>(),
+        std::make_shared<Linear>(LinearOptions{16, 3, true, "kaiming"})};
+    if (batch_norm)
+        layers.insert(layers.begin() + 1, std::make_shared<BatchNorm2d>(BatchNorm2dOptions{8}));
     return std::make_shared<Sequential>(layers);
 }
 
