@@ -268,8 +268,9 @@ TEST(Conv2d, ThinInputMatchesReference) {
 
 // Convolutions as matrix products (conv2d_gemm.cpp): channels in partial vectors
 // (LeNet-5's 20 -> 50, forward too), stride 2 with padding, a rectangular
-// kernel, 1x1 (no column matrix), bias or none, and a batch of several chunks per thread (a
-// chunk's column matrix holds at most 2^20 floats).
+// kernel, 1x1 (no column matrix), bias or none, a kernel wider than its input whose rows run
+// into the padding on both sides, and a batch of several chunks per thread (a chunk's column
+// matrix holds at most 2^20 floats).
 TEST(Conv2d, GemmMatchesReference) {
     Conv2dOptions rectangular = conv_options(5, 7, 1, 1, 0);
     rectangular.kernel_h = 2, rectangular.kernel_w = 3, rectangular.stride_w = 2,
@@ -280,6 +281,7 @@ TEST(Conv2d, GemmMatchesReference) {
         {rectangular, {3, 5, 6, 9}, Layout::channels_last},
         {conv_options(24, 12, 1, 1, 0), {2, 24, 5, 5}, Layout::channels_last},
         {conv_options(12, 16, 1, 1, 0, 1, false), {3, 12, 5, 4}, Layout::channels_last},
+        {conv_options(4, 8, 5, 1, 3), {2, 4, 3, 2}, Layout::channels_last},
         {conv_options(16, 24, 3, 1, 1), {21, 16, 28, 28}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c, "gemm");
