@@ -370,6 +370,7 @@ void push_simulation(lua_State* L, const Simulation& s) {
     set_number(L, "bubble", s.bubble);
     set_number(L, "exposed_comm_ms", s.exposed_comm_ms);
     set_number(L, "update_ms", s.update_ms);
+    set_number(L, "crowded_ms", s.crowded_ms);
     set_number(L, "peak_bytes", static_cast<double>(s.peak_bytes()));
     lua_createtable(L, static_cast<int>(s.devices.size()), 0);
     for (std::size_t i = 0; i < s.devices.size(); ++i) {

@@ -189,9 +189,10 @@ OptionSchema make_search_schema() {
                        .high = kMostCount});
     options.push_back({.name = "simpler_within",
                        .type = OptionType::number,
-                       .help = "rank a simpler layout (fewer stages, then fewer micro-batches, "
-                               "then no recomputation) above one predicted faster by less than "
-                               "this fraction (0: by prediction alone)",
+                       .help = "rank a simpler layout (busy threads within the cores for most "
+                               "of its step, then fewer stages, then fewer micro-batches, then no "
+                               "recomputation) above one predicted faster by less than this "
+                               "fraction (0: by prediction alone)",
                        .fallback = planner.simpler_within,
                        .low = 0,
                        .high = 1});

@@ -96,7 +96,7 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
                                (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded
             : busy == cores ? costs_.busy_handoff_ms()
                             : costs_.handoff_ms();
-        set_signal(signal_id, at + handoff);
+        set_signal(signal_id, at + handoff + waker_goes_on_ms(from, receiver.pool, busy, cores));
         return;
     }
     const double end = reserve(from, to, bytes, at);
@@ -105,6 +105,21 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
                                  device_of_[static_cast<std::size_t>(to)], bytes),
          end, {TraceArg("bytes", bytes)});
     set_signal(signal_id, end);
+}
+
+double StepSimulator::waker_goes_on_ms(int from, int pool, int busy, int cores) const {
+    if (busy > cores || pool_workers_[static_cast<std::size_t>(pool)] <= cores) return 0;
+    // The sender's work after this item that it can start at once (its item is still current).
+    const auto& queue = queues_[static_cast<std::size_t>(from)];
+    double ahead = 0;
+    for (std::size_t k = position_[static_cast<std::size_t>(from)] + 1; k < queue.size(); ++k) {
+        const Item& item = queue[k];
+        if (item.kind != Item::compute ||
+            (item.wait >= 0 && !signal_set_[static_cast<std::size_t>(item.wait)]))
+            break;
+        ahead += item.work_ms;
+    }
+    return std::min(costs_.crowded_handoff_ms(), ahead) / cores;
 }
 
 void StepSimulator::start_activity(Activity activity) {
@@ -292,6 +307,12 @@ Simulation StepSimulator::run() {
                                  plan_.micro_batches),
         false);
     lane_free_.assign(static_cast<std::size_t>(plan_.stages), 0);
+    pool_workers_.assign(topology_.pools().size(), 0);
+    for (int d = 0; d < count_; ++d) {
+        const TopologyDevice& device = topology_.device(device_of_[static_cast<std::size_t>(d)]);
+        if (device.cpu && device.pool >= 0)
+            pool_workers_[static_cast<std::size_t>(device.pool)] += device.threads;
+    }
     for (int d = 0; d < count_; ++d)
         compute_phase_done(d);  // an empty queue (cannot happen) is done
 
@@ -317,6 +338,11 @@ Simulation StepSimulator::run() {
         if (!timed_.empty()) next = timed_.top().at;
         for (const auto& a : running_) next = std::min(next, now_ + a.remaining / rate(a));
         for (auto& a : running_) a.remaining -= (next - now_) * rate(a);
+        for (std::size_t pool = 0; pool < pools.size(); ++pool)
+            if (demand[pool] > pools[pool] + kEpsilon) {
+                sim_.crowded_ms += next - now_;
+                break;
+            }
         now_ = next;
         // Finish activities first (their results may set signals at this instant), then timed
         // events.

@@ -87,10 +87,13 @@ struct SimulatedDevice {
 struct Simulation {
     double step_ms = 0;
     double images_per_s = 0;
-    double compute_ms = 0;                 // when the last backward ends
-    double bubble = 0;                     // devices' idle share of [0, compute_ms]
-    double exposed_comm_ms = 0;            // all-reduce after the last backward, before the updates
-    double update_ms = 0;                  // the optimizer phase
+    double compute_ms = 0;       // when the last backward ends
+    double bubble = 0;           // devices' idle share of [0, compute_ms]
+    double exposed_comm_ms = 0;  // all-reduce after the last backward, before the updates
+    double update_ms = 0;        // the optimizer phase
+    // How long some CPU pool had more busy threads than cores: time the kernel's scheduler
+    // shares out, which the simulation prices least well (docs/planner.md).
+    double crowded_ms = 0;
     std::vector<SimulatedDevice> devices;  // per plan device, g * S + s
     std::vector<TraceEvent> events;        // when asked for
 

@@ -77,6 +77,12 @@ private:
     void start_activity(Activity activity);
     void finish_item(int device, double start, double end);
     void send(int from, int to, int signal, std::size_t bytes, double at);
+    // A pool of more workers' threads than cores: the kernel may wake a receiver on the core of
+    // its sender, which goes on working, and leave it waiting there while another core idles.
+    // About one wake-up in `cores` lands so, and waits until the sender blocks or for as long as
+    // a woken worker waits for a busy core (the crowded hand-off), whichever comes first. Where
+    // more than the cores are busy already, the crowded hand-off itself covers the wait.
+    double waker_goes_on_ms(int from, int pool, int busy, int cores) const;
     void start_collective(int c);
     void collective_step(int c, int step);
     double reserve(int from, int to, std::size_t bytes, double at);
@@ -110,7 +116,8 @@ private:
     std::vector<bool> signal_set_;
     std::vector<double> signal_at_;
     std::vector<Collective> collectives_;
-    std::vector<int> lane_free_;  // per stage: next collective index on its comm lane (GPUs)
+    std::vector<int> pool_workers_;  // per CPU pool: the threads of the plan's devices in it
+    std::vector<int> lane_free_;     // per stage: next collective index on its comm lane (GPUs)
     std::vector<double> channel_free_;
     std::vector<Activity> running_;
     struct Timed {
