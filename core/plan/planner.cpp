@@ -285,8 +285,10 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     std::ostringstream out;
     const RankedPlan* dp = search.pure_data_parallel();
     const double dp_rate = dp ? dp->simulation.images_per_s : 0;
+    // crowded: the share of the step with more busy threads than cores (CPU devices; the
+    // ranking takes a quarter or more as complex, complexity()).
     out << "  #  plan (G x S x M)         order      devices   step ms   images/s  bubble  exposed "
-           "comm  peak memory    vs data parallel\n";
+           "comm  peak memory    vs data parallel  crowded\n";
     auto row = [&](const std::string& rank, const RankedPlan& r) {
         const Simulation& s = r.simulation;
         std::string label = r.plan.label();
@@ -296,12 +298,18 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
         std::string devices = std::to_string(r.plan.groups * r.plan.stages);
         if (r.threads > 0) devices += " x " + std::to_string(r.threads) + "t";
         devices.resize(std::max<std::size_t>(devices.size(), 8), ' ');
+        std::string versus =
+            dp_rate > 0 ? fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%" : "-";
+        versus.resize(std::max<std::size_t>(versus.size(), 16), ' ');
+        const std::string crowded =
+            r.threads > 0 && s.step_ms > 0 ? fixed(100 * s.crowded_ms / s.step_ms, 0) + "%" : "-";
         char line[256];
-        std::snprintf(
-            line, sizeof line, "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s\n",
-            rank.c_str(), label.c_str(), order.c_str(), devices.c_str(), s.step_ms, s.images_per_s,
-            100 * s.bubble, s.exposed_comm_ms, format_bytes(double(s.peak_bytes())).c_str(),
-            dp_rate > 0 ? (fixed(100 * (s.images_per_s / dp_rate - 1), 1) + "%").c_str() : "-");
+        std::snprintf(line, sizeof line,
+                      "%3s  %s  %s  %s  %8.2f  %9.1f  %5.1f%%  %9.2f ms  %11s    %s  %7s\n",
+                      rank.c_str(), label.c_str(), order.c_str(), devices.c_str(), s.step_ms,
+                      s.images_per_s, 100 * s.bubble, s.exposed_comm_ms,
+                      format_bytes(double(s.peak_bytes())).c_str(), versus.c_str(),
+                      crowded.c_str());
         out << line;
     };
     for (std::size_t i = 0; i < std::min(top, search.plans.size()); ++i)

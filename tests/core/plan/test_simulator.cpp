@@ -478,8 +478,13 @@ TEST(Planner, SaysWhyItsFirstPlanIsNotTheFastest) {
               std::string::npos)
         << table;
     search.plans = {predicted(1, 1, false, 1050, 0.95, 4), predicted(2, 1, false, 1000, 0, 2)};
+    for (RankedPlan& r : search.plans) r.threads = 1;  // one-thread CPU devices
     rank_plans(search.plans, search.simpler_within);
     const std::string crowded = format_plans(search);
+    // The table's last column: the share of each step with more busy threads than cores.
+    EXPECT_NE(crowded.find("crowded\n"), std::string::npos) << crowded;
+    EXPECT_NE(crowded.find("     0%\n"), std::string::npos) << crowded;
+    EXPECT_NE(crowded.find("    95%\n"), std::string::npos) << crowded;
     EXPECT_NE(crowded.find("#1 is simpler than #2 (keeps its busy threads within the cores for "
                            "more of the step), which is predicted 5.0% faster"),
               std::string::npos)
