@@ -126,6 +126,15 @@ t.test('the planner ranks CPU layouts from measured profiles', function()
                                         {groups = 1, stages = 2, micro_batches = 4}}}
   t.eq(#sims, 2)
   t.ok(sims[1].step_ms > 0 and #sims[1].devices == 2)
+  -- crowded_ms: how long more threads were busy than the cores; two one-thread devices on two
+  -- cores never are, four data-parallel ones on two cores are for most of the step.
+  local crowded = T.plan.simulate{net = net, sample = sample, batch = 16, iterations = 2, warmup = 1,
+                                  topology = T.plan.topology('cpu', {devices = 4, threads = 1, cores = 2,
+                                                                     memory = '1GB'}),
+                                  plans = {{groups = 2}, {groups = 4}}}
+  t.eq(crowded[1].crowded_ms, 0)
+  t.ok(crowded[2].crowded_ms > 0.5 * crowded[2].step_ms and crowded[2].crowded_ms <= crowded[2].step_ms,
+       ('%.3f of %.3f ms'):format(crowded[2].crowded_ms, crowded[2].step_ms))
   t.eq(#sims[2].split, 1)  -- the partitioner's cut when none is given
   t.raises(function() T.plan.simulate{net = net, sample = sample, batch = 16, topology = T.plan.topology('cpu')} end,
            'needs plan')
