@@ -97,7 +97,7 @@ public:
     // And while more workers than cores want to run, each handing work to another in turn (a
     // pipeline of one-thread devices over fewer cores): the woken worker queues behind others
     // that are as entitled to the core as it is. (The simulator also charges it, one wake-up in
-    // `cores`, to a receiver woken beside a sender that goes on working: simulator_internal.h.)
+    // `cores`, to a receiver woken beside a sender that goes on working: wake_up_ms.)
     virtual double crowded_handoff_ms() const { return busy_handoff_ms(); }
     // CPU devices: an all-reduce of `bytes` among `ranks` devices of one machine, in shared
     // memory (the in-process communicator), as wall time when nothing else runs. By default

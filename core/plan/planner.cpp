@@ -27,10 +27,12 @@ std::vector<int> device_order(const std::string& kind, int groups, int stages) {
 // cores was off by more than 10%), the stages (a pipeline's bubbles and copies), the
 // micro-batches (each one's fixed costs) and recomputation. (Simulated crowding: 0-6% of the
 // step for smallbn's four-device layouts that keep to two busy workers, 44-95% for the others.)
+constexpr double kCrowdedShare = 0.25;  // of the step, from which a plan counts as crowded
+
 std::tuple<bool, int, int, bool> complexity(const RankedPlan& r) {
     const Plan& p = r.plan;
-    const bool crowded =
-        r.simulation.crowded_ms > 0 && r.simulation.crowded_ms >= 0.25 * r.simulation.step_ms;
+    const bool crowded = r.simulation.crowded_ms > 0 &&
+                         r.simulation.crowded_ms >= kCrowdedShare * r.simulation.step_ms;
     return {crowded, p.stages, p.micro_batches, p.recompute};
 }
 
@@ -286,7 +288,7 @@ std::string format_plans(const PlanSearch& search, std::size_t top) {
     const RankedPlan* dp = search.pure_data_parallel();
     const double dp_rate = dp ? dp->simulation.images_per_s : 0;
     // crowded: the share of the step with more busy threads than cores (CPU devices; the
-    // ranking takes a quarter or more as complex, complexity()).
+    // ranking takes kCrowdedShare or more as complex, complexity()).
     out << "  #  plan (G x S x M)         order      devices   step ms   images/s  bubble  exposed "
            "comm  peak memory    vs data parallel  crowded\n";
     auto row = [&](const std::string& rank, const RankedPlan& r) {

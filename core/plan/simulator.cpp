@@ -83,20 +83,8 @@ double StepSimulator::reserve(int from, int to, std::size_t bytes, double at) {
 
 void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, double at) {
     if (on_cpu(from) && on_cpu(to)) {
-        // The receiver copies it in its op; waking it takes longer while every core is busy.
-        const TopologyDevice& receiver = topology_.device(device_of_[static_cast<std::size_t>(to)]);
-        int busy = 0;
-        for (const auto& a : running_)
-            if (a.pool == receiver.pool) busy += a.threads;
-        const int cores = topology_.pools()[static_cast<std::size_t>(receiver.pool)];
-        // Beyond the cores, the wait for one grows towards its measure at twice as many.
-        const double crowded = std::min(1.0, double(busy - cores) / double(cores));
-        const double handoff =
-            busy > cores ? costs_.busy_handoff_ms() +
-                               (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded
-            : busy == cores ? costs_.busy_handoff_ms()
-                            : costs_.handoff_ms();
-        set_signal(signal_id, at + handoff + waker_goes_on_ms(from, receiver.pool, busy, cores));
+        // The receiver copies it in its op; the signal waits for it to be woken.
+        set_signal(signal_id, at + wake_up_ms(from, to));
         return;
     }
     const double end = reserve(from, to, bytes, at);
@@ -107,9 +95,22 @@ void StepSimulator::send(int from, int to, int signal_id, std::size_t bytes, dou
     set_signal(signal_id, end);
 }
 
-double StepSimulator::waker_goes_on_ms(int from, int pool, int busy, int cores) const {
-    if (busy > cores || pool_workers_[static_cast<std::size_t>(pool)] <= cores) return 0;
-    // The sender's work after this item that it can start at once (its item is still current).
+double StepSimulator::wake_up_ms(int from, int to) const {
+    const int pool = topology_.device(device_of_[static_cast<std::size_t>(to)]).pool;
+    const int cores = topology_.pools()[static_cast<std::size_t>(pool)];
+    int busy = 0;
+    for (const auto& a : running_)
+        if (a.pool == pool) busy += a.threads;
+    if (busy > cores) {
+        // Beyond the cores, the wait for one grows towards its measure at twice as many.
+        const double crowded = std::min(1.0, double(busy - cores) / double(cores));
+        return costs_.busy_handoff_ms() +
+               (costs_.crowded_handoff_ms() - costs_.busy_handoff_ms()) * crowded;
+    }
+    const double handoff = busy == cores ? costs_.busy_handoff_ms() : costs_.handoff_ms();
+    if (pool_workers_[static_cast<std::size_t>(pool)] <= cores) return handoff;
+    // More workers than cores: the sender's work after this item that it can start at once
+    // (its item is still current) keeps its core, and one wake-up in `cores` waits beside it.
     const auto& queue = queues_[static_cast<std::size_t>(from)];
     double ahead = 0;
     for (std::size_t k = position_[static_cast<std::size_t>(from)] + 1; k < queue.size(); ++k) {
@@ -119,7 +120,7 @@ double StepSimulator::waker_goes_on_ms(int from, int pool, int busy, int cores) 
             break;
         ahead += item.work_ms;
     }
-    return std::min(costs_.crowded_handoff_ms(), ahead) / cores;
+    return handoff + std::min(costs_.crowded_handoff_ms(), ahead) / cores;
 }
 
 void StepSimulator::start_activity(Activity activity) {

@@ -77,12 +77,13 @@ private:
     void start_activity(Activity activity);
     void finish_item(int device, double start, double end);
     void send(int from, int to, int signal, std::size_t bytes, double at);
-    // A pool of more workers' threads than cores: the kernel may wake a receiver on the core of
-    // its sender, which goes on working, and leave it waiting there while another core idles.
-    // About one wake-up in `cores` lands so, and waits until the sender blocks or for as long as
-    // a woken worker waits for a busy core (the crowded hand-off), whichever comes first. Where
-    // more than the cores are busy already, the crowded hand-off itself covers the wait.
-    double waker_goes_on_ms(int from, int pool, int busy, int cores) const;
+    // How long after a CPU device's hand-off its receiver runs: a wake-up, longer with every
+    // core busy, and beyond the cores a woken worker's wait for one (the crowded hand-off). In
+    // a pool of more workers' threads than cores the kernel may also wake the receiver on the
+    // core of its sender, which goes on working, and leave it waiting there while another core
+    // idles: about one wake-up in `cores` lands so, and waits until the sender blocks or for
+    // the crowded hand-off, whichever comes first.
+    double wake_up_ms(int from, int to) const;
     void start_collective(int c);
     void collective_step(int c, int step);
     double reserve(int from, int to, std::size_t bytes, double at);
