@@ -247,9 +247,10 @@ TEST(Conv2d, PartialSumsInsideAnotherTeam) {
     }
 }
 
-// A first layer's weights' gradient in our loop (conv2d_thin_input.cpp): 1 and 3 input channels,
-// stride 1 and 2, padding, 5x5 and 7x7, bias or none, an odd batch for the threads' split,
-// output channels in whole and in partial vectors.
+// A first layer's forward and weights' gradient in our loops (conv2d_thin_input.cpp): 1 and 3
+// input channels, stride 1 and 2, padding, 5x5 and 7x7, bias or none, an odd batch for the
+// threads' split, output channels in whole and in partial vectors, and output rows of several
+// whole blocks of pixels and a rest (26 and 29 wide).
 TEST(Conv2d, ThinInputMatchesReference) {
     const Case cases[] = {
         {conv_options(1, 32, 3, 1, 1, 1, false), {5, 1, 9, 8}, Layout::channels_last},
@@ -261,6 +262,8 @@ TEST(Conv2d, ThinInputMatchesReference) {
         {conv_options(1, 20, 5, 1, 0), {3, 1, 12, 11}, Layout::channels_last},
         {conv_options(3, 13, 3, 2, 1, 1, false), {2, 3, 9, 8}, Layout::channels_last},
         {conv_options(2, 56, 7, 1, 3), {2, 2, 9, 9}, Layout::channels_last},
+        {conv_options(1, 20, 5, 1, 0), {2, 1, 7, 30}, Layout::channels_last},
+        {conv_options(3, 32, 3, 1, 1, 1, false), {3, 3, 4, 29}, Layout::channels_last},
     };
     for (const auto& c : cases) compare_with_reference(c, "thin_input");
     for (const auto& c : cases) compare_with_reference(c, "cpu");
