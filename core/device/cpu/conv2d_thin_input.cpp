@@ -33,7 +33,8 @@ namespace {
 namespace vec = winograd;  // the channel vectors, their loads and stores
 
 constexpr int kMaxOutputVectors = 8;  // 64 output channels
-constexpr int kRegisters = 16;        // AVX2's vector registers
+// The vector registers of the build's vectors: AVX-512's 32, AVX's 16.
+constexpr int kRegisters = vec::kVec == 16 ? 32 : 16;
 
 // Taps a block keeps in registers: taps x vectors sums and a broadcast input value (GCC
 // reads the gradient's vectors straight into the multiply-adds); at most 8.
@@ -42,11 +43,9 @@ constexpr int taps_per_block(int vectors) {
 }
 
 // Output pixels a forward block keeps in registers: pixels x vectors sums, a tap's weight
-// vectors and a broadcast input value, in the registers the build's vectors have (AVX-512's
-// 32, AVX's 16); at most 12.
+// vectors and a broadcast input value; at most 12.
 constexpr int pixels_per_block(int vectors) {
-    constexpr int registers = vec::kVec == 16 ? 32 : kRegisters;
-    return std::clamp((registers - 1 - vectors) / vectors, 1, 12);
+    return std::clamp((kRegisters - 1 - vectors) / vectors, 1, 12);
 }
 
 class Conv2dThinInput final : public Conv2dKernel {
