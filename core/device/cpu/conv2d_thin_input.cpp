@@ -1,10 +1,10 @@
 // The forward and the weights' gradient of a convolution over few input channels (a net's first
 // layer: 1 channel for Fashion-MNIST, 3 for RGB) in channels-last, our own loops; backward data,
 // and the forward of output channels that fit one vector, stay on the oneDNN kernel this one
-// wraps. oneDNN 2.6's AVX2 backward-weights kernel for
-// smallbn's 1 -> 32 3x3 layer took 5 ms of its 100 ms step (batch 64, one Zen 3 core), 3x
-// the layer's forward, for 0.03 GFLOP; on a Zen 5 (AVX-512) its forward of that layer took 0.77
-// ms (14% of the FMA peak) and of LeNet-5's 1 -> 20 5x5 0.45 ms (31%).
+// wraps. oneDNN 2.6's AVX2 backward-weights kernel for smallbn's 1 -> 32 3x3 layer took 5 ms of
+// its 100 ms step (batch 64, one Zen 3 core), 3x the layer's forward, for 0.03 GFLOP; on a Zen 5
+// (AVX-512) its forward of that layer took 0.77 ms (14% of the FMA peak) and of LeNet-5's 1 -> 20
+// 5x5 0.45 ms (31%).
 //
 // y[.., o] = bias[o] + sum over taps of x at the tap's input pixel x w[o][tap]. The weights are
 // packed once a call as taps x the output channels in whole vectors (zeros past the last); for
