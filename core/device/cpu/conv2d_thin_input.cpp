@@ -58,11 +58,7 @@ public:
 
     void forward(const Tensor& src, const Tensor& weights, const Tensor& bias,
                  Tensor& dst) override {
-        // Output channels in one vector leave one multiply-add to each broadcast input value:
-        // ResNet-20's 3 -> 16 3x3 took 1.22-1.29 ms here against oneDNN's 0.93 (batch 128, one
-        // Zen 5 core), where two vectors or more gain (LeNet-5's 1 -> 20, smallbn's 1 -> 32,
-        // AlexNet's 3 -> 64 5x5 stride 2: 4.2 -> 3.0 ms).
-        if (vectors_ < 2) return direct_->forward(src, weights, bias, dst);
+        if (!forward_in_loop()) return direct_->forward(src, weights, bias, dst);
         const std::int64_t taps = c_.c * c_.kernel_h * c_.kernel_w, outputs = c_.out_channels;
         const std::int64_t packed = (taps + 1) * width_;  // the weights, then the bias
         const std::int64_t planes = c_.c * plane_h_ * plane_w_;
@@ -140,6 +136,17 @@ public:
     }
 
 private:
+    // Whether our forward loop beats oneDNN's: where each broadcast input value feeds 32 lanes
+    // or more and a block holds 4 pixels or more (each tap's weights loaded once for them). On
+    // a Zen 5 (AVX-512, one core, batch 64): LeNet-5's 1 -> 20 (two vectors, 12 pixels) 0.45
+    // -> 0.30 ms, smallbn's 1 -> 32 0.79 -> 0.385, AlexNet's 3 -> 64 5x5 stride 2 (four
+    // vectors, 6 pixels) 4.2 -> 3.0; ResNet-20's 3 -> 16 (one vector: 16 lanes) took 1.22-1.29
+    // ms against oneDNN's 0.93 (batch 128). AVX2's blocks were not measured against oneDNN:
+    // 32 channels there leave 2 pixels a block, so AVX2 keeps oneDNN's forward.
+    bool forward_in_loop() const {
+        return width_ >= 32 && pixels_per_block(vectors_) >= 4;
+    }
+
     // An image's input channels (channels-last) into the insides of their zero-padded planes.
     void fill_planes(const float* image, float* planes) const {
         for (std::int64_t i = 0; i < c_.c; ++i) {
