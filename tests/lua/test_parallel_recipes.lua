@@ -122,4 +122,19 @@ t.test('bench/parallel.lua reports every layout and batch-norm mode against its 
   t.ok(out:find('bn sync', 1, true), out)
 end)
 
+t.test('bench/plan_validation.lua says which plans are crowded and its error over the rest', function()
+  local out, rc = S.tandem({'run', 'bench/plan_validation.lua', '--batch=8', '--iters=2', '--warmup=1',
+                            '--profile_iters=2', '--plans=2x1x1,4x1x1', '--json'})
+  t.eq(rc, 0, out)
+  t.ok(out:find('(median)  crowded', 1, true), out)
+  local crowded = {}
+  for plan, share in out:gmatch('"plan": "([%w:]+)",[^\n]-"crowded": ([%d.]+)}') do crowded[plan] = tonumber(share) end
+  t.eq(crowded['2x1x1'], 0, out)
+  -- Four one-thread devices ask more cores than a machine of fewer has.
+  if T.cores() < 4 then t.ok(crowded['4x1x1'] > 0.25, out) end
+  local within = T.cores() >= 4 and 2 or 1
+  t.ok(out:find(('over 2 plans %%([%%d.]+%%%% over the %d of no more devices than the %d cores%%)'):format(
+    within, T.cores())), out)
+end)
+
 S.cleanup()
