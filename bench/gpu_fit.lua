@@ -1,16 +1,17 @@
 -- The analytic GPU model (core/plan/analytic_costs.cpp) against per-layer measurements:
 --   build/tandem run bench/gpu_fit.lua [--table=bench/measured/h200-2026-11-26/layers.txt]
---                                      [--device=H200] [--rows=FILE]
+--                                      [--device=H200] [--precision=fp32] [--rows=FILE]
 -- For every net and batch in the table (`tandem bench --device=cuda --benchmark` output), each
 -- top-level layer's measured forward and backward against what the model predicts on --device,
 -- summed by the class of the kernels that make the layer up; then each net's step. With
 -- --rows=FILE it also writes one CSV row per kernel of each layer and pass, with the layer's
 -- measured time and the kernel's class, FLOPs, bytes and matrix dimensions: what the model's
--- fractions, size curves and fixed costs are fitted to (bench/gpu_fit.py).
+-- fractions, size curves and fixed costs are fitted to (bench/gpu_fit.py). --precision is the
+-- table's (tools/device/gpu-check's half_layers.txt is fp16): the model predicts in it.
 local T = require 'tandem'
 
 local opt = T.options(..., {
-  table = 'bench/measured/h200-2026-11-26/layers.txt', device = 'H200', rows = '',
+  table = 'bench/measured/h200-2026-11-26/layers.txt', device = 'H200', precision = 'fp32', rows = '',
 })
 
 local nets_dir = (T.recipe_dir or 'bench') .. '/../recipes/nets/'
@@ -48,7 +49,7 @@ print('|---|---|---|---|---|')
 local summary = {}
 for _, run in ipairs(read_table(opt.table)) do
   local net, sample = dofile(nets_dir .. run.net .. '.lua')({})
-  local costs = T.plan.costs{net = net, sample = sample, cost = 'analytic'}
+  local costs = T.plan.costs{net = net, sample = sample, cost = 'analytic', precision = opt.precision}
   local predicted = costs:layers{device = opt.device, batch = run.batch}
   -- The planner weighs a block's units one by one ('block1.body.conv1'): summed back into
   -- the top-level layers the table measured.
