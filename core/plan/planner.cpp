@@ -21,14 +21,16 @@ std::vector<int> device_order(const std::string& kind, int groups, int stages) {
     return devices;
 }
 
-// What the cost model misjudges most in a layout, in the order it misjudges it: more busy
-// threads than cores for a quarter of the step or more (the kernel's scheduler shares them out:
-// 5-15% optimistic on this repository's 2-core machine, where no layout of no more devices than
-// cores was off by more than 10%), the stages (a pipeline's bubbles and copies), the
-// micro-batches (each one's fixed costs) and recomputation. (Simulated crowding: 0-6% of the
-// step for smallbn's four-device layouts that keep to two busy workers, 44-95% for the others.)
-constexpr double kCrowdedShare = 0.25;  // of the step, from which a plan counts as crowded
+// The share of the step with more busy threads than cores from which a plan counts as crowded
+// (simulated: 0-6% of the step for smallbn's four-device layouts that keep to two busy workers,
+// 44-95% for the others).
+constexpr double kCrowdedShare = 0.25;
 
+// What the cost model misjudges most in a layout, in the order it misjudges it: crowding (the
+// kernel's scheduler shares the cores out: 5-15% optimistic on this repository's 2-core
+// machine, where no layout of no more devices than cores was off by more than 10%), the stages
+// (a pipeline's bubbles and copies), the micro-batches (each one's fixed costs) and
+// recomputation.
 std::tuple<bool, int, int, bool> complexity(const RankedPlan& r) {
     const Plan& p = r.plan;
     const bool crowded = r.simulation.crowded_ms > 0 &&

@@ -38,12 +38,10 @@ struct PlannerOptions {
     bool nccl_auto = false;         // Plan::nccl_auto: NCCL's own choice ('auto')
     std::size_t bucket_bytes = std::size_t(25) << 20;
     bool overlap_backward = true;  // as the engine's option
-    // A simpler layout (busy threads within the cores for most of its step, then fewer stages,
-    // then fewer micro-batches, then no recomputation) ranks above one predicted faster by less
-    // than this fraction of its rate (0: by prediction alone). The cost model errs most on what
-    // makes a layout complex: the kernel's sharing of over-asked cores, a pipeline's bubbles
-    // and copies and a small micro-batch's fixed costs (20-25% for this repository's CPU
-    // pipelines, docs/benchmarks.md), so a smaller lead is no lead.
+    // A simpler layout (complexity() in planner.cpp says what makes one simpler, in order)
+    // ranks above one predicted faster by less than this fraction of its rate (0: by
+    // prediction alone). The cost model errs most on what makes a layout complex (20-25% for
+    // this repository's CPU pipelines, docs/benchmarks.md), so a smaller lead is no lead.
     double simpler_within = 0.1;
     // When the cost model's layers are a net's units with its graphs and blocks opened
     // (unit_placement.h): the stage graph of cuts of them for micro-batches of a size, and per

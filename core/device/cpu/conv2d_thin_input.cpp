@@ -48,6 +48,15 @@ constexpr int pixels_per_block(int vectors) {
     return std::clamp((kRegisters - 1 - vectors) / vectors, 1, 12);
 }
 
+// f.template operator()<B>(at) over [at, end) in blocks of B, the rest in smaller blocks (each
+// block size a constant, so its sums stay in registers).
+template <int B, typename F>
+void in_blocks(std::int64_t at, std::int64_t end, F&& f) {
+    for (; at + B <= end; at += B) f.template operator()<B>(at);
+    if constexpr (B > 1)
+        if (at < end) in_blocks<B - 1>(at, end, f);
+}
+
 class Conv2dThinInput final : public Conv2dKernel {
 public:
     Conv2dThinInput(Device& device, const Conv2dConfig& c, std::unique_ptr<Conv2dKernel> direct)
@@ -163,15 +172,9 @@ private:
     template <int V>
     void forward_image(const float* planes, const float* packed, float* out) const {
         for (std::int64_t y = 0; y < c_.out_h(); ++y)
-            forward_row<V, pixels_per_block(V)>(planes, packed, y, 0, out);
-    }
-
-    template <int V, int P>
-    void forward_row(const float* planes, const float* packed, std::int64_t y, std::int64_t x0,
-                     float* out) const {
-        for (; x0 + P <= c_.out_w(); x0 += P) forward_pixels<V, P>(planes, packed, y, x0, out);
-        if constexpr (P > 1)
-            if (x0 < c_.out_w()) forward_row<V, P - 1>(planes, packed, y, x0, out);
+            in_blocks<pixels_per_block(V)>(0, c_.out_w(), [&]<int P>(std::int64_t x0) {
+                forward_pixels<V, P>(planes, packed, y, x0, out);
+            });
     }
 
     // Output pixels (y, x0 .. x0 + P): P x V vectors of sums in registers, from the bias.
@@ -236,8 +239,12 @@ private:
         for (std::int64_t i = 0; i < c_.c; ++i) {
             const float* plane = planes + i * plane_h_ * plane_w_;
             for (std::int64_t kh = 0; kh < c_.kernel_h; ++kh)
-                with_vectors(
-                    [&]<int V> { add_row<V, taps_per_block(V)>(plane, g, i, kh, 0, sum); });
+                with_vectors([&]<int V> {
+                    // The taps of filter row kh, in blocks.
+                    in_blocks<taps_per_block(V)>(0, c_.kernel_w, [&]<int B>(std::int64_t kw) {
+                        add_taps<V, B>(plane, g, i, kh, kw, sum);
+                    });
+                });
         }
         if (c_.bias)
             with_vectors([&]<int V> {
@@ -262,16 +269,6 @@ private:
             case 7: return f.template operator()<7>();
             default: return f.template operator()<8>();
         }
-    }
-
-    // The taps of filter row kh from kw on over input channel i: blocks of B taps, the rest in
-    // smaller blocks.
-    template <int V, int B>
-    void add_row(const float* plane, const float* g, std::int64_t i, std::int64_t kh,
-                 std::int64_t kw, float* sum) const {
-        for (; kw + B <= c_.kernel_w; kw += B) add_taps<V, B>(plane, g, i, kh, kw, sum);
-        if constexpr (B > 1)
-            if (kw < c_.kernel_w) add_row<V, B - 1>(plane, g, i, kh, kw, sum);
     }
 
     // Taps (kh, kw0 .. kw0 + B) over input channel i: sum over the output pixels of the plane's
