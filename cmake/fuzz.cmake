@@ -7,6 +7,8 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
 endif()
 find_package(ZLIB REQUIRED)
 find_package(PNG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 include(cmake/opencv.cmake)
 
 set(TANDEM_FUZZ_SANITIZERS address,undefined)
@@ -14,14 +16,15 @@ set(TANDEM_FUZZ_SANITIZERS address,undefined)
 add_library(tandem_fuzz_parsers STATIC
   core/base/error.cpp core/base/format.cpp core/tensor/shape.cpp
   core/base/json.cpp core/io/safetensors_layout.cpp
-  core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/png_check.cpp
+  core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/image_format.cpp
+  core/data/png_check.cpp
   core/data/png_decode.cpp
   core/data/idx.cpp core/data/interaction_text.cpp core/data/interaction_layout.cpp
   core/plan/hardware.cpp core/plan/topology.cpp core/device/workspace_budget.cpp)
 target_include_directories(tandem_fuzz_parsers PUBLIC core)
 target_compile_options(tandem_fuzz_parsers PUBLIC
   -fsanitize=fuzzer-no-link,${TANDEM_FUZZ_SANITIZERS} -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
-target_link_libraries(tandem_fuzz_parsers PUBLIC tandem_opencv PNG::PNG ZLIB::ZLIB)
+target_link_libraries(tandem_fuzz_parsers PUBLIC tandem_opencv PkgConfig::WEBP PNG::PNG ZLIB::ZLIB)
 
 foreach(target safetensors record image idx topology interactions)
   add_executable(fuzz_${target} tests/fuzz/fuzz_${target}.cpp)

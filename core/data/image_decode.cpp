@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "data/image_format.h"
 #include "data/png_check.h"
 #include "data/png_decode.h"
 
@@ -143,6 +144,10 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
     // and byte that are wrong ("chunk 'IDAT' at byte 41 fails its CRC check") where libpng
     // would say "IDAT: CRC error" (issue 19).
     const bool png = s.encoding == Encoding::png || has_png_signature(s.bytes);
+    // Any other format goes to OpenCV only when it is one we take (data/image_format.h): the
+    // decoders OpenCV would otherwise try include one that aborts the process.
+    if (!png && opencv_image_format(s.bytes) == nullptr)
+        corrupt(s, std::string("not an image in a format Tandem reads (") + kImageFormats + ")");
     if (png)
         if (const std::string why = png_problem(
                 s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);

@@ -1,6 +1,6 @@
-// libFuzzer: arbitrary bytes as an image file (the image-folder source: any format OpenCV
-// reads, sniffed by its magic), decoded into 0, 1 or 3 channels. A damaged file is a
-// CorruptSampleError naming it; it may not crash or hang. Bytes with a PNG signature also go to
+// libFuzzer: arbitrary bytes as an image file (the image-folder source: the formats we take,
+// sniffed by their magic, data/image_format.h), decoded into 0, 1 or 3 channels. A damaged file is
+// a CorruptSampleError naming it; it may not crash or hang. Bytes with a PNG signature also go to
 // the PNG decoder directly: the chunk check before it stops nearly every input the fuzzer makes
 // (their CRCs fail), and libpng under our handlers must hold up without it.
 #include <cstddef>

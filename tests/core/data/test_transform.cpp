@@ -212,5 +212,49 @@ TEST(Transform, ImageHeadersAreCheckedBeforeDecoding) {
     }
 }
 
+// Only the formats an image folder takes reach OpenCV (data/image_format.h): each of them
+// decodes; a format OpenCV also reads (JPEG 2000, Sun raster) is refused by name, and so are the
+// image fuzzer's bytes, "DICM" at byte 128 after no known signature, which OpenCV gave to GDCM's
+// DICOM reader, whose failed assertion ended the process.
+TEST(Transform, OnlyTheFormatsWeTakeReachTheDecoder) {
+    const auto sample = [](const std::string& key, const std::vector<unsigned char>& bytes) {
+        RawSample s;
+        s.key = key;
+        s.bytes.assign(bytes.begin(), bytes.end());
+        s.encoding = sniff_encoding(s.bytes);
+        return s;
+    };
+    for (const char* ext : {".jpg", ".png", ".bmp", ".ppm", ".pgm", ".pbm", ".tiff", ".webp"}) {
+        const bool grey = std::string(ext) == ".pgm" || std::string(ext) == ".pbm";
+        std::vector<unsigned char> bytes;
+        ASSERT_TRUE(cv::imencode(ext, pattern_image(1, 9, 7, grey ? 1 : 3), bytes)) << ext;
+        const cv::Mat image = decode_image(sample(ext, bytes), 0);
+        EXPECT_EQ(image.size(), cv::Size(7, 9)) << ext;
+        EXPECT_EQ(image.channels(), grey ? 1 : 3) << ext;
+    }
+    const auto refused = [&](const std::string& key, const std::vector<unsigned char>& bytes) {
+        try {
+            decode_image(sample(key, bytes), 3);
+        } catch (const CorruptSampleError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(decoded)");
+    };
+    for (const char* ext : {".jp2", ".ras"}) {
+        std::vector<unsigned char> bytes;
+        // 64 x 64: OpenJPEG's default six resolution levels need 32 pixels a side.
+        ASSERT_TRUE(cv::imencode(ext, pattern_image(1, 64, 64, 3), bytes)) << ext;
+        EXPECT_NE(refused(ext, bytes).find("not an image in a format Tandem reads (JPEG, PNG"),
+                  std::string::npos)
+            << ext << ": " << refused(ext, bytes);
+    }
+    std::vector<unsigned char> dicom(128, 0x50);
+    dicom[0] = 0xFF;
+    for (char c : std::string("DICM\x02\x00\x00\x00UL\x04\x00")) dicom.push_back(c);
+    const std::string why = refused("scan.dcm", dicom);
+    EXPECT_NE(why.find("cannot decode image 'scan.dcm'"), std::string::npos) << why;
+    EXPECT_NE(why.find("not an image in a format Tandem reads"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace tandem::test
