@@ -248,9 +248,10 @@ TEST(Transform, OnlyTheFormatsWeTakeReachTheDecoder) {
                   std::string::npos)
             << ext << ": " << refused(ext, bytes);
     }
+    // A 128-byte preamble that starts as no format, then DICOM's magic and a group-2 tag.
     std::vector<unsigned char> dicom(128, 0x50);
     dicom[0] = 0xFF;
-    for (char c : std::string("DICM\x02\x00\x00\x00UL\x04\x00")) dicom.push_back(c);
+    for (unsigned char c : {'D', 'I', 'C', 'M', '\x02', '\x00'}) dicom.push_back(c);
     const std::string why = refused("scan.dcm", dicom);
     EXPECT_NE(why.find("cannot decode image 'scan.dcm'"), std::string::npos) << why;
     EXPECT_NE(why.find("not an image in a format Tandem reads"), std::string::npos) << why;
