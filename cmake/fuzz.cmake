@@ -17,7 +17,7 @@ add_library(tandem_fuzz_parsers STATIC
   core/base/error.cpp core/base/format.cpp core/tensor/shape.cpp
   core/base/json.cpp core/io/safetensors_layout.cpp
   core/data/record.cpp core/data/data_source.cpp core/data/image_decode.cpp core/data/image_format.cpp
-  core/data/png_check.cpp
+  core/data/image_header.cpp core/data/png_check.cpp
   core/data/png_decode.cpp
   core/data/idx.cpp core/data/interaction_text.cpp core/data/interaction_layout.cpp
   core/plan/hardware.cpp core/plan/topology.cpp core/device/workspace_budget.cpp)

@@ -1,15 +1,15 @@
 #include "data/data_source.h"
 
+#include "data/image_format.h"
+
 namespace tandem {
 
 Encoding sniff_encoding(const std::string& bytes) {
-    static const char kPng[] = "\x89PNG\r\n\x1a\n";
-    if (bytes.size() >= 8 && bytes.compare(0, 8, kPng, 8) == 0) return Encoding::png;
-    if (bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xFF &&
-        static_cast<unsigned char>(bytes[1]) == 0xD8 &&
-        static_cast<unsigned char>(bytes[2]) == 0xFF)
-        return Encoding::jpeg;
-    return Encoding::other;
+    switch (image_format(bytes)) {
+        case ImageFormat::png: return Encoding::png;
+        case ImageFormat::jpeg: return Encoding::jpeg;
+        default: return Encoding::other;
+    }
 }
 
 }  // namespace tandem

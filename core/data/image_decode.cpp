@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "data/image_format.h"
+#include "data/image_header.h"
 #include "data/png_check.h"
 #include "data/png_decode.h"
 
@@ -41,66 +42,8 @@ cv::Mat to_channels(cv::Mat image, int channels) {
 }
 
 // The most pixels an encoded image may claim: its header alone would otherwise make the decoder
-// allocate whatever it states (a damaged JPEG claiming 65535 x 65535 asks for 12 GB).
+// allocate whatever it states (data/image_header.h).
 constexpr std::uint64_t kMaxPixels = std::uint64_t(1) << 26;  // 8192 x 8192
-
-struct Size2 {
-    std::uint32_t height = 0, width = 0;
-};
-
-std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < bytes; ++i)
-        v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
-    return v;
-}
-
-bool has_png_signature(const std::string& b) {
-    return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0;
-}
-
-// The size a PNG's IHDR or a JPEG's start-of-frame states, read before decoding; none when the
-// bytes are neither or the header is not found.
-
-std::optional<Size2> stated_size(const std::string& b) {
-    if (b.size() >= 24 && has_png_signature(b) && b.compare(12, 4, "IHDR") == 0)
-        return Size2{big_endian(b, 20, 4), big_endian(b, 16, 4)};
-    if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF ||
-        static_cast<unsigned char>(b[1]) != 0xD8)
-        return std::nullopt;
-    // JPEG markers: FF xx, then (except the standalone ones) a 2-byte length; start-of-frame
-    // markers C0-CF (but C4, C8, CC) carry precision, height and width. Bytes between markers
-    // are skipped, as libjpeg skips them (with a warning) to find the next one.
-    for (std::size_t at = 2; at + 3 < b.size();) {
-        if (static_cast<unsigned char>(b[at]) != 0xFF) {
-            ++at;
-            continue;
-        }
-        const auto marker = static_cast<unsigned char>(b[at + 1]);
-        if (marker == 0xFF) {  // fill byte
-            ++at;
-            continue;
-        }
-        if (marker == 0x00) {  // a stuffed FF: no marker, skipped as libjpeg skips it (the fuzzer's
-                               // third find)
-            at += 2;
-            continue;
-        }
-        if (marker == 0xD9 || marker == 0xDA)
-            return std::nullopt;  // end, or scan data: no frame seen
-        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
-            at += 2;
-            continue;
-        }
-        const std::size_t length = big_endian(b, at + 2, 2);
-        const bool frame =
-            marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-        if (frame && at + 9 <= b.size())
-            return Size2{big_endian(b, at + 5, 2), big_endian(b, at + 7, 2)};
-        at += 2 + length;
-    }
-    return std::nullopt;
-}
 
 }  // namespace
 
@@ -127,10 +70,18 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
     // A record states its channel count; a file keeps what it has unless asked otherwise.
     channels = channels != 0 ? channels : static_cast<int>(s.channels);
     if (s.bytes.empty()) corrupt(s, "empty");
+    // Only the formats we take reach a decoder (data/image_format.h); a record is in the one it
+    // states. A PNG record without the signature is left to the PNG check, which says so.
+    const ImageFormat format = image_format(s.bytes);
+    const bool png = s.encoding == Encoding::png || format == ImageFormat::png;
+    if (!png && format == ImageFormat::unknown)
+        corrupt(s, std::string("not an image in a format Tandem reads (") + kImageFormats + ")");
+    if (s.encoding == Encoding::jpeg && format != ImageFormat::jpeg)
+        corrupt(s, std::string("the record states jpeg, its bytes are ") + format_name(format));
     if (s.encoding == Encoding::jpeg && !has_jpeg_end(s.bytes))
         corrupt(s, "truncated (no end-of-image marker)");
-    if (const auto stated = stated_size(s.bytes)) {
-        if (std::uint64_t(stated->height) * stated->width > kMaxPixels)
+    if (const auto stated = stated_size(s.bytes, png ? ImageFormat::png : format)) {
+        if (stated->width != 0 && stated->height > kMaxPixels / stated->width)
             corrupt(s, "its header claims " + std::to_string(stated->height) + "x" +
                            std::to_string(stated->width) + " pixels, more than the " +
                            std::to_string(kMaxPixels) + " an image may have");
@@ -143,11 +94,6 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
     // whatever the bytes. Its chunks are checked first all the same: the check names the chunk
     // and byte that are wrong ("chunk 'IDAT' at byte 41 fails its CRC check") where libpng
     // would say "IDAT: CRC error" (issue 19).
-    const bool png = s.encoding == Encoding::png || has_png_signature(s.bytes);
-    // Any other format goes to OpenCV only when it is one we take (data/image_format.h): the
-    // decoders OpenCV would otherwise try include one that aborts the process.
-    if (!png && opencv_image_format(s.bytes) == nullptr)
-        corrupt(s, std::string("not an image in a format Tandem reads (") + kImageFormats + ")");
     if (png)
         if (const std::string why = png_problem(
                 s.bytes, check == ImageCheck::full ? PngCheck::pixels : PngCheck::chunks);

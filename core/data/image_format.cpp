@@ -33,13 +33,28 @@ bool is_webp(const std::string& b) {
 
 }  // namespace
 
-const char* opencv_image_format(const std::string& b) {
-    if (starts_with(b, "BM", 2)) return "BMP";
-    if (starts_with(b, "\xFF\xD8\xFF", 3)) return "JPEG";
-    if (is_webp(b)) return "WebP";
-    if (is_pnm(b)) return "PNM";
-    if (starts_with(b, "II\x2A\x00", 4) || starts_with(b, "MM\x00\x2A", 4)) return "TIFF";
-    return nullptr;
+ImageFormat image_format(const std::string& b) {
+    if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return ImageFormat::png;
+    if (starts_with(b, "BM", 2)) return ImageFormat::bmp;
+    if (starts_with(b, "\xFF\xD8\xFF", 3)) return ImageFormat::jpeg;
+    if (is_webp(b)) return ImageFormat::webp;
+    if (is_pnm(b)) return ImageFormat::pnm;
+    if (starts_with(b, "II\x2A\x00", 4) || starts_with(b, "MM\x00\x2A", 4))
+        return ImageFormat::tiff;
+    return ImageFormat::unknown;
+}
+
+const char* format_name(ImageFormat format) {
+    switch (format) {
+        case ImageFormat::png: return "PNG";
+        case ImageFormat::jpeg: return "JPEG";
+        case ImageFormat::bmp: return "BMP";
+        case ImageFormat::pnm: return "PNM";
+        case ImageFormat::tiff: return "TIFF";
+        case ImageFormat::webp: return "WebP";
+        case ImageFormat::unknown: break;
+    }
+    return "no format Tandem reads";
 }
 
 }  // namespace tandem

@@ -248,6 +248,27 @@ TEST(Transform, OnlyTheFormatsWeTakeReachTheDecoder) {
                   std::string::npos)
             << ext << ": " << refused(ext, bytes);
     }
+    // A record is in the format it states.
+    std::vector<unsigned char> bmp;
+    ASSERT_TRUE(cv::imencode(".bmp", pattern_image(1, 9, 7, 3), bmp));
+    RawSample record = sample("00000003", bmp);
+    record.encoding = Encoding::jpeg;
+    try {
+        decode_image(record, 3);
+        ADD_FAILURE() << "expected a CorruptSampleError";
+    } catch (const CorruptSampleError& e) {
+        EXPECT_NE(std::string(e.what()).find("the record states jpeg, its bytes are BMP"),
+                  std::string::npos)
+            << e.what();
+    }
+    // Every format's header is checked before decoding: the image fuzzer's BMP claimed 3 GB.
+    const std::string huge(
+        "BM\xc6\x00\xfb\xff\xff\xff\x00\x00\x36\xd6\x00\x00\x28\x00\x00\x00"
+        "\x08\x00\x0a\x00\x00\x06\x00\x00\x01\x00\x18\x00",
+        30);
+    EXPECT_NE(refused("huge.bmp", std::vector<unsigned char>(huge.begin(), huge.end()))
+                  .find("its header claims 1536x655368 pixels"),
+              std::string::npos);
     // A 128-byte preamble that starts as no format, then DICOM's magic and a group-2 tag.
     std::vector<unsigned char> dicom(128, 0x50);
     dicom[0] = 0xFF;
