@@ -75,20 +75,18 @@ std::optional<ImageSize> bmp_size(const std::string& b) {
     return ImageSize{magnitude(*height), magnitude(*width)};
 }
 
-// "P6", then width and height as decimal numbers, each after white space and '#' comments.
+// "P6", then width and height as decimal numbers. Before each, OpenCV 4.6's reader skips '#'
+// comments to the end of their line and any other byte that is not a digit (the image fuzzer's
+// "P4 77755j10349" states 77755 x 10349), so this reads them the same way.
 std::optional<ImageSize> pnm_size(const std::string& b) {
     constexpr std::uint64_t kLarge = std::uint64_t(1) << 40;
     std::size_t at = 2;
     auto number = [&]() -> std::optional<std::uint64_t> {
-        for (;;) {
-            if (at >= b.size()) return std::nullopt;
-            if (b[at] == '#') {
+        while (at < b.size() && (b[at] < '0' || b[at] > '9')) {
+            if (b[at] == '#')
                 while (at < b.size() && b[at] != '\n' && b[at] != '\r') ++at;
-            } else if (b[at] == ' ' || (b[at] >= '\t' && b[at] <= '\r')) {
+            else
                 ++at;
-            } else {
-                break;
-            }
         }
         std::uint64_t v = 0;
         const std::size_t first = at;

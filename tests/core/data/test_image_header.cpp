@@ -87,6 +87,14 @@ TEST(ImageHeader, ClaimsAreReadAsStated) {
     ASSERT_TRUE(pnm.has_value());
     EXPECT_EQ(pnm->width, 100000u);
     EXPECT_EQ(pnm->height, 200000u);
+    // OpenCV's reader skips any byte that is not a digit before a number: the fuzzer's PNM.
+    const auto junk = stated_size(
+        "P4 77755j10349\xbc\xff\xff\xff"
+        "58",
+        ImageFormat::pnm);
+    ASSERT_TRUE(junk.has_value());
+    EXPECT_EQ(junk->width, 77755u);
+    EXPECT_EQ(junk->height, 10349u);
     EXPECT_EQ(stated_size("P5 99999999999999999999999 1\n", ImageFormat::pnm)->width,
               std::uint64_t(1) << 40);
     EXPECT_FALSE(stated_size("P5\n12", ImageFormat::pnm).has_value());
