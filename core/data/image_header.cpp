@@ -75,9 +75,10 @@ std::optional<ImageSize> bmp_size(const std::string& b) {
     return ImageSize{magnitude(*height), magnitude(*width)};
 }
 
-// "P6", then width and height as decimal numbers. Before each, OpenCV 4.6's reader skips '#'
-// comments to the end of their line and any other byte that is not a digit (the image fuzzer's
-// "P4 77755j10349" states 77755 x 10349), so this reads them the same way.
+// "P6", then width and height as decimal numbers, read as OpenCV 4.6 reads them: before each,
+// '#' comments to the end of their line and any other byte that is not a digit are skipped (the
+// image fuzzer's "P4 77755j10349" states 77755 x 10349), and the byte after a number's digits
+// goes with it, so a '#' there starts no comment ("P4 77750#10349", its next find).
 std::optional<ImageSize> pnm_size(const std::string& b) {
     constexpr std::uint64_t kLarge = std::uint64_t(1) << 40;
     std::size_t at = 2;
@@ -93,6 +94,7 @@ std::optional<ImageSize> pnm_size(const std::string& b) {
         for (; at < b.size() && b[at] >= '0' && b[at] <= '9'; ++at)
             v = std::min(kLarge, v * 10 + static_cast<std::uint64_t>(b[at] - '0'));
         if (at == first) return std::nullopt;
+        ++at;  // the byte that ends a number is read with it, whatever it is ('#' too)
         return v;
     };
     const auto width = number();

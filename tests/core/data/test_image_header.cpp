@@ -95,6 +95,10 @@ TEST(ImageHeader, ClaimsAreReadAsStated) {
     ASSERT_TRUE(junk.has_value());
     EXPECT_EQ(junk->width, 77755u);
     EXPECT_EQ(junk->height, 10349u);
+    // ... and the byte ending a number goes with it: a '#' there starts no comment.
+    EXPECT_EQ(stated_size("P4 77750#10349\xff[", ImageFormat::pnm)->height, 10349u);
+    EXPECT_EQ(stated_size("P2 4#3\n5 255", ImageFormat::pnm)->height, 3u);
+    EXPECT_EQ(stated_size("P2 4 #3\n5 255", ImageFormat::pnm)->height, 5u);
     EXPECT_EQ(stated_size("P5 99999999999999999999999 1\n", ImageFormat::pnm)->width,
               std::uint64_t(1) << 40);
     EXPECT_FALSE(stated_size("P5\n12", ImageFormat::pnm).has_value());
