@@ -80,7 +80,12 @@ cv::Mat decode_image(const RawSample& s, int channels, ImageCheck check) {
         corrupt(s, std::string("the record states jpeg, its bytes are ") + format_name(format));
     if (s.encoding == Encoding::jpeg && !has_jpeg_end(s.bytes))
         corrupt(s, "truncated (no end-of-image marker)");
-    if (const auto stated = stated_size(s.bytes, png ? ImageFormat::png : format)) {
+    // The size a header states is checked before any decoder allocates it; a header that states
+    // none is damaged (a PNG's is left to the PNG check, which names what is wrong with it).
+    const auto stated = stated_size(s.bytes, png ? ImageFormat::png : format);
+    if (!stated && !png)
+        corrupt(s, std::string("its ") + format_name(format) + " header states no size");
+    if (stated) {
         if (stated->width != 0 && stated->height > kMaxPixels / stated->width)
             corrupt(s, "its header claims " + std::to_string(stated->height) + "x" +
                            std::to_string(stated->width) + " pixels, more than the " +

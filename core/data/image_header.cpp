@@ -103,8 +103,10 @@ std::optional<ImageSize> pnm_size(const std::string& b) {
     return ImageSize{*height, *width};
 }
 
-// The first image file directory's ImageWidth (256) and ImageLength (257) tags, each a SHORT (3)
-// or a LONG (4) held in the entry itself.
+// The first image file directory's ImageWidth (256) and ImageLength (257) tags, as libtiff
+// reads them: the first entry of a tag counts (it ignores a repeated one), and any integer type
+// does, held in the entry (8, 16 or 32 bits, signed read as unsigned: a negative size is a huge
+// claim) or at the offset it holds (64 bits).
 std::optional<ImageSize> tiff_size(const std::string& b) {
     if (b.empty()) return std::nullopt;
     const bool big = b[0] == 'M';
@@ -116,9 +118,21 @@ std::optional<ImageSize> tiff_size(const std::string& b) {
         const std::uint64_t entry = *directory + 2 + 12 * i;
         const auto tag = read(b, entry, 2, big), type = read(b, entry + 2, 2, big);
         if (!tag || !type) break;
-        if ((*tag != 256 && *tag != 257) || (*type != 3 && *type != 4)) continue;
-        const auto value = read(b, entry + 8, *type == 3 ? 2 : 4, big);
-        (*tag == 256 ? width : height) = value;
+        auto& size = *tag == 256 ? width : height;
+        if ((*tag != 256 && *tag != 257) || size) continue;
+        switch (*type) {
+            case 1:
+            case 6: size = read(b, entry + 8, 1, big); break;  // (S)BYTE
+            case 3:
+            case 8: size = read(b, entry + 8, 2, big); break;  // (S)SHORT
+            case 4:
+            case 9: size = read(b, entry + 8, 4, big); break;  // (S)LONG
+            case 16:
+            case 17:  // (S)LONG8
+                if (const auto at = read(b, entry + 8, 4, big)) size = read(b, *at, 8, big);
+                break;
+            default: break;
+        }
     }
     if (!width || !height) return std::nullopt;
     return ImageSize{*height, *width};

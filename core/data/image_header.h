@@ -15,9 +15,9 @@ struct ImageSize {
     std::uint64_t height = 0, width = 0;
 };
 
-// The height and width the header of `bytes`, in `format`, states (a BMP's bottom-up height
+// The height and width the header of `bytes`, in `format`, states (a BMP's top-down height
 // counted as its size; a PNM number too long for 40 bits as 2^40); none when the header cannot
-// be read, which leaves the decoder to refuse the bytes itself.
+// be read, and then no decoder is to see the bytes (what it would allocate is unknown).
 std::optional<ImageSize> stated_size(const std::string& bytes, ImageFormat format);
 
 }  // namespace tandem

@@ -104,6 +104,17 @@ TEST(ImageHeader, ClaimsAreReadAsStated) {
     EXPECT_FALSE(stated_size("P5\n12", ImageFormat::pnm).has_value());
     EXPECT_FALSE(stated_size("P5\n# only a comment", ImageFormat::pnm).has_value());
 
+    // libtiff takes a tag's first entry and any integer type: a repeated width does not hide
+    // the first one's claim, and an 8-bit height counts.
+    const std::string repeated =
+        std::string("II\x2A\x00\x08\x00\x00\x00\x03\x00", 10) +
+        std::string("\x00\x01\x04\x00\x01\x00\x00\x00\x00\x00\x10\x00", 12) +
+        std::string("\x00\x01\x03\x00\x01\x00\x00\x00\x07\x00\x00\x00", 12) +
+        std::string("\x01\x01\x01\x00\x01\x00\x00\x00\x09\x00\x00\x00", 12);
+    const auto first = stated_size(repeated, ImageFormat::tiff);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->width, 0x100000u);
+    EXPECT_EQ(first->height, 9u);
     std::string tiff = encoded(".tiff", 1);
     EXPECT_FALSE(stated_size(tiff.substr(0, 8), ImageFormat::tiff).has_value());
     put_le32(tiff, 4, 0xFFFFFFF0u);  // the directory past the end

@@ -269,6 +269,10 @@ TEST(Transform, OnlyTheFormatsWeTakeReachTheDecoder) {
     EXPECT_NE(refused("huge.bmp", std::vector<unsigned char>(huge.begin(), huge.end()))
                   .find("its header claims 1536x655368 pixels"),
               std::string::npos);
+    // A header that states no size reaches no decoder: what it would allocate is unknown.
+    bmp.resize(20);
+    EXPECT_NE(refused("cut.bmp", bmp).find("its BMP header states no size"), std::string::npos)
+        << refused("cut.bmp", bmp);
     // A 128-byte preamble that starts as no format, then DICOM's magic and a group-2 tag.
     std::vector<unsigned char> dicom(128, 0x50);
     dicom[0] = 0xFF;
