@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "data/lmdb_check.h"
 
 namespace tandem {
 namespace {
@@ -40,6 +41,10 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
     if (!writable && directory)
         TANDEM_CHECK_AS(DataError, fs::exists(fs::path(path) / "data.mdb", error))
             << "no LMDB database at " << path << ": the directory has no data.mdb";
+    const std::string file = directory ? (fs::path(path) / "data.mdb").string() : path;
+    if (!writable)
+        if (const std::string why = lmdb_meta_problem(file); !why.empty())
+            TANDEM_THROW(DataError) << "LMDB database " << path << " is damaged: " << why;
     check(mdb_env_create(&env_), "mdb_env_create");
     // NOTLS: a read transaction is not tied to its thread's slot, so a reader may be opened on
     // one thread and used on another. NOLOCK for readers: mkdb never writes while training reads,
@@ -53,7 +58,8 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
         env_ = nullptr;
         TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << plain_words(rc);
     }
-    check_file_holds_every_page(directory ? (fs::path(path) / "data.mdb").string() : path);
+    check_file_holds_every_page(file);
+    if (!writable) check_tree(file);
     LmdbTxn txn(*this, !writable);
     check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
     txn.commit();
@@ -80,6 +86,18 @@ void LmdbEnv::check_file_holds_every_page(const std::string& file) {
     mdb_env_close(env_);
     env_ = nullptr;
     throw DataError(what);
+}
+
+void LmdbEnv::check_tree(const std::string& file) {
+    MDB_envinfo info;
+    MDB_stat stat;
+    check(mdb_env_info(env_, &info), "mdb_env_info");
+    check(mdb_env_stat(env_, &stat), "mdb_env_stat");
+    const std::string why = lmdb_tree_problem(file, stat.ms_psize, info.me_last_txnid);
+    if (why.empty()) return;
+    mdb_env_close(env_);
+    env_ = nullptr;
+    throw DataError("LMDB database " + path_ + " is damaged: " + why);
 }
 
 LmdbEnv::~LmdbEnv() {

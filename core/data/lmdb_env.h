@@ -36,6 +36,9 @@ public:
 private:
     // DataError naming the file when it is shorter than the pages its meta page says it has.
     void check_file_holds_every_page(const std::string& file);
+    // DataError naming what is wrong when the main database's tree does not hold together
+    // (data/lmdb_check.h): read-only opens, before any cursor follows it.
+    void check_tree(const std::string& file);
 
     std::string path_;
     MDB_env* env_ = nullptr;
