@@ -112,10 +112,10 @@ std::string lmdb_meta_problem(const std::string& file) {
         unsigned char head[kPageSize + 4] = {};
         in.seekg(static_cast<std::streamoff>(m * page_size));
         in.read(reinterpret_cast<char*>(head), sizeof head);
-        const std::string which = m == 0 ? "the first meta page" : "the second meta page";
-        if (!in) return which + " is cut short";
-        if (little(head + kMagic, 4) != 0xBEEFC0DE || !(little(head + 10, 2) & kMeta))
-            return which + " is not an LMDB meta page";
+        // Not a meta page at all: LMDB refuses the file itself, in plainer words ("it is not an
+        // LMDB database").
+        if (!in || little(head + kMagic, 4) != 0xBEEFC0DE || !(little(head + 10, 2) & kMeta))
+            return {};
         const std::uint64_t stated = little(head + kPageSize, 4);
         if (m == 0) {
             if (stated < 512 || stated > 65536 || (stated & (stated - 1)) != 0)

@@ -12,8 +12,9 @@
 
 namespace tandem {
 
-// Empty when both meta pages of `file` are LMDB meta pages of one page size (a power of two,
-// 512 bytes to 64 KB) that the file holds; otherwise what is wrong. Before LMDB opens the file:
+// Empty when both meta pages of `file` state one page size (a power of two, 512 bytes to 64 KB)
+// that the file holds, or when either is no meta page at all (LMDB refuses that file itself);
+// otherwise what is wrong. Before LMDB opens the file:
 // it places its second meta page by the page size the newer meta page states, through the map.
 std::string lmdb_meta_problem(const std::string& file);
 
