@@ -22,8 +22,9 @@ std::string lmdb_meta_problem(const std::string& file);
 // bytes, the meta page of transaction `txnid`) holds together: branch pages down to leaves at
 // the depth the meta page states, each page's node offsets and sizes within it, each child and
 // overflow page within the file, no page reached twice, and as many records as the meta page
-// counts. Otherwise what is wrong, for a user ("page 7, a leaf: record 3's data runs past the
-// page"). Reads the branch and leaf pages once (a few bytes a record), not the records' data.
+// counts. Otherwise what is wrong, for a user ("page 7, a leaf: node 3: its data runs past the
+// page"). Reads the branch and leaf pages once (small records lie in the leaves), not the
+// overflow pages of large records' data.
 std::string lmdb_tree_problem(const std::string& file, std::size_t page_size, std::uint64_t txnid);
 
 }  // namespace tandem
