@@ -106,9 +106,10 @@ end
 print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here; load %s'):format(
   opt.net, opt.batch, cores, load_average()))
 
--- Simulates each plan, then measures them all; prints one row per plan, with the share of its
--- simulated step in which its workers asked more cores than there are (`crowded`).
-local function compare(labels, plans, simulated, crowded, iters)
+-- Measures every plan and prints one row each: its simulation (`sims[i]`: step_ms, and
+-- crowded_ms, the part of the step in which its workers asked more cores than there are) against
+-- the measured step.
+local function compare(labels, plans, sims, iters)
   local mark = stats.thread_mark()
   local measured, median, times = measure_all(plans, iters)
   -- Plans of more devices than cores wait for cores by design; a two-device plan's wait on two
@@ -118,9 +119,10 @@ local function compare(labels, plans, simulated, crowded, iters)
                                                     'crowded'))
   local out = {}
   for i, p in ipairs(plans) do
-    local row = {plan = labels[i], split = table.concat(p.split or {}, ','), simulated_ms = simulated[i],
-                 measured_ms = measured[i], median_ms = median[i], error = simulated[i] / measured[i] - 1,
-                 times = times[i], crowded = crowded[i] / simulated[i], devices = p.groups * p.stages}
+    local simulated = sims[i].step_ms
+    local row = {plan = labels[i], split = table.concat(p.split or {}, ','), simulated_ms = simulated,
+                 measured_ms = measured[i], median_ms = median[i], error = simulated / measured[i] - 1,
+                 times = times[i], crowded = sims[i].crowded_ms / simulated, devices = p.groups * p.stages}
     rows[#rows + 1] = row
     out[i] = row
     print(('%-16s %-22s %9.2f ms %9.2f ms %+7.1f%% %9.2f ms %7.0f%%'):format(
@@ -131,7 +133,7 @@ end
 
 -- Every plan simulated with one set of profiles, so they compare on equal terms. A four-device
 -- topology serves the plans of fewer devices too (the cores are shared alike).
-local labels, plans, simulated, crowded = {}, {}, {}, {}
+local labels, plans = {}, {}
 for item in opt.plans:gmatch('[^,]+') do
   labels[#labels + 1], plans[#plans + 1] = item, parse(item)
 end
@@ -143,18 +145,15 @@ local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topolo
 -- included, whose own wait is small on an idle machine: a large figure here is other work, and
 -- the predictions inherit it.
 print(('profiles: the training threads waited for a core %s of their ready time'):format(lost_since(profiles_mark)))
-for i, sim in ipairs(sims) do plans[i].split, simulated[i], crowded[i] = sim.split, sim.step_ms, sim.crowded_ms end
-compare(labels, plans, simulated, crowded, opt.iters)
+for i, sim in ipairs(sims) do plans[i].split = sim.split end
+compare(labels, plans, sims, opt.iters)
 
 if opt.top5 then
   local r = T.plan.search{costs = costs, batch = opt.batch, topology = topology(4), top = 5}
   print('the planner\'s top 5 for 4 devices, measured:')
-  labels, plans, simulated, crowded = {}, {}, {}, {}
-  for i = 1, math.min(5, #r.plans) do
-    labels[i], plans[i], simulated[i] = ('#%d %s'):format(i, r.plans[i].label), r.plans[i], r.plans[i].step_ms
-    crowded[i] = r.plans[i].crowded_ms
-  end
-  local top = compare(labels, plans, simulated, crowded, opt.top5_iters)
+  labels, plans = {}, {}
+  for i = 1, math.min(5, #r.plans) do labels[i], plans[i] = ('#%d %s'):format(i, r.plans[i].label), r.plans[i] end
+  local top = compare(labels, plans, plans, opt.top5_iters)
   local fastest, faster = 1, {}
   for i, row in ipairs(top) do
     if row.measured_ms < top[fastest].measured_ms then fastest = i end

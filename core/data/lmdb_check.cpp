@@ -137,10 +137,10 @@ std::string lmdb_tree_problem(const std::string& file, std::size_t page_size, st
     w.page_size = page_size;
     w.pages = static_cast<std::uint64_t>(w.in.tellg()) / page_size;
     // The meta page LMDB reads from: the one of the last transaction.
-    int meta = -1;
-    for (int m = 0; m < 2; ++m)
-        if (w.read_page(static_cast<std::uint64_t>(m)) && w.at(kTxnid, 8) == txnid) meta = m;
-    if (meta < 0 || !w.read_page(static_cast<std::uint64_t>(meta)))
+    const auto names_txnid = [&](std::uint64_t m) {
+        return w.read_page(m) && w.at(kTxnid, 8) == txnid;
+    };
+    if (!names_txnid(1) && !names_txnid(0))
         return "neither meta page names transaction " + std::to_string(txnid);
     const auto db_flags = static_cast<std::uint16_t>(w.at(kMainDb + 4, 2));
     const int depth = static_cast<int>(w.at(kMainDb + 6, 2));

@@ -43,8 +43,7 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
             << "no LMDB database at " << path << ": the directory has no data.mdb";
     const std::string file = directory ? (fs::path(path) / "data.mdb").string() : path;
     if (!writable)
-        if (const std::string why = lmdb_meta_problem(file); !why.empty())
-            TANDEM_THROW(DataError) << "LMDB database " << path << " is damaged: " << why;
+        if (const std::string why = lmdb_meta_problem(file); !why.empty()) refuse_damaged(why);
     check(mdb_env_create(&env_), "mdb_env_create");
     // NOTLS: a read transaction is not tied to its thread's slot, so a reader may be opened on
     // one thread and used on another. NOLOCK for readers: mkdb never writes while training reads,
@@ -58,18 +57,18 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
         env_ = nullptr;
         TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << plain_words(rc);
     }
-    check_file_holds_every_page(file);
-    if (!writable) check_tree(file);
+    check_pages(file, writable);
     LmdbTxn txn(*this, !writable);
     check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
     txn.commit();
 }
 
 // LMDB maps the file and trusts it: a page past the end of a truncated file (a copy cut
-// short, a full disk) is read through the map and kills the process with SIGBUS. The meta
-// page names the last page in use, so a file shorter than that page's end is refused here,
-// before any cursor touches it.
-void LmdbEnv::check_file_holds_every_page(const std::string& file) {
+// short, a full disk) is read through the map and kills the process with SIGBUS, and so does a
+// damaged page number or offset. The meta page names the last page in use, so a file shorter
+// than that page's end is refused here, before any cursor touches it; a reader's file also has
+// its tree walked (data/lmdb_check.h).
+void LmdbEnv::check_pages(const std::string& file, bool writable) {
     MDB_envinfo info;
     MDB_stat stat;
     check(mdb_env_info(env_, &info), "mdb_env_info");
@@ -78,24 +77,18 @@ void LmdbEnv::check_file_holds_every_page(const std::string& file) {
     const std::uintmax_t size = std::filesystem::file_size(file, error);
     if (error) return;  // a new, empty database: nothing written yet
     const std::uintmax_t needed = (std::uintmax_t(info.me_last_pgno) + 1) * stat.ms_psize;
-    if (size >= needed) return;
-    const std::string what = "LMDB database " + path_ + " is damaged: " + file + " holds " +
-                             std::to_string(size) + " bytes but its pages run to " +
-                             std::to_string(needed) +
-                             " (the file was cut short: an interrupted copy or a full disk?)";
-    mdb_env_close(env_);
-    env_ = nullptr;
-    throw DataError(what);
+    if (size < needed)
+        refuse_damaged(file + " holds " + std::to_string(size) + " bytes but its pages run to " +
+                       std::to_string(needed) +
+                       " (the file was cut short: an interrupted copy or a full disk?)");
+    if (writable) return;
+    if (const std::string why = lmdb_tree_problem(file, stat.ms_psize, info.me_last_txnid);
+        !why.empty())
+        refuse_damaged(why);
 }
 
-void LmdbEnv::check_tree(const std::string& file) {
-    MDB_envinfo info;
-    MDB_stat stat;
-    check(mdb_env_info(env_, &info), "mdb_env_info");
-    check(mdb_env_stat(env_, &stat), "mdb_env_stat");
-    const std::string why = lmdb_tree_problem(file, stat.ms_psize, info.me_last_txnid);
-    if (why.empty()) return;
-    mdb_env_close(env_);
+void LmdbEnv::refuse_damaged(const std::string& why) {
+    if (env_ != nullptr) mdb_env_close(env_);
     env_ = nullptr;
     throw DataError("LMDB database " + path_ + " is damaged: " + why);
 }

@@ -34,11 +34,12 @@ public:
     void check(int rc, const char* what) const;
 
 private:
-    // DataError naming the file when it is shorter than the pages its meta page says it has.
-    void check_file_holds_every_page(const std::string& file);
-    // DataError naming what is wrong when the main database's tree does not hold together
-    // (data/lmdb_check.h): read-only opens, before any cursor follows it.
-    void check_tree(const std::string& file);
+    // DataError naming the file when it is shorter than the pages its meta page says it has,
+    // and (read-only opens) naming what is wrong when the main database's tree does not hold
+    // together (data/lmdb_check.h), before any cursor follows it.
+    void check_pages(const std::string& file, bool writable);
+    // Closes the environment and throws DataError "LMDB database <path> is damaged: <why>".
+    [[noreturn]] void refuse_damaged(const std::string& why);
 
     std::string path_;
     MDB_env* env_ = nullptr;
