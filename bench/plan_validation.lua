@@ -1,6 +1,6 @@
 -- The planner against the engine on this machine's CPU devices (issue 5's validation):
 --   build/tandem run bench/plan_validation.lua [--net=smallbn] [--batch=64] [--iters=8]
---                                              [--warmup=2] [--plans=...] [--top5] [--json]
+--                                              [--warmup=2] [--plans=...] [--top5] [--json] [--runs=1]
 -- For each plan (2-4 one-thread CPU devices: pure data parallel, pure pipeline and hybrid,
 -- both schedules), the simulator's step time from profiles measured here, and the engine's
 -- step time measured right after on random data; then the error. With --top5, the
@@ -12,11 +12,15 @@
 -- the same conditions): a plan is faster than the choice, measured, only when the 90% interval
 -- of the ratio of their lower quartiles lies wholly below 1. A smaller gap is within what this
 -- machine can measure.
+-- With --runs=N the whole validation (fresh profiles, then the measured steps) runs N times and
+-- each plan's errors are summed up: this machine's speed drifts between stretches of seconds, and
+-- one run's error mixes the model's bias with where the profiles and the steps fell; over runs,
+-- the median is the bias and the range the drift.
 local T = require 'tandem'
 
 local opt = T.options(..., {
   net = 'smallbn', batch = 64, iters = 10, top5_iters = 30, warmup = 2, profile_iters = 15, top5 = false,
-  json = false, resamples = 2000,
+  json = false, resamples = 2000, runs = 1,
   plans = '2x1x1,1x2x4:gpipe,1x2x4:1f1b,4x1x1,1x4x8:gpipe,1x4x8:1f1b,2x2x4:gpipe,2x2x4:1f1b',
 })
 
@@ -92,7 +96,6 @@ local function parse(item)
           pipeline = pipeline ~= '' and pipeline or 'gpipe'}
 end
 
-local rows = {}
 local net, sample = build{classes = 10}
 local function topology(n) return T.plan.topology('cpu', {devices = n, threads = 1, cores = cores}) end
 -- Other work on the machine skews both the profiles and the measurements: say how much there was,
@@ -106,10 +109,10 @@ end
 print(('%s, batch %d, one-thread CPU devices on %d cores; simulated from profiles measured here; load %s'):format(
   opt.net, opt.batch, cores, load_average()))
 
--- Measures every plan and prints one row each: its simulation (`sims[i]`: step_ms, and
--- crowded_ms, the part of the step in which its workers asked more cores than there are) against
--- the measured step.
-local function compare(labels, plans, sims, iters)
+-- Measures every plan and prints one row each, appended to `rows` too: its simulation
+-- (`sims[i]`: step_ms, and crowded_ms, the part of the step in which its workers asked more cores
+-- than there are) against the measured step.
+local function compare(rows, labels, plans, sims, iters)
   local mark = stats.thread_mark()
   local measured, median, times = measure_all(plans, iters)
   -- Plans of more devices than cores wait for cores by design; a two-device plan's wait on two
@@ -131,29 +134,14 @@ local function compare(labels, plans, sims, iters)
   return out
 end
 
--- Every plan simulated with one set of profiles, so they compare on equal terms. A four-device
--- topology serves the plans of fewer devices too (the cores are shared alike).
-local labels, plans = {}, {}
-for item in opt.plans:gmatch('[^,]+') do
-  labels[#labels + 1], plans[#plans + 1] = item, parse(item)
-end
--- One cost model for every simulation and the search: the same profiles weigh every plan.
-local profiles_mark = stats.thread_mark()
-local costs = T.plan.costs{net = net, sample = sample, iterations = opt.profile_iters}
-local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topology(4), plans = plans}
--- The simulation takes the profiles it needs, contention runs (busy devices side by side)
--- included, whose own wait is small on an idle machine: a large figure here is other work, and
--- the predictions inherit it.
-print(('profiles: the training threads waited for a core %s of their ready time'):format(lost_since(profiles_mark)))
-for i, sim in ipairs(sims) do plans[i].split = sim.split end
-compare(labels, plans, sims, opt.iters)
-
-if opt.top5 then
+-- With --top5: the planner's top 5 for 4 devices, measured, and whether any is measurably faster
+-- than its choice.
+local function measure_top5(rows, costs)
   local r = T.plan.search{costs = costs, batch = opt.batch, topology = topology(4), top = 5}
   print('the planner\'s top 5 for 4 devices, measured:')
-  labels, plans = {}, {}
+  local labels, plans = {}, {}
   for i = 1, math.min(5, #r.plans) do labels[i], plans[i] = ('#%d %s'):format(i, r.plans[i].label), r.plans[i] end
-  local top = compare(labels, plans, plans, opt.top5_iters)
+  local top = compare(rows, labels, plans, plans, opt.top5_iters)
   local fastest, faster = 1, {}
   for i, row in ipairs(top) do
     if row.measured_ms < top[fastest].measured_ms then fastest = i end
@@ -170,21 +158,85 @@ if opt.top5 then
         or ('measurably faster than the choice: %s'):format(table.concat(faster, ', ')))
 end
 
-print(T.plan.describe_calibration(costs:calibration()))
--- The largest error over every plan, and over the plans of no more devices than cores (whose
--- workers never wait for one another's core).
-local worst, worst_within, within = 0, 0, 0
-for _, r in ipairs(rows) do
-  worst = math.max(worst, math.abs(r.error))
-  if r.devices <= cores then
-    worst_within, within = math.max(worst_within, math.abs(r.error)), within + 1
-  end
-end
-print(('largest error: %.1f%% over %d plans (%.1f%% over the %d of no more devices than the %d cores); load %s'):format(
-  100 * worst, #rows, 100 * worst_within, within, cores, load_average()))
-if opt.json then
+-- The largest error over `rows`, and over those of no more devices than cores (whose workers
+-- never wait for one another's core), with how many those are.
+local function largest_errors(rows)
+  local worst, worst_within, within = 0, 0, 0
   for _, r in ipairs(rows) do
-    print(('{"plan": %q, "split": %q, "simulated_ms": %.3f, "measured_ms": %.3f, "error": %.4f, "crowded": %.3f}')
-          :format(r.plan, r.split, r.simulated_ms, r.measured_ms, r.error, r.crowded))
+    worst = math.max(worst, math.abs(r.error))
+    if r.devices <= cores then
+      worst_within, within = math.max(worst_within, math.abs(r.error)), within + 1
+    end
   end
+  return worst, worst_within, within
 end
+
+-- One validation: fresh profiles, every plan simulated from them, then measured. Returns the
+-- rows of the plans asked for (the top 5's are printed, not returned).
+local function validate()
+  -- Every plan simulated with one set of profiles, so they compare on equal terms. A four-device
+  -- topology serves the plans of fewer devices too (the cores are shared alike).
+  local labels, plans = {}, {}
+  for item in opt.plans:gmatch('[^,]+') do
+    labels[#labels + 1], plans[#plans + 1] = item, parse(item)
+  end
+  -- One cost model for every simulation and the search: the same profiles weigh every plan.
+  local profiles_mark = stats.thread_mark()
+  local costs = T.plan.costs{net = net, sample = sample, iterations = opt.profile_iters}
+  local sims = T.plan.simulate{costs = costs, batch = opt.batch, topology = topology(4), plans = plans}
+  -- The simulation takes the profiles it needs, contention runs (busy devices side by side)
+  -- included, whose own wait is small on an idle machine: a large figure here is other work, and
+  -- the predictions inherit it.
+  print(('profiles: the training threads waited for a core %s of their ready time'):format(lost_since(profiles_mark)))
+  for i, sim in ipairs(sims) do plans[i].split = sim.split end
+  local rows = {}
+  compare(rows, labels, plans, sims, opt.iters)
+  local all_rows = {}
+  for i, r in ipairs(rows) do all_rows[i] = r end
+  if opt.top5 then measure_top5(all_rows, costs) end
+
+  print(T.plan.describe_calibration(costs:calibration()))
+  local worst, worst_within, within = largest_errors(all_rows)
+  print(('largest error: %.1f%% over %d plans (%.1f%% over the %d of no more devices than the %d cores); load %s'):format(
+    100 * worst, #all_rows, 100 * worst_within, within, cores, load_average()))
+  if opt.json then
+    for _, r in ipairs(all_rows) do
+      print(('{"plan": %q, "split": %q, "simulated_ms": %.3f, "measured_ms": %.3f, "error": %.4f, "crowded": %.3f}')
+            :format(r.plan, r.split, r.simulated_ms, r.measured_ms, r.error, r.crowded))
+    end
+  end
+  return rows, worst
+end
+
+-- Each plan's errors over the runs: the median (the model's bias on this machine), the range
+-- (the drift between runs) and how many runs it was within 15% in.
+local function summarise(runs)
+  print(('over %d runs, each plan\'s error (simulated against measured):'):format(#runs))
+  print(('%-16s %8s %20s %12s'):format('plan', 'median', 'range', 'within 15%'))
+  for i, first in ipairs(runs[1].rows) do
+    local errors, within = {}, 0
+    for _, run in ipairs(runs) do
+      local e = run.rows[i].error
+      errors[#errors + 1] = e
+      if math.abs(e) <= 0.15 then within = within + 1 end
+    end
+    table.sort(errors)
+    print(('%-16s %+7.1f%% %+8.1f%% to %+6.1f%% %5d of %d'):format(first.plan, 100 * quantile(errors, 0.5),
+      100 * errors[1], 100 * errors[#errors], within, #runs))
+  end
+  local worst, clean = {}, 0
+  for _, run in ipairs(runs) do
+    worst[#worst + 1] = ('%.1f'):format(100 * run.worst)
+    if run.worst <= 0.15 then clean = clean + 1 end
+  end
+  print(('largest error of each run: %s%%; runs with every plan within 15%%: %d of %d'):format(
+    table.concat(worst, ', '), clean, #runs))
+end
+
+local runs = {}
+for r = 1, opt.runs do
+  if opt.runs > 1 then print(('run %d of %d (%s)'):format(r, opt.runs, os.date('%H:%M:%S'))) end
+  local rows, worst = validate()
+  runs[r] = {rows = rows, worst = worst}
+end
+if opt.runs > 1 then summarise(runs) end

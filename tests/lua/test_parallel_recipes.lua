@@ -122,9 +122,9 @@ t.test('bench/parallel.lua reports every layout and batch-norm mode against its 
   t.ok(out:find('bn sync', 1, true), out)
 end)
 
-t.test('bench/plan_validation.lua says which plans are crowded and its error over the rest', function()
+t.test('bench/plan_validation.lua says which plans are crowded and its error over the rest, run after run', function()
   local out, rc = S.tandem({'run', 'bench/plan_validation.lua', '--batch=8', '--iters=2', '--warmup=1',
-                            '--profile_iters=2', '--plans=2x1x1,4x1x1', '--json'})
+                            '--profile_iters=2', '--plans=2x1x1,4x1x1', '--json', '--runs=2'})
   t.eq(rc, 0, out)
   t.ok(out:find('(median)  crowded', 1, true), out)
   local crowded = {}
@@ -135,6 +135,12 @@ t.test('bench/plan_validation.lua says which plans are crowded and its error ove
   local within = T.cores() >= 4 and 2 or 1
   t.ok(out:find(('over 2 plans %%([%%d.]+%%%% over the %d of no more devices than the %d cores%%)'):format(
     within, T.cores())), out)
+  -- Each plan's errors over the two runs, and each run's largest.
+  t.ok(out:find('run 2 of 2', 1, true), out)
+  for _, plan in ipairs({'2x1x1', '4x1x1'}) do
+    t.ok(out:find('\n' .. plan .. ' +[-+][%d.]+%% +[-+][%d.]+%% to +[-+][%d.]+%% +%d of 2'), out)
+  end
+  t.ok(out:find('largest error of each run: [%d.]+, [%d.]+%%; runs with every plan within 15%%: %d of 2'), out)
 end)
 
 S.cleanup()
