@@ -91,11 +91,15 @@ void MeasuredCostModel::prefetch(const TopologyDevice& device,
 const NetProfile& MeasuredCostModel::profile(const TopologyDevice& device,
                                              std::int64_t batch) const {
     check_measurable(device);
+    return profile_at(device.threads, batch);
+}
+
+const NetProfile& MeasuredCostModel::profile_at(int threads, std::int64_t batch) const {
     std::lock_guard lock(mutex_);
-    const auto key = std::make_pair(device.threads, batch);
+    const auto key = std::make_pair(threads, batch);
     auto it = measured_.profiles.find(key);
     if (it == measured_.profiles.end()) {
-        it = measured_.profiles.emplace(key, profiler_(device.threads, batch, nullptr)).first;
+        it = measured_.profiles.emplace(key, profiler_(threads, batch, nullptr)).first;
         keep();
     }
     return it->second;
@@ -145,12 +149,15 @@ double slowdown(int busy, int cores, double all, double over) {
 }  // namespace
 
 double MeasuredCostModel::measured_slowdown(int n, std::int64_t batch) const {
-    // The net's step alone and on n threads at once. The threads pass a barrier after every
-    // step, as the engine's workers do, so a step lasts as long as its slowest thread's, timed
-    // from one release of the barrier to the next (ProfileOptions::after_step). Larger
-    // batches leave the caches sooner and share memory bandwidth: measured at the batch asked
-    // for. Other work on the machine comes and goes within seconds: each trial takes its own
-    // `alone` right before, and the median of three trials counts.
+    // The net's step on n threads at once against the one-thread profile the simulator prices
+    // ops from, so that the profile times this factor is the step measured on n threads. The
+    // threads pass a barrier after every step, as the engine's workers do, so a step lasts as
+    // long as its slowest thread's, timed from one release of the barrier to the next
+    // (ProfileOptions::after_step). Larger batches leave the caches sooner and share memory
+    // bandwidth: measured at the batch asked for. The median of three trials counts. (Each
+    // trial timed its own step alone right before until 2026-11-28: that step varied by up to
+    // 15% between trials a second apart where the n threads' varied by 4%, and put its noise
+    // into every crowded plan's prediction; see docs/planner.md.)
     auto concurrent = [&] {
         std::chrono::steady_clock::time_point released;
         std::barrier steps(n, [&]() noexcept { released = std::chrono::steady_clock::now(); });
@@ -178,12 +185,10 @@ double MeasuredCostModel::measured_slowdown(int n, std::int64_t batch) const {
         return mean;
     };
     constexpr int trials = 3;
+    const double alone = profile_at(1, batch).step_ms;
+    if (alone <= 0) return 1;
     std::vector<double> ratios;
-    for (int t = 0; t < trials; ++t) {
-        const double alone = profiler_(1, batch, nullptr).step_ms;
-        if (alone <= 0) return 1;
-        ratios.push_back(concurrent() / alone);
-    }
+    for (int t = 0; t < trials; ++t) ratios.push_back(concurrent() / alone);
     return median_of(ratios);
 }
 

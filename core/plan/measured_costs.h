@@ -51,9 +51,10 @@ public:
     // taking turns spreads each size's rounds over the whole measurement.
     void prefetch(const TopologyDevice& device, std::vector<std::int64_t> batches) const override;
     // Measured once per batch: the net's step on `cores` one-thread devices at once (passing a
-    // barrier after every step, as the engine's workers do) against one alone, interpolated
-    // linearly for fewer busy devices; and, when first asked about more busy devices than
-    // cores, on twice as many, beyond the proportional share. The median of three trials.
+    // barrier after every step, as the engine's workers do) against its one-thread profile,
+    // interpolated linearly for fewer busy devices; and, when first asked about more busy
+    // devices than cores, on twice as many, beyond the proportional share. The median of three
+    // trials.
     double contention(int busy, int cores, std::int64_t batch) const override;
     // The optimizer's update on `busy` devices at once against one alone (beyond the
     // proportional share), measured once per count with the net's weights.
@@ -104,6 +105,8 @@ public:
 
 private:
     const NetProfile& profile(const TopologyDevice& device, std::int64_t batch) const;
+    // The net's profile on a device of `threads` threads, measured once.
+    const NetProfile& profile_at(int threads, std::int64_t batch) const;
 
     NetShapes shapes_;
     bool momentum_;
@@ -121,8 +124,8 @@ private:
     using Slowdowns = Measurements::Slowdowns;
     // The figures for (cores, batch), measuring what is missing (`over` only when asked).
     Slowdowns slowdowns(int cores, std::int64_t batch, bool over) const;
-    // The median over three trials of a step on n one-thread devices at once against one alone
-    // (each trial measuring alone right before, as other work comes and goes within seconds).
+    // The median over three trials of a step on n one-thread devices at once against the
+    // one-thread profile.
     double measured_slowdown(int n, std::int64_t batch) const;
 };
 

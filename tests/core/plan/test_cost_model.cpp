@@ -216,16 +216,44 @@ TEST(CostModel, ContentionBeyondTheCoresIsMeasuredOnlyWhenAsked) {
             return MachineFigures{8.0, 0.01, 0.01, 0.01};
         });
     EXPECT_DOUBLE_EQ(model.contention(2, 2, 4), 1.0);
-    EXPECT_EQ(calls, 9);  // three trials of a step alone and of two at once
+    EXPECT_EQ(calls, 1 + 6);  // the one-thread profile, then three trials of two at once
     ASSERT_EQ(model.calibration().contention.size(), 1u);
     EXPECT_EQ(model.calibration().contention[0].over, 0.0) << "not measured yet";
     model.contention(2, 2, 4);
-    EXPECT_EQ(calls, 9) << "kept";
+    EXPECT_EQ(calls, 7) << "kept";
     model.contention(3, 2, 4);
-    EXPECT_EQ(calls, 9 + 15);  // three trials of a step alone and of four at once
+    EXPECT_EQ(calls, 7 + 12);  // three trials of four at once, against the same profile
     EXPECT_GE(model.calibration().contention[0].over, 1.0);
     model.contention(4, 2, 4);
-    EXPECT_EQ(calls, 24) << "kept";
+    EXPECT_EQ(calls, 19) << "kept";
+}
+
+// The slowdown is the step on busy threads against the one-thread profile the simulator prices
+// ops from, so that the two multiplied give the step measured busy: a step timed alone again
+// beside each trial would put its own noise into the factor.
+TEST(CostModel, ContentionIsTheBusyStepAgainstTheProfile) {
+    int alone_calls = 0;
+    const MeasuredCostModel model(
+        net_shapes(*cost_net(), Shape({3, 32, 32})), true,
+        [&](int, std::int64_t batch, StepEnd after_step) {
+            NetProfile p;
+            p.batch = batch, p.update_ms = 0.1;
+            if (after_step) {
+                after_step();
+                p.step_ms = 3;  // two at once
+            } else {
+                // The profile, then (were it asked again) a slower moment.
+                p.step_ms = alone_calls++ == 0 ? 2 : 10;
+            }
+            return p;
+        },
+        [] {
+            return MachineFigures{8.0, 0.01, 0.01, 0.01};
+        });
+    EXPECT_DOUBLE_EQ(model.contention(2, 2, 4), 1.5);
+    EXPECT_EQ(alone_calls, 1);
+    ASSERT_EQ(model.calibration().profiles.size(), 1u);
+    EXPECT_DOUBLE_EQ(model.calibration().profiles[0].step_ms * model.contention(2, 2, 4), 3.0);
 }
 
 // prefetch: every size profiled `rounds` times, the sizes taking turns; each figure the

@@ -171,7 +171,7 @@ TEST(MeasurementCache, ASecondRunReusesWhatTheFirstMeasured) {
         first.model.prefetch(cpu, {1, 4});
         first_costs = first.model.layer_costs(cpu, 4);
         first_contention = first.model.contention(2, 2, 4);
-        EXPECT_EQ(first.calls, 2 * 2 + 9);  // two rounds of two sizes; three contention trials
+        EXPECT_EQ(first.calls, 2 * 2 + 6);  // two rounds of two sizes; three trials of two at once
         EXPECT_EQ(first.probes, 1);
         EXPECT_EQ(first.model.calibration().reused, 0u);
     }
