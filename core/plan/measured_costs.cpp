@@ -154,10 +154,10 @@ double MeasuredCostModel::measured_slowdown(int n, std::int64_t batch) const {
     // threads pass a barrier after every step, as the engine's workers do, so a step lasts as
     // long as its slowest thread's, timed from one release of the barrier to the next
     // (ProfileOptions::after_step). Larger batches leave the caches sooner and share memory
-    // bandwidth: measured at the batch asked for. The median of three trials counts. (Each
-    // trial timed its own step alone right before until 2026-11-28: that step varied by up to
-    // 15% between trials a second apart where the n threads' varied by 4%, and put its noise
-    // into every crowded plan's prediction; see docs/planner.md.)
+    // bandwidth: measured at the batch asked for. The median of three trials counts. (A step
+    // timed alone beside each trial, as before, varied by up to 15% between trials a second
+    // apart where the n threads' step varied by 4%, and put its noise into every crowded
+    // plan's prediction: docs/planner.md.)
     auto concurrent = [&] {
         std::chrono::steady_clock::time_point released;
         std::barrier steps(n, [&]() noexcept { released = std::chrono::steady_clock::now(); });
