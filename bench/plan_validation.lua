@@ -172,7 +172,8 @@ local function largest_errors(rows)
 end
 
 -- One validation: fresh profiles, every plan simulated from them, then measured. Returns the
--- rows of the plans asked for (the top 5's are printed, not returned).
+-- rows of the plans asked for (the top 5's are printed, not returned) and the run's largest
+-- error over all it measured.
 local function validate()
   -- Every plan simulated with one set of profiles, so they compare on equal terms. A four-device
   -- topology serves the plans of fewer devices too (the cores are shared alike).
