@@ -42,7 +42,7 @@ sanitize: deps
 	@cmake --build build-tsan --target tandem_tests
 	TSAN_OPTIONS="$(TSAN_OPTIONS)" OMP_WAIT_POLICY=passive tools/run-shards build-tsan/tandem_tests --gtest_brief=1
 
-# libFuzzer over the parsers of files users hand us (safetensors, LMDB records, images, idx,
+# libFuzzer over the parsers of files users hand us (safetensors, LMDB databases and records, images, idx,
 # topologies): a clang build of those alone (cmake/fuzz.cmake), each run for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 10
 fuzz: deps

@@ -9,6 +9,7 @@ find_package(ZLIB REQUIRED)
 find_package(PNG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
+pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
 include(cmake/opencv.cmake)
 
 set(TANDEM_FUZZ_SANITIZERS address,undefined)
@@ -20,13 +21,15 @@ add_library(tandem_fuzz_parsers STATIC
   core/data/image_header.cpp core/data/png_check.cpp
   core/data/png_decode.cpp
   core/data/idx.cpp core/data/interaction_text.cpp core/data/interaction_layout.cpp
+  core/data/lmdb_source.cpp core/data/lmdb_env.cpp core/data/lmdb_check.cpp core/data/lmdb_writer.cpp
+  core/base/atomic_file.cpp
   core/plan/hardware.cpp core/plan/topology.cpp core/device/workspace_budget.cpp)
 target_include_directories(tandem_fuzz_parsers PUBLIC core)
 target_compile_options(tandem_fuzz_parsers PUBLIC
   -fsanitize=fuzzer-no-link,${TANDEM_FUZZ_SANITIZERS} -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
-target_link_libraries(tandem_fuzz_parsers PUBLIC tandem_opencv PkgConfig::WEBP PNG::PNG ZLIB::ZLIB)
+target_link_libraries(tandem_fuzz_parsers PUBLIC tandem_opencv PkgConfig::WEBP PkgConfig::LMDB PNG::PNG ZLIB::ZLIB)
 
-foreach(target safetensors record image idx topology interactions)
+foreach(target safetensors record image idx topology interactions lmdb)
   add_executable(fuzz_${target} tests/fuzz/fuzz_${target}.cpp)
   target_link_libraries(fuzz_${target} PRIVATE tandem_fuzz_parsers)
   target_link_options(fuzz_${target} PRIVATE -fsanitize=fuzzer,${TANDEM_FUZZ_SANITIZERS})

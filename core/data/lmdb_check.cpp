@@ -51,7 +51,8 @@ std::string page_problem(Walk& w, std::uint64_t number, int level, int depth,
                          std::vector<std::pair<std::uint64_t, int>>& stack) {
     const std::uint16_t kind = level + 1 < depth ? kBranch : kLeaf;
     const std::string where = describe(number, kind);
-    if (number < 2 || number > w.last_page || number >= w.pages)
+    if (number < 2) return "its tree names page " + std::to_string(number) + ", a meta page";
+    if (number > w.last_page || number >= w.pages)
         return "a page number (" + std::to_string(number) + ") past the " +
                std::to_string(std::min(w.last_page + 1, w.pages)) + " pages the file holds";
     if (!w.read_page(number)) return where + ": cannot be read";
@@ -136,12 +137,21 @@ std::string lmdb_tree_problem(const std::string& file, std::size_t page_size, st
     if (!w.in || page_size < 512) return {};  // LMDB itself opened it; nothing to walk
     w.page_size = page_size;
     w.pages = static_cast<std::uint64_t>(w.in.tellg()) / page_size;
-    // The meta page LMDB reads from: the one of the last transaction.
-    const auto names_txnid = [&](std::uint64_t m) {
-        return w.read_page(m) && w.at(kTxnid, 8) == txnid;
-    };
-    if (!names_txnid(1) && !names_txnid(0))
-        return "neither meta page names transaction " + std::to_string(txnid);
+    // The meta page LMDB reads from, chosen as it chooses (mdb_env_pick_meta): the later
+    // transaction's, page 0 on a tie. Checking first whichever named LMDB's transaction walked
+    // page 1's tree where two pages named the same one, and LMDB followed page 0's (its fuzzer's
+    // find: a root on a meta page, and an assertion that ends the process).
+    std::uint64_t transaction[2] = {};
+    for (int m = 0; m < 2; ++m) {
+        if (!w.read_page(static_cast<std::uint64_t>(m)))
+            return "meta page " + std::to_string(m) + " cannot be read";
+        transaction[m] = w.at(kTxnid, 8);
+    }
+    const int meta = transaction[0] < transaction[1] ? 1 : 0;
+    if (transaction[meta] != txnid)
+        return "its meta pages name transactions " + std::to_string(transaction[0]) + " and " +
+               std::to_string(transaction[1]) + ", LMDB read " + std::to_string(txnid);
+    w.read_page(static_cast<std::uint64_t>(meta));
     const auto db_flags = static_cast<std::uint16_t>(w.at(kMainDb + 4, 2));
     const int depth = static_cast<int>(w.at(kMainDb + 6, 2));
     const std::uint64_t expected = w.at(kMainDb + 32, 8), root = w.at(kMainDb + 40, 8);

@@ -19,6 +19,11 @@ std::string plain_words(int rc) {
         case MDB_CORRUPTED:
         case MDB_PAGE_NOTFOUND: plain = "the database is damaged"; break;
         case MDB_MAP_FULL: plain = "the database has no room left (its map size)"; break;
+        case MDB_MAP_RESIZED:
+            plain =
+                "its pages run past the size it stated when opened (damaged, or written to "
+                "while being read)";
+            break;
         case ENOSPC: plain = "the disk is full"; break;
         case EACCES:
         case EPERM: plain = "permission denied"; break;
@@ -57,10 +62,18 @@ LmdbEnv::LmdbEnv(const std::string& path, bool writable) : path_(path) {
         env_ = nullptr;
         TANDEM_THROW(DataError) << "cannot open LMDB database " << path << ": " << plain_words(rc);
     }
-    check_pages(file, writable);
-    LmdbTxn txn(*this, !writable);
-    check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
-    txn.commit();
+    // A constructor that throws runs no destructor: close the environment (and its map of the
+    // file) here, or every refused open would keep both (the LMDB fuzzer's first find).
+    try {
+        check_pages(file, writable);
+        LmdbTxn txn(*this, !writable);
+        check(mdb_dbi_open(txn.get(), nullptr, 0, &dbi_), "mdb_dbi_open");
+        txn.commit();
+    } catch (...) {
+        if (env_ != nullptr) mdb_env_close(env_);
+        env_ = nullptr;
+        throw;
+    }
 }
 
 // LMDB maps the file and trusts it: a page past the end of a truncated file (a copy cut
@@ -76,11 +89,17 @@ void LmdbEnv::check_pages(const std::string& file, bool writable) {
     std::error_code error;
     const std::uintmax_t size = std::filesystem::file_size(file, error);
     if (error) return;  // a new, empty database: nothing written yet
-    const std::uintmax_t needed = (std::uintmax_t(info.me_last_pgno) + 1) * stat.ms_psize;
-    if (size < needed)
+    // In pages, not bytes: a damaged page number times the page size wraps around 2^64.
+    const std::uintmax_t pages = size / stat.ms_psize;
+    if (info.me_last_pgno >= pages) {
+        if (info.me_last_pgno > (std::uintmax_t(1) << 40))
+            refuse_damaged("its meta page names page " + std::to_string(info.me_last_pgno) +
+                           " as its last, and " + file + " holds " + std::to_string(pages) +
+                           " pages");
         refuse_damaged(file + " holds " + std::to_string(size) + " bytes but its pages run to " +
-                       std::to_string(needed) +
+                       std::to_string((std::uintmax_t(info.me_last_pgno) + 1) * stat.ms_psize) +
                        " (the file was cut short: an interrupted copy or a full disk?)");
+    }
     if (writable) return;
     if (const std::string why = lmdb_tree_problem(file, stat.ms_psize, info.me_last_txnid);
         !why.empty())

@@ -104,6 +104,28 @@ TEST(LmdbCheck, NamesWhatIsDamaged) {
     write_bytes_to(data, bytes);
     EXPECT_NE(open_and_read(dir.file("db")).find("past the"), std::string::npos)
         << open_and_read(dir.file("db"));
+    // The newer meta page naming a last page so far past the file that its size in bytes wraps
+    // around 2^64 (the LMDB fuzzer's first find: the cut-short check passed it, LMDB failed the
+    // first transaction, and the refused open kept the file mapped).
+    bytes = whole;
+    bytes[meta + 136 + 7] = static_cast<char>(0xff);
+    write_bytes_to(data, bytes);
+    EXPECT_NE(open_and_read(dir.file("db")).find("as its last, and"), std::string::npos)
+        << open_and_read(dir.file("db"));
+    // Both meta pages naming one transaction, page 0's tree rooted on a meta page: LMDB reads
+    // page 0 on a tie and asserted 'root > 1', ending the process, where the check had walked
+    // page 1's sound tree (the LMDB fuzzer's second find).
+    bytes = whole;
+    for (int i = 0; i < 8; ++i) {
+        bytes[(page - meta) + 144 + static_cast<std::size_t>(i)] =
+            bytes[meta + 144 + static_cast<std::size_t>(i)];
+        bytes[128 + static_cast<std::size_t>(i)] = 0;  // page 0's root
+    }
+    bytes[88 + 6] = 1, bytes[88 + 7] = 0;  // page 0's depth
+    write_bytes_to(data, bytes);
+    EXPECT_NE(open_and_read(dir.file("db")).find("its tree names page 0, a meta page"),
+              std::string::npos)
+        << open_and_read(dir.file("db"));
     // The record count stated apart from the tree.
     bytes = whole;
     for (const std::size_t meta : {std::size_t(0), page}) bytes[meta + 88 + 32] ^= 1;
