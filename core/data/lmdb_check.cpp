@@ -141,17 +141,19 @@ std::string lmdb_tree_problem(const std::string& file, std::size_t page_size, st
     // transaction's, page 0 on a tie. Checking first whichever named LMDB's transaction walked
     // page 1's tree where two pages named the same one, and LMDB followed page 0's (its fuzzer's
     // find: a root on a meta page, and an assertion that ends the process).
+    std::vector<unsigned char> metas[2];
     std::uint64_t transaction[2] = {};
     for (int m = 0; m < 2; ++m) {
         if (!w.read_page(static_cast<std::uint64_t>(m)))
             return "meta page " + std::to_string(m) + " cannot be read";
         transaction[m] = w.at(kTxnid, 8);
+        metas[m].swap(w.page);
     }
     const int meta = transaction[0] < transaction[1] ? 1 : 0;
     if (transaction[meta] != txnid)
         return "its meta pages name transactions " + std::to_string(transaction[0]) + " and " +
                std::to_string(transaction[1]) + ", LMDB read " + std::to_string(txnid);
-    w.read_page(static_cast<std::uint64_t>(meta));
+    w.page.swap(metas[meta]);
     const auto db_flags = static_cast<std::uint16_t>(w.at(kMainDb + 4, 2));
     const int depth = static_cast<int>(w.at(kMainDb + 6, 2));
     const std::uint64_t expected = w.at(kMainDb + 32, 8), root = w.at(kMainDb + 40, 8);

@@ -92,10 +92,11 @@ void LmdbEnv::check_pages(const std::string& file, bool writable) {
     // In pages, not bytes: a damaged page number times the page size wraps around 2^64.
     const std::uintmax_t pages = size / stat.ms_psize;
     if (info.me_last_pgno >= pages) {
-        if (info.me_last_pgno > (std::uintmax_t(1) << 40))
+        // A page past the map the database states was never written: damage, not a short copy.
+        if (info.me_last_pgno >= info.me_mapsize / stat.ms_psize)
             refuse_damaged("its meta page names page " + std::to_string(info.me_last_pgno) +
-                           " as its last, and " + file + " holds " + std::to_string(pages) +
-                           " pages");
+                           " as its last, past its map of " + std::to_string(info.me_mapsize) +
+                           " bytes, and " + file + " holds " + std::to_string(pages) + " pages");
         refuse_damaged(file + " holds " + std::to_string(size) + " bytes but its pages run to " +
                        std::to_string((std::uintmax_t(info.me_last_pgno) + 1) * stat.ms_psize) +
                        " (the file was cut short: an interrupted copy or a full disk?)");

@@ -4,10 +4,13 @@
 // damaged file must be refused by our checks (data/lmdb_check.h) before LMDB follows it: a
 // DataError or BackendError naming the database is the only way out; a crash, a hang or an
 // out-of-bounds read is a find. The seeds are small databases `tandem mkdb` wrote (a branch
-// over several leaves, records on overflow pages).
+// over several leaves, records on overflow pages). The loop is `check_db`'s (data/db_builder.h)
+// without decoding the images, which fuzz_record and fuzz_image cover: db_builder.cpp would
+// bring the tensors and devices into this build of the parsers alone.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -16,14 +19,24 @@
 
 namespace {
 
-// One folder for the whole run: LMDB keeps its lock file beside data.mdb, reused by each input.
-const std::string& database_folder() {
-    static const std::string folder = [] {
+// One folder for the whole run, each input written over the last; removed when the run exits
+// (libFuzzer ends with exit(), which runs static destructors).
+struct DatabaseFolder {
+    std::string path;
+    DatabaseFolder() {
         char pattern[] = "/tmp/tandem-fuzz-lmdb-XXXXXX";
         if (!mkdtemp(pattern)) std::abort();
-        return std::string(pattern);
-    }();
-    return folder;
+        path = pattern;
+    }
+    ~DatabaseFolder() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
+const std::string& database_folder() {
+    static const DatabaseFolder folder;
+    return folder.path;
 }
 
 }  // namespace
